@@ -1,0 +1,77 @@
+# AstraBox build, run and test entry points.
+#
+# `make run` and `make test` install what is missing on a fresh Debian machine:
+# system packages (PostgreSQL server binaries, bubblewrap), the pinned Temporal CLI
+# (built into ./bin), and the pinned npm tooling used by the tests.
+
+SHELL := /bin/bash
+GO ?= go
+BIN := $(CURDIR)/bin
+VAR := $(CURDIR)/var
+TEMPORAL_CLI_VERSION := v1.5.1
+TEMPORAL := $(BIN)/temporal
+AISDK_DIR := $(CURDIR)/tools/aisdk
+GOTEST_FLAGS ?= -count=1 -timeout 45m
+
+export ASTRABOX_REPO_ROOT := $(CURDIR)
+export ASTRABOX_TEMPORAL_BIN := $(TEMPORAL)
+
+.PHONY: all build run test test-unit vet bench deps deps-system deps-npm clean help
+
+all: build
+
+help:
+	@echo "make run    - install what is missing, build, start the whole platform locally"
+	@echo "make test   - install what is missing, run go vet, unit and integration tests"
+	@echo "make bench  - run the benchmarks and print their figures"
+
+## deps: everything the platform and its tests need on this machine.
+deps: deps-system $(TEMPORAL) deps-npm
+
+# System packages from Debian: PostgreSQL server binaries and bubblewrap.
+deps-system:
+	@need=""; \
+	if ! command -v initdb >/dev/null 2>&1 && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then need="$$need postgresql"; fi; \
+	if ! command -v bwrap >/dev/null 2>&1; then need="$$need bubblewrap"; fi; \
+	if ! command -v setpriv >/dev/null 2>&1; then need="$$need util-linux"; fi; \
+	if [ -n "$$need" ]; then \
+		echo "installing system packages:$$need"; \
+		if [ "$$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi; \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$need; \
+	fi
+
+# The official Temporal CLI (dev server and Web UI), pinned; later versions do not
+# build from the module proxy.
+$(TEMPORAL):
+	@echo "building the Temporal CLI $(TEMPORAL_CLI_VERSION) into $(BIN) (a few minutes on a cold cache)"
+	@mkdir -p $(BIN)
+	GOBIN=$(BIN) $(GO) install github.com/temporalio/cli/cmd/temporal@$(TEMPORAL_CLI_VERSION)
+
+# Pinned npm tooling used by tests (the AI SDK client that validates streams).
+deps-npm: $(AISDK_DIR)/node_modules/.installed
+
+$(AISDK_DIR)/node_modules/.installed: $(AISDK_DIR)/package.json $(wildcard $(AISDK_DIR)/package-lock.json)
+	cd $(AISDK_DIR) && if [ -f package-lock.json ]; then npm ci --no-audit --no-fund --loglevel=error; else npm install --no-audit --no-fund --loglevel=error; fi
+	@touch $@
+
+build:
+	@mkdir -p $(BIN)
+	CGO_ENABLED=0 $(GO) build -o $(BIN)/ ./cmd/...
+
+run: deps build
+	$(BIN)/astrabox dev
+
+vet:
+	$(GO) vet ./...
+
+test: deps build vet
+	$(GO) test $(GOTEST_FLAGS) ./...
+
+test-unit:
+	$(GO) test -count=1 -short ./...
+
+bench: deps build
+	$(GO) test -run '^$$' -bench . -benchtime 2s ./...
+
+clean:
+	rm -rf $(BIN)/astrabox $(BIN)/astrabox-runner
