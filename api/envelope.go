@@ -1,0 +1,33 @@
+package api
+
+import (
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+	"go.uber.org/zap"
+)
+
+// Envelope is the shape of every JSON response: {code, message, data}.
+type Envelope struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Data    any    `json:"data"`
+}
+
+// writeOK writes a success envelope.
+func writeOK(c *gin.Context, data any) {
+	c.JSON(http.StatusOK, Envelope{Code: CodeOK, Message: "success", Data: data})
+}
+
+// fail writes err through the single mapper and logs its cause. Handlers call it
+// and return.
+func (s *Server) fail(c *gin.Context, err error) {
+	apiErr := toAPIError(err, s.errorMappers)
+	log := RequestLogger(c, s.log)
+	if apiErr.Status >= 500 {
+		log.Error("request failed", zap.String("code", apiErr.Code), zap.Error(err))
+	} else {
+		log.Debug("request refused", zap.String("code", apiErr.Code), zap.Error(err))
+	}
+	c.AbortWithStatusJSON(apiErr.Status, Envelope{Code: apiErr.Code, Message: apiErr.Message, Data: apiErr.Data})
+}

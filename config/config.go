@@ -1,0 +1,163 @@
+// Package config owns AstraBox's configuration: defaults, an optional YAML file,
+// ASTRABOX_* environment variables and command-line flags, read through one viper
+// instance into one typed Config that is validated before anything starts.
+package config
+
+import (
+	"fmt"
+	"net/url"
+	"strconv"
+	"time"
+)
+
+// Config is the whole validated configuration of one AstraBox process.
+type Config struct {
+	Log      Log      `mapstructure:"log"`
+	HTTP     HTTP     `mapstructure:"http"`
+	Database Database `mapstructure:"database"`
+	Temporal Temporal `mapstructure:"temporal"`
+	Sandbox  Sandbox  `mapstructure:"sandbox"`
+	Models   Models   `mapstructure:"models"`
+	Dev      Dev      `mapstructure:"dev"`
+	Startup  Startup  `mapstructure:"startup"`
+}
+
+// Log selects the log level and format.
+type Log struct {
+	// Level is one of debug, info, warn, error.
+	Level string `mapstructure:"level"`
+	// Format is console (human-readable, the dev default) or json (the default otherwise).
+	// Empty means: console for `astrabox dev`, json for every other command.
+	Format string `mapstructure:"format"`
+}
+
+// HTTP configures the API server.
+type HTTP struct {
+	// Addr is the host:port the API listens on.
+	Addr string `mapstructure:"addr"`
+	// PublicURL is the URL clients use to reach the API; empty derives it from Addr.
+	PublicURL string `mapstructure:"public_url"`
+	// ShutdownTimeout bounds how long in-flight requests may finish on shutdown.
+	ShutdownTimeout time.Duration `mapstructure:"shutdown_timeout"`
+	// MaxInputBytes limits the size of one message's content.
+	MaxInputBytes int `mapstructure:"max_input_bytes"`
+}
+
+// Database locates PostgreSQL.
+type Database struct {
+	Host     string `mapstructure:"host"`
+	Port     int    `mapstructure:"port"`
+	User     string `mapstructure:"user"`
+	Password Secret `mapstructure:"password"`
+	Name     string `mapstructure:"name"`
+	// SSLMode is a libpq sslmode: disable, allow, prefer, require, verify-ca, verify-full.
+	SSLMode string `mapstructure:"sslmode"`
+	// MaxOpenConns bounds the pool of the GORM handle.
+	MaxOpenConns int `mapstructure:"max_open_conns"`
+}
+
+// Temporal locates the Temporal frontend.
+type Temporal struct {
+	// Address is the frontend's host:port.
+	Address string `mapstructure:"address"`
+	// Namespace holds the Session workflows.
+	Namespace string `mapstructure:"namespace"`
+	// TaskQueue is the shared task queue; host-specific queues derive from it.
+	TaskQueue string `mapstructure:"task_queue"`
+	// UIURL is where operators open the Temporal Web UI, printed for convenience.
+	UIURL string `mapstructure:"ui_url"`
+	TLS   TLS    `mapstructure:"tls"`
+	// APIKey authenticates to a hosted Temporal; empty for none.
+	APIKey Secret `mapstructure:"api_key"`
+}
+
+// TLS configures mutual TLS to Temporal.
+type TLS struct {
+	Enabled    bool   `mapstructure:"enabled"`
+	CertFile   string `mapstructure:"cert_file"`
+	KeyFile    string `mapstructure:"key_file"`
+	CAFile     string `mapstructure:"ca_file"`
+	ServerName string `mapstructure:"server_name"`
+}
+
+// Sandbox selects and configures the sandbox backend.
+type Sandbox struct {
+	// Backend names the sandbox backend; local (bubblewrap) is the embedded default.
+	Backend string `mapstructure:"backend"`
+	Local   Local  `mapstructure:"local"`
+}
+
+// Local configures the local bubblewrap backend.
+type Local struct {
+	// StateDir keeps box state, workspaces and runner journals.
+	StateDir string `mapstructure:"state_dir"`
+	// UIDBase and UIDCount give the range of host uids (and gids) handed to boxes.
+	UIDBase  int `mapstructure:"uid_base"`
+	UIDCount int `mapstructure:"uid_count"`
+	// RunnerPath is the astrabox-runner binary bound into every box; empty finds it
+	// next to the astrabox binary.
+	RunnerPath string `mapstructure:"runner_path"`
+}
+
+// Models holds model-service credentials. The platform adds them on the host side
+// of a box's egress; the Agent program only ever holds a placeholder.
+type Models struct {
+	AnthropicAPIKey  Secret `mapstructure:"anthropic_api_key"`
+	AnthropicBaseURL string `mapstructure:"anthropic_base_url"`
+	OpenAIAPIKey     Secret `mapstructure:"openai_api_key"`
+	OpenAIBaseURL    string `mapstructure:"openai_base_url"`
+}
+
+// Dev configures `astrabox dev`, the all-in-one local stack.
+type Dev struct {
+	// DataDir keeps the managed PostgreSQL cluster, Temporal's database and dev.env.
+	DataDir string `mapstructure:"data_dir"`
+	// PostgresPort is the managed cluster's port on 127.0.0.1.
+	PostgresPort int `mapstructure:"postgres_port"`
+	// TemporalPort and TemporalUIPort are the dev server's frontend and Web UI ports.
+	TemporalPort   int `mapstructure:"temporal_port"`
+	TemporalUIPort int `mapstructure:"temporal_ui_port"`
+	// TemporalBin is the Temporal CLI; empty looks in ./bin then on PATH.
+	TemporalBin string `mapstructure:"temporal_bin"`
+	// ModelPort is the scripted model server's port, used when no model
+	// credentials are configured.
+	ModelPort int `mapstructure:"model_port"`
+}
+
+// Startup bounds how long a process waits for its dependencies.
+type Startup struct {
+	// Timeout is how long to keep retrying PostgreSQL and Temporal at start.
+	Timeout time.Duration `mapstructure:"timeout"`
+}
+
+// DSN returns the libpq connection string. It carries the password, so it must
+// never be logged; RedactedDSN is the printable form.
+func (d Database) DSN() string { return d.dsn(d.Password.Reveal()) }
+
+// RedactedDSN returns the connection string with the password replaced.
+func (d Database) RedactedDSN() string { return d.dsn(d.Password.String()) }
+
+func (d Database) dsn(password string) string {
+	u := url.URL{
+		Scheme: "postgres",
+		Host:   d.Host + ":" + strconv.Itoa(d.Port),
+		Path:   "/" + d.Name,
+	}
+	if password != "" {
+		u.User = url.UserPassword(d.User, password)
+	} else {
+		u.User = url.User(d.User)
+	}
+	q := url.Values{}
+	q.Set("sslmode", d.SSLMode)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// APIURL returns the URL clients use to reach the API.
+func (h HTTP) APIURL() string {
+	if h.PublicURL != "" {
+		return h.PublicURL
+	}
+	return fmt.Sprintf("http://%s", h.Addr)
+}

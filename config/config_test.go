@@ -1,0 +1,135 @@
+package config
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func writeYAML(t *testing.T, body string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "astrabox.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(body), 0o600))
+	return path
+}
+
+func TestDefaultsAreValid(t *testing.T) {
+	cfg, err := Load(Source{Environ: []string{}})
+	require.NoError(t, err)
+	assert.Equal(t, "127.0.0.1:8080", cfg.HTTP.Addr)
+	assert.Equal(t, 30*time.Second, cfg.Startup.Timeout)
+	assert.Equal(t, "local", cfg.Sandbox.Backend)
+}
+
+func TestPrecedenceFileEnvFlag(t *testing.T) {
+	file := writeYAML(t, "http:\n  addr: 127.0.0.1:9000\nlog:\n  level: debug\ntemporal:\n  namespace: from-file\n")
+	flags := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	flags.String("http-addr", "", "")
+	flags.String("temporal-namespace", "", "")
+	require.NoError(t, flags.Parse([]string{"--temporal-namespace", "from-flag"}))
+
+	cfg, err := Load(Source{
+		File:    file,
+		Flags:   flags,
+		Environ: []string{"ASTRABOX_HTTP_ADDR=127.0.0.1:9100", "ASTRABOX_TEMPORAL_NAMESPACE=from-env"},
+	})
+	require.NoError(t, err)
+	assert.Equal(t, "127.0.0.1:9100", cfg.HTTP.Addr, "environment beats file")
+	assert.Equal(t, "debug", cfg.Log.Level, "file beats defaults")
+	assert.Equal(t, "from-flag", cfg.Temporal.Namespace, "flag beats environment")
+}
+
+func TestConfigFileFromEnvironment(t *testing.T) {
+	file := writeYAML(t, "dev:\n  temporal_ui_port: 9233\n")
+	cfg, err := Load(Source{Environ: []string{"ASTRABOX_CONFIG=" + file}})
+	require.NoError(t, err)
+	assert.Equal(t, 9233, cfg.Dev.TemporalUIPort)
+}
+
+func TestCommandDefaults(t *testing.T) {
+	cfg, err := Load(Source{Environ: []string{}, Defaults: map[string]any{"log.format": "console"}})
+	require.NoError(t, err)
+	assert.Equal(t, "console", cfg.Log.Format)
+}
+
+func TestValidationNamesTheKey(t *testing.T) {
+	cases := []struct {
+		name    string
+		environ []string
+		yaml    string
+		key     string
+		want    string
+	}{
+		{name: "bad level", environ: []string{"ASTRABOX_LOG_LEVEL=loud"}, key: "log.level", want: "expected one of debug, info, warn, error"},
+		{name: "bad port", environ: []string{"ASTRABOX_DATABASE_PORT=70000"}, key: "database.port", want: "between 1 and 65535"},
+		{name: "port not a number", environ: []string{"ASTRABOX_DATABASE_PORT=abc"}, key: "database.port", want: "expected an integer"},
+		{name: "bad duration", environ: []string{"ASTRABOX_STARTUP_TIMEOUT=soon"}, key: "startup.timeout", want: "duration"},
+		{name: "bad addr", environ: []string{"ASTRABOX_HTTP_ADDR=8080"}, key: "http.addr", want: "host:port"},
+		{name: "bad sslmode", environ: []string{"ASTRABOX_DATABASE_SSLMODE=maybe"}, key: "database.sslmode", want: "expected one of"},
+		{name: "unknown env", environ: []string{"ASTRABOX_HTTP_ADRR=x"}, key: "ASTRABOX_HTTP_ADRR", want: "unknown environment variable"},
+		{name: "unknown yaml key", yaml: "http:\n  adr: x\n", key: "http.adr", want: "unknown key"},
+		{name: "bad backend", environ: []string{"ASTRABOX_SANDBOX_BACKEND=cloud"}, key: "sandbox.backend", want: "expected one of local"},
+		{name: "tls files missing", environ: []string{"ASTRABOX_TEMPORAL_TLS_ENABLED=true", "ASTRABOX_TEMPORAL_TLS_CA_FILE=/nonexistent/ca.pem"}, key: "temporal.tls.ca_file", want: "readable file"},
+		{name: "bad url", environ: []string{"ASTRABOX_MODELS_ANTHROPIC_BASE_URL=api.example"}, key: "models.anthropic_base_url", want: "http:// or https://"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			src := Source{Environ: tc.environ}
+			if tc.yaml != "" {
+				src.File = writeYAML(t, tc.yaml)
+			}
+			if src.Environ == nil {
+				src.Environ = []string{}
+			}
+			_, err := Load(src)
+			require.Error(t, err)
+			require.True(t, IsConfigError(err), "want a configuration error, got %T", err)
+			assert.Contains(t, err.Error(), tc.key)
+			assert.Contains(t, err.Error(), tc.want)
+			assert.NotContains(t, err.Error(), "\n", "one line")
+		})
+	}
+}
+
+func TestMissingConfigFile(t *testing.T) {
+	_, err := Load(Source{File: "/nonexistent/astrabox.yaml", Environ: []string{}})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "config file")
+}
+
+func TestSecretsNeverPrint(t *testing.T) {
+	const password = "hunter2-very-secret"
+	cfg, err := Load(Source{Environ: []string{
+		"ASTRABOX_DATABASE_PASSWORD=" + password,
+		"ASTRABOX_MODELS_ANTHROPIC_API_KEY=sk-ant-" + password,
+	}})
+	require.NoError(t, err)
+	assert.Equal(t, password, cfg.Database.Password.Reveal())
+	assert.Contains(t, cfg.Database.DSN(), password)
+
+	encoded, err := json.Marshal(cfg)
+	require.NoError(t, err)
+	for _, shown := range []string{
+		fmt.Sprintf("%v", cfg), fmt.Sprintf("%+v", cfg), fmt.Sprintf("%#v", cfg),
+		string(encoded), cfg.Database.RedactedDSN(),
+	} {
+		assert.NotContains(t, shown, password)
+	}
+	assert.Contains(t, cfg.Database.RedactedDSN(), "redacted")
+}
+
+func TestSecretInBadValueIsNotEchoed(t *testing.T) {
+	// A value that fails to decode must not be echoed: it could be a secret put
+	// under the wrong key.
+	_, err := Load(Source{Environ: []string{"ASTRABOX_DATABASE_PORT=s3cr3t-token"}})
+	require.Error(t, err)
+	assert.False(t, strings.Contains(err.Error(), "s3cr3t-token"), err.Error())
+}

@@ -1,0 +1,141 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// Validate checks every key and returns the first problem as an *Error naming
+// the key and the expected form.
+func (c *Config) Validate() error {
+	checks := []func() error{
+		func() error { return oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error") },
+		func() error { return oneOf("log.format", c.Log.Format, "", "console", "json") },
+		func() error { return hostPort("http.addr", c.HTTP.Addr) },
+		func() error { return optionalURL("http.public_url", c.HTTP.PublicURL) },
+		func() error { return positiveDuration("http.shutdown_timeout", int64(c.HTTP.ShutdownTimeout)) },
+		func() error { return positive("http.max_input_bytes", c.HTTP.MaxInputBytes) },
+		func() error { return nonEmpty("database.host", c.Database.Host) },
+		func() error { return port("database.port", c.Database.Port) },
+		func() error { return nonEmpty("database.user", c.Database.User) },
+		func() error { return nonEmpty("database.name", c.Database.Name) },
+		func() error {
+			return oneOf("database.sslmode", c.Database.SSLMode, "disable", "allow", "prefer", "require", "verify-ca", "verify-full")
+		},
+		func() error { return positive("database.max_open_conns", c.Database.MaxOpenConns) },
+		func() error { return hostPort("temporal.address", c.Temporal.Address) },
+		func() error { return nonEmpty("temporal.namespace", c.Temporal.Namespace) },
+		func() error { return nonEmpty("temporal.task_queue", c.Temporal.TaskQueue) },
+		func() error { return optionalURL("temporal.ui_url", c.Temporal.UIURL) },
+		c.validateTLS,
+		func() error { return oneOf("sandbox.backend", c.Sandbox.Backend, "local") },
+		func() error { return nonEmpty("sandbox.local.state_dir", c.Sandbox.Local.StateDir) },
+		func() error { return positive("sandbox.local.uid_base", c.Sandbox.Local.UIDBase) },
+		func() error { return positive("sandbox.local.uid_count", c.Sandbox.Local.UIDCount) },
+		func() error { return optionalURL("models.anthropic_base_url", c.Models.AnthropicBaseURL) },
+		func() error { return optionalURL("models.openai_base_url", c.Models.OpenAIBaseURL) },
+		func() error { return nonEmpty("dev.data_dir", c.Dev.DataDir) },
+		func() error { return port("dev.postgres_port", c.Dev.PostgresPort) },
+		func() error { return port("dev.temporal_port", c.Dev.TemporalPort) },
+		func() error { return port("dev.temporal_ui_port", c.Dev.TemporalUIPort) },
+		func() error { return port("dev.model_port", c.Dev.ModelPort) },
+		func() error { return positiveDuration("startup.timeout", int64(c.Startup.Timeout)) },
+	}
+	for _, check := range checks {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *Config) validateTLS() error {
+	t := c.Temporal.TLS
+	if !t.Enabled {
+		return nil
+	}
+	if (t.CertFile == "") != (t.KeyFile == "") {
+		return &Error{Key: "temporal.tls.cert_file", Reason: "cert_file and key_file must be set together"}
+	}
+	for key, path := range map[string]string{
+		"temporal.tls.cert_file": t.CertFile,
+		"temporal.tls.key_file":  t.KeyFile,
+		"temporal.tls.ca_file":   t.CAFile,
+	} {
+		if path == "" {
+			continue
+		}
+		if _, err := os.Stat(path); err != nil {
+			return &Error{Key: key, Reason: fmt.Sprintf("expected a readable file, cannot stat %q", path)}
+		}
+	}
+	return nil
+}
+
+func oneOf(key, value string, allowed ...string) error {
+	for _, a := range allowed {
+		if value == a {
+			return nil
+		}
+	}
+	shown := make([]string, 0, len(allowed))
+	for _, a := range allowed {
+		if a != "" {
+			shown = append(shown, a)
+		}
+	}
+	return &Error{Key: key, Reason: fmt.Sprintf("expected one of %s, got %q", strings.Join(shown, ", "), value)}
+}
+
+func nonEmpty(key, value string) error {
+	if strings.TrimSpace(value) == "" {
+		return &Error{Key: key, Reason: "must not be empty"}
+	}
+	return nil
+}
+
+func positive(key string, value int) error {
+	if value <= 0 {
+		return &Error{Key: key, Reason: fmt.Sprintf("expected a positive integer, got %d", value)}
+	}
+	return nil
+}
+
+func positiveDuration(key string, value int64) error {
+	if value <= 0 {
+		return &Error{Key: key, Reason: "expected a positive duration such as 30s"}
+	}
+	return nil
+}
+
+func port(key string, value int) error {
+	if value < 1 || value > 65535 {
+		return &Error{Key: key, Reason: fmt.Sprintf("expected a port between 1 and 65535, got %d", value)}
+	}
+	return nil
+}
+
+func hostPort(key, value string) error {
+	_, p, err := net.SplitHostPort(value)
+	if err != nil {
+		return &Error{Key: key, Reason: fmt.Sprintf("expected host:port, got %q", value)}
+	}
+	n, err := strconv.Atoi(p)
+	if err != nil || n < 0 || n > 65535 {
+		return &Error{Key: key, Reason: fmt.Sprintf("expected host:port with a numeric port, got %q", value)}
+	}
+	return nil
+}
+
+func optionalURL(key, value string) error {
+	if value == "" {
+		return nil
+	}
+	if !strings.HasPrefix(value, "http://") && !strings.HasPrefix(value, "https://") {
+		return &Error{Key: key, Reason: fmt.Sprintf("expected an http:// or https:// URL, got %q", value)}
+	}
+	return nil
+}
