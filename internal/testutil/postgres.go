@@ -1,0 +1,180 @@
+package testutil
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"go.uber.org/zap"
+
+	"github.com/astrabox/astrabox/internal/pgcluster"
+	"github.com/astrabox/astrabox/store"
+)
+
+// templateDB is the migrated database every test database is cloned from.
+const templateDB = "astrabox_template"
+
+// shared holds the per-process fixtures. It is package state on purpose: a test
+// binary has one TestMain, and every test in it shares one cluster and one dev server
+// that Main stops at the end.
+var shared = &fixtures{}
+
+type fixtures struct {
+	pgOnce  sync.Once
+	pgErr   error
+	baseDir string
+	cluster *pgcluster.Cluster
+	// adminMu serialises CREATE/DROP DATABASE on the admin connection.
+	adminMu sync.Mutex
+	admin   *pgx.Conn
+
+	temporal temporalFixture
+}
+
+// NewDB returns a Store on a fresh, migrated database of its own and that database's
+// DSN. The database is dropped when the test ends.
+func NewDB(t testing.TB) (*store.Store, string) {
+	t.Helper()
+	ctx := Context(t)
+	if err := shared.startPostgres(); err != nil {
+		t.Fatalf("testutil: start postgresql: %v", err)
+	}
+	name := "t_" + randomHex(8)
+	shared.adminMu.Lock()
+	_, err := shared.admin.Exec(ctx, fmt.Sprintf("CREATE DATABASE %s TEMPLATE %s", pgx.Identifier{name}.Sanitize(), templateDB))
+	shared.adminMu.Unlock()
+	if err != nil {
+		t.Fatalf("testutil: create database %s: %v", name, err)
+	}
+	dsn := shared.cluster.DSN(name)
+	st, err := store.Open(ctx, dsn, Logger(t))
+	if err != nil {
+		t.Fatalf("testutil: open %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		_ = st.Close()
+		dropCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		shared.adminMu.Lock()
+		defer shared.adminMu.Unlock()
+		if _, err := shared.admin.Exec(dropCtx, fmt.Sprintf("DROP DATABASE IF EXISTS %s WITH (FORCE)", pgx.Identifier{name}.Sanitize())); err != nil {
+			t.Errorf("testutil: drop database %s: %v", name, err)
+		}
+	})
+	return st, dsn
+}
+
+// startPostgres starts the process's cluster and migrates the template once.
+func (f *fixtures) startPostgres() error {
+	f.pgOnce.Do(func() { f.pgErr = f.bootPostgres() })
+	return f.pgErr
+}
+
+func (f *fixtures) bootPostgres() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	base, err := os.MkdirTemp("", "astrabox-test-pg-")
+	if err != nil {
+		return fmt.Errorf("make cluster folder: %w", err)
+	}
+	// The postgres system user must traverse this folder when tests run as root.
+	if err := os.Chmod(base, 0o755); err != nil {
+		return fmt.Errorf("chmod cluster folder: %w", err)
+	}
+	f.baseDir = base
+	opts := pgcluster.Options{
+		DataDir:   filepath.Join(base, "data"),
+		SocketDir: filepath.Join(base, "run"),
+		// Throwaway data: durability settings off for speed; enough connections for
+		// parallel tests that each open a pool.
+		Settings: map[string]string{
+			"fsync":              "off",
+			"synchronous_commit": "off",
+			"full_page_writes":   "off",
+			"max_connections":    "300",
+		},
+		Logger: zap.NewNop(),
+	}
+	// Packages' test binaries run in parallel; a free port can be taken between the
+	// probe and the start, so try a few.
+	for attempt := 0; attempt < 5; attempt++ {
+		opts.Port, err = freePort()
+		if err != nil {
+			return err
+		}
+		f.cluster, err = pgcluster.Start(ctx, opts)
+		if err == nil {
+			break
+		}
+		if inUse := (*pgcluster.PortInUseError)(nil); !errors.As(err, &inUse) {
+			return err
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if err := f.cluster.CreateDatabase(ctx, templateDB); err != nil {
+		return err
+	}
+	st, err := store.Open(ctx, f.cluster.DSN(templateDB), zap.NewNop())
+	if err != nil {
+		return err
+	}
+	_, err = st.MigrateUp(ctx)
+	if closeErr := st.Close(); err == nil {
+		err = closeErr
+	}
+	if err != nil {
+		return fmt.Errorf("migrate template: %w", err)
+	}
+	f.admin, err = pgx.Connect(ctx, f.cluster.DSN("postgres"))
+	if err != nil {
+		return fmt.Errorf("connect admin: %w", err)
+	}
+	// No one connects to the template again, so cloning it never waits on a session.
+	if _, err := f.admin.Exec(ctx, fmt.Sprintf("ALTER DATABASE %s WITH IS_TEMPLATE true ALLOW_CONNECTIONS false", templateDB)); err != nil {
+		return fmt.Errorf("mark template: %w", err)
+	}
+	return nil
+}
+
+func (f *fixtures) shutdown() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	f.temporal.stop()
+	if f.admin != nil {
+		_ = f.admin.Close(ctx)
+	}
+	if f.cluster != nil {
+		if err := f.cluster.Stop(ctx); err != nil {
+			fmt.Fprintf(os.Stderr, "testutil: %v\n", err)
+		}
+	}
+	if f.baseDir != "" {
+		_ = os.RemoveAll(f.baseDir)
+	}
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("find a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

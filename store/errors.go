@@ -1,0 +1,104 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"gorm.io/gorm"
+)
+
+// PostgreSQL error codes the store maps to sentinels.
+const (
+	pgUniqueViolation     = "23505"
+	pgForeignKeyViolation = "23503"
+	pgCheckViolation      = "23514"
+)
+
+// redacted replaces a password wherever a DSN is shown.
+const redacted = "xxxxx"
+
+// RedactDSN returns dsn with its password replaced, for logs and error messages. It
+// handles URLs (postgres://user:pw@host/db) and key=value strings (password=pw).
+func RedactDSN(dsn string) string {
+	if u, err := url.Parse(dsn); err == nil && u.Scheme != "" {
+		if _, has := u.User.Password(); has {
+			u.User = url.UserPassword(u.User.Username(), redacted)
+		}
+		q := u.Query()
+		if q.Has("password") {
+			q.Set("password", redacted)
+			u.RawQuery = q.Encode()
+		}
+		return u.String()
+	}
+	fields := strings.Fields(dsn)
+	for i, f := range fields {
+		if k, _, ok := strings.Cut(f, "="); ok && strings.EqualFold(k, "password") {
+			fields[i] = k + "=" + redacted
+		}
+	}
+	return strings.Join(fields, " ")
+}
+
+// redactError removes dsn's password from err's text, whatever layer produced it.
+func redactError(err error, dsn string) error {
+	if err == nil {
+		return nil
+	}
+	pw := passwordOf(dsn)
+	if pw == "" || !strings.Contains(err.Error(), pw) {
+		return err
+	}
+	return &redactedError{msg: strings.ReplaceAll(err.Error(), pw, redacted), err: err}
+}
+
+// redactedError keeps the chain for errors.Is while hiding the password in its text.
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
+
+func passwordOf(dsn string) string {
+	if cfg, err := pgx.ParseConfig(dsn); err == nil {
+		return cfg.Password
+	}
+	if u, err := url.Parse(dsn); err == nil && u.User != nil {
+		pw, _ := u.User.Password()
+		return pw
+	}
+	return ""
+}
+
+// pgCode returns the SQLSTATE of a PostgreSQL error, or "".
+func pgCode(err error) string {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return pgErr.Code
+	}
+	return ""
+}
+
+// mapError turns driver errors into the package's sentinels, wrapped with what.
+func mapError(what string, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, gorm.ErrRecordNotFound):
+		return fmt.Errorf("%s: %w", what, ErrNotFound)
+	case pgCode(err) == pgUniqueViolation:
+		return fmt.Errorf("%s: %w: %w", what, ErrDuplicate, err)
+	case pgCode(err) == pgForeignKeyViolation:
+		return fmt.Errorf("%s: referenced row %w: %w", what, ErrNotFound, err)
+	default:
+		return fmt.Errorf("%s: %w", what, err)
+	}
+}
+
+func isNotFound(err error) bool { return errors.Is(err, ErrNotFound) }

@@ -1,0 +1,15 @@
+DROP TABLE IF EXISTS runtime_state_blobs;
+DROP TABLE IF EXISTS session_log_entries;
+DROP TABLE IF EXISTS child_runs;
+DROP TABLE IF EXISTS runtime_cursors;
+DROP TABLE IF EXISTS reader_leases;
+DROP TABLE IF EXISTS interactions;
+DROP TABLE IF EXISTS output_parts;
+DROP TABLE IF EXISTS responses;
+DROP TABLE IF EXISTS inputs;
+DROP TABLE IF EXISTS session_idempotency_keys;
+DROP TABLE IF EXISTS sessions;
+DROP TABLE IF EXISTS agents;
+DROP TABLE IF EXISTS runtime_profiles;
+DROP TABLE IF EXISTS api_tokens;
+DROP TABLE IF EXISTS users;

@@ -1,0 +1,190 @@
+package store
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// The row types mirror the tables in migrations/ column for column. They carry no
+// association fields: every join or related read is an explicit, named method.
+
+// Closed vocabularies, as the schema's CHECK constraints spell them.
+const (
+	RoleMember = "member"
+	RoleAdmin  = "admin"
+
+	InputPending   = "pending"
+	InputDelivered = "delivered"
+	InputAdmitted  = "admitted"
+	InputFailed    = "failed"
+
+	LifecycleCreating   = "creating"
+	LifecycleActive     = "active"
+	LifecycleTerminated = "terminated"
+	LifecycleDeleted    = "deleted"
+
+	SandboxLocal       = "local"
+	SandboxOpenSandbox = "opensandbox"
+	SandboxKubernetes  = "kubernetes"
+
+	TenancyConversation = "conversation"
+	TenancyShared       = "shared"
+)
+
+// User is a person who uses AstraBox.
+type User struct {
+	ID          string    `gorm:"column:id;primaryKey"`
+	Email       string    `gorm:"column:email"`
+	DisplayName string    `gorm:"column:display_name"`
+	Role        string    `gorm:"column:role"`
+	CreatedAt   time.Time `gorm:"column:created_at"`
+	UpdatedAt   time.Time `gorm:"column:updated_at"`
+}
+
+// TableName is the users table.
+func (User) TableName() string { return "users" }
+
+// IsAdmin reports whether the user holds the admin role.
+func (u User) IsAdmin() bool { return u.Role == RoleAdmin }
+
+// APIToken is a user's bearer token, stored as the SHA-256 of its plaintext.
+type APIToken struct {
+	ID         string     `gorm:"column:id;primaryKey"`
+	UserID     string     `gorm:"column:user_id"`
+	Name       string     `gorm:"column:name"`
+	Prefix     string     `gorm:"column:prefix"`
+	TokenHash  []byte     `gorm:"column:token_hash"`
+	CreatedAt  time.Time  `gorm:"column:created_at"`
+	LastUsedAt *time.Time `gorm:"column:last_used_at"`
+	ExpiresAt  *time.Time `gorm:"column:expires_at"`
+	RevokedAt  *time.Time `gorm:"column:revoked_at"`
+}
+
+// TableName is the api_tokens table.
+func (APIToken) TableName() string { return "api_tokens" }
+
+// RuntimeProfile is the sandbox configuration an Agent runs in.
+type RuntimeProfile struct {
+	ID             string          `gorm:"column:id;primaryKey"`
+	Name           string          `gorm:"column:name"`
+	EngineKind     string          `gorm:"column:engine_kind"`
+	Image          string          `gorm:"column:image"`
+	Enabled        bool            `gorm:"column:enabled"`
+	SandboxBackend string          `gorm:"column:sandbox_backend"`
+	SandboxTenancy string          `gorm:"column:sandbox_tenancy"`
+	Resources      json.RawMessage `gorm:"column:resources"`
+	NetworkPolicy  json.RawMessage `gorm:"column:network_policy"`
+	Tracing        json.RawMessage `gorm:"column:tracing"`
+	PrewarmSize    int             `gorm:"column:prewarm_size"`
+	CreatedAt      time.Time       `gorm:"column:created_at"`
+	UpdatedAt      time.Time       `gorm:"column:updated_at"`
+}
+
+// TableName is the runtime_profiles table.
+func (RuntimeProfile) TableName() string { return "runtime_profiles" }
+
+// Agent is a configured Agent program a Session starts from.
+type Agent struct {
+	ID               string          `gorm:"column:id;primaryKey"`
+	Name             string          `gorm:"column:name"`
+	Description      string          `gorm:"column:description"`
+	EngineKind       string          `gorm:"column:engine_kind"`
+	RuntimeProfileID string          `gorm:"column:runtime_profile_id"`
+	Config           json.RawMessage `gorm:"column:config"`
+	PermissionMode   *string         `gorm:"column:permission_mode"`
+	CreatedBy        *string         `gorm:"column:created_by"`
+	Version          int64           `gorm:"column:version"`
+	CreatedAt        time.Time       `gorm:"column:created_at"`
+	UpdatedAt        time.Time       `gorm:"column:updated_at"`
+}
+
+// TableName is the agents table.
+func (Agent) TableName() string { return "agents" }
+
+// Session is one conversation with an Agent.
+type Session struct {
+	ID                 string          `gorm:"column:id;primaryKey"`
+	AgentID            string          `gorm:"column:agent_id"`
+	UserID             string          `gorm:"column:user_id"`
+	Kind               string          `gorm:"column:kind"`
+	Title              *string         `gorm:"column:title"`
+	TitleSource        *string         `gorm:"column:title_source"`
+	PermissionMode     *string         `gorm:"column:permission_mode"`
+	Lifecycle          string          `gorm:"column:lifecycle"`
+	RuntimeStatus      *string         `gorm:"column:runtime_status"`
+	RuntimeUnavailable bool            `gorm:"column:runtime_unavailable"`
+	ArchivedAt         *time.Time      `gorm:"column:archived_at"`
+	DeletedAt          *time.Time      `gorm:"column:deleted_at"`
+	EngineSessionKey   *string         `gorm:"column:engine_session_key"`
+	SandboxID          *string         `gorm:"column:sandbox_id"`
+	HostTaskQueue      *string         `gorm:"column:host_task_queue"`
+	RuntimeGeneration  int64           `gorm:"column:runtime_generation"`
+	RuntimeInfo        json.RawMessage `gorm:"column:runtime_info"`
+	ModelName          *string         `gorm:"column:model_name"`
+	OutputSeq          int64           `gorm:"column:output_seq"`
+	InputSeq           int64           `gorm:"column:input_seq"`
+	LastOutputAt       *time.Time      `gorm:"column:last_output_at"`
+	ReadAt             *time.Time      `gorm:"column:read_at"`
+	LastActivityAt     time.Time       `gorm:"column:last_activity_at"`
+	CreatedAt          time.Time       `gorm:"column:created_at"`
+	UpdatedAt          time.Time       `gorm:"column:updated_at"`
+}
+
+// TableName is the sessions table.
+func (Session) TableName() string { return "sessions" }
+
+// Input is a person's message in the platform's custody.
+type Input struct {
+	ID              string     `gorm:"column:id;primaryKey"`
+	SessionID       string     `gorm:"column:session_id"`
+	Seq             int64      `gorm:"column:seq"`
+	ClientMessageID *string    `gorm:"column:client_message_id"`
+	Content         string     `gorm:"column:content"`
+	State           string     `gorm:"column:state"`
+	FailureCode     *string    `gorm:"column:failure_code"`
+	FailureMessage  *string    `gorm:"column:failure_message"`
+	AcceptedAt      time.Time  `gorm:"column:accepted_at"`
+	DeliveredAt     *time.Time `gorm:"column:delivered_at"`
+	AdmittedAt      *time.Time `gorm:"column:admitted_at"`
+	FailedAt        *time.Time `gorm:"column:failed_at"`
+}
+
+// TableName is the inputs table.
+func (Input) TableName() string { return "inputs" }
+
+// OutputPart is one browser part of a Session's output log.
+type OutputPart struct {
+	SessionID  string          `gorm:"column:session_id;primaryKey"`
+	Seq        int64           `gorm:"column:seq;primaryKey"`
+	ResponseID *string         `gorm:"column:response_id"`
+	Frame      json.RawMessage `gorm:"column:frame"`
+	CreatedAt  time.Time       `gorm:"column:created_at"`
+}
+
+// TableName is the output_parts table.
+func (OutputPart) TableName() string { return "output_parts" }
+
+// ReaderLease is the one-reader lease of a Session.
+type ReaderLease struct {
+	SessionID  string    `gorm:"column:session_id;primaryKey"`
+	Holder     string    `gorm:"column:holder"`
+	Generation int64     `gorm:"column:generation"`
+	AcquiredAt time.Time `gorm:"column:acquired_at"`
+	ExpiresAt  time.Time `gorm:"column:expires_at"`
+}
+
+// TableName is the reader_leases table.
+func (ReaderLease) TableName() string { return "reader_leases" }
+
+// RuntimeCursor is the saved resume position of a Session's runtime events.
+type RuntimeCursor struct {
+	SessionID       string          `gorm:"column:session_id;primaryKey"`
+	Generation      string          `gorm:"column:generation"`
+	Position        json.RawMessage `gorm:"column:position"`
+	ThroughSeq      int64           `gorm:"column:through_seq"`
+	LeaseGeneration int64           `gorm:"column:lease_generation"`
+	UpdatedAt       time.Time       `gorm:"column:updated_at"`
+}
+
+// TableName is the runtime_cursors table.
+func (RuntimeCursor) TableName() string { return "runtime_cursors" }

@@ -1,0 +1,221 @@
+package store_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/astrabox/astrabox/store"
+	"github.com/astrabox/astrabox/store/pubsub"
+)
+
+func textPart(resp, text string) store.NewPart {
+	return store.NewPart{ResponseID: &resp, Frame: json.RawMessage(fmt.Sprintf(`{"type":"text-delta","id":"t1","delta":%q}`, text))}
+}
+
+func cursorAt(gen string, offset int) *store.CursorUpdate {
+	return &store.CursorUpdate{Generation: gen, Position: json.RawMessage(fmt.Sprintf(`{"offset":%d}`, offset))}
+}
+
+func TestReaderLeaseAcquisition(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx, st := f.ctx, f.st
+
+	a, err := st.AcquireReaderLease(ctx, store.LeaseRequest{SessionID: f.session.ID, Holder: "host-a", TTL: time.Minute})
+	require.NoError(t, err)
+	require.Equal(t, int64(1), a.Generation)
+
+	_, err = st.AcquireReaderLease(ctx, store.LeaseRequest{SessionID: f.session.ID, Holder: "host-b", TTL: time.Minute})
+	require.ErrorIs(t, err, store.ErrLeaseHeld)
+
+	again, err := st.AcquireReaderLease(ctx, store.LeaseRequest{SessionID: f.session.ID, Holder: "host-a", TTL: time.Minute})
+	require.NoError(t, err)
+	require.Equal(t, int64(2), again.Generation, "re-acquiring fences the holder's older self")
+
+	stolen, err := st.AcquireReaderLease(ctx, store.LeaseRequest{SessionID: f.session.ID, Holder: "host-b", TTL: time.Minute, Steal: true})
+	require.NoError(t, err)
+	require.Equal(t, int64(3), stolen.Generation)
+	require.Equal(t, "host-b", stolen.Holder)
+
+	_, err = st.RenewReaderLease(ctx, f.session.ID, again.Generation, time.Minute)
+	require.ErrorIs(t, err, store.ErrLeaseLost)
+	renewed, err := st.RenewReaderLease(ctx, f.session.ID, stolen.Generation, time.Hour)
+	require.NoError(t, err)
+	require.True(t, renewed.ExpiresAt.After(stolen.ExpiresAt))
+
+	// An expired lease is free for anyone.
+	_, err = st.RenewReaderLease(ctx, f.session.ID, stolen.Generation, -time.Minute)
+	require.NoError(t, err)
+	c, err := st.AcquireReaderLease(ctx, store.LeaseRequest{SessionID: f.session.ID, Holder: "host-c", TTL: time.Minute})
+	require.NoError(t, err)
+	require.Equal(t, int64(4), c.Generation)
+}
+
+func TestZombieReaderWritesNothing(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx, st := f.ctx, f.st
+
+	old, err := st.AcquireReaderLease(ctx, store.LeaseRequest{SessionID: f.session.ID, Holder: "old", TTL: time.Minute})
+	require.NoError(t, err)
+	res, err := st.AppendParts(ctx, store.AppendRequest{SessionID: f.session.ID, LeaseGeneration: old.Generation,
+		Parts: []store.NewPart{textPart("r1", "a"), textPart("r1", "b")}, Cursor: cursorAt("g1", 2)})
+	require.NoError(t, err)
+	require.Equal(t, store.AppendResult{FirstSeq: 1, LastSeq: 2}, res)
+
+	// A new reader takes over; the old one, still running, tries to write.
+	_, err = st.AcquireReaderLease(ctx, store.LeaseRequest{SessionID: f.session.ID, Holder: "new", TTL: time.Minute, Steal: true})
+	require.NoError(t, err)
+	_, err = st.AppendParts(ctx, store.AppendRequest{SessionID: f.session.ID, LeaseGeneration: old.Generation,
+		Parts: []store.NewPart{textPart("r1", "zombie")}, Cursor: cursorAt("g1", 99)})
+	require.ErrorIs(t, err, store.ErrLeaseLost)
+
+	parts, err := st.ListOutputPartsAfter(ctx, f.session.ID, 0, 100)
+	require.NoError(t, err)
+	require.Len(t, parts, 2, "the zombie's part was not written")
+	s, err := st.GetSessionByID(ctx, f.session.ID)
+	require.NoError(t, err)
+	require.Equal(t, int64(2), s.OutputSeq, "output_seq unchanged")
+	cur, err := st.GetRuntimeCursorBySession(ctx, f.session.ID)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"offset":2}`, string(cur.Position), "the zombie's cursor was not written")
+
+	// No lease at all is refused too.
+	f2 := newFixture(t)
+	_, err = f2.st.AppendParts(f2.ctx, store.AppendRequest{SessionID: f2.session.ID, LeaseGeneration: 1, Parts: []store.NewPart{textPart("r", "x")}})
+	require.ErrorIs(t, err, store.ErrLeaseLost)
+}
+
+func TestOutputSeqHasNoGapsUnderConcurrentAppends(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx, st := f.ctx, f.st
+	lease, err := st.AcquireReaderLease(ctx, store.LeaseRequest{SessionID: f.session.ID, Holder: "r", TTL: time.Minute})
+	require.NoError(t, err)
+
+	const writers, batches = 10, 5
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			for b := range batches {
+				n := 1 + (w+b)%3
+				parts := make([]store.NewPart, n)
+				for i := range parts {
+					parts[i] = textPart("r1", fmt.Sprintf("w%d-b%d-%d", w, b, i))
+				}
+				res, err := st.AppendParts(ctx, store.AppendRequest{SessionID: f.session.ID, LeaseGeneration: lease.Generation, Parts: parts})
+				if assertNoError(t, err) && res.LastSeq-res.FirstSeq+1 != int64(n) {
+					t.Errorf("batch of %d got seqs %d..%d", n, res.FirstSeq, res.LastSeq)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	parts, err := st.ListOutputPartsAfter(ctx, f.session.ID, 0, 10000)
+	require.NoError(t, err)
+	for i, p := range parts {
+		require.Equal(t, int64(i+1), p.Seq, "seq without gaps")
+	}
+	s, err := st.GetSessionByID(ctx, f.session.ID)
+	require.NoError(t, err)
+	require.Equal(t, int64(len(parts)), s.OutputSeq)
+	require.NotNil(t, s.LastOutputAt)
+
+	after, err := st.ListOutputPartsAfter(ctx, f.session.ID, 5, 3)
+	require.NoError(t, err)
+	require.Equal(t, []int64{6, 7, 8}, []int64{after[0].Seq, after[1].Seq, after[2].Seq})
+}
+
+func TestCursorCommitsWithItsParts(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx, st := f.ctx, f.st
+	lease, err := st.AcquireReaderLease(ctx, store.LeaseRequest{SessionID: f.session.ID, Holder: "r", TTL: time.Minute})
+	require.NoError(t, err)
+
+	res, err := st.AppendParts(ctx, store.AppendRequest{SessionID: f.session.ID, LeaseGeneration: lease.Generation,
+		Parts: []store.NewPart{textPart("r1", "a")}, Cursor: cursorAt("g1", 1)})
+	require.NoError(t, err)
+	cur, err := st.GetRuntimeCursorBySession(ctx, f.session.ID)
+	require.NoError(t, err)
+	require.Equal(t, res.LastSeq, cur.ThroughSeq)
+	require.Equal(t, "g1", cur.Generation)
+	require.Equal(t, lease.Generation, cur.LeaseGeneration)
+
+	// A batch whose second part is refused (a frame must be a JSON object) rolls back
+	// the first part and the cursor together.
+	bad := store.NewPart{Frame: json.RawMessage(`"not an object"`)}
+	_, err = st.AppendParts(ctx, store.AppendRequest{SessionID: f.session.ID, LeaseGeneration: lease.Generation,
+		Parts: []store.NewPart{textPart("r1", "b"), bad}, Cursor: cursorAt("g1", 3)})
+	require.Error(t, err)
+	cur, err = st.GetRuntimeCursorBySession(ctx, f.session.ID)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"offset":1}`, string(cur.Position))
+	parts, err := st.ListOutputPartsAfter(ctx, f.session.ID, 0, 10)
+	require.NoError(t, err)
+	require.Len(t, parts, 1)
+
+	// The same holds when the caller's own transaction fails after the append.
+	err = st.InTx(ctx, func(tx *store.Store) error {
+		if _, err := tx.AppendParts(ctx, store.AppendRequest{SessionID: f.session.ID, LeaseGeneration: lease.Generation,
+			Parts: []store.NewPart{textPart("r1", "c")}, Cursor: cursorAt("g2", 0)}); err != nil {
+			return err
+		}
+		return fmt.Errorf("later step failed")
+	})
+	require.ErrorContains(t, err, "later step failed")
+	cur, err = st.GetRuntimeCursorBySession(ctx, f.session.ID)
+	require.NoError(t, err)
+	require.Equal(t, "g1", cur.Generation)
+	s, err := st.GetSessionByID(ctx, f.session.ID)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), s.OutputSeq)
+
+	// A cursor-only commit (an event with no browser part) moves the cursor alone.
+	res, err = st.AppendParts(ctx, store.AppendRequest{SessionID: f.session.ID, LeaseGeneration: lease.Generation, Cursor: cursorAt("g1", 2)})
+	require.NoError(t, err)
+	require.Equal(t, store.AppendResult{FirstSeq: 1, LastSeq: 1}, res)
+	cur, err = st.GetRuntimeCursorBySession(ctx, f.session.ID)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"offset":2}`, string(cur.Position))
+}
+
+func TestAppendNotifiesAtCommit(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx, st := f.ctx, f.st
+	conn, err := pgx.Connect(ctx, f.dsn)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, "LISTEN "+pgx.Identifier{pubsub.SessionOutputChannel(f.session.ID)}.Sanitize())
+	require.NoError(t, err)
+	_, err = conn.Exec(ctx, "LISTEN "+pgx.Identifier{pubsub.SessionInputsChannel(f.session.ID)}.Sanitize())
+	require.NoError(t, err)
+
+	in, _, err := st.InsertInput(ctx, store.NewInput{SessionID: f.session.ID, Content: "hi"})
+	require.NoError(t, err)
+	n, err := conn.WaitForNotification(ctx)
+	require.NoError(t, err)
+	require.Equal(t, pubsub.SessionInputsChannel(f.session.ID), n.Channel)
+	require.Equal(t, in.ID, n.Payload)
+
+	lease, err := st.AcquireReaderLease(ctx, store.LeaseRequest{SessionID: f.session.ID, Holder: "r", TTL: time.Minute})
+	require.NoError(t, err)
+	res, err := st.AppendParts(ctx, store.AppendRequest{SessionID: f.session.ID, LeaseGeneration: lease.Generation,
+		Parts: []store.NewPart{textPart("r1", "a"), textPart("r1", "b"), textPart("r1", "c")}})
+	require.NoError(t, err)
+	n, err = conn.WaitForNotification(ctx)
+	require.NoError(t, err)
+	require.Equal(t, pubsub.SessionOutputChannel(f.session.ID), n.Channel)
+	seq, err := pubsub.OutputSeq(n.Payload)
+	require.NoError(t, err)
+	require.Equal(t, res.LastSeq, seq)
+	require.Equal(t, strconv.FormatInt(3, 10), n.Payload)
+}

@@ -1,0 +1,212 @@
+// Package pubsub delivers PostgreSQL LISTEN/NOTIFY notifications to subscribers in
+// the process over one dedicated pgx connection.
+//
+// A notification is a hint and Postgres is the truth: a subscriber re-reads the rows
+// it follows after each notification and after each Dropped signal. Dropped fires when
+// the connection is lost (notifications may be missed until it is back), when the
+// subscriber fell behind and a notification could not be queued, and once more after a
+// reconnect when the subscription listens again. Subscribe returns only once the
+// channel is listened to, so "subscribe, then read the backlog" misses nothing.
+package pubsub
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"go.uber.org/zap"
+)
+
+// ErrClosed is returned by Subscribe on a closed Listener.
+var ErrClosed = errors.New("pubsub listener closed")
+
+// Notification is one NOTIFY received on a subscribed channel.
+type Notification struct {
+	Channel string
+	Payload string
+}
+
+// Options tunes a Listener; the zero value is usable.
+type Options struct {
+	// ApplicationName is the connection's application_name; default "astrabox-listener".
+	ApplicationName string
+	// HealthInterval is how long the connection may stay silent before a ping checks
+	// it; default 30 s.
+	HealthInterval time.Duration
+	// MaxBackoff caps the wait between reconnect attempts; default 5 s.
+	MaxBackoff time.Duration
+	// Buffer is each subscription's queue length; default 64.
+	Buffer int
+}
+
+// Listener owns the LISTEN connection and fans notifications out to subscriptions.
+type Listener struct {
+	cfg    *pgx.ConnConfig
+	opts   Options
+	logger *zap.Logger
+
+	mu         sync.Mutex
+	subs       map[string]map[*Subscription]struct{}
+	dirty      bool               // the LISTEN set must be synced with subs
+	cancelWait context.CancelFunc // interrupts the loop's wait; nil when not waiting
+	closed     bool
+
+	stop context.CancelFunc
+	done chan struct{}
+}
+
+// Subscription receives the notifications of one channel.
+type Subscription struct {
+	l         *Listener
+	channel   string
+	c         chan Notification
+	dropped   chan struct{}
+	ready     chan struct{}
+	readyOnce sync.Once
+	closeOnce sync.Once
+}
+
+// Start connects to the database at dsn and serves subscriptions until Close. The
+// first connection must succeed; later losses are retried with backoff.
+func Start(ctx context.Context, dsn string, logger *zap.Logger, opts Options) (*Listener, error) {
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("pubsub: parse database url: %w", err)
+	}
+	if opts.ApplicationName == "" {
+		opts.ApplicationName = "astrabox-listener"
+	}
+	if opts.HealthInterval <= 0 {
+		opts.HealthInterval = 30 * time.Second
+	}
+	if opts.MaxBackoff <= 0 {
+		opts.MaxBackoff = 5 * time.Second
+	}
+	if opts.Buffer <= 0 {
+		opts.Buffer = 64
+	}
+	cfg.RuntimeParams["application_name"] = opts.ApplicationName
+	if logger == nil {
+		logger = zap.NewNop()
+	}
+	l := &Listener{cfg: cfg, opts: opts, logger: logger.Named("pubsub"), subs: map[string]map[*Subscription]struct{}{}, done: make(chan struct{})}
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("pubsub: connect: %w", err)
+	}
+	runCtx, stop := context.WithCancel(context.Background())
+	l.stop = stop
+	go l.run(runCtx, conn)
+	return l, nil
+}
+
+// Subscribe listens to channel and returns once PostgreSQL delivers its notifications
+// to this Listener (or ctx ends while the connection is down).
+func (l *Listener) Subscribe(ctx context.Context, channel string) (*Subscription, error) {
+	if err := validChannel(channel); err != nil {
+		return nil, fmt.Errorf("pubsub: subscribe: %w", err)
+	}
+	sub := &Subscription{
+		l:       l,
+		channel: channel,
+		c:       make(chan Notification, l.opts.Buffer),
+		dropped: make(chan struct{}, 1),
+		ready:   make(chan struct{}),
+	}
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil, ErrClosed
+	}
+	if l.subs[channel] == nil {
+		l.subs[channel] = map[*Subscription]struct{}{}
+	}
+	l.subs[channel][sub] = struct{}{}
+	l.kickLocked()
+	l.mu.Unlock()
+
+	select {
+	case <-sub.ready:
+		return sub, nil
+	case <-ctx.Done():
+		sub.Close()
+		return nil, fmt.Errorf("pubsub: subscribe %s: %w", channel, ctx.Err())
+	case <-l.done:
+		sub.Close()
+		return nil, ErrClosed
+	}
+}
+
+// C delivers the channel's notifications; it is closed when the subscription or the
+// Listener closes.
+func (s *Subscription) C() <-chan Notification { return s.c }
+
+// Dropped receives a signal whenever notifications may have been missed; re-read the
+// truth from Postgres on each. Signals coalesce: one pending signal covers many.
+func (s *Subscription) Dropped() <-chan struct{} { return s.dropped }
+
+// Channel is the subscribed channel's name.
+func (s *Subscription) Channel() string { return s.channel }
+
+// Close ends the subscription; the channel is unlistened when no one else needs it.
+func (s *Subscription) Close() {
+	s.closeOnce.Do(func() {
+		l := s.l
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if set, ok := l.subs[s.channel]; ok {
+			delete(set, s)
+			if len(set) == 0 {
+				delete(l.subs, s.channel)
+			}
+		}
+		close(s.c)
+		l.kickLocked()
+	})
+}
+
+// Close stops the Listener, closes its connection and every subscription's C.
+func (l *Listener) Close() error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		<-l.done
+		return nil
+	}
+	l.closed = true
+	l.mu.Unlock()
+	l.stop()
+	<-l.done
+	l.mu.Lock()
+	var all []*Subscription
+	for _, set := range l.subs {
+		for sub := range set {
+			all = append(all, sub)
+		}
+	}
+	l.mu.Unlock()
+	for _, sub := range all {
+		sub.Close()
+	}
+	return nil
+}
+
+// kickLocked asks the loop to sync its LISTEN set now. Callers hold l.mu.
+func (l *Listener) kickLocked() {
+	l.dirty = true
+	if l.cancelWait != nil {
+		l.cancelWait()
+	}
+}
+
+func (s *Subscription) signalDropped() {
+	select {
+	case s.dropped <- struct{}{}:
+	default:
+	}
+}
+
+func (s *Subscription) markReady() { s.readyOnce.Do(func() { close(s.ready) }) }

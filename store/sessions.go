@@ -1,0 +1,103 @@
+package store
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/google/uuid"
+	"gorm.io/gorm/clause"
+)
+
+// NewSession is what CreateSessionIdempotent needs.
+type NewSession struct {
+	UserID  string
+	AgentID string
+	// IdempotencyKey, when set, makes creation idempotent per (user, Agent, key).
+	IdempotencyKey string
+	// Kind defaults to agent_chat.
+	Kind string
+}
+
+// sessionIdempotencyKey is a row of session_idempotency_keys.
+type sessionIdempotencyKey struct {
+	UserID    string `gorm:"column:user_id;primaryKey"`
+	AgentID   string `gorm:"column:agent_id;primaryKey"`
+	Key       string `gorm:"column:key;primaryKey"`
+	SessionID string `gorm:"column:session_id"`
+}
+
+func (sessionIdempotencyKey) TableName() string { return "session_idempotency_keys" }
+
+// CreateSessionIdempotent creates a Session for the user and Agent, or, when the same
+// IdempotencyKey was used before for them, returns that Session with created false.
+// Concurrent calls with one key create one Session: the key's primary key decides,
+// not a read before the write. The Session starts in lifecycle creating with the
+// Agent's default permission mode.
+func (s *Store) CreateSessionIdempotent(ctx context.Context, in NewSession) (Session, bool, error) {
+	agent, err := s.GetAgentByID(ctx, in.AgentID)
+	if err != nil {
+		return Session{}, false, fmt.Errorf("create session: %w", err)
+	}
+	sess := Session{
+		ID:             uuid.NewString(),
+		AgentID:        agent.ID,
+		UserID:         in.UserID,
+		Kind:           in.Kind,
+		PermissionMode: agent.PermissionMode,
+		Lifecycle:      LifecycleCreating,
+	}
+	if sess.Kind == "" {
+		sess.Kind = "agent_chat"
+	}
+	var existingID string
+	err = s.InTx(ctx, func(tx *Store) error {
+		if in.IdempotencyKey != "" {
+			// Claim the key first; the Session foreign key is deferred to commit. A
+			// concurrent claimer waits here on the primary key until the winner commits.
+			claim := sessionIdempotencyKey{UserID: in.UserID, AgentID: in.AgentID, Key: in.IdempotencyKey, SessionID: sess.ID}
+			res := tx.conn(ctx).Clauses(clause.OnConflict{DoNothing: true}).Create(&claim)
+			if res.Error != nil {
+				return mapError("claim idempotency key", res.Error)
+			}
+			if res.RowsAffected == 0 {
+				var held sessionIdempotencyKey
+				if err := tx.conn(ctx).Where("user_id = ? AND agent_id = ? AND key = ?", in.UserID, in.AgentID, in.IdempotencyKey).Take(&held).Error; err != nil {
+					return mapError("read idempotency key", err)
+				}
+				existingID = held.SessionID
+				return nil
+			}
+		}
+		return mapError("insert session", tx.conn(ctx).Omit("LastActivityAt").Create(&sess).Error)
+	})
+	if err != nil {
+		return Session{}, false, fmt.Errorf("create session: %w", err)
+	}
+	id, created := sess.ID, existingID == ""
+	if !created {
+		id = existingID
+	}
+	out, err := s.GetSessionByID(ctx, id)
+	if err != nil {
+		return Session{}, false, fmt.Errorf("create session: %w", err)
+	}
+	return out, created, nil
+}
+
+// GetSessionByID returns one Session, deleted or not.
+func (s *Store) GetSessionByID(ctx context.Context, id string) (Session, error) {
+	var sess Session
+	err := s.conn(ctx).Where("id = ?", id).Take(&sess).Error
+	return sess, mapError("get session by id", err)
+}
+
+// lockSession takes the Session's row lock for the rest of the transaction: inputs and
+// output parts of one Session are numbered under it, so their order has no gaps.
+func (s *Store) lockSession(ctx context.Context, id string) (Session, error) {
+	var sess Session
+	err := s.conn(ctx).Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate}).Where("id = ?", id).Take(&sess).Error
+	if err != nil {
+		return Session{}, mapError("lock session", err)
+	}
+	return sess, nil
+}

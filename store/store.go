@@ -1,0 +1,160 @@
+// Package store owns AstraBox's PostgreSQL database: the schema (versioned SQL
+// migrations embedded in the binary), and every query, as named methods on Store.
+// GORM on the pgx driver runs them; nothing outside this package builds SQL.
+//
+// Postgres is the truth: idempotent writes rest on UNIQUE constraints and ON CONFLICT,
+// state that moves is read under row locks, and output notifications (pg_notify) are
+// sent in the same transaction as the rows they announce.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+	"go.uber.org/zap"
+	"gorm.io/driver/postgres"
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+)
+
+// Sentinel errors; check them with errors.Is.
+var (
+	// ErrNotFound: the row asked for does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrVersionConflict: an optimistic update found another version than expected.
+	ErrVersionConflict = errors.New("version conflict")
+	// ErrLeaseLost: the caller's reader lease generation is no longer current, so its
+	// write was refused and nothing was written.
+	ErrLeaseLost = errors.New("reader lease lost")
+	// ErrLeaseHeld: another holder's reader lease has not expired yet.
+	ErrLeaseHeld = errors.New("reader lease held by another reader")
+	// ErrDuplicate: a unique constraint refused the write.
+	ErrDuplicate = errors.New("duplicate")
+)
+
+// Store is the database handle. A Store from InTx is scoped to one transaction.
+type Store struct {
+	db     *gorm.DB
+	sqlDB  *sql.DB
+	logger *zap.Logger
+	inTx   bool
+}
+
+// Options tunes Open; the zero value is usable.
+type Options struct {
+	// ConnectTimeout bounds the retries of the first connection when ctx has no sooner
+	// deadline; default 30 s.
+	ConnectTimeout time.Duration
+	// MaxOpenConns caps the pool; default 20.
+	MaxOpenConns int
+}
+
+// Open connects to the database at dsn, retrying until the server answers or
+// ConnectTimeout (or ctx) ends; the error names the DSN without its password.
+func Open(ctx context.Context, dsn string, logger *zap.Logger, opts ...Options) (*Store, error) {
+	var o Options
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	if o.ConnectTimeout <= 0 {
+		o.ConnectTimeout = 30 * time.Second
+	}
+	if o.MaxOpenConns <= 0 {
+		o.MaxOpenConns = 20
+	}
+	if logger == nil {
+		logger = zap.NewNop()
+	}
+	safeDSN := RedactDSN(dsn)
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return nil, redactError(fmt.Errorf("parse database url %s: %w", safeDSN, err), dsn)
+	}
+	sqlDB := stdlib.OpenDB(*cfg)
+	sqlDB.SetMaxOpenConns(o.MaxOpenConns)
+	sqlDB.SetMaxIdleConns(o.MaxOpenConns)
+	sqlDB.SetConnMaxIdleTime(5 * time.Minute)
+
+	if err := pingWithRetry(ctx, sqlDB, o.ConnectTimeout, logger, safeDSN); err != nil {
+		_ = sqlDB.Close()
+		return nil, redactError(err, dsn)
+	}
+	db, err := gorm.Open(postgres.New(postgres.Config{Conn: sqlDB}), &gorm.Config{
+		Logger:                 newGormLogger(logger),
+		SkipDefaultTransaction: true,
+		DisableAutomaticPing:   true,
+		NowFunc:                func() time.Time { return time.Now().UTC() },
+	})
+	if err != nil {
+		_ = sqlDB.Close()
+		return nil, redactError(fmt.Errorf("open gorm on %s: %w", safeDSN, err), dsn)
+	}
+	return &Store{db: db, sqlDB: sqlDB, logger: logger}, nil
+}
+
+// pingWithRetry waits for the server with a bounded exponential backoff: a database
+// that is still starting (the dev stack, a fresh container) is not an error yet.
+func pingWithRetry(ctx context.Context, db *sql.DB, timeout time.Duration, logger *zap.Logger, safeDSN string) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	delay := 100 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		err := db.PingContext(ctx)
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("connect to %s: gave up after %d attempts: %w", safeDSN, attempt, err)
+		}
+		logger.Debug("database not reachable yet", zap.String("dsn", safeDSN), zap.Int("attempt", attempt), zap.Error(err))
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("connect to %s: gave up after %d attempts: %w", safeDSN, attempt, err)
+		case <-time.After(delay):
+		}
+		delay = min(delay*2, 2*time.Second)
+	}
+}
+
+// Close closes the pool. It is a no-op on a transaction-scoped Store.
+func (s *Store) Close() error {
+	if s.inTx {
+		return nil
+	}
+	if err := s.sqlDB.Close(); err != nil {
+		return fmt.Errorf("close database: %w", err)
+	}
+	return nil
+}
+
+// Ping checks that the database answers (used by the health routes).
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.db.WithContext(ctx).Exec("SELECT 1").Error; err != nil {
+		return fmt.Errorf("ping database: %w", err)
+	}
+	return nil
+}
+
+// InTx runs fn in one transaction and commits when fn returns nil. fn receives a Store
+// scoped to the transaction and must use only it, never the outer Store. Nested
+// calls on a transaction-scoped Store run inside a savepoint.
+func (s *Store) InTx(ctx context.Context, fn func(tx *Store) error) error {
+	return s.db.WithContext(ctx).Transaction(func(gtx *gorm.DB) error {
+		return fn(&Store{db: gtx, sqlDB: s.sqlDB, logger: s.logger, inTx: true})
+	})
+}
+
+// conn returns the GORM handle bound to ctx; every query starts here.
+func (s *Store) conn(ctx context.Context) *gorm.DB {
+	return s.db.WithContext(ctx)
+}
+
+// gormExpr is a SQL expression used as a value in updates.
+func gormExpr(sql string, args ...any) clause.Expr {
+	return gorm.Expr(sql, args...)
+}

@@ -1,0 +1,120 @@
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+const (
+	// apiTokenMarker starts every plaintext token so leaked tokens are recognisable.
+	apiTokenMarker = "abx_"
+	// apiTokenPrefixLen is how much of the plaintext is stored in clear as its prefix.
+	apiTokenPrefixLen = len(apiTokenMarker) + 8
+)
+
+// NewUser is what CreateUser needs.
+type NewUser struct {
+	Email       string
+	DisplayName string
+	// Role is RoleMember (default) or RoleAdmin.
+	Role string
+}
+
+// CreateUser inserts a user; an email already in use (case-insensitive) is ErrDuplicate.
+func (s *Store) CreateUser(ctx context.Context, in NewUser) (User, error) {
+	u := User{ID: uuid.NewString(), Email: strings.TrimSpace(in.Email), DisplayName: in.DisplayName, Role: in.Role}
+	if u.Role == "" {
+		u.Role = RoleMember
+	}
+	if err := s.conn(ctx).Create(&u).Error; err != nil {
+		return User{}, mapError("create user", err)
+	}
+	return u, nil
+}
+
+// GetUserByID returns one user.
+func (s *Store) GetUserByID(ctx context.Context, id string) (User, error) {
+	var u User
+	err := s.conn(ctx).Where("id = ?", id).Take(&u).Error
+	return u, mapError("get user by id", err)
+}
+
+// GetUserByEmail returns the user with this email, compared case-insensitively.
+func (s *Store) GetUserByEmail(ctx context.Context, email string) (User, error) {
+	var u User
+	err := s.conn(ctx).Where("lower(email) = lower(?)", strings.TrimSpace(email)).Take(&u).Error
+	return u, mapError("get user by email", err)
+}
+
+// HashAPIToken is the SHA-256 stored for a plaintext token. The plaintext carries 256
+// random bits, so a fast unsalted hash is enough: there is nothing to guess.
+func HashAPIToken(plaintext string) []byte {
+	sum := sha256.Sum256([]byte(plaintext))
+	return sum[:]
+}
+
+// CreateAPIToken mints a token for the user and returns its row and plaintext. The
+// plaintext is shown once; only its hash and prefix are stored.
+func (s *Store) CreateAPIToken(ctx context.Context, userID, name string, expiresAt *time.Time) (APIToken, string, error) {
+	secret := make([]byte, 32)
+	if _, err := rand.Read(secret); err != nil {
+		return APIToken{}, "", fmt.Errorf("create api token: read random: %w", err)
+	}
+	plaintext := apiTokenMarker + base64.RawURLEncoding.EncodeToString(secret)
+	t := APIToken{
+		ID:        uuid.NewString(),
+		UserID:    userID,
+		Name:      name,
+		Prefix:    plaintext[:apiTokenPrefixLen],
+		TokenHash: HashAPIToken(plaintext),
+		ExpiresAt: expiresAt,
+	}
+	if err := s.conn(ctx).Create(&t).Error; err != nil {
+		return APIToken{}, "", mapError("create api token", err)
+	}
+	return t, plaintext, nil
+}
+
+// GetAPITokenByHash returns the token whose hash is hash, revoked or not.
+func (s *Store) GetAPITokenByHash(ctx context.Context, hash []byte) (APIToken, error) {
+	var t APIToken
+	err := s.conn(ctx).Where("token_hash = ?", hash).Take(&t).Error
+	return t, mapError("get api token by hash", err)
+}
+
+// GetUserByAPIToken authenticates a plaintext bearer token: it returns the token's
+// user, or ErrNotFound for an unknown, revoked or expired token.
+func (s *Store) GetUserByAPIToken(ctx context.Context, plaintext string, now time.Time) (User, APIToken, error) {
+	if !strings.HasPrefix(plaintext, apiTokenMarker) {
+		return User{}, APIToken{}, fmt.Errorf("get user by api token: malformed token: %w", ErrNotFound)
+	}
+	t, err := s.GetAPITokenByHash(ctx, HashAPIToken(plaintext))
+	if err != nil {
+		return User{}, APIToken{}, err
+	}
+	if t.RevokedAt != nil || (t.ExpiresAt != nil && !now.Before(*t.ExpiresAt)) {
+		return User{}, APIToken{}, fmt.Errorf("get user by api token: token revoked or expired: %w", ErrNotFound)
+	}
+	u, err := s.GetUserByID(ctx, t.UserID)
+	return u, t, err
+}
+
+// RevokeAPIToken marks a token revoked; revoking twice keeps the first time.
+func (s *Store) RevokeAPIToken(ctx context.Context, id string) error {
+	res := s.conn(ctx).Model(&APIToken{}).Where("id = ?", id).
+		Update("revoked_at", gormExpr("COALESCE(revoked_at, now())"))
+	if res.Error != nil {
+		return mapError("revoke api token", res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return fmt.Errorf("revoke api token %s: %w", id, ErrNotFound)
+	}
+	return nil
+}
