@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+	"go.uber.org/zap"
+
+	"github.com/astrabox/astrabox/config"
+	"github.com/astrabox/astrabox/internal/devstack"
+	"github.com/astrabox/astrabox/internal/temporalconn"
+)
+
+func newDevCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "dev",
+		Short: "Run the whole platform on this machine: PostgreSQL, Temporal with its UI, the API and a worker",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, log, err := loadConfig(cmd, map[string]any{"log.format": "console"})
+			if err != nil {
+				return err
+			}
+			defer log.Sync() //nolint:errcheck // nothing useful to do when flushing logs fails
+			return runDev(cmd.Context(), cfg, log)
+		},
+	}
+}
+
+func runDev(ctx context.Context, cfg *config.Config, log *zap.Logger) (err error) {
+	stack, err := devstack.Up(ctx, cfg.Dev, log.Named("dev"))
+	if err != nil {
+		return err
+	}
+	defer func() {
+		log.Info("stopping the dev stack")
+		err = errors.Join(err, stack.Down(context.WithoutCancel(ctx)))
+	}()
+	cfg.Database = stack.Database(cfg.Database)
+	cfg.Temporal = stack.Temporal(cfg.Temporal)
+
+	st, err := openStore(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	if _, err := st.MigrateUp(ctx); err != nil {
+		st.Close()
+		return fmt.Errorf("migrate: %w", err)
+	}
+	envFile := filepath.Join(stack.DataDir(), "dev.env")
+	seeded, err := devstack.Seed(ctx, st, devstack.SeedOptions{
+		EnvFile:       envFile,
+		ServiceURL:    cfg.HTTP.APIURL(),
+		TemporalUIURL: cfg.Temporal.UIURL,
+	})
+	st.Close()
+	if err != nil {
+		return fmt.Errorf("seed: %w", err)
+	}
+
+	tc, err := temporalconn.Dial(ctx, cfg.Temporal, log, cfg.Startup.Timeout)
+	if err != nil {
+		return err
+	}
+	st, err = openStore(ctx, cfg, log)
+	if err != nil {
+		tc.Close()
+		return err
+	}
+	p := &platform{cfg: cfg, log: log, store: st, temporal: tc}
+	defer p.close()
+
+	printBanner(cfg, envFile, seeded)
+	return runAll(ctx, p.runAPI, p.runWorker, func(ctx context.Context) error {
+		select {
+		case <-ctx.Done():
+			return nil
+		case err := <-stack.TemporalExited():
+			return fmt.Errorf("the Temporal dev server exited: %v (see %s)", err, filepath.Join(stack.DataDir(), "temporal", "temporal.log"))
+		}
+	})
+}
+
+func printBanner(cfg *config.Config, envFile string, seeded *devstack.Seeded) {
+	fmt.Printf(`
+AstraBox is running.
+
+  API          %s
+  Temporal UI  %s
+  Token        in %s (source it: SERVICE_URL, ACCESS_TOKEN, AGENT_ID)
+  Agent        %s (%s)
+
+Press Ctrl-C to stop everything.
+
+`, cfg.HTTP.APIURL(), cfg.Temporal.UIURL, envFile, seeded.AgentName, seeded.AgentID)
+}

@@ -1,0 +1,230 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestDevStack runs the real `astrabox dev` end to end: it comes up with a
+// managed PostgreSQL and Temporal, answers /readyz, serves the Temporal UI,
+// refuses a second instance, stops everything on Ctrl-C, and reuses its data on
+// the next start.
+func TestDevStack(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts PostgreSQL and Temporal")
+	}
+	temporalBin := temporalBinary(t)
+	bin := buildAstrabox(t)
+	dataDir := t.TempDir()
+	// The managed cluster runs as the postgres account, which must be able to
+	// reach its data folder through the test's private temporary folders.
+	require.NoError(t, os.Chmod(dataDir, 0o711))
+	require.NoError(t, os.Chmod(filepath.Dir(dataDir), 0o711))
+	ports := freePorts(t, 5)
+	env := append(os.Environ(),
+		"ASTRABOX_DEV_DATA_DIR="+dataDir,
+		"ASTRABOX_DEV_TEMPORAL_BIN="+temporalBin,
+		"ASTRABOX_HTTP_ADDR=127.0.0.1:"+strconv.Itoa(ports[0]),
+		"ASTRABOX_DEV_POSTGRES_PORT="+strconv.Itoa(ports[1]),
+		"ASTRABOX_DEV_TEMPORAL_PORT="+strconv.Itoa(ports[2]),
+		"ASTRABOX_DEV_TEMPORAL_UI_PORT="+strconv.Itoa(ports[3]),
+		"ASTRABOX_DEV_MODEL_PORT="+strconv.Itoa(ports[4]),
+		"ASTRABOX_STARTUP_TIMEOUT=60s",
+	)
+	envFile := filepath.Join(dataDir, "dev.env")
+
+	first := startDev(t, bin, env)
+	vars := waitForDevEnv(t, first, envFile)
+	require.Equal(t, "http://127.0.0.1:"+strconv.Itoa(ports[0]), vars["SERVICE_URL"])
+	require.NotEmpty(t, vars["ACCESS_TOKEN"])
+	require.NotEmpty(t, vars["AGENT_ID"])
+	waitHTTP(t, first, vars["SERVICE_URL"]+"/readyz", http.StatusOK)
+	waitHTTP(t, first, fmt.Sprintf("http://127.0.0.1:%d/", ports[3]), http.StatusOK)
+
+	// A second dev stack on the same data folder is refused without damage.
+	second := exec.Command(bin, "dev")
+	second.Env = env
+	out, err := second.CombinedOutput()
+	require.Error(t, err)
+	assert.Contains(t, string(out), "already running")
+
+	first.interrupt(t)
+	for _, p := range ports[:4] {
+		assert.NoError(t, portFree(p), "port %d still held after Ctrl-C", p)
+	}
+	_, err = os.Stat(filepath.Join(dataDir, "postgres", "data", "postmaster.pid"))
+	assert.True(t, os.IsNotExist(err), "postgres left running")
+
+	// The next start reuses the data: the same Agent and a still-valid token.
+	again := startDev(t, bin, env)
+	revisited := waitForDevEnv(t, again, envFile)
+	assert.Equal(t, vars["AGENT_ID"], revisited["AGENT_ID"])
+	assert.Equal(t, vars["ACCESS_TOKEN"], revisited["ACCESS_TOKEN"])
+	waitHTTP(t, again, revisited["SERVICE_URL"]+"/readyz", http.StatusOK)
+	again.interrupt(t)
+}
+
+type devProcess struct {
+	cmd    *exec.Cmd
+	output *bytes.Buffer
+	exited chan struct{}
+}
+
+func startDev(t *testing.T, bin string, env []string) *devProcess {
+	t.Helper()
+	var out bytes.Buffer
+	cmd := exec.Command(bin, "dev")
+	cmd.Env = env
+	cmd.Stdout = &out
+	cmd.Stderr = &out
+	require.NoError(t, cmd.Start())
+	p := &devProcess{cmd: cmd, output: &out, exited: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(p.exited) }()
+	t.Cleanup(func() {
+		select {
+		case <-p.exited:
+		default:
+			_ = cmd.Process.Signal(syscall.SIGINT)
+			<-p.exited
+		}
+	})
+	return p
+}
+
+func (p *devProcess) interrupt(t *testing.T) {
+	t.Helper()
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGINT))
+	select {
+	case <-p.exited:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("astrabox dev did not stop on SIGINT; output:\n%s", p.output)
+	}
+	require.Equal(t, 0, p.cmd.ProcessState.ExitCode(), "output:\n%s", p.output)
+}
+
+// waitForDevEnv waits for dev.env to name every variable the documents use.
+func waitForDevEnv(t *testing.T, p *devProcess, path string) map[string]string {
+	t.Helper()
+	var vars map[string]string
+	p.waitUntil(t, 3*time.Minute, "dev.env and the banner", func() bool {
+		vars = parseEnv(path)
+		return vars["SERVICE_URL"] != "" && vars["ACCESS_TOKEN"] != "" && vars["AGENT_ID"] != "" &&
+			strings.Contains(p.output.String(), "AstraBox is running")
+	})
+	return vars
+}
+
+// waitUntil polls cond until it holds, failing at once if the process exits.
+// Polling is the only way to watch another process's files and ports.
+func (p *devProcess) waitUntil(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-p.exited:
+			t.Fatalf("astrabox dev exited while waiting for %s:\n%s", what, p.output)
+		case <-deadline.C:
+			t.Fatalf("timed out waiting for %s; output:\n%s", what, p.output)
+		case <-tick.C:
+		}
+	}
+}
+
+func parseEnv(path string) map[string]string {
+	out := map[string]string{}
+	f, err := os.Open(path)
+	if err != nil {
+		return out
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimPrefix(sc.Text(), "export ")
+		if k, v, ok := strings.Cut(line, "="); ok {
+			out[k] = strings.Trim(v, "'")
+		}
+	}
+	return out
+}
+
+func waitHTTP(t *testing.T, p *devProcess, url string, want int) {
+	t.Helper()
+	p.waitUntil(t, time.Minute, url+" to answer "+strconv.Itoa(want), func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode == want
+	})
+}
+
+func buildAstrabox(t *testing.T) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "astrabox")
+	build := exec.Command("go", "build", "-o", out, ".")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	msg, err := build.CombinedOutput()
+	require.NoError(t, err, "build astrabox: %s", msg)
+	return out
+}
+
+func temporalBinary(t *testing.T) string {
+	t.Helper()
+	path := os.Getenv("ASTRABOX_TEMPORAL_BIN")
+	if path == "" {
+		path = filepath.Join("..", "..", "bin", "temporal")
+	}
+	abs, err := filepath.Abs(path)
+	require.NoError(t, err)
+	_, err = os.Stat(abs)
+	require.NoError(t, err, "the Temporal CLI is missing: run `make deps`")
+	return abs
+}
+
+func freePorts(t *testing.T, n int) []int {
+	t.Helper()
+	ports := make([]int, 0, n)
+	var listeners []net.Listener
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		listeners = append(listeners, ln)
+		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
+	}
+	for _, ln := range listeners {
+		ln.Close()
+	}
+	return ports
+}
+
+func portFree(port int) error {
+	ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+	if err != nil {
+		return err
+	}
+	return ln.Close()
+}

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"go.temporal.io/sdk/client"
+	"go.uber.org/zap"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/astrabox/astrabox/api"
+	"github.com/astrabox/astrabox/config"
+	"github.com/astrabox/astrabox/internal/temporalconn"
+	"github.com/astrabox/astrabox/store"
+	"github.com/astrabox/astrabox/worker"
+)
+
+// platform is the set of long-lived dependencies a serving process holds.
+type platform struct {
+	cfg      *config.Config
+	log      *zap.Logger
+	store    *store.Store
+	temporal client.Client
+}
+
+// openPlatform connects to PostgreSQL and Temporal with the configured bounded
+// retry; a dependency still down after it fails start-up with a clear error.
+func openPlatform(ctx context.Context, cfg *config.Config, log *zap.Logger) (*platform, error) {
+	st, err := openStore(ctx, cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	tc, err := temporalconn.Dial(ctx, cfg.Temporal, log, cfg.Startup.Timeout)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	return &platform{cfg: cfg, log: log, store: st, temporal: tc}, nil
+}
+
+func openStore(ctx context.Context, cfg *config.Config, log *zap.Logger) (*store.Store, error) {
+	st, err := store.Open(ctx, cfg.Database.DSN(), log.Named("store"), store.Options{
+		ConnectTimeout: cfg.Startup.Timeout,
+		MaxOpenConns:   cfg.Database.MaxOpenConns,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("connect to PostgreSQL: %w", err)
+	}
+	return st, nil
+}
+
+func (p *platform) close() {
+	p.temporal.Close()
+	if err := p.store.Close(); err != nil {
+		p.log.Warn("close store", zap.Error(err))
+	}
+}
+
+// checks are what /readyz reports on.
+func (p *platform) checks() []api.Check {
+	return []api.Check{
+		{Name: "database", Probe: p.store.Ping},
+		{Name: "temporal", Probe: func(ctx context.Context) error {
+			_, err := p.temporal.CheckHealth(ctx, &client.CheckHealthRequest{})
+			return err
+		}},
+	}
+}
+
+// runAPI serves the API until ctx is done.
+func (p *platform) runAPI(ctx context.Context) error {
+	ln, err := api.Listen(p.cfg.HTTP.Addr)
+	if err != nil {
+		return err
+	}
+	srv := api.New(api.Options{
+		Logger:       p.log.Named("api"),
+		Checks:       p.checks(),
+		ErrorMappers: []api.ErrorMapper{storeErrors},
+	})
+	p.log.Info("api listening", zap.String("url", p.cfg.HTTP.APIURL()))
+	return srv.Serve(ctx, ln, p.cfg.HTTP.ShutdownTimeout)
+}
+
+// runWorker runs the Temporal workers until ctx is done.
+func (p *platform) runWorker(ctx context.Context) error {
+	w, err := worker.New(p.temporal, worker.Options{
+		SharedTaskQueue: p.cfg.Temporal.TaskQueue,
+		Logger:          p.log.Named("worker"),
+	})
+	if err != nil {
+		return err
+	}
+	return w.Run(ctx)
+}
+
+// runAll runs the given parts until ctx is done or one fails; the first failure
+// stops the others.
+func runAll(ctx context.Context, parts ...func(context.Context) error) error {
+	g, ctx := errgroup.WithContext(ctx)
+	for _, part := range parts {
+		g.Go(func() error { return part(ctx) })
+	}
+	err := g.Wait()
+	if errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}
+
+// storeErrors maps the store's sentinel errors onto the envelope.
+func storeErrors(err error) (*api.Error, bool) {
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return api.NotFound("resource"), true
+	case errors.Is(err, store.ErrVersionConflict):
+		return &api.Error{Status: 409, Code: api.CodeConflict, Message: "the resource was changed by someone else; reload it and retry with its current version"}, true
+	}
+	return nil, false
+}

@@ -1,0 +1,99 @@
+// Package worker runs AstraBox's Temporal workers in one process: a worker on the
+// shared task queue (work any worker may do, such as preparing a sandbox) and a
+// worker on this process's own host task queue (work that must reach a live
+// runtime connection this process holds). Host affinity is a task queue per
+// worker process, as in Temporal's worker-specific task queue pattern.
+package worker
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+	"go.uber.org/zap"
+)
+
+// Registrar registers workflows and activities on a Temporal worker.
+type Registrar func(worker.Registry)
+
+// Options configures the workers of one process.
+type Options struct {
+	// SharedTaskQueue is the queue every worker polls.
+	SharedTaskQueue string
+	// HostID names this process; empty derives one from the hostname, pid and a
+	// random suffix so a restarted process never polls its predecessor's queue.
+	HostID string
+	// Shared registers workflows and activities on the shared queue.
+	Shared []Registrar
+	// Host registers activities that need this process's live connections.
+	Host   []Registrar
+	Logger *zap.Logger
+}
+
+// Worker is the pair of Temporal workers of one process.
+type Worker struct {
+	shared        worker.Worker
+	host          worker.Worker
+	hostTaskQueue string
+	log           *zap.Logger
+}
+
+// HostTaskQueue returns the host task queue of hostID under a shared queue.
+func HostTaskQueue(shared, hostID string) string { return shared + "/host/" + hostID }
+
+// New builds the workers; Run starts them.
+func New(c client.Client, opts Options) (*Worker, error) {
+	if opts.SharedTaskQueue == "" {
+		return nil, fmt.Errorf("worker: shared task queue is required")
+	}
+	hostID := opts.HostID
+	if hostID == "" {
+		hostID = newHostID()
+	}
+	w := &Worker{
+		shared:        worker.New(c, opts.SharedTaskQueue, worker.Options{}),
+		hostTaskQueue: HostTaskQueue(opts.SharedTaskQueue, hostID),
+		log:           opts.Logger,
+	}
+	w.host = worker.New(c, w.hostTaskQueue, worker.Options{})
+	for _, r := range opts.Shared {
+		r(w.shared)
+	}
+	for _, r := range opts.Host {
+		r(w.host)
+	}
+	return w, nil
+}
+
+// HostTaskQueue is this process's own task queue.
+func (w *Worker) HostTaskQueue() string { return w.hostTaskQueue }
+
+// Run starts both workers and blocks until ctx is done, then stops them.
+func (w *Worker) Run(ctx context.Context) error {
+	if err := w.shared.Start(); err != nil {
+		return fmt.Errorf("start shared worker: %w", err)
+	}
+	if err := w.host.Start(); err != nil {
+		w.shared.Stop()
+		return fmt.Errorf("start host worker: %w", err)
+	}
+	w.log.Info("temporal workers started", zap.String("host_task_queue", w.hostTaskQueue))
+	<-ctx.Done()
+	w.host.Stop()
+	w.shared.Stop()
+	return nil
+}
+
+func newHostID() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "host"
+	}
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+}
