@@ -195,6 +195,6 @@ type PendingInteraction struct {
 // ClosedInteraction is a retained receipt that the runtime stopped waiting on an
 // interaction, with why.
 type ClosedInteraction struct {
-	InteractionID string            `json:"interaction_id"`
+	InteractionID string             `json:"interaction_id"`
 	Reason        InteractionClosure `json:"reason"`
 }
