@@ -223,3 +223,13 @@ func (e StatusChanged) EventCursor() RuntimeCursor { return e.Cursor }
 
 // EventCursor implements Event.
 func (e RuntimeDiagnostic) EventCursor() RuntimeCursor { return e.Cursor }
+
+// MarshalJSON encodes absent input ids as an empty list, so stored responses of engine
+// origin read the same whether or not the adapter allocated the slice.
+func (e ResponseStarted) MarshalJSON() ([]byte, error) {
+	type plain ResponseStarted
+	if e.InputIDs == nil {
+		e.InputIDs = []string{}
+	}
+	return json.Marshal(plain(e))
+}
