@@ -146,4 +146,3 @@ func unwrapJoined(err error) []error {
 	}
 	return []error{err}
 }
-

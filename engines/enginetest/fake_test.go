@@ -98,10 +98,10 @@ func fakeLog(t testing.TB) []engines.Event {
 // fakeClient serves the fake log: Events replays after a cursor, then follows until
 // its context ends.
 type fakeClient struct {
-	mu     sync.Mutex
-	key    string
-	live   bool
-	log    []engines.Event
+	mu   sync.Mutex
+	key  string
+	live bool
+	log  []engines.Event
 	// read lets broken variants change how a cursor is resumed.
 	read func(log []engines.Event, start int) []engines.Event
 	// once makes Events end after the replay instead of following.
@@ -118,7 +118,7 @@ func (c *fakeClient) IsLive() bool {
 	defer c.mu.Unlock()
 	return c.live
 }
-func (c *fakeClient) EngineSessionKey() string                          { return c.key }
+func (c *fakeClient) EngineSessionKey() string                           { return c.key }
 func (c *fakeClient) Submit(context.Context, engines.RuntimeInput) error { return nil }
 func (c *fakeClient) Events(ctx context.Context, after *engines.RuntimeCursor) iter.Seq2[engines.Event, error] {
 	return func(yield func(engines.Event, error) bool) {
