@@ -275,3 +275,33 @@ func TestInstallVerifiedTextScript(t *testing.T) {
 	err = engines.InstallVerifiedTextScript(ctx, box, nil, "/opt/x.sh", "abc")
 	require.True(t, err != nil && strings.Contains(err.Error(), "differ"), "got %v", err)
 }
+
+func TestRuntimeStateValidate(t *testing.T) {
+	t.Parallel()
+	contract := engines.DecisionContract(engines.NativeRequest{Type: "q", ID: "1"}, "?", engines.DecisionOption{ID: "a", Label: "A"})
+	cursor := engines.RuntimeCursor{Generation: "g", Position: json.RawMessage(`3`)}
+	good := engines.RuntimeState{
+		Status:              engines.StatusWaiting,
+		OpenResponses:       []engines.OpenResponse{{ResponseID: "r", Origin: engines.OriginInput, InputIDs: []string{"i"}}},
+		PendingInteractions: []engines.PendingInteraction{{ResponseID: "r", InteractionID: "x", Contract: contract}},
+		ClosedInteractions:  []engines.ClosedInteraction{{InteractionID: "y", Reason: engines.ClosureAnswered}},
+		AdmittedInputIDs:    []string{"i"},
+		Cursor:              &cursor,
+	}
+	require.NoError(t, good.Validate())
+	bad := good
+	bad.ClosedInteractions = []engines.ClosedInteraction{{InteractionID: "x", Reason: engines.ClosureExpired}}
+	require.ErrorContains(t, bad.Validate(), "both pending and closed")
+	bad = good
+	bad.Status = "busy"
+	require.Error(t, bad.Validate())
+	bad = good
+	bad.OpenResponses = []engines.OpenResponse{{ResponseID: "r", Origin: "user"}}
+	require.Error(t, bad.Validate())
+	bad = good
+	bad.ClosedInteractions = []engines.ClosedInteraction{{InteractionID: "z", Reason: "lost"}}
+	require.Error(t, bad.Validate())
+	bad = good
+	bad.Cursor = &engines.RuntimeCursor{}
+	require.Error(t, bad.Validate())
+}

@@ -21,6 +21,9 @@ const (
 )
 
 // EngineStartupContext is the platform-prepared context ActivateRuntime works in.
+// Secrets and callback credentials are left out of its JSON encoding so they never reach
+// workflow histories, recordings or logs: the process that calls ActivateRuntime
+// resolves them into the value it passes.
 type EngineStartupContext struct {
 	// SessionID is the AstraBox Session id. It also namespaces public child-run ids.
 	SessionID string `json:"session_id"`
