@@ -2,6 +2,7 @@ package engines_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -105,6 +106,10 @@ func TestResponseWithInteractionSegments(t *testing.T) {
 	require.NoError(t, err)
 	decisionSeg, err := engines.InteractionSegmentFrames(resp, "int-2", decision)
 	require.NoError(t, err)
+	form := engines.FormContract(engines.NativeRequest{Type: "mcpServer/elicitation/request", ID: "e-1"}, "Details",
+		json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}}}`))
+	formSeg, err := engines.InteractionSegmentFrames(resp, "int-3", form)
+	require.NoError(t, err)
 	var retractions engines.Retractions
 	fileChanges := must(engines.FileChangesFrame("call-2", []engines.FileChange{
 		{Path: "a.txt", Kind: "add", Diff: nil},
@@ -125,13 +130,15 @@ func TestResponseWithInteractionSegments(t *testing.T) {
 		engines.MustFrame(engines.ToolInputAvailableChunk{ToolCallID: "call-1", ToolName: "Bash", Input: json.RawMessage(`{"command":"touch x"}`)}))
 	add(approvalSeg...)
 	add(engines.ResponseStartFrame(meta),
-		engines.MustFrame(engines.ToolApprovalResponseChunk{ApprovalID: "int-1", Approved: true}),
+		engines.ToolApprovalResponseFrame("int-1", true, ""),
 		engines.MustFrame(engines.ToolOutputAvailableChunk{ToolCallID: "call-1", Output: json.RawMessage(`""`)}))
 	add(engines.WithPartID(engines.MustFrame(engines.TextStartChunk{ID: "preview-1"})),
 		engines.MustFrame(engines.TextDeltaChunk{ID: "preview-1", Delta: "draft"}),
 		engines.MustFrame(engines.TextEndChunk{ID: "preview-1"}),
 		retractions.Retract("preview-1"))
 	add(decisionSeg...)
+	add(engines.ResponseStartFrame(meta))
+	add(formSeg...)
 	add(engines.ResponseStartFrame(meta), fileChanges, child, childMsg, engines.ResumeCursorFrame(42),
 		engines.MustFrame(engines.TextStartChunk{ID: "final"}),
 		engines.MustFrame(engines.TextDeltaChunk{ID: "final", Delta: "done"}),
@@ -140,7 +147,17 @@ func TestResponseWithInteractionSegments(t *testing.T) {
 	add(engines.ResponseEndFrames(engines.ResponseEnded{ResponseID: resp, Outcome: engines.OutcomeFailed,
 		NativeReason: "api_error", Error: &engines.ResponseError{Message: "API Error: 400"}})...)
 
-	r := uicheck.RequireValidChunks(t, frames)
+	// Frames are relayed from the stored event log: validate what a reader decodes.
+	stored := make([]engines.Frame, len(frames))
+	for i, f := range frames {
+		data, err := engines.MarshalEvent(engines.NewResponseOutput(engines.RuntimeCursor{Generation: "g", Position: json.RawMessage(fmt.Sprint(i))}, resp, f))
+		require.NoError(t, err)
+		ev, err := engines.UnmarshalEvent(data)
+		require.NoError(t, err)
+		stored[i] = ev.(engines.ResponseOutput).Frame
+		require.True(t, stored[i].Equal(f), "frame %d changed through storage: %s vs %s", i, stored[i], f)
+	}
+	r := uicheck.RequireValidChunks(t, stored)
 	require.Len(t, r.Messages, 1, "every segment must continue the same message")
 	m := r.Messages[0]
 	require.Equal(t, resp, m.ID)
@@ -158,7 +175,7 @@ func TestResponseWithInteractionSegments(t *testing.T) {
 	require.Equal(t, "output-available", tools[0]["state"])
 	require.Equal(t, map[string]any{"id": "int-1", "approved": true}, tools[0]["approval"])
 	interactions := m.PartsOfType("data-interaction")
-	require.Len(t, interactions, 2)
+	require.Len(t, interactions, 3)
 	require.Equal(t, "int-1", interactions[0]["data"].(map[string]any)["approval_id"])
 	require.Len(t, m.PartsOfType("data-file-changes"), 1)
 	require.Len(t, m.PartsOfType("data-subagent"), 2)

@@ -108,3 +108,11 @@ func InteractionSegmentFrames(responseID, interactionID string, c InteractionCon
 	)
 	return frames, nil
 }
+
+// ToolApprovalResponseFrame builds the tool-approval-response part that opens the
+// continuation of a response after a tool approval was answered (approvalId is the
+// interaction id). It is harmless in the tab that answered and tells every other
+// reader of the stream how the approval went.
+func ToolApprovalResponseFrame(interactionID string, approved bool, reason string) Frame {
+	return MustFrame(ToolApprovalResponseChunk{ApprovalID: interactionID, Approved: approved, Reason: reason})
+}
