@@ -16,6 +16,10 @@ var (
 	ErrInteractionNotOpen = errors.New("interaction not open")
 	// ErrRuntimeInputRefused: the runtime declined an input.
 	ErrRuntimeInputRefused = errors.New("runtime input refused")
+	// ErrRuntimeConnectionLost: the connection to the runtime ended. A lost connection
+	// is not a lost sandbox: the platform checks the sandbox and, while it lives, opens a
+	// new client that resumes from the recorded cursor.
+	ErrRuntimeConnectionLost = errors.New("runtime connection lost")
 )
 
 // RuntimeInputRefused is returned by Submit when the runtime declines an input. The

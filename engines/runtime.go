@@ -36,7 +36,9 @@ type RuntimeClient interface {
 	// nil) for as long as the connection lives or ctx is not done. Reading again from the
 	// same cursor must yield the same events in the same order. It yields an error
 	// wrapping ErrRuntimeCursorExpired when the cursor is from another generation or its
-	// position is no longer retained, and ends after yielding any error.
+	// position is no longer retained, one wrapping ErrRuntimeConnectionLost when the
+	// connection ends, and ends after yielding any error. It ends without an error when
+	// ctx is done.
 	Events(ctx context.Context, after *RuntimeCursor) iter.Seq2[Event, error]
 
 	// State returns the runtime's own account of itself now.

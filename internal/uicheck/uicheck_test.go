@@ -3,8 +3,10 @@ package uicheck
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -146,5 +148,36 @@ func TestRepoRootFromEnvironment(t *testing.T) {
 	got, err := RepoRoot()
 	if err != nil || got != want {
 		t.Fatalf("RepoRoot() = %q, %v; want %q", got, err, want)
+	}
+}
+
+// fatalTB records a Fatalf and ends its goroutine, so RequireValidChunks can be shown to
+// fail a test on an invalid stream.
+type fatalTB struct {
+	testing.TB
+	fatal string
+}
+
+func (f *fatalTB) Helper() {}
+func (f *fatalTB) Fatalf(format string, args ...any) {
+	f.fatal = fmt.Sprintf(format, args...)
+	runtime.Goexit()
+}
+func (f *fatalTB) Fatal(args ...any) {
+	f.fatal = fmt.Sprint(args...)
+	runtime.Goexit()
+}
+
+func TestRequireValidChunksFailsOnInvalidStream(t *testing.T) {
+	t.Parallel()
+	tb := &fatalTB{TB: t}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		RequireValidChunks(tb, []map[string]any{{"type": "start"}, {"type": "data-x"}})
+	}()
+	<-done
+	if !strings.Contains(tb.fatal, "data") {
+		t.Fatalf("RequireValidChunks did not fail on a data part without data: %q", tb.fatal)
 	}
 }
