@@ -305,3 +305,36 @@ func TestRuntimeStateValidate(t *testing.T) {
 	bad.Cursor = &engines.RuntimeCursor{}
 	require.Error(t, bad.Validate())
 }
+
+func TestStorageValues(t *testing.T) {
+	t.Parallel()
+	f := engines.MustFrame(engines.TextDeltaChunk{ID: "t", Delta: "x"})
+	v, err := f.Value()
+	require.NoError(t, err)
+	var back engines.Frame
+	require.NoError(t, back.Scan(v))
+	require.True(t, back.Equal(f))
+	require.NoError(t, back.Scan(string(v.([]byte))))
+	require.Error(t, back.Scan(42))
+
+	c := engines.RuntimeCursor{Generation: "g", Position: json.RawMessage(`{"n":1}`)}
+	cv, err := c.Value()
+	require.NoError(t, err)
+	var cb engines.RuntimeCursor
+	require.NoError(t, cb.Scan(cv))
+	require.True(t, cb.Equal(c))
+
+	ev := engines.EventEnvelope{Event: engines.InputAdmitted{Cursor: c, InputID: "in-1"}}
+	evv, err := ev.Value()
+	require.NoError(t, err)
+	var evb engines.EventEnvelope
+	require.NoError(t, evb.Scan(evv))
+	require.Equal(t, ev.Event, evb.Event)
+
+	segment, err := engines.InteractionSegmentFrames("r", "i", engines.DecisionContract(engines.NativeRequest{Type: "q", ID: "1"}, "?", engines.DecisionOption{ID: "a", Label: "A"}))
+	require.NoError(t, err)
+	require.False(t, engines.FinishesResponse(segment[len(segment)-1]), "an interaction segment's finish does not end the response")
+	end := engines.ResponseEndFrames(engines.ResponseEnded{Outcome: engines.OutcomeCancelled})
+	require.True(t, engines.FinishesResponse(end[len(end)-1]))
+	require.False(t, engines.FinishesResponse(f))
+}
