@@ -21,6 +21,9 @@ func CheckClientType(t reflect.Type, caps EngineRuntimeCapabilities) error {
 	if t == nil {
 		return errors.New("no runtime client type declared")
 	}
+	if t.Kind() == reflect.Interface {
+		return fmt.Errorf("%s is an interface; declare the concrete client type", t)
+	}
 	var errs []error
 	errs = append(errs, implementsErr(t, runtimeClientType, "RuntimeClient"))
 	if len(caps.PermissionModes) > 0 {

@@ -75,12 +75,20 @@ func adapterSubject(name string, adapter EngineAdapter) string {
 
 // ValidateAdapter runs every registration check on one adapter except the duplicate
 // check, which needs a Registry. The conformance suite runs it too.
-func ValidateAdapter(name string, adapter EngineAdapter) error {
+func ValidateAdapter(name string, adapter EngineAdapter) (err error) {
 	p := &problems{subject: adapterSubject(name, adapter)}
 	if adapter == nil {
 		p.add("", "adapter is nil")
 		return p.err()
 	}
+	// A declaration method that panics (a nil receiver, say) must still fail start-up
+	// with the adapter named rather than crash it.
+	defer func() {
+		if r := recover(); r != nil {
+			p.add("", "adapter panicked during validation: %v", r)
+			err = p.err()
+		}
+	}()
 	if name == "" {
 		p.add("name", "registration name is empty")
 	}

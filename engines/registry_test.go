@@ -119,6 +119,11 @@ func TestRegisterRejects(t *testing.T) {
 			a.material.Secrets = []string{"s", "s"}
 			return a
 		}, "startup_material_request", `secret "s" requested twice`},
+		{"interface client type", "example", func(a *testAdapter) engines.EngineAdapter {
+			a.clientType = reflect.TypeFor[engines.RuntimeClient]()
+			return a
+		}, "engine_client_type", "declare the concrete client type"},
+		{"nil pointer adapter", "example", func(*testAdapter) engines.EngineAdapter { return (*testAdapter)(nil) }, "", "panicked during validation"},
 		{"no client type", "example", func(a *testAdapter) engines.EngineAdapter { a.clientType = nil; return a }, "engine_client_type", "no runtime client type declared"},
 		{"client type missing Close", "example", func(a *testAdapter) engines.EngineAdapter {
 			a.clientType = reflect.TypeFor[noCloseClient]()
