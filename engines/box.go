@@ -61,9 +61,11 @@ type ProcessSession interface {
 	// again. Use the input id, or a value derived from it, as writeID.
 	WriteStdin(ctx context.Context, writeID string, data []byte) error
 
-	// ReadOutput yields journalled output lines from offset on (0 for the start). It
-	// replays what is already journalled and then, with follow, waits for new lines
-	// until ctx ends or the process exits; without follow it stops at the current end.
+	// ReadOutput yields the journalled output lines whose Offset is at least offset (0
+	// for the start), in journal order. It replays what is already journalled and then,
+	// with follow, waits for new lines until ctx ends or the process exits; without
+	// follow it stops at the current end. Offsets only grow, so passing a line's
+	// Offset+1 resumes after that line whether the box counts lines or bytes.
 	ReadOutput(ctx context.Context, offset int64, follow bool) iter.Seq2[OutputLine, error]
 
 	// Signal sends a signal by name ("INT", "TERM", "KILL") to the process.
@@ -84,7 +86,8 @@ const (
 
 // OutputLine is one journalled line of process output.
 type OutputLine struct {
-	// Offset is the line's position in the journal; reading from Offset+1 resumes after it.
+	// Offset is the line's position in the journal (increasing; line or byte based, as
+	// the box chooses); ReadOutput(ctx, Offset+1, ...) resumes after this line.
 	Offset int64 `json:"offset"`
 	// Stream is stdout or stderr.
 	Stream OutputStream `json:"stream"`
