@@ -32,6 +32,8 @@ func (e ResponseOutput) Validate() error {
 	var errs []error
 	if e.Frame.Type() == "" {
 		errs = append(errs, errors.New("frame has no type"))
+	} else if err := ValidateFrame(e.Frame); err != nil {
+		errs = append(errs, err)
 	}
 	return joinCheck(e.Cursor, errs...)
 }

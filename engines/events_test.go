@@ -105,6 +105,7 @@ func TestUnmarshalEventRejects(t *testing.T) {
 		"bad outcome":      `{"type":"response_ended","cursor":{"generation":"g","position":1},"response_id":"r","outcome":"succeeded"}`,
 		"bad status":       `{"type":"status_changed","cursor":{"generation":"g","position":1},"status":"busy"}`,
 		"frame no type":    `{"type":"response_output","cursor":{"generation":"g","position":1},"frame":{"id":"x"}}`,
+		"frame no output":  `{"type":"response_output","cursor":{"generation":"g","position":1},"frame":{"type":"tool-output-available","toolCallId":"c"}}`,
 		"bad contract":     `{"type":"interaction_opened","cursor":{"generation":"g","position":1},"response_id":"r","interaction_id":"i","contract":{"presentation":"chat"}}`,
 		"missing input id": `{"type":"input_admitted","cursor":{"generation":"g","position":1}}`,
 	} {

@@ -212,6 +212,10 @@ func TestCursorDeterminismFailsBrokenReaders(t *testing.T) {
 	out := nonPublic[4].(engines.ResponseOutput)
 	out.Frame = out.Frame.Without("dynamic")
 	nonPublic[4] = out
+	invalidFrame := fakeLog(t)
+	bad := invalidFrame[5].(engines.ResponseOutput)
+	bad.Frame = bad.Frame.Without("output")
+	invalidFrame[5] = bad
 	cases := []struct {
 		name      string
 		recording []engines.Event
@@ -234,6 +238,7 @@ func TestCursorDeterminismFailsBrokenReaders(t *testing.T) {
 		{"ends early", fakeLog(t), withRead(func(log []engines.Event, start int) []engines.Event {
 			return log[start : len(log)-1]
 		}), "ended after"},
+		{"frame the ai client rejects", invalidFrame, newFakeClient("conv-1", invalidFrame), "output is required"},
 		{"recording with a non-public frame", nonPublic, newFakeClient("conv-1", nonPublic), "PublicFrame would change"},
 		{"cursor from another generation", func() []engines.Event {
 			log := fakeLog(t)
