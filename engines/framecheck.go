@@ -127,7 +127,8 @@ var (
 
 var dataSpec = map[string]member{"id": optString, "data": reqPresent, "transient": optBool}
 
-// chunkSpecs is the member table of ai@7.0.173's uiMessageChunkSchema.
+// chunkSpecs is the member table of ai@7.0.173's uiMessageChunkSchema. It is a
+// read-only lookup table, never written after initialisation.
 var chunkSpecs = map[string]map[string]member{
 	"text-start":      {"id": reqString, "providerMetadata": optProvider},
 	"text-delta":      {"id": reqString, "delta": reqString, "providerMetadata": optProvider},
