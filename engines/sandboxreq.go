@@ -1,0 +1,77 @@
+package engines
+
+import (
+	"errors"
+	"fmt"
+)
+
+// EngineSandboxRequest is what an Agent program needs from its sandbox. The platform
+// applies it together with the selected backend, workspace, runtime identity, network
+// policy and credentials; the adapter never provisions sandboxes itself.
+type EngineSandboxRequest struct {
+	// EntryPoint is the image entry point (argv) that starts the box's resident services.
+	EntryPoint []string `json:"entry_point"`
+	// ModelCredential says where the program expects its model credential.
+	ModelCredential ModelCredentialDestination `json:"model_credential"`
+	// WorkingDirectoryVariable is the environment variable through which the program
+	// learns its working directory; the platform sets it to the resolved workspace.
+	WorkingDirectoryVariable string `json:"working_directory_variable"`
+	// Environment holds fixed environment values for the program.
+	Environment map[string]string `json:"environment,omitempty"`
+	// PublishedPorts are in-box ports the platform makes reachable (Box.DialPort).
+	PublishedPorts []PublishedPort `json:"published_ports,omitempty"`
+	// ReadinessPort, when nonzero, is a published port whose listener means the box is
+	// ready; a readiness service must fail startup clearly when the program cannot serve.
+	ReadinessPort int `json:"readiness_port,omitempty"`
+}
+
+// ModelCredentialDestination says where the platform places the model credential. The
+// credential itself stays on the host side: the program holds a placeholder and reaches
+// the model service through the platform's forwarder at the base URL it is given.
+type ModelCredentialDestination struct {
+	// APIKeyEnv is the environment variable holding the (placeholder) key, e.g.
+	// ANTHROPIC_API_KEY.
+	APIKeyEnv string `json:"api_key_env,omitempty"`
+	// BaseURLEnv is the environment variable holding the model service base URL, e.g.
+	// ANTHROPIC_BASE_URL.
+	BaseURLEnv string `json:"base_url_env,omitempty"`
+	// File, when set, is a path relative to the engine's configuration directory where
+	// the credential is written instead of (or besides) the environment.
+	File string `json:"file,omitempty"`
+}
+
+// PublishedPort is an in-box port the platform publishes.
+type PublishedPort struct {
+	// Name is a short label, e.g. "control".
+	Name string `json:"name"`
+	// Port is the in-box TCP port.
+	Port int `json:"port"`
+}
+
+// Validate checks the request's structure.
+func (r EngineSandboxRequest) Validate() error {
+	var errs []error
+	if len(r.EntryPoint) == 0 || r.EntryPoint[0] == "" {
+		errs = append(errs, errors.New("sandbox request has no entry point"))
+	}
+	if r.ModelCredential.APIKeyEnv == "" && r.ModelCredential.File == "" {
+		errs = append(errs, errors.New("sandbox request has no model-credential destination"))
+	}
+	if r.WorkingDirectoryVariable == "" {
+		errs = append(errs, errors.New("sandbox request has no working-directory variable"))
+	}
+	seen := map[int]bool{}
+	for _, p := range r.PublishedPorts {
+		if p.Port < 1 || p.Port > 65535 {
+			errs = append(errs, fmt.Errorf("published port %q has invalid number %d", p.Name, p.Port))
+		}
+		if seen[p.Port] {
+			errs = append(errs, fmt.Errorf("port %d published twice", p.Port))
+		}
+		seen[p.Port] = true
+	}
+	if r.ReadinessPort != 0 && !seen[r.ReadinessPort] {
+		errs = append(errs, fmt.Errorf("readiness port %d is not a published port", r.ReadinessPort))
+	}
+	return errors.Join(errs...)
+}
