@@ -1,0 +1,70 @@
+// Package workflows holds AstraBox's Temporal workflows. SessionWorkflow is one
+// per Session; its signals and their payloads are declared here so the API can
+// send them without importing workflow code. Payloads carry ids only: durable
+// facts live in PostgreSQL, which the workflow re-reads on every signal, so a
+// repeated or late signal does no harm.
+package workflows
+
+// SessionWorkflowName is the registered name of the Session workflow.
+const SessionWorkflowName = "SessionWorkflow"
+
+// SessionWorkflowID is the workflow id of a Session's workflow.
+func SessionWorkflowID(sessionID string) string { return "session/" + sessionID }
+
+// Signal names of SessionWorkflow.
+const (
+	// SignalInputAccepted: an input row was written; hand held inputs over.
+	SignalInputAccepted = "input-accepted"
+	// SignalInteractionAnswered: an answer row was written for an open interaction.
+	SignalInteractionAnswered = "interaction-answered"
+	// SignalInterrupt: stop the response in progress.
+	SignalInterrupt = "interrupt"
+	// SignalPermissionModeChanged: the Session's stored permission mode changed.
+	SignalPermissionModeChanged = "permission-mode-changed"
+	// SignalLifecycle: archive, delete, recover or release the Session's runtime.
+	SignalLifecycle = "lifecycle"
+)
+
+// SessionStart is the workflow's input when a signal starts it.
+type SessionStart struct {
+	SessionID string `json:"session_id"`
+}
+
+// InputAccepted is the payload of SignalInputAccepted.
+type InputAccepted struct {
+	InputID string `json:"input_id"`
+}
+
+// InteractionAnswered is the payload of SignalInteractionAnswered.
+type InteractionAnswered struct {
+	InteractionID string `json:"interaction_id"`
+}
+
+// Interrupt is the payload of SignalInterrupt.
+type Interrupt struct {
+	// CancelQueued also drops the inputs the runtime queued behind the response.
+	CancelQueued bool `json:"cancel_queued"`
+	// RequestID correlates the request with the runtime's report of how it ended.
+	RequestID string `json:"request_id"`
+}
+
+// PermissionModeChanged is the payload of SignalPermissionModeChanged.
+type PermissionModeChanged struct {
+	PermissionMode string `json:"permission_mode"`
+}
+
+// LifecycleAction is what a lifecycle signal asks for.
+type LifecycleAction string
+
+// Lifecycle actions.
+const (
+	LifecycleArchive LifecycleAction = "archive"
+	LifecycleDelete  LifecycleAction = "delete"
+	LifecycleRecover LifecycleAction = "recover"
+	LifecycleRelease LifecycleAction = "release"
+)
+
+// Lifecycle is the payload of SignalLifecycle.
+type Lifecycle struct {
+	Action LifecycleAction `json:"action"`
+}
