@@ -139,6 +139,7 @@ func (r *Runner) handleOutput(w http.ResponseWriter, req *http.Request, p *proce
 			flusher.Flush()
 		}
 	}
+	flush() // the client sees the stream open before the first line
 	if err := p.journal.stream(req.Context(), after, q.Get("follow") == "1", bw, flush); err != nil {
 		r.logger.Printf("output of %s: %v", p.spec.ID, err)
 	}
