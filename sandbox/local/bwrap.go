@@ -70,6 +70,8 @@ func bwrapArgs(o Options, rec record, dir, workspace string) []string {
 	for _, m := range spec.Mounts {
 		a = append(a, "--ro-bind", m.Source, m.Target)
 	}
+	// /run only holds mount points: nothing in the box writes there.
+	a = append(a, "--remount-ro", "/run")
 	a = append(a, "--bind", workspace, spec.Workspace.MountPath, "--chdir", spec.Workspace.MountPath,
 		"--remount-ro", "/", "--json-status-fd", "3",
 		"--", runnerInBox, "serve", "-config", runnerapi.ControlDir+"/"+runnerapi.ConfigName, "-ready-fd", "4")

@@ -56,8 +56,10 @@ func newID(prefix string) string {
 	return prefix + hex.EncodeToString(raw[:])
 }
 
-func (b *Backend) boxDir(id string) string  { return filepath.Join(b.opts.StateDir, "boxes", id) }
-func (b *Backend) uidFile(uid int) string   { return filepath.Join(b.opts.StateDir, "uids", strconv.Itoa(uid)) }
+func (b *Backend) boxDir(id string) string { return filepath.Join(b.opts.StateDir, "boxes", id) }
+func (b *Backend) uidFile(uid int) string {
+	return filepath.Join(b.opts.StateDir, "uids", strconv.Itoa(uid))
+}
 func (b *Backend) volumeDir(n string) string { return filepath.Join(b.opts.StateDir, "volumes", n) }
 
 func workspaceDir(dir string, spec sandbox.Spec, volumes func(string) string) string {
