@@ -54,9 +54,11 @@ func bwrapArgs(o Options, rec record, dir, workspace string) []string {
 			"--ro-bind", filepath.Join(dir, "etc/group"), "/etc/group")
 	} else {
 		a = append(a, "--ro-bind", spec.Image.Root, "/")
-		if _, err := os.Stat(filepath.Join(spec.Image.Root, "etc/passwd")); err == nil {
-			a = append(a, "--ro-bind", filepath.Join(dir, "etc/passwd"), "/etc/passwd",
-				"--ro-bind", filepath.Join(dir, "etc/group"), "/etc/group")
+		// The root is read-only, so only files the image has can be replaced.
+		for _, name := range []string{"passwd", "group"} {
+			if _, err := os.Stat(filepath.Join(spec.Image.Root, "etc", name)); err == nil {
+				a = append(a, "--ro-bind", filepath.Join(dir, "etc", name), "/etc/"+name)
+			}
 		}
 	}
 	a = append(a, "--dev", "/dev", "--proc", "/proc")

@@ -167,7 +167,7 @@ func (b *Backend) setPaused(ctx context.Context, id string, paused bool) error {
 		if paused {
 			sig = syscall.SIGSTOP
 		}
-		err = signalNamespace(rec.InitPID, sig)
+		err = signalNamespace(ctx, rec.InitPID, sig)
 	}
 	if err != nil {
 		return fmt.Errorf("pause %s: %w", id, err)
@@ -179,23 +179,55 @@ func (b *Backend) setPaused(ctx context.Context, id string, paused bool) error {
 	return err
 }
 
-// signalNamespace signals every process whose pid namespace is the box's.
-func signalNamespace(initPID int, sig syscall.Signal) error {
+// signalNamespace signals every process whose pid namespace is the box's. For
+// SIGSTOP it repeats until every process shows as stopped, since delivery is
+// asynchronous and a process may fork meanwhile.
+func signalNamespace(ctx context.Context, initPID int, sig syscall.Signal) error {
 	ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", initPID))
 	if err != nil {
 		return fmt.Errorf("%w: %v", errNotRunning, err)
 	}
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if other, err := os.Readlink("/proc/" + e.Name() + "/ns/pid"); err == nil && other == ns {
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		running := 0
+		entries, _ := os.ReadDir("/proc")
+		for _, e := range entries {
+			pid, err := strconv.Atoi(e.Name())
+			if err != nil {
+				continue
+			}
+			if other, err := os.Readlink("/proc/" + e.Name() + "/ns/pid"); err != nil || other != ns {
+				continue
+			}
+			if sig == syscall.SIGSTOP && procState(pid) == "T" {
+				continue
+			}
+			running++
 			_ = syscall.Kill(pid, sig)
 		}
+		if sig != syscall.SIGSTOP || running == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("wait for the box to stop: %w", ctx.Err())
+		case <-tick.C:
+		}
 	}
-	return nil
+}
+
+// procState is the state letter of a process ("R", "S", "T", ...).
+func procState(pid int) string {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return ""
+	}
+	fields := splitFields(string(raw[strings.LastIndexByte(string(raw), ')')+1:]))
+	if len(fields) == 0 {
+		return ""
+	}
+	return fields[0]
 }
 
 // Release asks the runner to stop its programs gracefully, then destroys the box.

@@ -74,7 +74,10 @@ func testOptions(t *testing.T) Options {
 	dir, err := os.MkdirTemp("", "abx")
 	require.NoError(t, err)
 	first := <-uidBlocks
-	t.Cleanup(func() { uidBlocks <- first })
+	t.Cleanup(func() {
+		_ = os.RemoveAll(dir)
+		uidBlocks <- first
+	})
 	return Options{StateDir: dir, RunnerPath: runnerBin, UIDFirst: first, UIDCount: 100, ReadyTimeout: 20 * time.Second}
 }
 
