@@ -166,11 +166,11 @@ func TestStartupErrorsNameTheFix(t *testing.T) {
 		change func(*Options)
 		want   string
 	}{
-		"no bwrap":        {func(o *Options) { o.BwrapPath = "/nonexistent/bwrap" }, "apt-get install bubblewrap"},
-		"system uids":     {func(o *Options) { o.UIDFirst = 10 }, "first uid of at least 1000"},
-		"existing user":   {func(o *Options) { o.UIDFirst, o.UIDCount = 65000, 1000 }, "existing account nobody"},
-		"no runner":       {func(o *Options) { o.RunnerPath = "/nonexistent/runner" }, "make build"},
-		"relative state":  {func(o *Options) { o.StateDir = "state" }, "absolute path"},
+		"no bwrap":       {func(o *Options) { o.BwrapPath = "/nonexistent/bwrap" }, "apt-get install bubblewrap"},
+		"system uids":    {func(o *Options) { o.UIDFirst = 10 }, "first uid of at least 1000"},
+		"existing user":  {func(o *Options) { o.UIDFirst, o.UIDCount = 65000, 1000 }, "existing account nobody"},
+		"no runner":      {func(o *Options) { o.RunnerPath = "/nonexistent/runner" }, "make build"},
+		"relative state": {func(o *Options) { o.StateDir = "state" }, "absolute path"},
 	} {
 		o := opts
 		tc.change(&o)

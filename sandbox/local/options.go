@@ -100,6 +100,17 @@ func (o *Options) preflight() error {
 	if o.StateDir == "" || !filepath.IsAbs(o.StateDir) {
 		return fmt.Errorf("local sandbox: state dir %q must be an absolute path (set the sandbox state dir)", o.StateDir)
 	}
+	// Box accounts open their bound folders themselves, so every parent of the
+	// state dir must let others traverse it.
+	for p := filepath.Dir(filepath.Clean(o.StateDir)); ; p = filepath.Dir(p) {
+		if st, err := os.Stat(p); err == nil && st.Mode().Perm()&0o001 == 0 {
+			return fmt.Errorf("local sandbox: %s (a parent of the state dir) is not traversable by box accounts: "+
+				"run `chmod o+x %s` or choose another state dir", p, p)
+		}
+		if p == "/" {
+			break
+		}
+	}
 	if os.Geteuid() != 0 {
 		return errors.New("local sandbox: the worker must run as root to give each box its own uid " +
 			"(run the worker as root, or choose another sandbox backend)")

@@ -19,7 +19,7 @@ import (
 )
 
 // startRunner serves a runner from stateDir and returns a client for it.
-func startRunner(t *testing.T, stateDir string) (*Runner, *runnerapi.Client) {
+func startRunner(t testing.TB, stateDir string) (*Runner, *runnerapi.Client) {
 	t.Helper()
 	r, err := New(runnerapi.Config{StateDir: stateDir, Workspace: stateDir,
 		Env: map[string]string{"PATH": "/usr/bin:/bin"}}, log.New(io.Discard, "", 0))
