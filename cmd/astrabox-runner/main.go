@@ -1,0 +1,93 @@
+// Command astrabox-runner is the control service inside every AstraBox box
+// (package sandbox/runner) and, on the host, the small launcher the local backend
+// uses to place a new box in its cgroups and account before bubblewrap starts.
+// It is built as a static binary (CGO_ENABLED=0) so it runs in any image.
+//
+//	astrabox-runner serve -config /run/astrabox/runner.json [-ready-fd N]
+//	astrabox-runner launch -uid U -gid G [-cgroup DIR]... -- bwrap ARGS...
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+
+	"github.com/astrabox/astrabox/sandbox/runner"
+	"github.com/astrabox/astrabox/sandbox/runnerapi"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: astrabox-runner serve|launch ...")
+		os.Exit(2)
+	}
+	var err error
+	switch os.Args[1] {
+	case "serve":
+		err = serve(os.Args[2:])
+	case "launch":
+		err = launch(os.Args[2:])
+	default:
+		err = fmt.Errorf("unknown command %q (want serve or launch)", os.Args[1])
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "astrabox-runner:", err)
+		os.Exit(1)
+	}
+}
+
+func serve(args []string) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	configPath := fs.String("config", runnerapi.ControlDir+"/"+runnerapi.ConfigName, "boot configuration")
+	readyFD := fs.Int("ready-fd", -1, "file descriptor to write \"ready\" to once serving")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	var ready *os.File
+	if *readyFD >= 0 {
+		ready = os.NewFile(uintptr(*readyFD), "ready")
+	}
+	// Descriptors inherited from the launcher (bubblewrap's status fd, ...) must
+	// not leak into the programs the runner starts.
+	closeInheritedOnExec(*readyFD)
+	raw, err := os.ReadFile(*configPath)
+	if err != nil {
+		return fmt.Errorf("read config: %w", err)
+	}
+	var cfg runnerapi.Config
+	if err := json.Unmarshal(raw, &cfg); err != nil {
+		return fmt.Errorf("parse config %s: %w", *configPath, err)
+	}
+	logger := log.New(os.Stderr, "astrabox-runner: ", log.LstdFlags|log.LUTC)
+	r, err := runner.New(cfg, logger)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	return r.Serve(ctx, func() {
+		if ready != nil {
+			_, _ = fmt.Fprintln(ready, "ready", r.Info().BootID)
+			ready.Close()
+		}
+	})
+}
+
+func closeInheritedOnExec(keep int) {
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		fd, err := strconv.Atoi(e.Name())
+		if err == nil && fd > 2 && fd != keep {
+			syscall.CloseOnExec(fd)
+		}
+	}
+}

@@ -1,0 +1,126 @@
+// Package egress serves, on the host, what a box may reach: one unix socket per
+// box and service, in a folder bound into the box, owned by the box's uid. The
+// first service is the model: an HTTP reverse proxy that adds the real
+// credential on the host side, so the box only ever holds a placeholder key.
+package egress
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+)
+
+// CredentialProxy forwards HTTP requests to an upstream service and sets the
+// credential headers there. Whatever the box sent in those headers (its
+// placeholder) is dropped first, as are the other headers in Strip.
+type CredentialProxy struct {
+	proxy *httputil.ReverseProxy
+}
+
+var _ http.Handler = (*CredentialProxy)(nil)
+
+// NewCredentialProxy returns a proxy to upstream (scheme and host; a path prefix
+// is joined in front of the box's path). set holds the credential headers, for
+// example {"x-api-key": key} for Anthropic or {"Authorization": "Bearer " + key}
+// for OpenAI; strip names further headers to remove.
+func NewCredentialProxy(upstream *url.URL, set map[string]string, strip ...string) *CredentialProxy {
+	setHeader := http.Header{}
+	for k, v := range set {
+		setHeader.Set(k, v)
+	}
+	drop := make([]string, 0, len(strip)+len(setHeader)+2)
+	for k := range setHeader {
+		drop = append(drop, k)
+	}
+	// Either spelling of an API credential the box sends is its placeholder.
+	drop = append(drop, "Authorization", "X-Api-Key")
+	drop = append(drop, strip...)
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(upstream)
+			pr.Out.Host = upstream.Host
+			for _, h := range drop {
+				pr.Out.Header.Del(h)
+			}
+			for k, v := range setHeader {
+				pr.Out.Header[k] = v
+			}
+		},
+		// Model replies stream (SSE): pass every chunk on at once.
+		FlushInterval: -1,
+		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
+			// Never echo upstream details that might carry the credential.
+			http.Error(w, "egress: upstream unavailable", http.StatusBadGateway)
+			_ = err
+		},
+	}
+	return &CredentialProxy{proxy: rp}
+}
+
+// ServeHTTP proxies one request.
+func (p *CredentialProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p.proxy.ServeHTTP(w, r)
+}
+
+// Server serves a handler on one box's unix socket.
+type Server struct {
+	path string
+	srv  *http.Server
+	done chan struct{}
+}
+
+// Listen creates the socket at path (replacing a stale one left by an earlier
+// process), gives it to uid/gid with mode 0600 so only that box can connect, and
+// serves h on it until Close.
+func Listen(path string, uid, gid int, h http.Handler) (*Server, error) {
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("remove stale socket %s: %w", path, err)
+	}
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("listen %s: %w", path, err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("chmod %s: %w", path, err)
+	}
+	if err := os.Chown(path, uid, gid); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("chown %s: %w", path, err)
+	}
+	s := &Server{path: path, done: make(chan struct{}),
+		srv: &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second}}
+	go func() {
+		defer close(s.done)
+		_ = s.srv.Serve(ln)
+	}()
+	return s, nil
+}
+
+// Path is the socket's host path.
+func (s *Server) Path() string { return s.path }
+
+// Close stops serving and removes the socket.
+func (s *Server) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	err := s.srv.Shutdown(ctx)
+	if err != nil {
+		err = s.srv.Close()
+	}
+	<-s.done
+	if rmErr := os.Remove(s.path); rmErr != nil && !errors.Is(rmErr, os.ErrNotExist) && err == nil {
+		err = rmErr
+	}
+	if err != nil && !strings.Contains(err.Error(), "closed") {
+		return fmt.Errorf("close egress %s: %w", s.path, err)
+	}
+	return nil
+}

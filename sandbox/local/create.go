@@ -1,0 +1,328 @@
+package local
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/astrabox/astrabox/sandbox"
+	"github.com/astrabox/astrabox/sandbox/egress"
+	"github.com/astrabox/astrabox/sandbox/runnerapi"
+)
+
+func (b *Backend) withLimits(spec sandbox.Spec) sandbox.Spec {
+	d := b.opts.DefaultLimits
+	if spec.Limits.CPUMillis == 0 {
+		spec.Limits.CPUMillis = d.CPUMillis
+	}
+	if spec.Limits.MemoryBytes == 0 {
+		spec.Limits.MemoryBytes = d.MemoryBytes
+	}
+	if spec.Limits.Pids == 0 {
+		spec.Limits.Pids = d.Pids
+	}
+	if spec.Limits.TmpBytes == 0 {
+		spec.Limits.TmpBytes = d.TmpBytes
+	}
+	return spec
+}
+
+// create prepares the box's folders, account and cgroups, launches bubblewrap
+// detached, waits for the runner's ready signal and starts resident services.
+func (b *Backend) create(ctx context.Context, spec sandbox.Spec, pool string) (sandbox.Handle, error) {
+	b.mu.Lock()
+	closed := b.closed
+	b.mu.Unlock()
+	if closed {
+		return nil, errClosed
+	}
+	spec = b.withLimits(spec.WithDefaults())
+	if err := b.validate(spec); err != nil {
+		return nil, err
+	}
+	id := newID("box-")
+	uid, err := b.allocateUID(id)
+	if err != nil {
+		return nil, err
+	}
+	dir := b.boxDir(id)
+	x := &box{dir: dir, dead: make(chan struct{}), rec: record{ID: id, UID: uid, Spec: spec,
+		CreatedAt: time.Now().UTC(), Pool: pool, Cgroups: len(b.cg.dirs(id)) > 0}}
+	fail := func(err error) (sandbox.Handle, error) {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		if derr := b.Destroy(cctx, id); derr != nil {
+			b.log.Warn("local sandbox: clean up failed box", zap.String("box", id), zap.Error(derr))
+		}
+		b.removeBox(cctx, x)
+		return nil, fmt.Errorf("create box: %w", err)
+	}
+	if err := b.prepare(x); err != nil {
+		return fail(err)
+	}
+	if x.rec.Cgroups {
+		if _, err := b.cg.create(id, spec.Limits); err != nil {
+			return fail(err)
+		}
+	}
+	if err := b.startEgress(x); err != nil {
+		return fail(err)
+	}
+	bootID, err := b.launch(ctx, x)
+	if err != nil {
+		return fail(err)
+	}
+	h := b.newHandle(x)
+	for _, svc := range spec.Services {
+		if _, err := h.StartProcess(ctx, svc.Process); err != nil {
+			return fail(fmt.Errorf("start service %q: %w", svc.Process.ID, err))
+		}
+		if svc.ReadyPort > 0 {
+			wctx, cancel := context.WithTimeout(ctx, b.opts.ReadyTimeout)
+			err := h.WaitPort(wctx, svc.ReadyPort)
+			cancel()
+			if err != nil {
+				return fail(fmt.Errorf("service %q not ready on port %d: %w", svc.Process.ID, svc.ReadyPort, err))
+			}
+		}
+	}
+	b.log.Info("local sandbox: box ready", zap.String("box", id), zap.Int("uid", uid), zap.String("boot", bootID))
+	return h, nil
+}
+
+// prepare writes the box's folders, account files and runner configuration.
+func (b *Backend) prepare(x *box) error {
+	spec, uid := x.rec.Spec, x.rec.UID
+	mk := func(p string, mode os.FileMode, owner int) error {
+		if err := os.MkdirAll(p, mode); err != nil {
+			return fmt.Errorf("create %s: %w", p, err)
+		}
+		if err := os.Chmod(p, mode); err != nil {
+			return fmt.Errorf("chmod %s: %w", p, err)
+		}
+		if err := os.Chown(p, owner, owner); err != nil {
+			return fmt.Errorf("chown %s: %w", p, err)
+		}
+		return nil
+	}
+	if err := mk(x.dir, 0o711, 0); err != nil {
+		return err
+	}
+	if err := mk(filepath.Join(x.dir, "etc"), 0o755, 0); err != nil {
+		return err
+	}
+	passwd, group := accountFiles(spec, uid)
+	if err := os.WriteFile(filepath.Join(x.dir, "etc/passwd"), []byte(passwd), 0o644); err != nil {
+		return fmt.Errorf("write passwd: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(x.dir, "etc/group"), []byte(group), 0o644); err != nil {
+		return fmt.Errorf("write group: %w", err)
+	}
+	if err := mk(filepath.Join(x.dir, "control"), 0o700, uid); err != nil {
+		return err
+	}
+	if err := mk(filepath.Join(x.dir, "egress"), 0o755, 0); err != nil {
+		return err
+	}
+	ws := workspaceDir(x.dir, spec, b.volumeDir)
+	if err := mk(ws, 0o700, uid); err != nil {
+		return err
+	}
+	if spec.Workspace.Kind == sandbox.WorkspacePersistent {
+		// A volume written by an earlier box belongs to that box's uid.
+		if err := chownTree(ws, uid); err != nil {
+			return err
+		}
+	}
+	if rel, ok := strings.CutPrefix(spec.Identity.Home, spec.Workspace.MountPath+"/"); ok {
+		if err := mk(filepath.Join(ws, rel), 0o700, uid); err != nil {
+			return err
+		}
+	}
+	cfg := runnerapi.Config{StateDir: runnerapi.ControlDir, Socket: runnerapi.ControlDir + "/" + runnerapi.SocketName,
+		Workspace: spec.Workspace.MountPath, Env: boxEnv(spec)}
+	for _, f := range spec.Network.Forwards {
+		cfg.Forwards = append(cfg.Forwards, runnerapi.Forward{Listen: "127.0.0.1:" + strconv.Itoa(f.Port),
+			Socket: runnerapi.EgressDir + "/" + f.Name + ".sock"})
+	}
+	raw, err := json.MarshalIndent(cfg, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode runner config: %w", err)
+	}
+	cfgPath := filepath.Join(x.dir, "control", runnerapi.ConfigName)
+	if err := os.WriteFile(cfgPath, raw, 0o600); err != nil {
+		return fmt.Errorf("write runner config: %w", err)
+	}
+	if err := os.Chown(cfgPath, uid, uid); err != nil {
+		return fmt.Errorf("chown runner config: %w", err)
+	}
+	return writeRecord(x.dir, x.rec)
+}
+
+// boxEnv is the environment every process of the box starts with.
+func boxEnv(spec sandbox.Spec) map[string]string {
+	env := map[string]string{"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": spec.Identity.Home,
+		"USER": spec.Identity.Account, "LOGNAME": spec.Identity.Account, "SHELL": "/bin/sh",
+		"LANG": "C.UTF-8", "TERM": "dumb", "TMPDIR": "/tmp"}
+	for k, v := range spec.Env {
+		env[k] = v
+	}
+	return env
+}
+
+func chownTree(root string, uid int) error {
+	return filepath.WalkDir(root, func(p string, _ fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if err := os.Lchown(p, uid, uid); err != nil {
+			return fmt.Errorf("chown %s: %w", p, err)
+		}
+		return nil
+	})
+}
+
+// startEgress serves the host side of every declared forward in the box's
+// egress folder.
+func (b *Backend) startEgress(x *box) error {
+	rec := x.record()
+	for _, f := range rec.Spec.Network.Forwards {
+		srv, err := egress.Listen(filepath.Join(x.dir, "egress", f.Name+".sock"), rec.UID, rec.UID, b.opts.Egress[f.Name])
+		if err != nil {
+			return fmt.Errorf("egress %q: %w", f.Name, err)
+		}
+		x.mu.Lock()
+		x.egress = append(x.egress, srv)
+		x.mu.Unlock()
+	}
+	return nil
+}
+
+func (b *Backend) stopEgress(x *box) {
+	x.mu.Lock()
+	servers := x.egress
+	x.egress = nil
+	x.mu.Unlock()
+	for _, s := range servers {
+		if err := s.Close(); err != nil {
+			b.log.Warn("local sandbox: close egress", zap.String("box", x.rec.ID), zap.Error(err))
+		}
+	}
+}
+
+// launch starts bubblewrap through the runner's launcher (joins the cgroups,
+// drops to the box uid) in its own session, so the box outlives the worker, and
+// waits for the runner to report that it serves.
+func (b *Backend) launch(ctx context.Context, x *box) (string, error) {
+	rec := x.record()
+	status, err := os.OpenFile(filepath.Join(x.dir, "status.json"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return "", fmt.Errorf("open status file: %w", err)
+	}
+	defer status.Close()
+	logFile, err := os.OpenFile(filepath.Join(x.dir, "box.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return "", fmt.Errorf("open box log: %w", err)
+	}
+	defer logFile.Close()
+	readyR, readyW, err := os.Pipe()
+	if err != nil {
+		return "", fmt.Errorf("ready pipe: %w", err)
+	}
+	defer readyR.Close()
+	args := []string{"launch", "-uid", strconv.Itoa(rec.UID), "-gid", strconv.Itoa(rec.UID)}
+	for _, d := range b.cg.dirs(rec.ID) {
+		args = append(args, "-cgroup", d)
+	}
+	args = append(args, "--", b.opts.BwrapPath)
+	args = append(args, bwrapArgs(b.opts, rec, x.dir, workspaceDir(x.dir, rec.Spec, b.volumeDir))...)
+	cmd := exec.Command(b.opts.RunnerPath, args...)
+	cmd.Env = []string{"PATH=/usr/bin:/bin"}
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.ExtraFiles = []*os.File{status, readyW}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	err = cmd.Start()
+	readyW.Close()
+	if err != nil {
+		return "", fmt.Errorf("start bubblewrap: %w", err)
+	}
+	start, _ := procStart(cmd.Process.Pid)
+	x.mu.Lock()
+	x.rec.BwrapPID, x.rec.BwrapStart = cmd.Process.Pid, start
+	err = writeRecord(x.dir, x.rec)
+	x.mu.Unlock()
+	b.register(x)
+	go func() {
+		_ = cmd.Wait()
+		b.onExit(x)
+	}()
+	if err != nil {
+		return "", err
+	}
+
+	line := make(chan string, 1)
+	go func() {
+		s, _ := bufio.NewReader(readyR).ReadString('\n')
+		line <- s
+	}()
+	timer := time.NewTimer(b.opts.ReadyTimeout)
+	defer timer.Stop()
+	var got string
+	select {
+	case got = <-line:
+	case <-timer.C:
+		return "", fmt.Errorf("box not ready after %s: %s", b.opts.ReadyTimeout, logTail(x.dir))
+	case <-ctx.Done():
+		return "", fmt.Errorf("wait for box: %w", ctx.Err())
+	}
+	fields := strings.Fields(got)
+	if len(fields) != 2 || fields[0] != "ready" {
+		return "", fmt.Errorf("box did not start: %s", logTail(x.dir))
+	}
+	st, err := readStatus(x.dir)
+	if err != nil || st.ChildPID == 0 {
+		return "", fmt.Errorf("box started without a status record: %v", err)
+	}
+	initStart, _ := procStart(st.ChildPID)
+	x.mu.Lock()
+	x.rec.InitPID, x.rec.InitStart, x.rec.BootID = st.ChildPID, initStart, fields[1]
+	err = writeRecord(x.dir, x.rec)
+	x.mu.Unlock()
+	return fields[1], err
+}
+
+func (b *Backend) register(x *box) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.boxes[x.rec.ID] = x
+}
+
+// logTail returns the end of the box's log for error messages.
+func logTail(dir string) string {
+	raw, err := os.ReadFile(filepath.Join(dir, "box.log"))
+	if err != nil {
+		return "no box log"
+	}
+	s := strings.TrimSpace(string(raw))
+	if len(s) > 2000 {
+		s = s[len(s)-2000:]
+	}
+	if s == "" {
+		return "box log is empty"
+	}
+	return s
+}
+
+var errNotRunning = errors.New("box is not running")

@@ -1,0 +1,158 @@
+package local
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/astrabox/astrabox/sandbox"
+	"github.com/astrabox/astrabox/sandbox/egress"
+)
+
+// TestBoxesAreIsolated shows that a box cannot read another box's workspace or
+// runner socket even when the host tree is shown to it, cannot write its image
+// root, and runs as its own uid.
+func TestBoxesAreIsolated(t *testing.T) {
+	t.Parallel()
+	opts := testOptions(t)
+	b := newBackend(t, opts)
+	ctx := testContext(t)
+
+	first, err := b.Create(ctx, sandbox.Spec{})
+	require.NoError(t, err)
+	require.NoError(t, first.WriteFile(ctx, "/workspace/secret.txt", []byte("first box secret"), 0o644))
+	// The second box is shown the whole state dir read-only, the worst case of
+	// a misconfigured mount: plain Unix permissions must still hold.
+	second, err := b.Create(ctx, sandbox.Spec{Mounts: []sandbox.Mount{{Source: opts.StateDir, Target: "/host-state"}}})
+	require.NoError(t, err)
+
+	firstInfo, err := first.Info(ctx)
+	require.NoError(t, err)
+	secondInfo, err := second.Info(ctx)
+	require.NoError(t, err)
+	require.NotEqual(t, firstInfo.UID, secondInfo.UID)
+	require.Equal(t, strconv.Itoa(secondInfo.UID), strings.TrimSpace(string(sh(t, second, "id -u").Stdout)))
+
+	other := "/host-state/boxes/" + first.ID()
+	res := sh(t, second, "cat "+other+"/workspace/secret.txt")
+	require.NotEqual(t, 0, res.ExitCode)
+	require.Contains(t, string(res.Stderr), "Permission denied")
+	res = sh(t, second, "ls "+other+"/workspace")
+	require.Contains(t, string(res.Stderr), "Permission denied")
+	res = sh(t, second, `perl -MIO::Socket::UNIX -e 'IO::Socket::UNIX->new(Peer => $ARGV[0]) or die "$!\n"' `+
+		other+"/control/runner.sock")
+	require.NotEqual(t, 0, res.ExitCode)
+	require.Contains(t, string(res.Stderr), "Permission denied")
+	// Without the extra mount the other box's files are not there at all.
+	res = sh(t, first, "ls /host-state")
+	require.Contains(t, string(res.Stderr), "No such file or directory")
+
+	for _, path := range []string{"/x", "/usr/x", "/etc/x", "/run/x", "/run/egress/x"} {
+		res := sh(t, first, "touch "+path)
+		require.NotEqual(t, 0, res.ExitCode, "touch %s must fail", path)
+		require.Contains(t, string(res.Stderr), "Read-only file system", path)
+	}
+	require.Equal(t, 0, sh(t, first, "touch /workspace/ok /tmp/ok").ExitCode)
+	// Files the box makes belong to its own uid on the host.
+	st, err := os.Stat(filepath.Join(b.boxDir(first.ID()), "workspace", "ok"))
+	require.NoError(t, err)
+	require.Equal(t, firstInfo.UID, fileUID(st))
+}
+
+// TestNetworkIsLoopbackAndForwardsOnly: a box reaches its declared forward (the
+// model proxy, which adds the real key on the host side) and nothing else, and
+// never sees the real key.
+func TestNetworkIsLoopbackAndForwardsOnly(t *testing.T) {
+	t.Parallel()
+	const realKey = "sk-real-0b5c7e1d"
+	var mu sync.Mutex
+	var seenKeys []string
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seenKeys = append(seenKeys, r.Header.Get("x-api-key"))
+		mu.Unlock()
+		_, _ = io.WriteString(w, "model says hi to "+r.URL.Path)
+	}))
+	defer upstream.Close()
+	u, err := url.Parse(upstream.URL)
+	require.NoError(t, err)
+
+	opts := testOptions(t)
+	opts.Egress = map[string]http.Handler{"model": egress.NewCredentialProxy(u, map[string]string{"x-api-key": realKey})}
+	b := newBackend(t, opts)
+	ctx := testContext(t)
+	h, err := b.Create(ctx, sandbox.Spec{
+		Env:     map[string]string{"ANTHROPIC_API_KEY": "placeholder", "ANTHROPIC_BASE_URL": "http://127.0.0.1:18080"},
+		Network: sandbox.NetworkPolicy{Forwards: []sandbox.Forward{{Name: "model", Port: 18080}}},
+	})
+	require.NoError(t, err)
+
+	res := sh(t, h, `curl -sS --max-time 10 -H "x-api-key: $ANTHROPIC_API_KEY" "$ANTHROPIC_BASE_URL/v1/messages"`)
+	require.Equal(t, 0, res.ExitCode, "stderr: %s", res.Stderr)
+	require.Equal(t, "model says hi to /v1/messages", string(res.Stdout))
+	mu.Lock()
+	require.Equal(t, []string{realKey}, seenKeys)
+	mu.Unlock()
+
+	// The host's own listener is not reachable: the box has its own network.
+	host, port, err := net.SplitHostPort(u.Host)
+	require.NoError(t, err)
+	res = sh(t, h, fmt.Sprintf("curl -sS --max-time 5 http://%s:%s/", host, port))
+	require.NotEqual(t, 0, res.ExitCode)
+	res = sh(t, h, "curl -sS --max-time 5 http://1.1.1.1/")
+	require.NotEqual(t, 0, res.ExitCode)
+	res = sh(t, h, "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '")
+	require.Equal(t, "lo", strings.TrimSpace(string(res.Stdout)))
+
+	// The real key appears nowhere the box can look.
+	// The key goes to grep on stdin, so that grep's own command line holds no copy.
+	res, err = h.Exec(ctx, sandbox.ExecRequest{Stdin: []byte(realKey),
+		Argv: []string{"/bin/sh", "-c", "grep -rlsF -f - /run /workspace /tmp /proc/[0-9]*/environ /proc/[0-9]*/cmdline"}})
+	require.NoError(t, err)
+	require.Equal(t, 1, res.ExitCode, "grep found the key in: %s", res.Stdout)
+	res = sh(t, h, "cat /proc/1/environ /proc/self/environ | tr '\\0' '\\n' | grep API_KEY")
+	require.Equal(t, "ANTHROPIC_API_KEY=placeholder", strings.TrimSpace(strings.Split(string(res.Stdout), "\n")[0]))
+}
+
+// TestPublishedPortFromWorker reaches a server inside the box from the worker
+// after a readiness check, with no host port.
+func TestPublishedPortFromWorker(t *testing.T) {
+	t.Parallel()
+	b := newBackend(t, testOptions(t))
+	ctx := testContext(t)
+	h, err := b.Create(ctx, sandbox.Spec{})
+	require.NoError(t, err)
+	_, err = h.StartProcess(ctx, sandbox.ProcessSpec{ID: "web", Argv: []string{"/usr/bin/perl", "-MIO::Socket::INET", "-e",
+		`$s = IO::Socket::INET->new(LocalAddr => "127.0.0.1", LocalPort => 8080, Listen => 5, ReuseAddr => 1) or die "$!";
+		 while ($c = $s->accept) { <$c>; print $c "HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok"; close $c }`}})
+	require.NoError(t, err)
+	require.NoError(t, h.WaitPort(ctx, 8080))
+	client := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return h.DialPort(ctx, 8080)
+	}}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://box/", nil)
+	require.NoError(t, err)
+	resp, err := client.Do(req)
+	require.NoError(t, err)
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	require.Equal(t, "ok", string(body))
+	_, err = h.DialPort(ctx, 8081)
+	require.Error(t, err, "nothing listens on 8081")
+}
+
+func fileUID(st os.FileInfo) int { return int(st.Sys().(*syscall.Stat_t).Uid) }

@@ -1,0 +1,384 @@
+package local
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
+
+	"github.com/astrabox/astrabox/sandbox"
+	"github.com/astrabox/astrabox/sandbox/runnerapi"
+)
+
+// adoptAll loads every recorded box: running ones are watched again, boxes
+// that died while no worker watched are noted as lost.
+func (b *Backend) adoptAll() error {
+	entries, err := os.ReadDir(filepath.Join(b.opts.StateDir, "boxes"))
+	if err != nil {
+		return fmt.Errorf("local sandbox: read boxes: %w", err)
+	}
+	for _, e := range entries {
+		dir := filepath.Join(b.opts.StateDir, "boxes", e.Name())
+		rec, err := readRecord(dir)
+		if err != nil {
+			// A box whose creation was cut short has no record; Reap removes it.
+			b.log.Warn("local sandbox: skip box without record", zap.String("dir", dir), zap.Error(err))
+			continue
+		}
+		x := &box{dir: dir, rec: rec, dead: make(chan struct{})}
+		b.register(x)
+		if rec.Pool != "" {
+			// A prewarmed box of an earlier worker: nobody will claim it.
+			x.rec.Pool = "orphaned"
+		}
+		if !alive(rec.BwrapPID, rec.BwrapStart) {
+			b.onExit(x)
+			continue
+		}
+		if err := b.startEgress(x); err != nil {
+			b.log.Warn("local sandbox: restart egress", zap.String("box", rec.ID), zap.Error(err))
+		}
+		go func() {
+			waitExit(rec.BwrapPID, rec.BwrapStart)
+			b.onExit(x)
+		}()
+	}
+	return nil
+}
+
+// waitExit blocks until the process (pid, start) has exited. It works for
+// processes this worker did not start, through a pidfd.
+func waitExit(pid int, start uint64) {
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return
+	}
+	defer unix.Close(fd)
+	if !alive(pid, start) {
+		return // the pid was reused before the pidfd was opened
+	}
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	for {
+		if _, err := unix.Poll(fds, -1); err == nil || !errors.Is(err, unix.EINTR) {
+			return
+		}
+	}
+}
+
+// onExit runs once the outer bubblewrap (and so the runner) has ended: it
+// records why, kills anything left in the box and wakes watchers.
+func (b *Backend) onExit(x *box) {
+	x.mu.Lock()
+	if x.death != nil {
+		x.mu.Unlock()
+		return
+	}
+	rec := x.rec
+	d := &sandbox.Death{BoxID: rec.ID, At: time.Now().UTC()}
+	switch {
+	case x.destroying:
+		d.Reason, d.Message = "destroyed", "the box was destroyed"
+	default:
+		d.Reason, d.Message = deathCause(x.dir)
+	}
+	x.death = d
+	x.mu.Unlock()
+	// bubblewrap's init waits for every process: kill it to end stragglers.
+	if alive(rec.InitPID, rec.InitStart) {
+		_ = syscall.Kill(rec.InitPID, syscall.SIGKILL)
+	}
+	if rec.Cgroups {
+		b.cg.kill(rec.ID)
+	}
+	close(x.dead)
+	if b.pool != nil {
+		b.pool.Drop(rec.ID)
+	}
+	b.log.Info("local sandbox: box ended", zap.String("box", rec.ID), zap.String("reason", d.Reason),
+		zap.String("message", d.Message))
+}
+
+// deathCause reads the runner's death note, else bubblewrap's exit status.
+func deathCause(dir string) (string, string) {
+	if raw, err := os.ReadFile(filepath.Join(dir, "control", runnerapi.DeathName)); err == nil {
+		var note runnerapi.Death
+		if json.Unmarshal(raw, &note) == nil && note.Reason != "" {
+			return note.Reason, note.Message
+		}
+	}
+	st, err := readStatus(dir)
+	if err == nil && st.ExitCode != nil {
+		code := *st.ExitCode
+		if code > 128 {
+			return "killed", fmt.Sprintf("the runner was killed by signal %d", code-128)
+		}
+		return "runner_exited", fmt.Sprintf("the runner exited with code %d", code)
+	}
+	return "killed", "the box ended without an exit status (killed from outside)"
+}
+
+// Watch reports the box's death once.
+func (b *Backend) Watch(ctx context.Context, id string) (<-chan sandbox.Death, error) {
+	x, err := b.lookup(id)
+	if err != nil {
+		return nil, err
+	}
+	out := make(chan sandbox.Death, 1)
+	go func() {
+		defer close(out)
+		select {
+		case <-x.dead:
+			out <- *x.deathInfo()
+		case <-ctx.Done():
+		}
+	}()
+	return out, nil
+}
+
+// Pause freezes the box: through the cgroup freezer where there is one,
+// otherwise with SIGSTOP to every process in the box's pid namespace.
+func (b *Backend) Pause(ctx context.Context, id string) error { return b.setPaused(ctx, id, true) }
+
+// Resume thaws a paused box.
+func (b *Backend) Resume(ctx context.Context, id string) error { return b.setPaused(ctx, id, false) }
+
+func (b *Backend) setPaused(ctx context.Context, id string, paused bool) error {
+	x, err := b.lookup(id)
+	if err != nil {
+		return err
+	}
+	if x.deathInfo() != nil {
+		return fmt.Errorf("pause %s: %w", id, sandbox.ErrBoxLost)
+	}
+	rec := x.record()
+	if rec.Cgroups && b.cg.have["freezer"] {
+		err = b.cg.freeze(ctx, id, paused)
+	} else {
+		sig := syscall.SIGCONT
+		if paused {
+			sig = syscall.SIGSTOP
+		}
+		err = signalNamespace(ctx, rec.InitPID, sig)
+	}
+	if err != nil {
+		return fmt.Errorf("pause %s: %w", id, err)
+	}
+	x.mu.Lock()
+	x.rec.Paused = paused
+	err = writeRecord(x.dir, x.rec)
+	x.mu.Unlock()
+	return err
+}
+
+// signalNamespace signals every process whose pid namespace is the box's. For
+// SIGSTOP it repeats until every process shows as stopped, since delivery is
+// asynchronous and a process may fork meanwhile.
+func signalNamespace(ctx context.Context, initPID int, sig syscall.Signal) error {
+	ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", initPID))
+	if err != nil {
+		return fmt.Errorf("%w: %v", errNotRunning, err)
+	}
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		running := 0
+		entries, _ := os.ReadDir("/proc")
+		for _, e := range entries {
+			pid, err := strconv.Atoi(e.Name())
+			if err != nil {
+				continue
+			}
+			if other, err := os.Readlink("/proc/" + e.Name() + "/ns/pid"); err != nil || other != ns {
+				continue
+			}
+			if sig == syscall.SIGSTOP && procState(pid) == "T" {
+				continue
+			}
+			running++
+			_ = syscall.Kill(pid, sig)
+		}
+		if sig != syscall.SIGSTOP || running == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("wait for the box to stop: %w", ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+// procState is the state letter of a process ("R", "S", "T", ...).
+func procState(pid int) string {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return ""
+	}
+	fields := splitFields(string(raw[strings.LastIndexByte(string(raw), ')')+1:]))
+	if len(fields) == 0 {
+		return ""
+	}
+	return fields[0]
+}
+
+// Release asks the runner to stop its programs gracefully, then destroys the box.
+func (b *Backend) Release(ctx context.Context, id string) error {
+	x, err := b.lookup(id)
+	if errors.Is(err, sandbox.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if x.deathInfo() == nil {
+		if x.record().Paused {
+			_ = b.setPaused(ctx, id, false)
+		}
+		c := runnerapi.NewClient(filepath.Join(x.dir, "control", runnerapi.SocketName))
+		if err := c.Shutdown(ctx, b.opts.ReleaseGrace); err == nil {
+			timer := time.NewTimer(b.opts.ReleaseGrace + 2*time.Second)
+			select {
+			case <-x.dead:
+			case <-timer.C:
+			case <-ctx.Done():
+			}
+			timer.Stop()
+		}
+		c.Close()
+	}
+	return b.Destroy(ctx, id)
+}
+
+// Destroy kills the box at once and removes its files, cgroups and uid
+// reservation; a persistent workspace volume stays.
+func (b *Backend) Destroy(ctx context.Context, id string) error {
+	x, err := b.lookup(id)
+	if errors.Is(err, sandbox.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	x.mu.Lock()
+	x.destroying = true
+	rec := x.rec
+	x.mu.Unlock()
+	if rec.Cgroups && b.cg.have["freezer"] && rec.Paused {
+		_ = b.cg.freeze(ctx, id, false)
+	}
+	if alive(rec.InitPID, rec.InitStart) {
+		_ = syscall.Kill(rec.InitPID, syscall.SIGKILL)
+	} else if rec.InitPID == 0 && alive(rec.BwrapPID, rec.BwrapStart) {
+		// Creation did not finish: the status file may already name the box's
+		// init, which outlives the outer bubblewrap if only that is killed.
+		if st, err := readStatus(x.dir); err == nil && st.ChildPID > 0 {
+			_ = syscall.Kill(st.ChildPID, syscall.SIGKILL)
+		}
+		_ = syscall.Kill(rec.BwrapPID, syscall.SIGKILL)
+	}
+	if alive(rec.BwrapPID, rec.BwrapStart) {
+		select {
+		case <-x.dead:
+		case <-ctx.Done():
+			return fmt.Errorf("destroy %s: wait for the box to end: %w", id, ctx.Err())
+		case <-time.After(5 * time.Second):
+			// The launcher never got as far as bubblewrap's init: kill it directly.
+			_ = syscall.Kill(rec.BwrapPID, syscall.SIGKILL)
+			<-x.dead
+		}
+	} else {
+		b.onExit(x)
+	}
+	return b.removeBox(ctx, x)
+}
+
+// removeBox deletes what a box owns on the host. It is safe to repeat.
+func (b *Backend) removeBox(ctx context.Context, x *box) error {
+	b.stopEgress(x)
+	rec := x.record()
+	var errs []error
+	if len(b.cg.dirs(rec.ID)) > 0 {
+		b.cg.kill(rec.ID)
+		errs = append(errs, b.cg.remove(ctx, rec.ID))
+	}
+	if err := os.RemoveAll(x.dir); err != nil {
+		errs = append(errs, fmt.Errorf("remove box dir: %w", err))
+	}
+	if rec.UID != 0 {
+		if err := os.Remove(b.uidFile(rec.UID)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("release uid: %w", err))
+		}
+	}
+	b.mu.Lock()
+	if b.boxes[rec.ID] == x {
+		delete(b.boxes, rec.ID)
+	}
+	b.mu.Unlock()
+	return errors.Join(errs...)
+}
+
+// Reap destroys every box keep does not claim (boxes waiting in this backend's
+// prewarm pool are kept), then removes leftovers of interrupted creations:
+// box folders without a record, uid reservations without a box, and cgroups of
+// unknown boxes.
+func (b *Backend) Reap(ctx context.Context, keep func(id string) bool) ([]string, error) {
+	infos, _ := b.List(ctx)
+	var reaped []string
+	var errs []error
+	for _, in := range infos {
+		if b.pool.Holds(in.ID) || keep(in.ID) {
+			continue
+		}
+		if err := b.Destroy(ctx, in.ID); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		reaped = append(reaped, in.ID)
+	}
+	b.mu.Lock()
+	known := map[string]bool{}
+	for id := range b.boxes {
+		known[id] = true
+	}
+	b.mu.Unlock()
+	entries, _ := os.ReadDir(filepath.Join(b.opts.StateDir, "boxes"))
+	for _, e := range entries {
+		if known[e.Name()] {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(b.opts.StateDir, "boxes", e.Name(), "box.json")); err == nil {
+			continue // created meanwhile by another worker process
+		}
+		if info, err := e.Info(); err == nil && time.Since(info.ModTime()) < b.opts.ReadyTimeout {
+			continue // a creation in progress
+		}
+		errs = append(errs, os.RemoveAll(filepath.Join(b.opts.StateDir, "boxes", e.Name())))
+	}
+	uids, _ := os.ReadDir(filepath.Join(b.opts.StateDir, "uids"))
+	for _, u := range uids {
+		raw, err := os.ReadFile(filepath.Join(b.opts.StateDir, "uids", u.Name()))
+		owner := strings.TrimSpace(string(raw))
+		if err != nil || known[owner] {
+			continue
+		}
+		if _, err := os.Stat(b.boxDir(owner)); errors.Is(err, os.ErrNotExist) {
+			_ = os.Remove(filepath.Join(b.opts.StateDir, "uids", u.Name()))
+		}
+	}
+	for _, id := range b.cg.known() {
+		if !known[id] {
+			b.cg.kill(id)
+			errs = append(errs, b.cg.remove(ctx, id))
+		}
+	}
+	return reaped, errors.Join(errs...)
+}

@@ -1,0 +1,202 @@
+package local
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/astrabox/astrabox/sandbox"
+)
+
+const (
+	helperEnv      = "ASTRABOX_LOCAL_TEST_WORKER"
+	helperStateEnv = "ASTRABOX_LOCAL_TEST_STATE"
+	helperUIDEnv   = "ASTRABOX_LOCAL_TEST_UID"
+	helperRunner   = "ASTRABOX_LOCAL_TEST_RUNNER"
+	readBeforeDie  = 5
+	burst          = 200
+)
+
+// helperMain plays a worker that creates a box, starts a program, reads a few
+// of its lines, reports the offset it reached and then waits to be killed.
+func helperMain() int {
+	uid, _ := strconv.Atoi(os.Getenv(helperUIDEnv))
+	b, err := New(context.Background(), Options{StateDir: os.Getenv(helperStateEnv),
+		RunnerPath: os.Getenv(helperRunner), UIDFirst: uid, UIDCount: 100})
+	if err != nil {
+		fmt.Println("ERROR", err)
+		return 1
+	}
+	ctx := context.Background()
+	h, err := b.Create(ctx, sandbox.Spec{})
+	if err != nil {
+		fmt.Println("ERROR", err)
+		return 1
+	}
+	// A burst of numbered lines, then one echo per stdin line.
+	script := fmt.Sprintf(`for i in $(seq 1 %d); do echo "n=$i"; done; while read l; do echo "in=$l"; done`, burst)
+	if _, err := h.StartProcess(ctx, sandbox.ProcessSpec{ID: "agent", Argv: []string{"/bin/sh", "-c", script}}); err != nil {
+		fmt.Println("ERROR", err)
+		return 1
+	}
+	s, err := h.ReadOutput(ctx, "agent", 0, true)
+	if err != nil {
+		fmt.Println("ERROR", err)
+		return 1
+	}
+	var last int64
+	for last < readBeforeDie {
+		l, err := s.Next()
+		if err != nil {
+			fmt.Println("ERROR", err)
+			return 1
+		}
+		last = l.Offset
+	}
+	fmt.Printf("BOX %s %d\n", h.ID(), last)
+	select {} // killed by the test
+}
+
+// TestWorkerDeathLeavesBoxRunning kills a worker process that created a box
+// mid-stream; a new backend on the same state dir finds the box alive and
+// resumes its output from the recorded offset with no line repeated or missing.
+func TestWorkerDeathLeavesBoxRunning(t *testing.T) {
+	t.Parallel()
+	opts := testOptions(t)
+	ctx := testContext(t)
+	worker := exec.Command(os.Args[0], "-test.run=^$")
+	worker.Env = append(os.Environ(), helperEnv+"=1", helperStateEnv+"="+opts.StateDir,
+		helperUIDEnv+"="+strconv.Itoa(opts.UIDFirst), helperRunner+"="+runnerBin)
+	worker.Stderr = os.Stderr
+	out, err := worker.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, worker.Start())
+	report, err := bufio.NewReader(out).ReadString('\n')
+	require.NoError(t, err)
+	fields := strings.Fields(report)
+	require.Len(t, fields, 3, "worker reported %q", report)
+	require.Equal(t, "BOX", fields[0])
+	boxID := fields[1]
+	offset, err := strconv.ParseInt(fields[2], 10, 64)
+	require.NoError(t, err)
+
+	// The worker dies without any chance to clean up.
+	require.NoError(t, worker.Process.Signal(syscall.SIGKILL))
+	_ = worker.Wait()
+
+	b := newBackend(t, opts)
+	h, err := b.Get(ctx, boxID)
+	require.NoError(t, err)
+	defer h.Close()
+	info, err := h.Info(ctx)
+	require.NoError(t, err)
+	require.Equal(t, sandbox.StateRunning, info.State)
+
+	s, err := h.ReadOutput(ctx, "agent", offset, true)
+	require.NoError(t, err)
+	defer s.Close()
+	lines := readLines(t, s, burst-int(offset))
+	for i, l := range lines {
+		want := offset + int64(i) + 1
+		require.Equal(t, want, l.Offset)
+		require.Equal(t, fmt.Sprintf("n=%d", want), string(l.Data))
+	}
+	// The program still runs: it answers stdin written by the new worker.
+	res, err := h.WriteStdin(ctx, "agent", "w1", []byte("hello\n"))
+	require.NoError(t, err)
+	require.False(t, res.Duplicate)
+	next := readLines(t, s, 1)[0]
+	require.Equal(t, int64(burst+1), next.Offset)
+	require.Equal(t, "in=hello", string(next.Data))
+	res, err = h.WriteStdin(ctx, "agent", "w1", []byte("hello\n"))
+	require.NoError(t, err)
+	require.True(t, res.Duplicate)
+}
+
+// TestDeathIsReported kills a box from outside and ends another through its
+// program: both are reported lost with their reason, and a write to the dead
+// program is an error.
+func TestDeathIsReported(t *testing.T) {
+	t.Parallel()
+	b := newBackend(t, testOptions(t))
+	ctx := testContext(t)
+
+	killed, err := b.Create(ctx, sandbox.Spec{})
+	require.NoError(t, err)
+	deaths, err := b.Watch(ctx, killed.ID())
+	require.NoError(t, err)
+	rec := mustRecord(t, b, killed.ID())
+	require.NoError(t, syscall.Kill(rec.InitPID, syscall.SIGKILL))
+	d := <-deaths
+	require.Equal(t, killed.ID(), d.BoxID)
+	require.Equal(t, "killed", d.Reason, d.Message)
+	_, err = killed.Process(ctx, "anything")
+	require.ErrorIs(t, err, sandbox.ErrBoxLost)
+
+	ended, err := b.Create(ctx, sandbox.Spec{})
+	require.NoError(t, err)
+	deaths, err = b.Watch(ctx, ended.ID())
+	require.NoError(t, err)
+	_, err = ended.StartProcess(ctx, sandbox.ProcessSpec{ID: "agent", EndsBox: true,
+		Argv: []string{"/bin/sh", "-c", "echo last words; read x; exit 3"}})
+	require.NoError(t, err)
+	_, err = ended.WriteStdin(ctx, "agent", "w1", []byte("go\n"))
+	require.NoError(t, err)
+	d = <-deaths
+	require.Equal(t, "program_exited", d.Reason)
+	require.Contains(t, d.Message, "code 3")
+	_, err = ended.WriteStdin(ctx, "agent", "w2", []byte("late\n"))
+	require.Error(t, err)
+	require.ErrorIs(t, err, sandbox.ErrBoxLost)
+	// The journal outlives the box: the last line is still readable.
+	s, err := ended.ReadOutput(ctx, "agent", 0, false)
+	require.NoError(t, err)
+	l, err := s.Next()
+	require.NoError(t, err)
+	require.Equal(t, "last words", string(l.Data))
+	_, err = s.Next()
+	require.ErrorIs(t, err, io.EOF)
+
+	info, err := ended.Info(ctx)
+	require.NoError(t, err)
+	require.Equal(t, sandbox.StateFailed, info.State)
+}
+
+// TestReapDestroysUnownedBoxes keeps the boxes the caller owns and removes the
+// rest, including leftovers of an interrupted creation.
+func TestReapDestroysUnownedBoxes(t *testing.T) {
+	t.Parallel()
+	opts := testOptions(t)
+	b := newBackend(t, opts)
+	ctx := testContext(t)
+	kept, err := b.Create(ctx, sandbox.Spec{})
+	require.NoError(t, err)
+	gone, err := b.Create(ctx, sandbox.Spec{})
+	require.NoError(t, err)
+	goneRec := mustRecord(t, b, gone.ID())
+	leftover := b.boxDir("box-leftover")
+	require.NoError(t, os.MkdirAll(leftover, 0o711))
+	old := time.Now().Add(-time.Hour)
+	require.NoError(t, os.Chtimes(leftover, old, old))
+
+	reaped, err := b.Reap(ctx, func(id string) bool { return id == kept.ID() })
+	require.NoError(t, err)
+	require.Equal(t, []string{gone.ID()}, reaped)
+	require.NoDirExists(t, leftover)
+	require.NoDirExists(t, b.boxDir(gone.ID()))
+	require.False(t, alive(goneRec.InitPID, goneRec.InitStart), "the reaped box's processes are gone")
+	_, err = b.Get(ctx, gone.ID())
+	require.True(t, errors.Is(err, sandbox.ErrNotFound))
+	require.Equal(t, 0, sh(t, kept, "true").ExitCode)
+}

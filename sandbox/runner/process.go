@@ -1,0 +1,241 @@
+package runner
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/astrabox/astrabox/sandbox"
+)
+
+// process is one long-lived process session: the program, its pipes, its
+// journal and its stdin write log.
+type process struct {
+	spec    sandbox.ProcessSpec
+	cmd     *exec.Cmd
+	started time.Time
+	journal *journal
+
+	stdinMu sync.Mutex
+	stdin   *os.File // nil once closed
+	writes  map[string]bool
+
+	mu      sync.Mutex
+	exit    *sandbox.ExitStatus
+	exited  chan struct{}
+	readers sync.WaitGroup
+}
+
+// startProcess launches spec with pipes; stdout and stderr lines go to a
+// journal in dir.
+func startProcess(spec sandbox.ProcessSpec, dir string, env []string, workspace string, retry time.Duration) (*process, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("create process dir: %w", err)
+	}
+	j, err := openJournal(filepath.Join(dir, "journal"))
+	if err != nil {
+		return nil, err
+	}
+	stdinR, stdinW, err := os.Pipe()
+	if err != nil {
+		j.close()
+		return nil, fmt.Errorf("stdin pipe: %w", err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		j.close()
+		return nil, fmt.Errorf("stdout pipe: %w", err)
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		j.close()
+		return nil, fmt.Errorf("stderr pipe: %w", err)
+	}
+	cmd := exec.Command(spec.Argv[0], spec.Argv[1:]...)
+	cmd.Dir = spec.Dir
+	if cmd.Dir == "" {
+		cmd.Dir = workspace
+	}
+	cmd.Env = env
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdinR, outW, errW
+	// Its own process group lets a signal reach the program's children too.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	err = cmd.Start()
+	stdinR.Close()
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		stdinW.Close()
+		outR.Close()
+		errR.Close()
+		j.close()
+		return nil, fmt.Errorf("start %q: %w", spec.Argv[0], err)
+	}
+	p := &process{spec: spec, cmd: cmd, started: time.Now().UTC(), journal: j,
+		stdin: stdinW, writes: map[string]bool{}, exited: make(chan struct{})}
+	p.readers.Add(2)
+	go p.pump(outR, sandbox.Stdout, retry)
+	go p.pump(errR, sandbox.Stderr, retry)
+	go p.wait()
+	return p, nil
+}
+
+// pump journals every line of one pipe. When the journal cannot be written it
+// retries the same line and stops reading meanwhile, so the program blocks on a
+// full pipe instead of losing output.
+func (p *process) pump(r *os.File, stream sandbox.Stream, retry time.Duration) {
+	defer p.readers.Done()
+	defer r.Close()
+	br := bufio.NewReaderSize(r, 64<<10)
+	var line []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		line = append(line, chunk...)
+		full := len(line) > 0 && line[len(line)-1] == '\n'
+		eof := err != nil && !errors.Is(err, bufio.ErrBufferFull)
+		if full || (eof && len(line) > 0) || len(line) >= maxLine {
+			data := line
+			if full {
+				data = line[:len(line)-1]
+			}
+			for p.journal.append(stream, data) != nil {
+				time.Sleep(retry) // a full disk: hold the program back, then retry
+			}
+			line = line[:0]
+		}
+		if eof {
+			return
+		}
+	}
+}
+
+func (p *process) wait() {
+	err := p.cmd.Wait()
+	st := &sandbox.ExitStatus{Code: p.cmd.ProcessState.ExitCode(), ExitedAt: time.Now().UTC()}
+	if ws, ok := p.cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		st.Code = 128 + int(ws.Signal())
+		st.Signal = signalName(ws.Signal())
+	} else if err != nil && st.Code < 0 {
+		st.Code = 255
+	}
+	p.mu.Lock()
+	p.exit = st
+	p.mu.Unlock()
+	close(p.exited)
+	// The pipes may still hold output; the journal is complete when both are drained.
+	p.readers.Wait()
+	p.journal.finish()
+	p.closeStdin()
+}
+
+func (p *process) status() sandbox.ProcessStatus {
+	p.mu.Lock()
+	exit := p.exit
+	p.mu.Unlock()
+	js := p.journal.state()
+	st := sandbox.ProcessStatus{ID: p.spec.ID, Argv: p.spec.Argv, PID: p.cmd.Process.Pid,
+		Running: exit == nil, StartedAt: p.started, Exit: exit, LastOffset: js.last}
+	if js.err != nil {
+		st.JournalError = js.err.Error()
+	}
+	return st
+}
+
+// write delivers data to stdin once per write id.
+func (p *process) write(writeID string, data []byte) (sandbox.WriteResult, error) {
+	p.stdinMu.Lock()
+	defer p.stdinMu.Unlock()
+	if writeID != "" && p.writes[writeID] {
+		return sandbox.WriteResult{Duplicate: true}, nil
+	}
+	select {
+	case <-p.exited:
+		return sandbox.WriteResult{}, fmt.Errorf("write to %q: %w", p.spec.ID, sandbox.ErrProcessExited)
+	default:
+	}
+	if p.stdin == nil {
+		return sandbox.WriteResult{}, fmt.Errorf("write to %q: stdin is closed: %w", p.spec.ID, sandbox.ErrProcessExited)
+	}
+	if _, err := p.stdin.Write(data); err != nil {
+		if errors.Is(err, syscall.EPIPE) || errors.Is(err, os.ErrClosed) {
+			return sandbox.WriteResult{}, fmt.Errorf("write to %q: %w: %v", p.spec.ID, sandbox.ErrProcessExited, err)
+		}
+		return sandbox.WriteResult{}, fmt.Errorf("write to %q: %w", p.spec.ID, err)
+	}
+	if writeID != "" {
+		p.writes[writeID] = true
+	}
+	return sandbox.WriteResult{}, nil
+}
+
+func (p *process) closeStdin() {
+	p.stdinMu.Lock()
+	defer p.stdinMu.Unlock()
+	if p.stdin != nil {
+		p.stdin.Close()
+		p.stdin = nil
+	}
+}
+
+func (p *process) signal(sig syscall.Signal, group bool) error {
+	select {
+	case <-p.exited:
+		return fmt.Errorf("signal %q: %w", p.spec.ID, sandbox.ErrProcessExited)
+	default:
+	}
+	pid := p.cmd.Process.Pid
+	if group {
+		pid = -pid
+	}
+	if err := syscall.Kill(pid, sig); err != nil {
+		return fmt.Errorf("signal %q: %w", p.spec.ID, err)
+	}
+	return nil
+}
+
+var signals = map[string]syscall.Signal{
+	"SIGHUP": syscall.SIGHUP, "SIGINT": syscall.SIGINT, "SIGQUIT": syscall.SIGQUIT,
+	"SIGKILL": syscall.SIGKILL, "SIGTERM": syscall.SIGTERM, "SIGUSR1": syscall.SIGUSR1,
+	"SIGUSR2": syscall.SIGUSR2, "SIGSTOP": syscall.SIGSTOP, "SIGCONT": syscall.SIGCONT,
+	"SIGWINCH": syscall.SIGWINCH,
+}
+
+func parseSignal(name string) (syscall.Signal, error) {
+	if s, ok := signals[name]; ok {
+		return s, nil
+	}
+	return 0, fmt.Errorf("%w: unknown signal %q", sandbox.ErrInvalidSpec, name)
+}
+
+func signalName(s syscall.Signal) string {
+	for name, v := range signals {
+		if v == s {
+			return name
+		}
+	}
+	return s.String()
+}
+
+// envList merges maps into KEY=VALUE form, later maps winning, sorted for
+// stable output.
+func envList(maps ...map[string]string) []string {
+	merged := map[string]string{}
+	for _, m := range maps {
+		for k, v := range m {
+			merged[k] = v
+		}
+	}
+	out := make([]string, 0, len(merged))
+	for k, v := range merged {
+		out = append(out, k+"="+v)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,305 @@
+package runnerapi
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/astrabox/astrabox/sandbox"
+)
+
+// Client talks to one runner over its unix socket. It is safe for concurrent use;
+// Close drops idle connections only (the runner and its processes go on).
+type Client struct {
+	socket string
+	http   *http.Client
+	tr     *http.Transport
+}
+
+// NewClient returns a client for the runner listening on socket (a host path).
+func NewClient(socket string) *Client {
+	dial := func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", socket)
+	}
+	tr := &http.Transport{DialContext: dial, MaxIdleConnsPerHost: 8, IdleConnTimeout: time.Minute}
+	return &Client{socket: socket, tr: tr, http: &http.Client{Transport: tr}}
+}
+
+// Close drops the client's idle connections.
+func (c *Client) Close() error {
+	c.tr.CloseIdleConnections()
+	return nil
+}
+
+// remoteError is an error answered by the runner.
+type remoteError struct {
+	status   int
+	body     ErrorBody
+	sentinel error
+}
+
+func (e *remoteError) Error() string {
+	return fmt.Sprintf("runner: %s (%d): %s", e.body.Code, e.status, e.body.Message)
+}
+
+func (e *remoteError) Unwrap() error { return e.sentinel }
+
+func (c *Client) do(ctx context.Context, method, path string, query url.Values, body io.Reader, out any) error {
+	resp, err := c.send(ctx, method, path, query, body, nil)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if out == nil {
+		_, err = io.Copy(io.Discard, resp.Body)
+		return err
+	}
+	if raw, ok := out.(*[]byte); ok {
+		*raw, err = io.ReadAll(resp.Body)
+		return err
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return fmt.Errorf("decode %s %s: %w", method, path, err)
+	}
+	return nil
+}
+
+func (c *Client) send(ctx context.Context, method, path string, query url.Values, body io.Reader, header http.Header) (*http.Response, error) {
+	u := "http://runner" + path
+	if len(query) > 0 {
+		u += "?" + query.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, body)
+	if err != nil {
+		return nil, fmt.Errorf("build request: %w", err)
+	}
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	if resp.StatusCode >= 300 {
+		defer resp.Body.Close()
+		return nil, decodeError(resp)
+	}
+	return resp, nil
+}
+
+func decodeError(resp *http.Response) error {
+	e := &remoteError{status: resp.StatusCode}
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if json.Unmarshal(raw, &e.body) != nil || e.body.Code == "" {
+		e.body = ErrorBody{Code: CodeInternal, Message: string(raw)}
+	}
+	e.sentinel = SentinelFor(e.body.Code)
+	return e
+}
+
+func jsonBody(v any) io.Reader {
+	raw, _ := json.Marshal(v)
+	return bytes.NewReader(raw)
+}
+
+// Info returns the runner's boot id and start time; it doubles as a ping.
+func (c *Client) Info(ctx context.Context) (Info, error) {
+	var out Info
+	return out, c.do(ctx, http.MethodGet, "/v1/info", nil, nil, &out)
+}
+
+// StartProcess starts a process session (idempotent by spec.ID).
+func (c *Client) StartProcess(ctx context.Context, spec sandbox.ProcessSpec) (sandbox.ProcessStatus, error) {
+	var out sandbox.ProcessStatus
+	return out, c.do(ctx, http.MethodPost, "/v1/processes", nil, jsonBody(spec), &out)
+}
+
+// Processes lists every process session of this runner boot.
+func (c *Client) Processes(ctx context.Context) ([]sandbox.ProcessStatus, error) {
+	var out []sandbox.ProcessStatus
+	return out, c.do(ctx, http.MethodGet, "/v1/processes", nil, nil, &out)
+}
+
+// Process returns one process session's status.
+func (c *Client) Process(ctx context.Context, id string) (sandbox.ProcessStatus, error) {
+	var out sandbox.ProcessStatus
+	return out, c.do(ctx, http.MethodGet, "/v1/processes/"+url.PathEscape(id), nil, nil, &out)
+}
+
+// Wait blocks until the process has exited.
+func (c *Client) Wait(ctx context.Context, id string) (sandbox.ProcessStatus, error) {
+	var out sandbox.ProcessStatus
+	return out, c.do(ctx, http.MethodGet, "/v1/processes/"+url.PathEscape(id)+"/wait", nil, nil, &out)
+}
+
+// WriteStdin writes data once per writeID.
+func (c *Client) WriteStdin(ctx context.Context, id, writeID string, data []byte) (sandbox.WriteResult, error) {
+	var out sandbox.WriteResult
+	q := url.Values{"write_id": {writeID}}
+	return out, c.do(ctx, http.MethodPost, "/v1/processes/"+url.PathEscape(id)+"/stdin", q, bytes.NewReader(data), &out)
+}
+
+// CloseStdin closes the process's stdin.
+func (c *Client) CloseStdin(ctx context.Context, id string) error {
+	return c.do(ctx, http.MethodPost, "/v1/processes/"+url.PathEscape(id)+"/stdin/close", nil, nil, nil)
+}
+
+// SignalRequest is the body of a signal call.
+type SignalRequest struct {
+	Signal string `json:"signal"`
+	Group  bool   `json:"group"`
+}
+
+// Signal sends a signal to the process (or its group).
+func (c *Client) Signal(ctx context.Context, id, signal string, group bool) error {
+	return c.do(ctx, http.MethodPost, "/v1/processes/"+url.PathEscape(id)+"/signal", nil,
+		jsonBody(SignalRequest{Signal: signal, Group: group}), nil)
+}
+
+// Output streams lines with offset > after.
+func (c *Client) Output(ctx context.Context, id string, after int64, follow bool) (*OutputStream, error) {
+	q := url.Values{"after": {strconv.FormatInt(after, 10)}}
+	if follow {
+		q.Set("follow", "1")
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	resp, err := c.send(ctx, http.MethodGet, "/v1/processes/"+url.PathEscape(id)+"/output", q, nil, nil)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	return &OutputStream{body: resp.Body, dec: NewDecoder(resp.Body), cancel: cancel, next: after + 1}, nil
+}
+
+// OutputStream is a live output stream; it checks that offsets follow each other.
+type OutputStream struct {
+	body   io.ReadCloser
+	dec    *Decoder
+	cancel context.CancelFunc
+	next   int64
+}
+
+var _ sandbox.OutputStream = (*OutputStream)(nil)
+
+// ErrStreamBroken reports a stream that ended without its end frame: the
+// connection was lost, not the process. Reconnect from the last offset.
+var ErrStreamBroken = errors.New("runner: output stream broken")
+
+// Next returns the next line, io.EOF after the end frame, or ErrStreamBroken.
+func (s *OutputStream) Next() (sandbox.OutputLine, error) {
+	line, err := s.dec.Next()
+	if errors.Is(err, io.EOF) && s.dec.End != "" {
+		return line, io.EOF
+	}
+	if err != nil {
+		return line, fmt.Errorf("%w: %v", ErrStreamBroken, err)
+	}
+	if line.Offset != s.next {
+		return line, fmt.Errorf("%w: got offset %d, want %d", ErrStreamBroken, line.Offset, s.next)
+	}
+	s.next++
+	return line, nil
+}
+
+// EndReason is the reason of the end frame (EndExited or EndCaughtUp) once Next
+// returned io.EOF.
+func (s *OutputStream) EndReason() string { return s.dec.End }
+
+// Close ends the stream.
+func (s *OutputStream) Close() error {
+	s.cancel()
+	return s.body.Close()
+}
+
+// Exec runs a command to completion.
+func (c *Client) Exec(ctx context.Context, req sandbox.ExecRequest) (sandbox.ExecResult, error) {
+	var out sandbox.ExecResult
+	return out, c.do(ctx, http.MethodPost, "/v1/exec", nil, jsonBody(req), &out)
+}
+
+// ReadFile reads a file inside the box.
+func (c *Client) ReadFile(ctx context.Context, path string) ([]byte, error) {
+	var out []byte
+	return out, c.do(ctx, http.MethodGet, "/v1/files", url.Values{"path": {path}}, nil, &out)
+}
+
+// WriteFile writes a file inside the box.
+func (c *Client) WriteFile(ctx context.Context, path string, data []byte, mode uint32) error {
+	q := url.Values{"path": {path}, "mode": {strconv.FormatUint(uint64(mode), 8)}}
+	return c.do(ctx, http.MethodPut, "/v1/files", q, bytes.NewReader(data), nil)
+}
+
+// ListDir lists a directory inside the box.
+func (c *Client) ListDir(ctx context.Context, path string) ([]sandbox.FileInfo, error) {
+	var out []sandbox.FileInfo
+	return out, c.do(ctx, http.MethodGet, "/v1/dirs", url.Values{"path": {path}}, nil, &out)
+}
+
+// ShutdownRequest is the body of a shutdown call.
+type ShutdownRequest struct {
+	// Grace is how long processes get after SIGTERM before SIGKILL.
+	Grace time.Duration `json:"grace"`
+}
+
+// Shutdown asks the runner to stop every process and exit, ending the box.
+func (c *Client) Shutdown(ctx context.Context, grace time.Duration) error {
+	return c.do(ctx, http.MethodPost, "/v1/shutdown", nil, jsonBody(ShutdownRequest{Grace: grace}), nil)
+}
+
+// DialPort opens a TCP connection to 127.0.0.1:port inside the box, relayed by
+// the runner over an upgraded HTTP connection.
+func (c *Client) DialPort(ctx context.Context, port int) (net.Conn, error) {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "unix", c.socket)
+	if err != nil {
+		return nil, fmt.Errorf("dial runner: %w", err)
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		_ = conn.SetDeadline(dl)
+	}
+	req := fmt.Sprintf("GET /v1/ports/%d HTTP/1.1\r\nHost: runner\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n\r\n", port)
+	if _, err := io.WriteString(conn, req); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("send port upgrade: %w", err)
+	}
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("read port upgrade: %w", err)
+	}
+	if resp.StatusCode != http.StatusSwitchingProtocols {
+		err := decodeError(resp)
+		resp.Body.Close()
+		conn.Close()
+		return nil, fmt.Errorf("dial box port %d: %w", port, err)
+	}
+	_ = conn.SetDeadline(time.Time{})
+	return &bufferedConn{Conn: conn, r: br}, nil
+}
+
+// bufferedConn reads through the reader that parsed the upgrade response.
+type bufferedConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func (b *bufferedConn) Read(p []byte) (int, error) { return b.r.Read(p) }
+
+// CloseWrite half-closes the connection when the underlying one can.
+func (b *bufferedConn) CloseWrite() error {
+	if cw, ok := b.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
