@@ -151,3 +151,64 @@ func hasTranscriptLine(lines []map[string]any, typ, text string) bool {
 	}
 	return false
 }
+
+func TestClaudeBashToolCall(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	r := startClaude(t, ctx, "bypassPermissions")
+	marker := filepath.Join(r.cfg.Workdir, "marker.txt")
+	res := r.turn(ctx, `run it [[script:bash cmd="echo tool-ran > `+marker+` && echo done-`+r.session[:8]+`"]]`)
+	require.Equal(t, "success", res.Subtype, res.Result)
+	require.False(t, res.IsError)
+	require.Equal(t, "Tool finished: done-"+r.session[:8], res.Result)
+	data, err := os.ReadFile(marker)
+	require.NoError(t, err, "the Bash tool must have run the command")
+	require.Equal(t, "tool-ran\n", string(data))
+
+	reqs := r.srv.Requests()
+	require.Len(t, reqs, 2)
+	require.Equal(t, "Bash", reqs[0].ToolCall)
+	require.Equal(t, 1, reqs[1].Step)
+	transcript := r.finish(ctx, 0)
+	require.True(t, hasTranscriptLine(transcript, "assistant", `"name":"Bash"`))
+	require.True(t, hasTranscriptLine(transcript, "user", "tool_result"))
+}
+
+func TestClaudeRetriesAfterRateLimit(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	r := startClaude(t, ctx, "")
+	res := r.turn(ctx, `[[script:error status=429 times=1 retry_after=0 text="Back after a rate limit."]]`)
+	require.Equal(t, "success", res.Subtype, res.Result)
+	require.False(t, res.IsError)
+	require.Equal(t, "Back after a rate limit.", res.Result)
+	var statuses []int
+	for _, req := range r.srv.Requests() {
+		statuses = append(statuses, req.Status)
+	}
+	require.Equal(t, []int{429, 200}, statuses)
+	_, _, err := r.proc.WaitLine(ctx, 0, agentrun.IsClaudeType("system", "api_retry"))
+	require.NoError(t, err, "Claude Code reports its retry")
+	r.finish(ctx, 0)
+}
+
+func TestClaudeThinkingAndWrite(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	r := startClaude(t, ctx, "bypassPermissions")
+	target := filepath.Join(r.cfg.Workdir, "notes.md")
+	res := r.turn(ctx, `[[script:write path="`+target+`" content="# written\n" think="Plan the file." final="Wrote it."]]`)
+	require.Equal(t, "success", res.Subtype, res.Result)
+	require.Equal(t, "Wrote it.", res.Result)
+	data, err := os.ReadFile(target)
+	require.NoError(t, err)
+	require.Equal(t, "# written\n", string(data))
+	_, _, err = r.proc.WaitLine(ctx, 0, func(l agentrun.Line) bool {
+		return strings.Contains(l.Text, `"thinking_delta"`)
+	})
+	require.NoError(t, err, "the thinking block streams as thinking_delta")
+	r.finish(ctx, 0)
+}
