@@ -106,11 +106,11 @@ func TestAnthropicToolCallThenFinalText(t *testing.T) {
 		Messages: []anthropic.MessageParam{
 			prompt,
 			anthropic.NewAssistantMessage(anthropic.NewToolUseBlock(call.ID, input, call.Name)),
-			anthropic.NewUserMessage(anthropic.NewToolResultBlock(call.ID, "total 0\nmore", false)),
+			anthropic.NewUserMessage(anthropic.NewToolResultBlock(call.ID, "total 0\nlast line", false)),
 		},
 	})
 	require.Equal(t, anthropic.StopReasonEndTurn, final.StopReason)
-	require.Equal(t, "Tool finished: total 0", final.Content[len(final.Content)-1].Text)
+	require.Equal(t, "Tool finished: last line", final.Content[len(final.Content)-1].Text)
 	require.Equal(t, 1, srv.Requests()[1].Step)
 }
 

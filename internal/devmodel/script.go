@@ -199,7 +199,7 @@ func toolPlan(d directive, t turn, conv *conversation, calls []toolCall, err err
 	if t.toolResults < len(calls) {
 		return plan{blocks: []block{{kind: blockToolCall, call: calls[t.toolResults]}}, toolUse: true}, nil
 	}
-	final := d.str("final", "Tool finished: "+firstLine(t.lastResult))
+	final := d.str("final", "Tool finished: "+lastLine(t.lastResult))
 	return textPlan(d.name, final), nil
 }
 
@@ -342,6 +342,14 @@ func splitEven(text string, n int) []string {
 		chunks = append(chunks, string(runes[i*len(runes)/n:(i+1)*len(runes)/n]))
 	}
 	return chunks
+}
+
+// lastLine is the last non-empty line of a tool result: the command's own
+// output comes last in every program's format (Codex puts a header with the
+// chunk id, wall time and exit code first).
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return firstLine(lines[len(lines)-1])
 }
 
 func firstLine(s string) string {
