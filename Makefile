@@ -11,12 +11,13 @@ VAR := $(CURDIR)/var
 TEMPORAL_CLI_VERSION := v1.5.1
 TEMPORAL := $(BIN)/temporal
 AISDK_DIR := $(CURDIR)/tools/aisdk
+AGENTS_DIR := $(CURDIR)/tools/agents
 GOTEST_FLAGS ?= -count=1 -timeout 45m
 
 export ASTRABOX_REPO_ROOT := $(CURDIR)
 export ASTRABOX_TEMPORAL_BIN := $(TEMPORAL)
 
-.PHONY: all build run test test-unit vet bench deps deps-system deps-npm clean help
+.PHONY: all build run test test-unit vet bench deps deps-system deps-npm deps-agents clean help
 
 all: build
 
@@ -26,7 +27,7 @@ help:
 	@echo "make bench  - run the benchmarks and print their figures"
 
 ## deps: everything the platform and its tests need on this machine.
-deps: deps-system $(TEMPORAL) deps-npm
+deps: deps-system $(TEMPORAL) deps-npm deps-agents
 
 # System packages from Debian: PostgreSQL server binaries and bubblewrap.
 deps-system:
@@ -52,6 +53,14 @@ deps-npm: $(AISDK_DIR)/node_modules/.installed
 
 $(AISDK_DIR)/node_modules/.installed: $(AISDK_DIR)/package.json $(wildcard $(AISDK_DIR)/package-lock.json)
 	cd $(AISDK_DIR) && if [ -f package-lock.json ]; then npm ci --no-audit --no-fund --loglevel=error; else npm install --no-audit --no-fund --loglevel=error; fi
+	@touch $@
+
+# The Agent programs (Claude Code, Codex CLI, Pi) at pinned releases, run by the tests
+# against the scripted model server (internal/devmodel).
+deps-agents: $(AGENTS_DIR)/node_modules/.installed
+
+$(AGENTS_DIR)/node_modules/.installed: $(AGENTS_DIR)/package.json $(AGENTS_DIR)/package-lock.json
+	cd $(AGENTS_DIR) && npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
 build:

@@ -1,0 +1,124 @@
+package devmodel
+
+import "strings"
+
+// entryKind tells what one entry of a normalized conversation is.
+type entryKind int
+
+const (
+	// entryPrompt is a message the person (or the program on their behalf) wrote.
+	entryPrompt entryKind = iota
+	// entryToolResult is the output of a tool call the model made earlier.
+	entryToolResult
+	// entryAssistant is anything the model said earlier (text or tool calls).
+	entryAssistant
+)
+
+// entry is one step of a conversation, independent of the wire format it came in.
+type entry struct {
+	kind entryKind
+	text string
+}
+
+// conversation is what the scripts look at: the history of one request reduced to
+// prompts, tool results and assistant turns, plus the tools the program offers.
+// Every wire format (Anthropic Messages, OpenAI Responses, Chat Completions) is
+// parsed into this shape so one script serves all three.
+type conversation struct {
+	model   string
+	stream  bool
+	entries []entry
+	// tools lists the offered tool names in the order the program sent them.
+	tools []string
+	// customTools holds the names of freeform (non-JSON) tools, such as Codex's
+	// apply_patch in the Responses API.
+	customTools map[string]bool
+	// chatUsage asks for the final usage chunk of a Chat Completions stream.
+	chatUsage bool
+}
+
+// addPrompt appends prompt text, dropping the harness reminders Claude Code puts
+// into user messages so a directive is found in what the person typed.
+func (c *conversation) addPrompt(text string) {
+	if strings.HasPrefix(strings.TrimSpace(text), "<system-reminder>") {
+		return
+	}
+	c.entries = append(c.entries, entry{kind: entryPrompt, text: text})
+}
+
+func (c *conversation) addToolResult(text string) {
+	c.entries = append(c.entries, entry{kind: entryToolResult, text: text})
+}
+
+func (c *conversation) addAssistant(text string) {
+	c.entries = append(c.entries, entry{kind: entryAssistant, text: text})
+}
+
+// lastPrompt returns the index of the newest prompt entry, or -1. A prompt is
+// followed by any number of tool results, which belong to the same turn.
+func (c *conversation) lastPrompt() int {
+	for i := len(c.entries) - 1; i >= 0; i-- {
+		if c.entries[i].kind == entryPrompt {
+			return i
+		}
+	}
+	return -1
+}
+
+// turn describes where the newest turn stands: its prompt text (several prompt
+// entries in a row are joined, since programs split one message into blocks), how
+// many tool results came back since, and the newest tool result.
+type turn struct {
+	prompt string
+	// latest is the newest prompt entry alone: programs put context (Codex's
+	// environment_context, instructions) in prompt entries before the person's.
+	latest      string
+	promptIndex int
+	toolResults int
+	lastResult  string
+	endsInTool  bool
+}
+
+func (c *conversation) currentTurn() turn {
+	last := c.lastPrompt()
+	if last < 0 {
+		return turn{promptIndex: -1}
+	}
+	first := last
+	for first > 0 && c.entries[first-1].kind == entryPrompt {
+		first--
+	}
+	parts := make([]string, 0, last-first+1)
+	for _, e := range c.entries[first : last+1] {
+		parts = append(parts, e.text)
+	}
+	t := turn{prompt: strings.Join(parts, "\n"), latest: c.entries[last].text, promptIndex: first}
+	for _, e := range c.entries[last+1:] {
+		if e.kind == entryToolResult {
+			t.toolResults++
+			t.lastResult = e.text
+		}
+	}
+	t.endsInTool = len(c.entries) > 0 && c.entries[len(c.entries)-1].kind == entryToolResult
+	return t
+}
+
+// offers reports the first offered tool whose name is one of names, compared
+// exactly first and then case-insensitively.
+func (c *conversation) offers(names ...string) (string, bool) {
+	for _, want := range names {
+		for _, have := range c.tools {
+			if have == want {
+				return have, true
+			}
+		}
+	}
+	for _, want := range names {
+		for _, have := range c.tools {
+			if strings.EqualFold(have, want) {
+				return have, true
+			}
+		}
+	}
+	return "", false
+}

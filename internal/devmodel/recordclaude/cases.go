@@ -1,0 +1,178 @@
+package recordclaude
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/astrabox/astrabox/internal/devmodel"
+)
+
+// scenario is one recorded case.
+type scenario struct {
+	name           string
+	description    string
+	permissionMode string
+	run            func(s *session) error
+}
+
+// cases are recorded in this order. Each checks the milestones it exists to
+// show, so a recording that misses one is an error rather than a silent gap.
+var cases = []scenario{
+	{
+		name:        "plain_text",
+		description: "One prompt without a directive; the default text reply.",
+		run:         func(s *session) error { return s.turn("hello there") },
+	},
+	{
+		name:        "tool_call",
+		description: "A read-only Bash call, allowed without a prompt, then the final text.",
+		run:         func(s *session) error { return s.turn(`[[script:bash cmd="echo hi"]]`) },
+	},
+	{
+		name:        "thinking",
+		description: "A thinking block (thinking_delta, signature_delta) before the text.",
+		run: func(s *session) error {
+			return s.turn(`[[script:think thought="Plan the answer first." text="Thought it through."]]`)
+		},
+	},
+	{
+		name:           "write_file",
+		description:    "A Write call under acceptEdits, then the final text.",
+		permissionMode: "acceptEdits",
+		run: func(s *session) error {
+			return s.turn(`[[script:write path="` + s.workdir + `/notes.md" content="# notes\n" final="Wrote notes.md."]]`)
+		},
+	},
+	{
+		name:        "approval_allow",
+		description: "A Bash call that needs approval: can_use_tool, answered allow.",
+		run: func(s *session) error {
+			from := s.send(`[[script:bash cmd="touch approved.txt"]]`)
+			if err := s.permission(from, true, ""); err != nil {
+				return err
+			}
+			_, _, err := s.result(from, "success")
+			return err
+		},
+	},
+	{
+		name:        "approval_deny",
+		description: "A Bash call that needs approval: can_use_tool, answered deny with a message.",
+		run: func(s *session) error {
+			from := s.send(`[[script:bash cmd="touch denied.txt"]]`)
+			if err := s.permission(from, false, "The person said no"); err != nil {
+				return err
+			}
+			_, _, err := s.result(from, "success")
+			return err
+		},
+	},
+	{
+		name:        "interrupt_streaming",
+		description: "Interrupt while text streams, then a new prompt that succeeds.",
+		run: func(s *session) error {
+			from := s.send(`[[script:slow chunks=100]]`)
+			if err := s.firstDelta(from); err != nil {
+				return err
+			}
+			s.note("send interrupt after the first text delta")
+			if _, err := s.control(map[string]any{"subtype": "interrupt"}); err != nil {
+				return err
+			}
+			if _, _, err := s.result(from, "error_during_execution"); err != nil {
+				return err
+			}
+			if err := s.modelRequest("the slow reply was cancelled", func(r devmodel.Request) bool {
+				return r.Script == devmodel.ScriptSlow && r.Outcome == devmodel.OutcomeCancelled
+			}); err != nil {
+				return err
+			}
+			return s.turn("after the interrupt")
+		},
+	},
+	{
+		name:           "interrupt_during_tool",
+		description:    "Interrupt while a Bash command runs (bypassPermissions).",
+		permissionMode: "bypassPermissions",
+		run: func(s *session) error {
+			fifo, started, err := s.toolSignal("tool-started")
+			if err != nil {
+				return err
+			}
+			from := s.send(`[[script:bash cmd="echo started > ` + fifo + `; sleep 30"]]`)
+			if err := started(); err != nil {
+				return err
+			}
+			s.note("send interrupt while the command runs")
+			if _, err := s.control(map[string]any{"subtype": "interrupt"}); err != nil {
+				return err
+			}
+			_, _, err = s.result(from, "error_during_execution")
+			return err
+		},
+	},
+	{
+		name:        "queued_while_streaming",
+		description: "A second message sent while the first reply streams; it runs as its own turn.",
+		run: func(s *session) error {
+			from := s.send(`[[script:slow chunks=20]]`)
+			if err := s.firstDelta(from); err != nil {
+				return err
+			}
+			s.note("send a second message while the reply streams")
+			s.send("second message while streaming")
+			_, idx, err := s.result(from, "success")
+			if err != nil {
+				return err
+			}
+			second, _, err := s.result(idx+1, "success")
+			if err != nil {
+				return err
+			}
+			if !strings.Contains(second.Result, "second message while streaming") {
+				return fmt.Errorf("second result %q does not answer the second message", second.Result)
+			}
+			return nil
+		},
+	},
+	{
+		name:           "message_during_tool",
+		description:    "A second message sent while a Bash command runs; absorbed into the running turn.",
+		permissionMode: "bypassPermissions",
+		run: func(s *session) error {
+			fifo, started, err := s.toolSignal("tool-started")
+			if err != nil {
+				return err
+			}
+			from := s.send(`[[script:bash cmd="echo started > ` + fifo + `; sleep 2; echo slept"]]`)
+			if err := started(); err != nil {
+				return err
+			}
+			s.note("send a second message while the command runs")
+			s.send("second message while the tool runs")
+			_, _, err = s.result(from, "success")
+			return err
+		},
+	},
+	{
+		name:        "model_error_400",
+		description: "The model answers 400 every time; Claude Code retries, then reports an API error.",
+		run: func(s *session) error {
+			res, _, err := s.result(s.send(`[[script:error status=400 message="scripted bad request"]]`), "success")
+			if err != nil {
+				return err
+			}
+			if !res.IsError {
+				return fmt.Errorf("result after a 400 is not an error: %s", res.Result)
+			}
+			return nil
+		},
+	},
+	{
+		name:        "rate_limit_retry",
+		description: "The model answers 429 once; Claude Code retries (system/api_retry) and succeeds.",
+		run: func(s *session) error {
+			return s.turn(`[[script:error status=429 times=1 retry_after=0 text="Back after a rate limit."]]`)
+		},
+	},
+}

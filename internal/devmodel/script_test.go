@@ -1,0 +1,123 @@
+package devmodel
+
+import (
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestFindDirectiveParsesArguments(t *testing.T) {
+	t.Parallel()
+	d, rest, ok, err := findDirective("please [[script:bash cmd=\"echo \\\"a b\\\"\" cmd=`ls -l` flag description=plain]] now")
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, "bash", d.name)
+	require.Equal(t, []string{`echo "a b"`, "ls -l"}, d.all("cmd"))
+	require.Equal(t, "true", d.str("flag", ""))
+	require.Equal(t, "plain", d.str("description", ""))
+	require.Equal(t, "please  now", rest)
+}
+
+func TestFindDirectiveTakesTheLastOne(t *testing.T) {
+	t.Parallel()
+	d, rest, ok, err := findDirective("[[script:text text=one]] then [[script:slow chunks=3]]")
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, "slow", d.name)
+	require.Equal(t, "then", rest)
+}
+
+func TestFindDirectiveReportsMistakes(t *testing.T) {
+	t.Parallel()
+	for _, text := range []string{"[[script:]]", "[[script:bash cmd=\"open", "[[script:bash cmd=`x", "[[script:text"} {
+		_, _, _, err := findDirective(text)
+		require.Error(t, err, text)
+	}
+	_, _, ok, err := findDirective("no directive here")
+	require.NoError(t, err)
+	require.False(t, ok)
+}
+
+func TestDecideDefaultsAndErrors(t *testing.T) {
+	t.Parallel()
+	s := newScripter(time.Millisecond)
+	conv := &conversation{model: "m"}
+	conv.addPrompt("<environment_context>cwd</environment_context>")
+	conv.addPrompt("just   say\nhi")
+	p := s.decide(conv)
+	require.Equal(t, ScriptText, p.script)
+	require.Equal(t, "Scripted reply to: just say hi", p.blocks[0].text())
+
+	conv = &conversation{model: "m"}
+	conv.addPrompt("[[script:nope]]")
+	require.Equal(t, "Script error: nope: unknown script \"nope\"", s.decide(conv).blocks[0].text())
+
+	conv = &conversation{model: "m"}
+	conv.addPrompt("[[script:bash cmd=ls]]")
+	p = s.decide(conv)
+	require.Contains(t, p.blocks[0].text(), "No suitable tool is offered")
+}
+
+func TestErrorTimesCountsPerTurn(t *testing.T) {
+	t.Parallel()
+	s := newScripter(time.Millisecond)
+	conv := &conversation{model: "m"}
+	conv.addPrompt("[[script:error status=503 times=2 retry_after=1500ms]]")
+	for i := range 2 {
+		p := s.decide(conv)
+		require.NotNil(t, p.err, "request %d fails", i)
+		require.Equal(t, 503, p.err.status)
+		require.Equal(t, 1500*time.Millisecond, p.err.retryAfter)
+	}
+	p := s.decide(conv)
+	require.Nil(t, p.err)
+	require.Equal(t, "Recovered after 2 scripted errors.", p.blocks[0].text())
+
+	always := &conversation{model: "m"}
+	always.addPrompt("[[script:error status=400]]")
+	for range 3 {
+		require.NotNil(t, s.decide(always).err)
+	}
+}
+
+func TestBashAdaptsToTheOfferedShellTool(t *testing.T) {
+	t.Parallel()
+	s := newScripter(time.Millisecond)
+	for tool, want := range map[string]string{
+		"Bash":         `{"command":"make","description":"Run scripted command"}`,
+		"bash":         `{"command":"make"}`,
+		"exec_command": `{"cmd":"make"}`,
+		"shell":        `{"command":["bash","-lc","make"]}`,
+	} {
+		conv := &conversation{model: "m", tools: []string{"read", tool}}
+		conv.addPrompt("[[script:bash cmd=make]]")
+		p := s.decide(conv)
+		require.True(t, p.toolUse, tool)
+		require.Equal(t, tool, p.blocks[0].call.name)
+		require.JSONEq(t, want, p.blocks[0].call.arguments, tool)
+	}
+}
+
+func TestSlowSplitsIntoPacedChunks(t *testing.T) {
+	t.Parallel()
+	s := newScripter(42 * time.Millisecond)
+	conv := &conversation{model: "m"}
+	conv.addPrompt(`[[script:slow chunks=4 text="abcdefgh"]]`)
+	p := s.decide(conv)
+	require.Equal(t, 42*time.Millisecond, p.delay)
+	require.Equal(t, []string{"ab", "cd", "ef", "gh"}, p.blocks[0].chunks)
+}
+
+func TestJSONPiecesKeepCharactersWhole(t *testing.T) {
+	t.Parallel()
+	args := `{"content":"ééééééééé"}`
+	pieces := jsonPieces(args)
+	joined := ""
+	for _, p := range pieces {
+		require.True(t, utf8.ValidString(p), p)
+		joined += p
+	}
+	require.Equal(t, args, joined)
+}
