@@ -121,6 +121,7 @@ type Session struct {
 	RuntimeGeneration  int64           `gorm:"column:runtime_generation"`
 	RuntimeInfo        json.RawMessage `gorm:"column:runtime_info"`
 	ModelName          *string         `gorm:"column:model_name"`
+	ResumeMaterial     []byte          `gorm:"column:resume_material"`
 	OutputSeq          int64           `gorm:"column:output_seq"`
 	InputSeq           int64           `gorm:"column:input_seq"`
 	LastOutputAt       *time.Time      `gorm:"column:last_output_at"`
@@ -147,6 +148,8 @@ type Input struct {
 	DeliveredAt     *time.Time `gorm:"column:delivered_at"`
 	AdmittedAt      *time.Time `gorm:"column:admitted_at"`
 	FailedAt        *time.Time `gorm:"column:failed_at"`
+	// DeliveredRuntimeGeneration is the runtime generation that received the input.
+	DeliveredRuntimeGeneration *int64 `gorm:"column:delivered_runtime_generation"`
 }
 
 // TableName is the inputs table.

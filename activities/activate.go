@@ -1,0 +1,105 @@
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/astrabox/astrabox/engines"
+	"github.com/astrabox/astrabox/store"
+)
+
+// ActivateRuntime connects the Agent program in a prepared box through its adapter,
+// checks the client with engines.InitializeRuntimeClient, applies the Session's
+// permission mode, records the placement, and keeps the live client in this process
+// for Relay and the other host activities. It runs on the host task queue
+// PrepareRuntime named.
+func (a *Activities) ActivateRuntime(ctx context.Context, req ActivateRequest) (ActivateResult, error) {
+	sess, _, profile, adapter, err := a.resolve(ctx, req.SessionID)
+	if err != nil {
+		return ActivateResult{}, err
+	}
+	if sess.RuntimeGeneration != req.RuntimeGeneration {
+		return ActivateResult{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("runtime generation %d superseded by %d", req.RuntimeGeneration, sess.RuntimeGeneration), ErrTypeRuntimeLost, nil)
+	}
+	backend, err := a.backendFor(profile)
+	if err != nil {
+		return ActivateResult{}, err
+	}
+	h, err := backend.Get(ctx, req.SandboxID)
+	if err != nil {
+		if err := a.checkAlive(ctx, backend, req.SandboxID); err != nil {
+			return ActivateResult{}, err
+		}
+		return ActivateResult{}, fmt.Errorf("get box %s: %w", req.SandboxID, err)
+	}
+	box, err := a.deps.OpenBox(ctx, h)
+	if err != nil {
+		return ActivateResult{}, fmt.Errorf("open box %s: %w", req.SandboxID, err)
+	}
+	sc := engines.EngineStartupContext{
+		SessionID:   sess.ID,
+		SessionKind: engines.SessionKind(sess.Kind),
+		SandboxID:   req.SandboxID,
+		AttachMode:  engines.AttachMode(req.AttachMode),
+	}
+	if sc.AttachMode != "" {
+		if sess.EngineSessionKey == nil || *sess.EngineSessionKey == "" {
+			return ActivateResult{}, temporal.NewNonRetryableApplicationError("attach without a stored conversation key", ErrTypeConfiguration, nil)
+		}
+		sc.ResumeSessionKey = *sess.EngineSessionKey
+		if len(sess.ResumeMaterial) > 0 {
+			sc.ResumeMaterial = json.RawMessage(sess.ResumeMaterial)
+		}
+	}
+	if sess.PermissionMode != nil {
+		sc.PermissionMode = *sess.PermissionMode
+	}
+	rt, err := adapter.ActivateRuntime(ctx, sc, box)
+	if err != nil {
+		return ActivateResult{}, fmt.Errorf("activate runtime of engine %s: %w", adapter.Capabilities().EngineKind, err)
+	}
+	client := rt.EngineClient
+	// The adapter ran InitializeRuntimeClient; the platform checks the client it is
+	// about to keep against the registered declaration and the conversation it asked for.
+	if _, err := engines.InitializeRuntimeClient(ctx, client, adapter.Capabilities(), sc.ResumeSessionKey); err != nil {
+		_ = client.Close()
+		return ActivateResult{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeConfiguration, err)
+	}
+	if err := applyPermissionMode(ctx, client, sc.PermissionMode); err != nil {
+		_ = client.Close()
+		return ActivateResult{}, err
+	}
+	err = a.deps.Store.RecordRuntimeActive(ctx, store.RuntimeActivation{
+		SessionID:         sess.ID,
+		RuntimeGeneration: req.RuntimeGeneration,
+		HostTaskQueue:     a.deps.HostTaskQueue,
+		EngineSessionKey:  client.EngineSessionKey(),
+		ResumeMaterial:    rt.ResumeMaterial,
+	})
+	if err != nil {
+		_ = client.Close()
+		if errors.Is(err, store.ErrLeaseLost) {
+			return ActivateResult{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeRuntimeLost, err)
+		}
+		return ActivateResult{}, err
+	}
+	a.live.put(&liveRuntime{sessionID: sess.ID, generation: req.RuntimeGeneration, client: client})
+	return ActivateResult{HostTaskQueue: a.deps.HostTaskQueue}, nil
+}
+
+// applyPermissionMode sets the mode on a client whose engine has permission modes.
+func applyPermissionMode(ctx context.Context, client engines.RuntimeClient, mode string) error {
+	setter, ok := client.(engines.PermissionModeSetter)
+	if !ok || mode == "" {
+		return nil
+	}
+	if err := setter.SetPermissionMode(ctx, mode); err != nil {
+		return fmt.Errorf("set permission mode %q: %w", mode, err)
+	}
+	return nil
+}

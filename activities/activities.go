@@ -1,0 +1,193 @@
+// Package activities holds what SessionWorkflow does outside the workflow: preparing
+// and releasing boxes (shared task queue), and everything that needs the live runtime
+// connection (host task queue of the worker process holding it): activating the
+// runtime, relaying its events into PostgreSQL, and handing it inputs, answers,
+// interrupts and permission modes. Durable facts live in PostgreSQL; activities
+// re-read them on every call, so a repeated call is harmless.
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/worker"
+	"go.uber.org/zap"
+
+	"github.com/astrabox/astrabox/engines"
+	"github.com/astrabox/astrabox/sandbox"
+	"github.com/astrabox/astrabox/store"
+)
+
+// BoxOpener turns a sandbox handle into the engines.Box an adapter works with.
+type BoxOpener func(ctx context.Context, h sandbox.Handle) (engines.Box, error)
+
+// SpecBuilder builds the box spec for an Agent's RuntimeProfile and engine.
+type SpecBuilder func(profile store.RuntimeProfile, agent store.Agent, adapter engines.EngineAdapter) (sandbox.Spec, error)
+
+// Settings tunes the activities; zero values take the documented defaults.
+type Settings struct {
+	// IdleRelease is how long a Session may stay idle before its box is released;
+	// 0 means the default of 30 minutes, negative disables idle release.
+	IdleRelease time.Duration
+	// LeaseTTL is how long a Relay's reader lease lasts without renewal (default 30 s).
+	LeaseTTL time.Duration
+	// HeartbeatEvery is how often a Relay heartbeats and renews its lease while no
+	// event arrives (default 5 s).
+	HeartbeatEvery time.Duration
+	// MaxBatch bounds the events one Relay transaction records (default 64).
+	MaxBatch int
+}
+
+func (s Settings) withDefaults() Settings {
+	if s.IdleRelease == 0 {
+		s.IdleRelease = 30 * time.Minute
+	}
+	if s.LeaseTTL <= 0 {
+		s.LeaseTTL = 30 * time.Second
+	}
+	if s.HeartbeatEvery <= 0 {
+		s.HeartbeatEvery = 5 * time.Second
+	}
+	if s.MaxBatch <= 0 {
+		s.MaxBatch = 64
+	}
+	return s
+}
+
+// Deps are what the activities work with.
+type Deps struct {
+	Store   *store.Store
+	Engines *engines.Registry
+	// Backends are the sandbox backends by RuntimeProfile sandbox_backend name.
+	Backends map[string]sandbox.Backend
+	OpenBox  BoxOpener
+	// SpecFor builds box specs; nil uses DefaultSpec.
+	SpecFor SpecBuilder
+	// HostTaskQueue is this process's host task queue (worker.HostTaskQueue).
+	HostTaskQueue string
+	Logger        *zap.Logger
+	Settings      Settings
+}
+
+// Activities is the set of SessionWorkflow's activities of one worker process. It
+// holds the process's live runtime connections.
+type Activities struct {
+	deps Deps
+	set  Settings
+	live *liveRegistry
+	log  *zap.Logger
+}
+
+// New builds the activities of one worker process.
+func New(d Deps) (*Activities, error) {
+	if d.Store == nil || d.Engines == nil || d.OpenBox == nil || len(d.Backends) == 0 {
+		return nil, errors.New("activities: store, engines, box opener and a sandbox backend are required")
+	}
+	if d.HostTaskQueue == "" {
+		return nil, errors.New("activities: host task queue is required")
+	}
+	if d.SpecFor == nil {
+		d.SpecFor = DefaultSpec
+	}
+	if d.Logger == nil {
+		d.Logger = zap.NewNop()
+	}
+	return &Activities{deps: d, set: d.Settings.withDefaults(), live: newLiveRegistry(), log: d.Logger}, nil
+}
+
+// RegisterShared registers the activities any worker may run (shared task queue).
+func (a *Activities) RegisterShared(r worker.Registry) {
+	r.RegisterActivity(a.LoadSession)
+	r.RegisterActivity(a.PrepareRuntime)
+	r.RegisterActivity(a.ReconcileLostRuntime)
+	r.RegisterActivity(a.CheckIdle)
+	r.RegisterActivity(a.Release)
+	r.RegisterActivity(a.EndConversation)
+	r.RegisterActivity(a.MarkTerminated)
+}
+
+// RegisterHost registers the activities that need this process's live connections
+// (host task queue).
+func (a *Activities) RegisterHost(r worker.Registry) {
+	r.RegisterActivity(a.ActivateRuntime)
+	r.RegisterActivity(a.Relay)
+	r.RegisterActivity(a.Deliver)
+	r.RegisterActivity(a.Answer)
+	r.RegisterActivity(a.Interrupt)
+	r.RegisterActivity(a.SetPermissionMode)
+	r.RegisterActivity(a.Disconnect)
+}
+
+// LiveSessions is how many live runtime connections this process holds.
+func (a *Activities) LiveSessions() int { return a.live.len() }
+
+func (a *Activities) backendFor(profile store.RuntimeProfile) (sandbox.Backend, error) {
+	b, ok := a.deps.Backends[profile.SandboxBackend]
+	if !ok {
+		return nil, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("runtime profile %s selects sandbox backend %q, which this worker does not run", profile.ID, profile.SandboxBackend),
+			ErrTypeConfiguration, nil)
+	}
+	return b, nil
+}
+
+// resolve reads the Session's current Agent, RuntimeProfile and adapter.
+func (a *Activities) resolve(ctx context.Context, sessionID string) (store.Session, store.Agent, store.RuntimeProfile, engines.EngineAdapter, error) {
+	sess, err := a.deps.Store.GetSessionByID(ctx, sessionID)
+	if err != nil {
+		return store.Session{}, store.Agent{}, store.RuntimeProfile{}, nil, sessionErr(err)
+	}
+	agent, err := a.deps.Store.GetAgentByID(ctx, sess.AgentID)
+	if err != nil {
+		return sess, store.Agent{}, store.RuntimeProfile{}, nil, sessionErr(err)
+	}
+	profile, err := a.deps.Store.GetRuntimeProfileByID(ctx, agent.RuntimeProfileID)
+	if err != nil {
+		return sess, agent, store.RuntimeProfile{}, nil, sessionErr(err)
+	}
+	adapter, ok := a.deps.Engines.Adapter(agent.EngineKind)
+	if !ok {
+		return sess, agent, profile, nil, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("engine kind %q is not installed", agent.EngineKind), ErrTypeConfiguration, nil)
+	}
+	return sess, agent, profile, adapter, nil
+}
+
+// sessionErr makes a missing Session, Agent or profile a permanent failure.
+func sessionErr(err error) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeSessionGone, err)
+	}
+	return err
+}
+
+// logger is the activity's logger with its Session.
+func (a *Activities) logger(ctx context.Context, sessionID string) *zap.Logger {
+	l := a.log.With(zap.String("session_id", sessionID))
+	if activity.IsActivity(ctx) {
+		info := activity.GetInfo(ctx)
+		l = l.With(zap.String("activity", info.ActivityType.Name), zap.Int32("attempt", info.Attempt))
+	}
+	return l
+}
+
+// DefaultSpec builds a box spec from the RuntimeProfile and the adapter's sandbox
+// request: the profile's image root, the engine's environment, and the profile key
+// prewarm pools are kept under.
+func DefaultSpec(profile store.RuntimeProfile, agent store.Agent, adapter engines.EngineAdapter) (sandbox.Spec, error) {
+	req := adapter.SandboxRequest()
+	spec := sandbox.Spec{
+		ProfileKey: profile.ID,
+		Image:      sandbox.Image{Root: profile.Image},
+		Env:        map[string]string{},
+		Metadata:   map[string]string{"agent_id": agent.ID, "engine_kind": agent.EngineKind},
+	}
+	for k, v := range req.Environment {
+		spec.Env[k] = v
+	}
+	return spec, nil
+}

@@ -1,0 +1,130 @@
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"go.temporal.io/sdk/temporal"
+	"go.uber.org/zap"
+
+	"github.com/astrabox/astrabox/engines"
+	"github.com/astrabox/astrabox/store"
+)
+
+// Deliver hands the Session's deliverable inputs to the live runtime in accepted
+// order: pending ones, and ones an earlier (replaced) runtime received but never
+// admitted. Submit is idempotent by input id, so a retried Deliver is harmless; an
+// input already delivered to this runtime is not sent to it again.
+func (a *Activities) Deliver(ctx context.Context, ref RuntimeRef) (DeliverResult, error) {
+	l, err := a.live.get(ref.SessionID, ref.RuntimeGeneration)
+	if err != nil {
+		return DeliverResult{}, err
+	}
+	return a.deliverHeld(ctx, l)
+}
+
+func (a *Activities) deliverHeld(ctx context.Context, l *liveRuntime) (DeliverResult, error) {
+	inputs, err := a.deps.Store.ListDeliverableInputs(ctx, l.sessionID, l.generation)
+	if err != nil {
+		return DeliverResult{}, err
+	}
+	var res DeliverResult
+	for _, in := range inputs {
+		err := l.client.Submit(ctx, engines.TextInput(in.ID, in.Content))
+		var refused *engines.RuntimeInputRefused
+		switch {
+		case errors.As(err, &refused):
+			if err := a.refuseInput(ctx, l, in, refused); err != nil {
+				return res, err
+			}
+			res.Refused = append(res.Refused, in.ID)
+			continue
+		case errors.Is(err, engines.ErrRuntimeConnectionLost):
+			return res, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeNoLiveRuntime, err)
+		case err != nil:
+			return res, fmt.Errorf("submit input %s: %w", in.ID, err)
+		}
+		if _, err := a.deps.Store.MarkInputDelivered(ctx, in.ID, l.generation); err != nil {
+			return res, err
+		}
+		res.Delivered = append(res.Delivered, in.ID)
+	}
+	return res, nil
+}
+
+// refuseInput records the runtime's refusal with the input and, when a Relay holds
+// the lease, reports it on the stream as a data-input-failed part.
+func (a *Activities) refuseInput(ctx context.Context, l *liveRuntime, in store.Input, refused *engines.RuntimeInputRefused) error {
+	failed, err := a.deps.Store.FailInput(ctx, in.ID, refused.Code, refused.Message)
+	if err != nil || !failed {
+		return err
+	}
+	lease := l.lease()
+	if lease == 0 {
+		return nil
+	}
+	frame, err := json.Marshal(engines.InputFailedFrame(in.ID, refused.Code, refused.Message))
+	if err != nil {
+		return fmt.Errorf("encode input failed part: %w", err)
+	}
+	_, err = a.deps.Store.AppendParts(ctx, store.AppendRequest{SessionID: l.sessionID, LeaseGeneration: lease, Parts: []store.NewPart{{Frame: frame}}})
+	if errors.Is(err, store.ErrLeaseLost) {
+		// The failure is recorded with the input; the new reader owns the stream.
+		a.logger(ctx, l.sessionID).Info("input refused while the reader changed", zap.String("input_id", in.ID))
+		return nil
+	}
+	return err
+}
+
+// Answer passes the answer saved with an interaction to the runtime. The interaction
+// stays open in PostgreSQL until the runtime reports it closed.
+func (a *Activities) Answer(ctx context.Context, req AnswerRequest) error {
+	l, err := a.live.get(req.SessionID, req.RuntimeGeneration)
+	if err != nil {
+		return err
+	}
+	it, err := a.deps.Store.GetInteraction(ctx, req.SessionID, req.InteractionID)
+	if err != nil {
+		return sessionErr(err)
+	}
+	if it.State != "open" || len(it.Answer) == 0 {
+		return nil // closed already, or no answer saved: nothing to pass on
+	}
+	var answer engines.InteractionAnswer
+	if err := json.Unmarshal(it.Answer, &answer); err != nil {
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("decode saved answer: %v", err), ErrTypeConfiguration, err)
+	}
+	err = l.client.Answer(ctx, req.InteractionID, answer)
+	if errors.Is(err, engines.ErrInteractionNotOpen) {
+		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeInteractionNotOpen, err)
+	}
+	return err
+}
+
+// Interrupt asks the runtime to stop the response in progress (and, with
+// CancelQueued, the inputs it queued behind it). The runtime reports how it ended.
+func (a *Activities) Interrupt(ctx context.Context, req InterruptRequest) error {
+	l, err := a.live.get(req.SessionID, req.RuntimeGeneration)
+	if err != nil {
+		return err
+	}
+	return l.client.Interrupt(ctx, req.CancelQueued)
+}
+
+// SetPermissionMode applies the Session's stored permission mode to the runtime.
+func (a *Activities) SetPermissionMode(ctx context.Context, ref RuntimeRef) error {
+	l, err := a.live.get(ref.SessionID, ref.RuntimeGeneration)
+	if err != nil {
+		return err
+	}
+	sess, err := a.deps.Store.GetSessionByID(ctx, ref.SessionID)
+	if err != nil {
+		return sessionErr(err)
+	}
+	if sess.PermissionMode == nil {
+		return nil
+	}
+	return applyPermissionMode(ctx, l.client, *sess.PermissionMode)
+}

@@ -1,0 +1,102 @@
+package activities
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/astrabox/astrabox/engines"
+)
+
+// liveRuntime is one live runtime connection this process holds.
+type liveRuntime struct {
+	sessionID  string
+	generation int64
+	client     engines.RuntimeClient
+
+	mu sync.Mutex
+	// leaseGeneration is the reader lease of the Relay reading this runtime, 0 before
+	// one runs; host activities that write parts fence them by it.
+	leaseGeneration int64
+}
+
+func (l *liveRuntime) lease() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.leaseGeneration
+}
+
+func (l *liveRuntime) setLease(g int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.leaseGeneration = g
+}
+
+// liveRegistry holds this process's live runtime connections by Session. The
+// workflow routes every activity that needs one to this process's host task queue.
+type liveRegistry struct {
+	mu sync.Mutex
+	m  map[string]*liveRuntime
+}
+
+func newLiveRegistry() *liveRegistry { return &liveRegistry{m: map[string]*liveRuntime{}} }
+
+// put installs a runtime and closes the one it replaces.
+func (r *liveRegistry) put(l *liveRuntime) {
+	r.mu.Lock()
+	old := r.m[l.sessionID]
+	r.m[l.sessionID] = l
+	r.mu.Unlock()
+	if old != nil && old != l {
+		_ = old.client.Close()
+	}
+}
+
+// get returns the live runtime of the Session's generation, or a NoLiveRuntime error.
+func (r *liveRegistry) get(sessionID string, generation int64) (*liveRuntime, error) {
+	r.mu.Lock()
+	l := r.m[sessionID]
+	r.mu.Unlock()
+	if l == nil || l.generation != generation || !l.client.IsLive() {
+		return nil, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("no live runtime of generation %d for session %s on this worker", generation, sessionID),
+			ErrTypeNoLiveRuntime, nil)
+	}
+	return l, nil
+}
+
+// remove drops and closes l if it is still the Session's runtime.
+func (r *liveRegistry) remove(l *liveRuntime) {
+	r.mu.Lock()
+	if r.m[l.sessionID] == l {
+		delete(r.m, l.sessionID)
+	}
+	r.mu.Unlock()
+	_ = l.client.Close()
+}
+
+// removeSession drops and closes whatever runtime the Session has here.
+func (r *liveRegistry) removeSession(sessionID string) {
+	r.mu.Lock()
+	l := r.m[sessionID]
+	delete(r.m, sessionID)
+	r.mu.Unlock()
+	if l != nil {
+		_ = l.client.Close()
+	}
+}
+
+func (r *liveRegistry) len() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.m)
+}
+
+// Disconnect closes this process's connection to the Session's runtime, if any; the
+// runtime itself keeps running. The workflow calls it before releasing the box.
+func (a *Activities) Disconnect(_ context.Context, ref SessionRef) error {
+	a.live.removeSession(ref.SessionID)
+	return nil
+}

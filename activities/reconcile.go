@@ -1,0 +1,112 @@
+package activities
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/astrabox/astrabox/engines"
+	"github.com/astrabox/astrabox/store"
+)
+
+// reconcile settles the records with the runtime's own account after
+// RuntimeCursorExpired: inputs the runtime received but never admitted are taken back
+// (except those it still queues), admitted ids close custody, a response it no longer
+// reports ends failed (runtime_lost), and an interaction it no longer waits on closes
+// with its retained closure reason or as expired. It returns the cursor State names.
+func (r *relayRun) reconcile(ctx context.Context) (*engines.RuntimeCursor, error) {
+	state, err := r.l.client.State(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read runtime state: %w", err)
+	}
+	if err := state.Validate(); err != nil {
+		return nil, fmt.Errorf("runtime state: %w", err)
+	}
+	rec, err := r.a.settlement(ctx, r.l.sessionID, r.lease, &state)
+	if err != nil {
+		return nil, err
+	}
+	if state.Cursor != nil {
+		rec.Cursor = cursorUpdate(*state.Cursor)
+	}
+	res, err := r.a.deps.Store.ReconcileRuntime(ctx, rec)
+	if err != nil {
+		return nil, err
+	}
+	r.throughSeq = res.LastSeq
+	return state.Cursor, nil
+}
+
+// settlement builds the Reconciliation of the Session's open records against state;
+// a nil state means the runtime is confirmed lost, so nothing of it stays open.
+func (a *Activities) settlement(ctx context.Context, sessionID string, lease int64, state *engines.RuntimeState) (store.Reconciliation, error) {
+	rec := store.Reconciliation{SessionID: sessionID, LeaseGeneration: lease, TakeBack: true}
+	open, err := a.deps.Store.ListOpenResponses(ctx, sessionID)
+	if err != nil {
+		return rec, err
+	}
+	var stillOpen, pending []string
+	closed := map[string]engines.InteractionClosure{}
+	if state != nil {
+		for _, o := range state.OpenResponses {
+			stillOpen = append(stillOpen, o.ResponseID)
+		}
+		for _, p := range state.PendingInteractions {
+			pending = append(pending, p.InteractionID)
+		}
+		for _, c := range state.ClosedInteractions {
+			closed[c.InteractionID] = c.Reason
+		}
+		rec.AdmitInputs = state.AdmittedInputIDs
+		rec.KeepQueued = state.QueuedInputIDs
+		rec.Status = string(state.Status)
+	}
+	for _, resp := range open {
+		if slices.Contains(stillOpen, resp.ResponseID) {
+			continue
+		}
+		f, err := lostResponse(resp.ResponseID)
+		if err != nil {
+			return rec, err
+		}
+		rec.FailResponses = append(rec.FailResponses, f)
+	}
+	interactions, err := a.deps.Store.ListOpenInteractions(ctx, sessionID)
+	if err != nil {
+		return rec, err
+	}
+	for _, it := range interactions {
+		if slices.Contains(pending, it.InteractionID) {
+			continue
+		}
+		reason, ok := closed[it.InteractionID]
+		if !ok {
+			reason = engines.ClosureExpired
+		}
+		rec.CloseInteractions = append(rec.CloseInteractions, store.InteractionClose{InteractionID: it.InteractionID, Reason: string(reason)})
+	}
+	return rec, nil
+}
+
+// ReconcileLostRuntime settles the records of a runtime whose box is confirmed lost:
+// the open response ends failed with native_reason runtime_lost, open interactions
+// close as expired (no runtime is left to hold a receipt), delivered but unadmitted
+// inputs return to custody for the replacement, and the runtime is recorded
+// unavailable. It takes the reader lease first, fencing any reader still running.
+func (a *Activities) ReconcileLostRuntime(ctx context.Context, req ReconcileRequest) error {
+	lease, err := a.deps.Store.AcquireReaderLease(ctx, store.LeaseRequest{
+		SessionID: req.SessionID, Holder: a.deps.HostTaskQueue + "/reconcile", TTL: a.set.LeaseTTL, Steal: true,
+	})
+	if err != nil {
+		return fmt.Errorf("acquire reader lease: %w", err)
+	}
+	rec, err := a.settlement(ctx, req.SessionID, lease.Generation, nil)
+	if err != nil {
+		return err
+	}
+	if _, err := a.deps.Store.ReconcileRuntime(ctx, rec); err != nil {
+		return err
+	}
+	a.live.removeSession(req.SessionID)
+	return a.deps.Store.MarkRuntimeUnavailable(ctx, req.SessionID)
+}

@@ -1,0 +1,205 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+	"go.uber.org/zap"
+
+	"github.com/astrabox/astrabox/engines"
+	"github.com/astrabox/astrabox/store"
+)
+
+// Relay is the Session's one reader: a long-running activity on the host task queue
+// of the worker holding the live connection. It takes the reader lease (fencing any
+// earlier reader), reads the runtime's events after the stored cursor and records
+// them (parts, responses, interactions, admissions, status) with the cursor in one
+// transaction per batch, fenced by its lease generation. It heartbeats its progress,
+// renews the lease, ends when its context is cancelled, and returns
+// RelayConnectionLost when the connection drops so the workflow can reconnect. A
+// RuntimeCursorExpired is reconciled from the runtime's own State, as the engine
+// contract prescribes, and reading continues from the cursor State names.
+func (a *Activities) Relay(ctx context.Context, ref RuntimeRef) (RelayResult, error) {
+	l, err := a.live.get(ref.SessionID, ref.RuntimeGeneration)
+	if err != nil {
+		return RelayResult{}, err
+	}
+	info := activity.GetInfo(ctx)
+	holder := fmt.Sprintf("%s/%s/%d", a.deps.HostTaskQueue, info.ActivityID, info.Attempt)
+	// The workflow starts a Relay only when the previous one ended or timed out, so
+	// it steals: the generation bump fences a reader that is still running somewhere.
+	lease, err := a.deps.Store.AcquireReaderLease(ctx, store.LeaseRequest{SessionID: ref.SessionID, Holder: holder, TTL: a.set.LeaseTTL, Steal: true})
+	if err != nil {
+		return RelayResult{}, fmt.Errorf("acquire reader lease: %w", err)
+	}
+	l.setLease(lease.Generation)
+	r := &relayRun{a: a, l: l, lease: lease.Generation, log: a.logger(ctx, ref.SessionID).With(zap.Int64("lease_generation", lease.Generation))}
+	res, err := r.run(ctx)
+	if errors.Is(err, store.ErrLeaseLost) {
+		return res, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeLeaseLost, err)
+	}
+	return res, err
+}
+
+// relayRun is one Relay's reading state.
+type relayRun struct {
+	a          *Activities
+	l          *liveRuntime
+	lease      int64
+	throughSeq int64
+	log        *zap.Logger
+}
+
+// eventOrErr is one item of a runtime's event sequence.
+type eventOrErr struct {
+	ev  engines.Event
+	err error
+}
+
+func (r *relayRun) run(ctx context.Context) (RelayResult, error) {
+	st := r.a.deps.Store
+	var cursor *engines.RuntimeCursor
+	saved, err := st.GetRuntimeCursorBySession(ctx, r.l.sessionID)
+	switch {
+	case err == nil:
+		cursor = &engines.RuntimeCursor{Generation: saved.Generation, Position: saved.Position}
+		r.throughSeq = saved.ThroughSeq
+	case errors.Is(err, store.ErrNotFound):
+	default:
+		return RelayResult{}, err
+	}
+	for {
+		_, err := r.readFrom(ctx, cursor)
+		switch {
+		case errors.Is(err, engines.ErrRuntimeCursorExpired):
+			r.log.Info("runtime cursor expired; reconciling from the runtime's state", zap.Error(err))
+			if cursor, err = r.reconcile(ctx); err != nil {
+				return r.result(""), err
+			}
+			if _, err := r.a.deliverHeld(ctx, r.l); err != nil {
+				return r.result(""), err
+			}
+		case errors.Is(err, engines.ErrRuntimeConnectionLost):
+			r.log.Info("runtime connection lost", zap.Error(err))
+			r.a.live.remove(r.l)
+			return r.result(RelayConnectionLost), nil
+		case err != nil:
+			return r.result(""), err
+		default:
+			if ctx.Err() != nil {
+				return r.result(""), ctx.Err()
+			}
+			// The sequence ended without an error while ctx lives: the adapter saw
+			// the connection end. Treat it as a lost connection.
+			r.a.live.remove(r.l)
+			return r.result(RelayConnectionLost), nil
+		}
+	}
+}
+
+func (r *relayRun) result(end RelayEnd) RelayResult {
+	return RelayResult{End: end, ThroughSeq: r.throughSeq}
+}
+
+// readFrom reads and records events after cursor until the sequence ends or fails,
+// ctx ends, or a write fails. It returns the cursor after the last recorded event.
+func (r *relayRun) readFrom(ctx context.Context, cursor *engines.RuntimeCursor) (*engines.RuntimeCursor, error) {
+	evCtx, stop := context.WithCancel(ctx)
+	items := make(chan eventOrErr, r.a.set.MaxBatch)
+	go func() {
+		defer close(items)
+		for ev, err := range r.l.client.Events(evCtx, cursor) {
+			select {
+			case items <- eventOrErr{ev, err}:
+			case <-evCtx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	defer func() {
+		stop()
+		for range items { // let the reader goroutine finish
+		}
+	}()
+	tick := time.NewTicker(r.a.set.HeartbeatEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return cursor, nil
+		case <-tick.C:
+			if _, err := r.a.deps.Store.RenewReaderLease(ctx, r.l.sessionID, r.lease, r.a.set.LeaseTTL); err != nil {
+				if ctx.Err() != nil {
+					return cursor, nil
+				}
+				return cursor, fmt.Errorf("renew reader lease: %w", err)
+			}
+			activity.RecordHeartbeat(ctx, RelayProgress{LeaseGeneration: r.lease, ThroughSeq: r.throughSeq})
+		case it, ok := <-items:
+			if !ok {
+				return cursor, nil
+			}
+			batch := []eventOrErr{it}
+		drain: // take what is already waiting, so one transaction records it all
+			for len(batch) < r.a.set.MaxBatch && batch[len(batch)-1].err == nil {
+				select {
+				case more, ok := <-items:
+					if !ok {
+						break drain
+					}
+					batch = append(batch, more)
+				default:
+					break drain
+				}
+			}
+			next, err := r.record(ctx, batch, cursor)
+			cursor = next
+			if err != nil {
+				return cursor, err
+			}
+		}
+	}
+}
+
+// record writes the events of a batch (up to an error item, which it returns).
+func (r *relayRun) record(ctx context.Context, batch []eventOrErr, cursor *engines.RuntimeCursor) (*engines.RuntimeCursor, error) {
+	var ops []store.RelayOp
+	var itemErr error
+	last := cursor
+	for _, it := range batch {
+		if it.err != nil {
+			itemErr = it.err
+			break
+		}
+		op, ok, err := opFor(it.ev)
+		if err != nil {
+			return cursor, err
+		}
+		if ok {
+			ops = append(ops, op)
+		} else {
+			r.log.Debug("runtime diagnostic", zap.String("event_type", string(it.ev.Type())))
+		}
+		c := it.ev.EventCursor()
+		last = &c
+	}
+	if last != cursor {
+		res, err := r.a.deps.Store.ApplyRelayBatch(ctx, store.RelayBatch{SessionID: r.l.sessionID, LeaseGeneration: r.lease, Ops: ops, Cursor: cursorUpdate(*last)})
+		if err != nil {
+			return cursor, err
+		}
+		r.throughSeq = res.LastSeq
+		activity.RecordHeartbeat(ctx, RelayProgress{LeaseGeneration: r.lease, ThroughSeq: r.throughSeq})
+		if err := r.l.client.Committed(ctx, *last); err != nil {
+			r.log.Warn("tell runtime what is committed", zap.Error(err))
+		}
+	}
+	return last, itemErr
+}

@@ -1,0 +1,194 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"go.temporal.io/sdk/temporal"
+	"go.uber.org/zap"
+
+	"github.com/astrabox/astrabox/engines"
+	"github.com/astrabox/astrabox/sandbox"
+	"github.com/astrabox/astrabox/store"
+)
+
+// LoadSession reads what the workflow needs to start or continue: the Agent and
+// engine, the stored lifecycle and placement, and the idle period.
+func (a *Activities) LoadSession(ctx context.Context, ref SessionRef) (SessionFacts, error) {
+	sess, err := a.deps.Store.GetSessionByID(ctx, ref.SessionID)
+	if err != nil {
+		return SessionFacts{}, sessionErr(err)
+	}
+	agent, err := a.deps.Store.GetAgentByID(ctx, sess.AgentID)
+	if err != nil {
+		return SessionFacts{}, sessionErr(err)
+	}
+	facts := SessionFacts{
+		AgentID:            sess.AgentID,
+		EngineKind:         agent.EngineKind,
+		Lifecycle:          sess.Lifecycle,
+		Archived:           sess.ArchivedAt != nil,
+		RuntimeUnavailable: sess.RuntimeUnavailable,
+		Placement:          Placement{RuntimeGeneration: sess.RuntimeGeneration},
+	}
+	if sess.SandboxID != nil {
+		facts.Placement.SandboxID = *sess.SandboxID
+	}
+	if sess.HostTaskQueue != nil {
+		facts.Placement.HostTaskQueue = *sess.HostTaskQueue
+	}
+	if a.set.IdleRelease > 0 {
+		facts.IdleReleaseSeconds = int64(a.set.IdleRelease.Seconds())
+	}
+	return facts, nil
+}
+
+// PrepareRuntime gets a box for the Session. PrepareFresh resolves the current Agent
+// and RuntimeProfile, claims a prewarmed box or creates one, and records the new
+// placement (the next runtime generation); the conversation is restored when the
+// Session already has one. PrepareReconnect checks that the current box lives. Either
+// way the result names this worker's host task queue, where ActivateRuntime runs.
+func (a *Activities) PrepareRuntime(ctx context.Context, req PrepareRequest) (PrepareResult, error) {
+	sess, agent, profile, adapter, err := a.resolve(ctx, req.SessionID)
+	if err != nil {
+		return PrepareResult{}, err
+	}
+	if sess.Lifecycle == store.LifecycleDeleted || sess.ArchivedAt != nil {
+		return PrepareResult{}, temporal.NewNonRetryableApplicationError("session is archived or deleted", ErrTypeSessionGone, nil)
+	}
+	backend, err := a.backendFor(profile)
+	if err != nil {
+		return PrepareResult{}, err
+	}
+	res := PrepareResult{EngineKind: agent.EngineKind}
+	if req.Mode == PrepareReconnect {
+		if sess.SandboxID == nil {
+			return PrepareResult{}, temporal.NewNonRetryableApplicationError("session has no box", ErrTypeRuntimeLost, nil)
+		}
+		if err := a.checkAlive(ctx, backend, *sess.SandboxID); err != nil {
+			return PrepareResult{}, err
+		}
+		res.Placement = Placement{SandboxID: *sess.SandboxID, HostTaskQueue: a.deps.HostTaskQueue, RuntimeGeneration: sess.RuntimeGeneration}
+		res.AttachMode = string(engines.AttachReconnect)
+		return res, nil
+	}
+	if !profile.Enabled {
+		return PrepareResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("runtime profile %s is disabled", profile.ID), ErrTypeConfiguration, nil)
+	}
+	h, err := a.claimOrCreate(ctx, backend, profile, agent, adapter)
+	if err != nil {
+		return PrepareResult{}, err
+	}
+	defer h.Close()
+	gen, err := a.deps.Store.PlaceRuntime(ctx, sess.ID, h.ID())
+	if err != nil {
+		// The box is ours alone; do not leak it when the Session cannot take it.
+		if derr := backend.Destroy(context.WithoutCancel(ctx), h.ID()); derr != nil {
+			a.logger(ctx, sess.ID).Warn("destroy unplaced box", zap.Error(derr))
+		}
+		return PrepareResult{}, sessionErr(err)
+	}
+	res.Placement = Placement{SandboxID: h.ID(), HostTaskQueue: a.deps.HostTaskQueue, RuntimeGeneration: gen}
+	if sess.EngineSessionKey != nil && *sess.EngineSessionKey != "" {
+		res.AttachMode = string(engines.AttachRestore)
+	}
+	return res, nil
+}
+
+func (a *Activities) claimOrCreate(ctx context.Context, backend sandbox.Backend, profile store.RuntimeProfile, agent store.Agent, adapter engines.EngineAdapter) (sandbox.Handle, error) {
+	if profile.PrewarmSize > 0 {
+		h, err := backend.Claim(ctx, profile.ID)
+		if err == nil {
+			return h, nil
+		}
+		if !errors.Is(err, sandbox.ErrNoWarmBox) && !errors.Is(err, sandbox.ErrNotSupported) {
+			return nil, fmt.Errorf("claim prewarmed box: %w", err)
+		}
+	}
+	spec, err := a.deps.SpecFor(profile, agent, adapter)
+	if err != nil {
+		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("build box spec: %v", err), ErrTypeConfiguration, err)
+	}
+	h, err := backend.Create(ctx, spec)
+	if errors.Is(err, sandbox.ErrInvalidSpec) {
+		return nil, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeConfiguration, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("create box: %w", err)
+	}
+	return h, nil
+}
+
+// checkAlive tells a lost connection from a lost box: only a box the backend no
+// longer has, or reports terminated, failed or dead, is lost.
+func (a *Activities) checkAlive(ctx context.Context, backend sandbox.Backend, id string) error {
+	h, err := backend.Get(ctx, id)
+	if errors.Is(err, sandbox.ErrNotFound) || errors.Is(err, sandbox.ErrBoxLost) {
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("box %s is gone", id), ErrTypeRuntimeLost, err)
+	}
+	if err != nil {
+		return fmt.Errorf("get box %s: %w", id, err)
+	}
+	defer h.Close()
+	info, err := h.Info(ctx)
+	if errors.Is(err, sandbox.ErrNotFound) || errors.Is(err, sandbox.ErrBoxLost) {
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("box %s is gone", id), ErrTypeRuntimeLost, err)
+	}
+	if err != nil {
+		return fmt.Errorf("read box %s: %w", id, err)
+	}
+	if info.Death != nil || info.State == sandbox.StateTerminated || info.State == sandbox.StateFailed {
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("box %s is lost (%s)", id, info.State), ErrTypeRuntimeLost, nil)
+	}
+	return nil
+}
+
+// CheckIdle reports whether nothing runs or waits in the Session: the runtime is idle
+// and no response, interaction or held input is open.
+func (a *Activities) CheckIdle(ctx context.Context, ref SessionRef) (IdleResult, error) {
+	act, err := a.deps.Store.GetSessionActivity(ctx, ref.SessionID)
+	if err != nil {
+		return IdleResult{}, sessionErr(err)
+	}
+	return IdleResult{Idle: !act.Busy()}, nil
+}
+
+// Release frees the Session's box and records the runtime unavailable; the
+// conversation stays, and the next input starts a new box that resumes it.
+func (a *Activities) Release(ctx context.Context, req ReleaseRequest) error {
+	_, _, profile, _, err := a.resolve(ctx, req.SessionID)
+	if err != nil {
+		return err
+	}
+	if req.SandboxID != "" {
+		backend, err := a.backendFor(profile)
+		if err != nil {
+			return err
+		}
+		if err := backend.Release(ctx, req.SandboxID); err != nil && !errors.Is(err, sandbox.ErrNotFound) {
+			return fmt.Errorf("release box %s: %w", req.SandboxID, err)
+		}
+	}
+	return a.deps.Store.MarkRuntimeUnavailable(ctx, req.SessionID)
+}
+
+// EndConversation fails the Session's held inputs with CONVERSATION_ENDED and, for a
+// delete, moves it to deleted.
+func (a *Activities) EndConversation(ctx context.Context, req EndRequest) (EndResult, error) {
+	ids, err := a.deps.Store.FailHeldInputs(ctx, req.SessionID, store.InputFailureConversationEnded, "the conversation was archived or deleted before the Agent program took this message")
+	if err != nil {
+		return EndResult{}, err
+	}
+	if req.Delete {
+		if err := a.deps.Store.SetSessionLifecycle(ctx, req.SessionID, store.LifecycleDeleted); err != nil {
+			return EndResult{}, err
+		}
+	}
+	return EndResult{FailedInputs: ids}, nil
+}
+
+// MarkTerminated records that the Session's runtime is offline until recovered.
+func (a *Activities) MarkTerminated(ctx context.Context, ref SessionRef) error {
+	return a.deps.Store.SetSessionLifecycle(ctx, ref.SessionID, store.LifecycleTerminated)
+}

@@ -1,0 +1,88 @@
+package activities
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/astrabox/astrabox/engines"
+	"github.com/astrabox/astrabox/store"
+)
+
+// opFor translates one runtime event into the fact the Relay records; ok is false
+// for events that reach no table (diagnostics, which go to the log only).
+func opFor(ev engines.Event) (op store.RelayOp, ok bool, err error) {
+	switch e := ev.(type) {
+	case engines.InputAdmitted:
+		return store.RelayOp{AdmitInput: e.InputID}, true, nil
+	case engines.ResponseStarted:
+		return store.RelayOp{StartResponse: &store.ResponseStart{ResponseID: e.ResponseID, Origin: string(e.Origin), InputIDs: e.InputIDs}}, true, nil
+	case engines.ResponseOutput:
+		frame, err := json.Marshal(e.Frame)
+		if err != nil {
+			return op, false, fmt.Errorf("encode frame: %w", err)
+		}
+		part := store.NewPart{Frame: frame}
+		if e.ResponseID != "" {
+			id := e.ResponseID
+			part.ResponseID = &id
+		}
+		return store.RelayOp{Part: &part}, true, nil
+	case engines.InteractionOpened:
+		contract, err := json.Marshal(e.Contract)
+		if err != nil {
+			return op, false, fmt.Errorf("encode interaction contract: %w", err)
+		}
+		return store.RelayOp{OpenInteraction: &store.InteractionOpen{InteractionID: e.InteractionID, ResponseID: e.ResponseID, Contract: contract}}, true, nil
+	case engines.InteractionClosed:
+		return store.RelayOp{CloseInteraction: &store.InteractionClose{InteractionID: e.InteractionID, Reason: string(e.Reason)}}, true, nil
+	case engines.ResponseEnded:
+		end := store.ResponseEnd{ResponseID: e.ResponseID, Outcome: string(e.Outcome), NativeReason: e.NativeReason, Usage: e.Usage}
+		if e.Error != nil {
+			raw, err := json.Marshal(e.Error)
+			if err != nil {
+				return op, false, fmt.Errorf("encode response error: %w", err)
+			}
+			end.Error = raw
+		}
+		return store.RelayOp{EndResponse: &end}, true, nil
+	case engines.StatusChanged:
+		return store.RelayOp{Status: string(e.Status)}, true, nil
+	default:
+		return op, false, nil
+	}
+}
+
+// cursorUpdate is the stored form of a runtime cursor.
+func cursorUpdate(c engines.RuntimeCursor) *store.CursorUpdate {
+	pos := c.Position
+	if len(pos) == 0 {
+		pos = json.RawMessage("null")
+	}
+	return &store.CursorUpdate{Generation: c.Generation, Position: pos}
+}
+
+// lostResponse is how reconciliation closes a response the runtime can no longer
+// end: failed, native_reason runtime_lost, with an error part and a finish part.
+func lostResponse(responseID string) (store.FailedResponse, error) {
+	frames := engines.ResponseEndFrames(engines.ResponseEnded{
+		ResponseID:   responseID,
+		Outcome:      engines.OutcomeFailed,
+		NativeReason: engines.NativeReasonRuntimeLost,
+		Error:        &engines.ResponseError{Code: engines.NativeReasonRuntimeLost, Message: "The Agent program's runtime was lost before the response ended"},
+	})
+	out := store.FailedResponse{ResponseID: responseID, NativeReason: engines.NativeReasonRuntimeLost}
+	errJSON, err := json.Marshal(engines.ResponseError{Code: engines.NativeReasonRuntimeLost, Message: "runtime lost"})
+	if err != nil {
+		return out, fmt.Errorf("encode response error: %w", err)
+	}
+	out.Error = errJSON
+	for _, f := range frames {
+		raw, err := json.Marshal(f)
+		if err != nil {
+			return out, fmt.Errorf("encode frame: %w", err)
+		}
+		id := responseID
+		out.Parts = append(out.Parts, store.NewPart{ResponseID: &id, Frame: raw})
+	}
+	return out, nil
+}
