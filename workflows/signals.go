@@ -28,6 +28,9 @@ const (
 // SessionStart is the workflow's input when a signal starts it.
 type SessionStart struct {
 	SessionID string `json:"session_id"`
+	// Carry is the state a run hands to its continuation (continue-as-new); the API
+	// leaves it nil.
+	Carry *SessionState `json:"carry,omitempty"`
 }
 
 // InputAccepted is the payload of SignalInputAccepted.

@@ -1,0 +1,102 @@
+package workflows
+
+import (
+	"errors"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+)
+
+// Activity options. The reasons are in docs/orchestration.md; in short:
+//
+//   - Database-only activities on the shared queue retry quickly and often: a
+//     database blip must not terminate a Session.
+//   - PrepareRuntime may create a box (seconds), so it has minutes, and a few
+//     attempts before the runtime is declared offline (TERMINATED).
+//   - Host-queue activities have a ScheduleToStart timeout: when the worker holding
+//     the connection died nobody polls its queue, and the timeout is how the
+//     workflow learns it must reconnect through another worker.
+//   - Relay is one attempt with a heartbeat timeout; the workflow itself decides
+//     between reconnecting and replacing the box when it ends.
+var (
+	sharedRetry = &temporal.RetryPolicy{
+		InitialInterval:    time.Second,
+		BackoffCoefficient: 2,
+		MaximumInterval:    30 * time.Second,
+		MaximumAttempts:    10,
+	}
+	sharedOptions = workflow.ActivityOptions{
+		StartToCloseTimeout: 30 * time.Second,
+		RetryPolicy:         sharedRetry,
+	}
+	prepareOptions = workflow.ActivityOptions{
+		StartToCloseTimeout: 5 * time.Minute,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:    2 * time.Second,
+			BackoffCoefficient: 2,
+			MaximumInterval:    time.Minute,
+			MaximumAttempts:    5,
+		},
+	}
+	hostRetry = &temporal.RetryPolicy{
+		InitialInterval:    time.Second,
+		BackoffCoefficient: 2,
+		MaximumInterval:    10 * time.Second,
+		MaximumAttempts:    3,
+	}
+	// HostScheduleToStart is how long a host-queue activity may wait for its worker.
+	HostScheduleToStart = 30 * time.Second
+	// RelayHeartbeatTimeout is how long a Relay may go without a heartbeat.
+	RelayHeartbeatTimeout = 20 * time.Second
+)
+
+func withShared(ctx workflow.Context) workflow.Context {
+	return workflow.WithActivityOptions(ctx, sharedOptions)
+}
+
+func withPrepare(ctx workflow.Context) workflow.Context {
+	return workflow.WithActivityOptions(ctx, prepareOptions)
+}
+
+// withHost routes an activity to the host task queue of the worker holding the
+// Session's runtime connection.
+func withHost(ctx workflow.Context, queue string, startToClose time.Duration) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue:              queue,
+		ScheduleToStartTimeout: HostScheduleToStart,
+		StartToCloseTimeout:    startToClose,
+		RetryPolicy:            hostRetry,
+	})
+}
+
+// withRelay is the long-running Relay on the host queue: one attempt, heartbeats,
+// and the workflow waits for its clean-up when it cancels it.
+func withRelay(ctx workflow.Context, queue string) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue:              queue,
+		ScheduleToStartTimeout: HostScheduleToStart,
+		StartToCloseTimeout:    365 * 24 * time.Hour,
+		HeartbeatTimeout:       RelayHeartbeatTimeout,
+		WaitForCancellation:    true,
+		RetryPolicy:            &temporal.RetryPolicy{MaximumAttempts: 1},
+	})
+}
+
+// errorType names a failure the workflow switches on: an application error's type,
+// "Timeout" for a timeout (a host worker that stopped polling or heartbeating), or "".
+func errorType(err error) string {
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) {
+		return app.Type()
+	}
+	var timeout *temporal.TimeoutError
+	if errors.As(err, &timeout) {
+		return "Timeout"
+	}
+	var canceled *temporal.CanceledError
+	if errors.As(err, &canceled) {
+		return "Canceled"
+	}
+	return ""
+}

@@ -1,0 +1,282 @@
+package workflows
+
+import (
+	"time"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/astrabox/astrabox/activities"
+)
+
+// maxFailures is how many consecutive failed attempts to bring a runtime up (each
+// already retried by its activity's policy) terminate the runtime until recovered.
+const maxFailures = 3
+
+// maxReconnects is how many consecutive Relay ends without progress are tolerated
+// before the runtime is declared offline.
+const maxReconnects = 5
+
+// load reads the Session on a fresh start and derives the phase. done is true when
+// the Session needs no workflow (unknown, archived or deleted).
+func (w *sessionWorkflow) load(ctx workflow.Context) (done bool, err error) {
+	var facts activities.SessionFacts
+	err = workflow.ExecuteActivity(withShared(ctx), act.LoadSession, activities.SessionRef{SessionID: w.s.SessionID}).Get(ctx, &facts)
+	if errorType(err) == activities.ErrTypeSessionGone {
+		return true, nil
+	}
+	if err != nil {
+		return true, err
+	}
+	w.s.AgentID, w.s.EngineKind = facts.AgentID, facts.EngineKind
+	w.s.IdleReleaseSeconds = facts.IdleReleaseSeconds
+	w.s.Placement = facts.Placement
+	switch {
+	case facts.Lifecycle == "deleted":
+		w.s.Work.Delete = true
+	case facts.Archived:
+		w.s.Work.Archive = true
+	case facts.Lifecycle == "terminated":
+		w.s.Phase = PhaseTerminated
+	case facts.RuntimeUnavailable:
+		w.s.Phase = PhaseReleased
+	case facts.Placement.SandboxID != "" && facts.Lifecycle == "active":
+		// An earlier run placed a runtime: connect to it again if its box lives.
+		w.s.Phase, w.s.Need = PhaseCreating, NeedReconnect
+	default:
+		w.s.Phase, w.s.Need = PhaseCreating, NeedFresh
+	}
+	return false, nil
+}
+
+// bringUp prepares a box (fresh or the current one) and activates the runtime on the
+// host task queue of the worker that prepared it. A box found lost is reconciled and
+// replaced; repeated failures terminate the runtime until a recover signal.
+func (w *sessionWorkflow) bringUp(ctx workflow.Context) {
+	log := workflow.GetLogger(ctx)
+	w.stopRelay(ctx)
+	mode := activities.PrepareFresh
+	if w.s.Need == NeedReconnect {
+		mode = activities.PrepareReconnect
+	}
+	var prep activities.PrepareResult
+	err := workflow.ExecuteActivity(withPrepare(ctx), act.PrepareRuntime, activities.PrepareRequest{SessionID: w.s.SessionID, Mode: mode}).Get(ctx, &prep)
+	switch errorType(err) {
+	case "":
+	case activities.ErrTypeRuntimeLost:
+		log.Info("box lost; reconciling and replacing it", "sandbox_id", w.s.Placement.SandboxID)
+		w.reconcileLost(ctx)
+		w.s.Need = NeedFresh
+		w.setPhase(ctx, PhaseCreating)
+		return
+	case activities.ErrTypeSessionGone:
+		w.s.Work.Archive = true
+		return
+	default:
+		log.Warn("prepare runtime", "error", err)
+		w.failed(ctx)
+		return
+	}
+	if prep.EngineKind != "" && prep.EngineKind != w.s.EngineKind {
+		w.s.EngineKind = prep.EngineKind
+		w.upsertSearch(ctx)
+	}
+	var activated activities.ActivateResult
+	err = workflow.ExecuteActivity(withHost(ctx, prep.Placement.HostTaskQueue, 3*time.Minute), act.ActivateRuntime, activities.ActivateRequest{
+		SessionID:         w.s.SessionID,
+		SandboxID:         prep.Placement.SandboxID,
+		RuntimeGeneration: prep.Placement.RuntimeGeneration,
+		AttachMode:        prep.AttachMode,
+	}).Get(ctx, &activated)
+	switch errorType(err) {
+	case "":
+	case activities.ErrTypeRuntimeLost:
+		w.s.Placement = prep.Placement
+		w.reconcileLost(ctx)
+		w.s.Need = NeedFresh
+		return
+	default:
+		log.Warn("activate runtime", "error", err)
+		w.s.Placement = prep.Placement
+		w.failed(ctx)
+		return
+	}
+	w.s.Placement = prep.Placement
+	w.s.Placement.HostTaskQueue = activated.HostTaskQueue
+	w.s.Need, w.s.Failures = NeedNone, 0
+	// Custody: whatever is held goes to the new runtime; its mode was applied on connect.
+	w.s.Work.Deliver, w.s.Work.PermissionMode = true, false
+	w.setPhase(ctx, PhaseActive)
+}
+
+// failed counts a failed bring-up; too many terminate the runtime.
+func (w *sessionWorkflow) failed(ctx workflow.Context) {
+	w.s.Failures++
+	if w.s.Failures < maxFailures {
+		if w.s.Need == NeedNone {
+			w.s.Need = NeedReconnect
+		}
+		return
+	}
+	w.terminate(ctx)
+}
+
+// terminate records the runtime offline (TERMINATED) until a recover signal.
+func (w *sessionWorkflow) terminate(ctx workflow.Context) {
+	w.stopRelay(ctx)
+	if err := workflow.ExecuteActivity(withShared(ctx), act.MarkTerminated, activities.SessionRef{SessionID: w.s.SessionID}).Get(ctx, nil); err != nil {
+		workflow.GetLogger(ctx).Warn("mark terminated", "error", err)
+	}
+	w.s.Need, w.s.Failures, w.s.Reconnects = NeedNone, 0, 0
+	w.setPhase(ctx, PhaseTerminated)
+}
+
+// reconcileLost settles the records of a runtime confirmed lost.
+func (w *sessionWorkflow) reconcileLost(ctx workflow.Context) {
+	w.stopRelay(ctx)
+	err := workflow.ExecuteActivity(withShared(ctx), act.ReconcileLostRuntime, activities.ReconcileRequest{SessionID: w.s.SessionID}).Get(ctx, nil)
+	if err != nil {
+		workflow.GetLogger(ctx).Warn("reconcile lost runtime", "error", err)
+	}
+	w.s.Placement.SandboxID, w.s.Placement.HostTaskQueue = "", ""
+}
+
+// startRelay starts the Session's reader on the host queue holding its connection.
+func (w *sessionWorkflow) startRelay(ctx workflow.Context) {
+	rctx, cancel := workflow.WithCancel(ctx)
+	h := &relayHandle{cancel: cancel}
+	f := workflow.ExecuteActivity(withRelay(rctx, w.s.Placement.HostTaskQueue), act.Relay, w.runtimeRef())
+	workflow.Go(ctx, func(gctx workflow.Context) {
+		h.err = f.Get(gctx, &h.result)
+		h.done = true
+	})
+	w.relay = h
+}
+
+// stopRelay cancels the Relay, if one runs, and waits for its clean-up.
+func (w *sessionWorkflow) stopRelay(ctx workflow.Context) {
+	h := w.relay
+	if h == nil {
+		return
+	}
+	w.relay = nil
+	if !h.done {
+		h.cancel()
+		_ = workflow.Await(ctx, func() bool { return h.done })
+	}
+}
+
+// relayEnded decides what follows a Relay that ended on its own: every end means the
+// connection is gone, so reconnect; PrepareRuntime then tells a live box from a lost one.
+func (w *sessionWorkflow) relayEnded(ctx workflow.Context) {
+	h := w.relay
+	w.relay = nil
+	if h.result.ThroughSeq > w.s.ThroughSeq {
+		w.s.ThroughSeq, w.s.Reconnects = h.result.ThroughSeq, 0
+	}
+	w.s.Reconnects++
+	workflow.GetLogger(ctx).Info("relay ended", "end", h.result.End, "error", h.err, "reconnects", w.s.Reconnects)
+	if w.s.Reconnects > maxReconnects {
+		w.terminate(ctx)
+		return
+	}
+	w.s.Need = NeedReconnect
+	w.setPhase(ctx, PhaseCreating)
+}
+
+// handOver passes the work signals asked for to the live runtime: interrupt first (it
+// does not withdraw held inputs), then the permission mode, answers, and held inputs.
+// A host that no longer answers means the connection is gone: reconnect and keep the work.
+func (w *sessionWorkflow) handOver(ctx workflow.Context) {
+	hctx := withHost(ctx, w.s.Placement.HostTaskQueue, time.Minute)
+	ref := w.runtimeRef()
+	if in := w.s.Work.Interrupt; in != nil {
+		w.s.Work.Interrupt = nil
+		err := workflow.ExecuteActivity(hctx, act.Interrupt, activities.InterruptRequest{
+			SessionID: ref.SessionID, RuntimeGeneration: ref.RuntimeGeneration, CancelQueued: in.CancelQueued,
+		}).Get(ctx, nil)
+		if w.hostGone(ctx, err) {
+			return
+		}
+	}
+	if w.s.Work.PermissionMode {
+		w.s.Work.PermissionMode = false
+		if w.hostGone(ctx, workflow.ExecuteActivity(hctx, act.SetPermissionMode, ref).Get(ctx, nil)) {
+			return
+		}
+	}
+	for len(w.s.Work.Answers) > 0 {
+		id := w.s.Work.Answers[0]
+		err := workflow.ExecuteActivity(hctx, act.Answer, activities.AnswerRequest{
+			SessionID: ref.SessionID, RuntimeGeneration: ref.RuntimeGeneration, InteractionID: id,
+		}).Get(ctx, nil)
+		if w.hostGone(ctx, err) {
+			return
+		}
+		w.s.Work.Answers = w.s.Work.Answers[1:]
+	}
+	if w.s.Work.Deliver {
+		w.s.Work.Deliver = false
+		err := workflow.ExecuteActivity(hctx, act.Deliver, ref).Get(ctx, nil)
+		if w.hostGone(ctx, err) {
+			w.s.Work.Deliver = true
+		}
+	}
+}
+
+// hostGone reports a host activity failure that means the connection is gone, and
+// schedules a reconnect; other failures are logged and the work dropped (the runtime
+// refused it, and PostgreSQL keeps the facts).
+func (w *sessionWorkflow) hostGone(ctx workflow.Context, err error) bool {
+	switch errorType(err) {
+	case "":
+		return false
+	case activities.ErrTypeNoLiveRuntime, "Timeout":
+		w.stopRelay(ctx)
+		w.s.Need = NeedReconnect
+		w.setPhase(ctx, PhaseCreating)
+		return true
+	default:
+		workflow.GetLogger(ctx).Warn("host activity failed", "error", err)
+		return false
+	}
+}
+
+// releaseBox stops the Relay, closes the connection, frees the box and settles what
+// the released runtime left open; the next input starts a new box.
+func (w *sessionWorkflow) releaseBox(ctx workflow.Context) {
+	w.stopRelay(ctx)
+	if q := w.s.Placement.HostTaskQueue; q != "" {
+		// Best effort: a dead host has no connection to close.
+		_ = workflow.ExecuteActivity(withHost(ctx, q, 30*time.Second), act.Disconnect, activities.SessionRef{SessionID: w.s.SessionID}).Get(ctx, nil)
+	}
+	err := workflow.ExecuteActivity(withShared(ctx), act.Release, activities.ReleaseRequest{SessionID: w.s.SessionID, SandboxID: w.s.Placement.SandboxID}).Get(ctx, nil)
+	if err != nil {
+		workflow.GetLogger(ctx).Warn("release box", "error", err)
+	}
+	w.reconcileLost(ctx)
+	w.s.Need = NeedNone
+	w.setPhase(ctx, PhaseReleased)
+}
+
+// end archives or deletes: the box is released, held inputs fail with
+// CONVERSATION_ENDED, and the workflow completes.
+func (w *sessionWorkflow) end(ctx workflow.Context) error {
+	if w.s.Placement.SandboxID != "" || w.s.Phase == PhaseActive {
+		w.releaseBox(ctx)
+	}
+	var res activities.EndResult
+	err := workflow.ExecuteActivity(withShared(ctx), act.EndConversation, activities.EndRequest{SessionID: w.s.SessionID, Delete: w.s.Work.Delete}).Get(ctx, &res)
+	if err != nil && errorType(err) != activities.ErrTypeSessionGone {
+		return err
+	}
+	if w.s.Work.Delete {
+		w.setPhase(ctx, PhaseDeleted)
+	} else {
+		w.setPhase(ctx, PhaseArchived)
+	}
+	return nil
+}
+
+func (w *sessionWorkflow) runtimeRef() activities.RuntimeRef {
+	return activities.RuntimeRef{SessionID: w.s.SessionID, RuntimeGeneration: w.s.Placement.RuntimeGeneration}
+}

@@ -1,0 +1,226 @@
+package workflows
+
+import (
+	"time"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/astrabox/astrabox/activities"
+)
+
+// QuerySessionState is the query that returns the workflow's SessionState.
+const QuerySessionState = "session-state"
+
+// act is the typed receiver of activity method references; activities run on workers,
+// never through this value.
+var act *activities.Activities
+
+// sessionWorkflow is one Session's entity workflow: one state struct and a run loop.
+type sessionWorkflow struct {
+	s     SessionState
+	relay *relayHandle
+
+	inputs       workflow.ReceiveChannel
+	answers      workflow.ReceiveChannel
+	interrupts   workflow.ReceiveChannel
+	permissions  workflow.ReceiveChannel
+	lifecycles   workflow.ReceiveChannel
+	startedFresh bool
+}
+
+// relayHandle follows the running Relay activity.
+type relayHandle struct {
+	cancel workflow.CancelFunc
+	done   bool
+	result activities.RelayResult
+	err    error
+}
+
+// SessionWorkflow runs one Session: it brings its runtime up, keeps a Relay reading
+// it, hands over inputs, answers, interrupts and permission modes, recovers from lost
+// connections and lost boxes, releases an idle box, and ends on archive or delete.
+func SessionWorkflow(ctx workflow.Context, start SessionStart) error {
+	w, err := newSessionWorkflow(ctx, start)
+	if err != nil {
+		return err
+	}
+	return w.run(ctx)
+}
+
+// newSessionWorkflow builds the workflow and registers its handlers: signal listeners
+// that only record work in the state, and the state query.
+func newSessionWorkflow(ctx workflow.Context, start SessionStart) (*sessionWorkflow, error) {
+	w := &sessionWorkflow{
+		inputs:      workflow.GetSignalChannel(ctx, SignalInputAccepted),
+		answers:     workflow.GetSignalChannel(ctx, SignalInteractionAnswered),
+		interrupts:  workflow.GetSignalChannel(ctx, SignalInterrupt),
+		permissions: workflow.GetSignalChannel(ctx, SignalPermissionModeChanged),
+		lifecycles:  workflow.GetSignalChannel(ctx, SignalLifecycle),
+	}
+	if start.Carry != nil {
+		w.s = *start.Carry
+	} else {
+		w.s = SessionState{SessionID: start.SessionID}
+		w.startedFresh = true
+	}
+	if err := workflow.SetQueryHandler(ctx, QuerySessionState, func() (SessionState, error) { return w.s, nil }); err != nil {
+		return nil, err
+	}
+	listen(ctx, w.inputs, func(InputAccepted) { w.s.Work.Deliver = true })
+	listen(ctx, w.answers, func(a InteractionAnswered) { w.s.Work.addAnswer(a.InteractionID) })
+	listen(ctx, w.interrupts, func(in Interrupt) { w.s.Work.addInterrupt(in) })
+	listen(ctx, w.permissions, func(PermissionModeChanged) { w.s.Work.PermissionMode = true })
+	listen(ctx, w.lifecycles, func(l Lifecycle) { w.s.Work.addLifecycle(l) })
+	return w, nil
+}
+
+// listen records every signal of a channel with apply; the run loop awaits the state.
+func listen[T any](ctx workflow.Context, ch workflow.ReceiveChannel, apply func(T)) {
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		for {
+			var v T
+			ch.Receive(ctx, &v)
+			apply(v)
+		}
+	})
+}
+
+// drainSignals moves every signal still buffered into the state, before
+// continue-as-new (unread signals would be lost otherwise).
+func (w *sessionWorkflow) drainSignals() {
+	drain(w.inputs, func(InputAccepted) { w.s.Work.Deliver = true })
+	drain(w.answers, func(a InteractionAnswered) { w.s.Work.addAnswer(a.InteractionID) })
+	drain(w.interrupts, func(in Interrupt) { w.s.Work.addInterrupt(in) })
+	drain(w.permissions, func(PermissionModeChanged) { w.s.Work.PermissionMode = true })
+	drain(w.lifecycles, func(l Lifecycle) { w.s.Work.addLifecycle(l) })
+}
+
+func drain[T any](ch workflow.ReceiveChannel, apply func(T)) {
+	for {
+		var v T
+		if !ch.ReceiveAsync(&v) {
+			return
+		}
+		apply(v)
+	}
+}
+
+// run is the loop: each turn does the most urgent thing the state asks for, then
+// waits for the state to change.
+func (w *sessionWorkflow) run(ctx workflow.Context) error {
+	if w.startedFresh {
+		if done, err := w.load(ctx); done || err != nil {
+			return err
+		}
+	}
+	w.upsertSearch(ctx)
+	for {
+		switch {
+		case w.s.Work.ending():
+			return w.end(ctx)
+		case w.s.Phase == PhaseTerminated:
+			if w.s.Work.Recover {
+				w.s.Work.Recover = false
+				w.s.Failures = 0
+				w.setPhase(ctx, PhaseCreating)
+				w.s.Need = NeedFresh
+				continue
+			}
+		case w.s.Work.Release:
+			w.s.Work.Release = false
+			if w.s.Phase == PhaseActive || w.s.Placement.SandboxID != "" {
+				w.releaseBox(ctx)
+			}
+			continue
+		case w.s.Phase == PhaseReleased && w.s.Work.Deliver:
+			w.setPhase(ctx, PhaseCreating)
+			w.s.Need = NeedFresh
+			continue
+		case w.s.Need != NeedNone && w.s.Phase != PhaseReleased:
+			w.bringUp(ctx)
+			continue
+		case w.relay != nil && w.relay.done:
+			w.relayEnded(ctx)
+			continue
+		case workflow.GetInfo(ctx).GetContinueAsNewSuggested():
+			// The new run hands over what is pending; it starts from a short history.
+			return w.continueAsNew(ctx)
+		case w.s.Phase == PhaseActive && w.relay == nil:
+			w.startRelay(ctx)
+			continue
+		case w.s.Phase == PhaseActive && w.s.Work.hostWork():
+			w.handOver(ctx)
+			continue
+		}
+		w.s.Work.Recover = false
+		if w.s.Phase == PhaseReleased || w.s.Phase == PhaseTerminated {
+			// Nothing can reach a runtime that is not there; the stored mode is
+			// applied when the next runtime connects.
+			w.s.Work.Answers, w.s.Work.Interrupt, w.s.Work.PermissionMode = nil, nil, false
+		}
+		if err := w.wait(ctx); err != nil {
+			return err
+		}
+	}
+}
+
+// wake reports whether the loop has something to do.
+func (w *sessionWorkflow) wake(ctx workflow.Context) bool {
+	s := w.s
+	switch {
+	case s.Work.ending(), s.Work.Release, s.Need != NeedNone:
+		return true
+	case s.Phase == PhaseTerminated:
+		return s.Work.Recover
+	case s.Phase == PhaseReleased:
+		return s.Work.Deliver
+	case w.relay != nil && w.relay.done:
+		return true
+	case s.Phase == PhaseActive && (s.Work.hostWork() || w.relay == nil):
+		return true
+	}
+	return workflow.GetInfo(ctx).GetContinueAsNewSuggested()
+}
+
+// wait blocks until the state asks for something; an active Session that stays quiet
+// for the idle period is checked for idleness and its box released.
+func (w *sessionWorkflow) wait(ctx workflow.Context) error {
+	cond := func() bool { return w.wake(ctx) }
+	if w.s.Phase != PhaseActive || w.s.IdleReleaseSeconds <= 0 {
+		return workflow.Await(ctx, cond)
+	}
+	woke, err := workflow.AwaitWithTimeout(ctx, time.Duration(w.s.IdleReleaseSeconds)*time.Second, cond)
+	if err != nil || woke {
+		return err
+	}
+	var idle activities.IdleResult
+	if err := workflow.ExecuteActivity(withShared(ctx), act.CheckIdle, activities.SessionRef{SessionID: w.s.SessionID}).Get(ctx, &idle); err != nil {
+		workflow.GetLogger(ctx).Warn("check idle", "error", err)
+		return nil
+	}
+	if idle.Idle && !w.wake(ctx) {
+		w.releaseBox(ctx)
+	}
+	return nil
+}
+
+// continueAsNew hands the state to a new run: the Relay is stopped (the next run
+// starts it again on the same host queue), handlers finish, and every buffered signal
+// is drained into the carried state.
+func (w *sessionWorkflow) continueAsNew(ctx workflow.Context) error {
+	w.stopRelay(ctx)
+	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+		return err
+	}
+	w.drainSignals()
+	carry := w.s
+	return workflow.NewContinueAsNewError(ctx, SessionWorkflowName, SessionStart{SessionID: w.s.SessionID, Carry: &carry})
+}
+
+func (w *sessionWorkflow) setPhase(ctx workflow.Context, p Phase) {
+	if w.s.Phase == p {
+		return
+	}
+	w.s.Phase = p
+	w.upsertSearch(ctx)
+}

@@ -1,0 +1,215 @@
+package workflows
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/astrabox/astrabox/activities"
+)
+
+const testHostQueue = "astrabox/host/test-1"
+
+// harness is a test environment whose activities are mocks that record their calls.
+type harness struct {
+	t     *testing.T
+	env   *testsuite.TestWorkflowEnvironment
+	mu    sync.Mutex
+	calls []string
+	facts activities.SessionFacts
+	gen   int64
+	// relayEnds feeds how each Relay ends; a Relay with nothing queued runs until
+	// it is cancelled.
+	relayEnds chan relayEnd
+	// Overrides of the default mocks, set before run.
+	prepare func(context.Context, activities.PrepareRequest) (activities.PrepareResult, error)
+	relay   func(context.Context, activities.RuntimeRef) (activities.RelayResult, error)
+	deliver func(context.Context, activities.RuntimeRef) (activities.DeliverResult, error)
+	answer  func(context.Context, activities.AnswerRequest) error
+}
+
+type relayEnd struct {
+	res activities.RelayResult
+	err error
+}
+
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	var suite testsuite.WorkflowTestSuite
+	h := &harness{t: t, env: suite.NewTestWorkflowEnvironment(), relayEnds: make(chan relayEnd, 8)}
+	h.env.SetTestTimeout(30 * time.Second)
+	Register(h.env)
+	stub := &activities.Activities{} // only its method names matter: every call is mocked
+	stub.RegisterShared(h.env)
+	stub.RegisterHost(h.env)
+	h.facts = activities.SessionFacts{AgentID: "agent-1", EngineKind: "scripted", Lifecycle: "creating"}
+	h.env.OnActivity(act.LoadSession, mock.Anything, mock.Anything).Return(func(context.Context, activities.SessionRef) (activities.SessionFacts, error) {
+		h.record("LoadSession")
+		return h.facts, nil
+	}).Maybe()
+	h.env.OnActivity(act.PrepareRuntime, mock.Anything, mock.Anything).Return(func(ctx context.Context, req activities.PrepareRequest) (activities.PrepareResult, error) {
+		if h.prepare != nil {
+			return h.prepare(ctx, req)
+		}
+		h.record("PrepareRuntime:" + string(req.Mode))
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if req.Mode == activities.PrepareFresh {
+			h.gen++
+		}
+		attach := ""
+		if req.Mode == activities.PrepareReconnect {
+			attach = "reconnect"
+		} else if h.gen > 1 {
+			attach = "restore"
+		}
+		return activities.PrepareResult{
+			Placement:  activities.Placement{SandboxID: fmt.Sprintf("box-%d", h.gen), HostTaskQueue: testHostQueue, RuntimeGeneration: h.gen},
+			AttachMode: attach, EngineKind: "scripted",
+		}, nil
+	}).Maybe()
+	h.env.OnActivity(act.ActivateRuntime, mock.Anything, mock.Anything).Return(func(_ context.Context, req activities.ActivateRequest) (activities.ActivateResult, error) {
+		h.record(fmt.Sprintf("ActivateRuntime:%s:%d:%s", req.SandboxID, req.RuntimeGeneration, req.AttachMode))
+		return activities.ActivateResult{HostTaskQueue: testHostQueue}, nil
+	}).Maybe()
+	h.env.OnActivity(act.Relay, mock.Anything, mock.Anything).Return(func(ctx context.Context, ref activities.RuntimeRef) (activities.RelayResult, error) {
+		if h.relay != nil {
+			return h.relay(ctx, ref)
+		}
+		h.record(fmt.Sprintf("Relay:%d", ref.RuntimeGeneration))
+		select {
+		case end := <-h.relayEnds:
+			return end.res, end.err
+		case <-ctx.Done():
+			return activities.RelayResult{}, ctx.Err()
+		}
+	}).Maybe()
+	simple := func(name string) func(context.Context, activities.RuntimeRef) error {
+		return func(context.Context, activities.RuntimeRef) error { h.record(name); return nil }
+	}
+	h.env.OnActivity(act.Deliver, mock.Anything, mock.Anything).Return(func(ctx context.Context, ref activities.RuntimeRef) (activities.DeliverResult, error) {
+		if h.deliver != nil {
+			return h.deliver(ctx, ref)
+		}
+		return activities.DeliverResult{}, simple("Deliver")(ctx, ref)
+	}).Maybe()
+	h.env.OnActivity(act.SetPermissionMode, mock.Anything, mock.Anything).Return(simple("SetPermissionMode")).Maybe()
+	h.env.OnActivity(act.Interrupt, mock.Anything, mock.Anything).Return(func(_ context.Context, req activities.InterruptRequest) error {
+		h.record(fmt.Sprintf("Interrupt:%v", req.CancelQueued))
+		return nil
+	}).Maybe()
+	h.env.OnActivity(act.Answer, mock.Anything, mock.Anything).Return(func(ctx context.Context, req activities.AnswerRequest) error {
+		if h.answer != nil {
+			return h.answer(ctx, req)
+		}
+		h.record("Answer:" + req.InteractionID)
+		return nil
+	}).Maybe()
+	h.env.OnActivity(act.Disconnect, mock.Anything, mock.Anything).Return(func(context.Context, activities.SessionRef) error {
+		h.record("Disconnect")
+		return nil
+	}).Maybe()
+	h.env.OnActivity(act.Release, mock.Anything, mock.Anything).Return(func(_ context.Context, req activities.ReleaseRequest) error {
+		h.record("Release:" + req.SandboxID)
+		return nil
+	}).Maybe()
+	h.env.OnActivity(act.ReconcileLostRuntime, mock.Anything, mock.Anything).Return(func(context.Context, activities.ReconcileRequest) error {
+		h.record("ReconcileLostRuntime")
+		return nil
+	}).Maybe()
+	h.env.OnActivity(act.CheckIdle, mock.Anything, mock.Anything).Return(func(context.Context, activities.SessionRef) (activities.IdleResult, error) {
+		h.record("CheckIdle")
+		return activities.IdleResult{Idle: true}, nil
+	}).Maybe()
+	h.env.OnActivity(act.EndConversation, mock.Anything, mock.Anything).Return(func(_ context.Context, req activities.EndRequest) (activities.EndResult, error) {
+		h.record(fmt.Sprintf("EndConversation:delete=%v", req.Delete))
+		return activities.EndResult{}, nil
+	}).Maybe()
+	h.env.OnActivity(act.MarkTerminated, mock.Anything, mock.Anything).Return(func(context.Context, activities.SessionRef) error {
+		h.record("MarkTerminated")
+		return nil
+	}).Maybe()
+	return h
+}
+
+func (h *harness) record(call string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.calls = append(h.calls, call)
+}
+
+func (h *harness) recorded() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.calls)
+}
+
+// at runs fn at d of workflow time.
+func (h *harness) at(d time.Duration, fn func()) { h.env.RegisterDelayedCallback(fn, d) }
+
+func (h *harness) signal(name string, v any) func() {
+	return func() { h.env.SignalWorkflow(name, v) }
+}
+
+func (h *harness) run(start SessionStart) {
+	h.env.ExecuteWorkflow(SessionWorkflowName, start)
+	require.True(h.t, h.env.IsWorkflowCompleted(), "workflow did not complete")
+}
+
+func (h *harness) state() SessionState {
+	v, err := h.env.QueryWorkflow(QuerySessionState)
+	require.NoError(h.t, err)
+	var s SessionState
+	require.NoError(h.t, v.Get(&s))
+	return s
+}
+
+// requireInOrder checks that want appear in calls in this order (others may interleave).
+func requireInOrder(t *testing.T, calls []string, want ...string) {
+	t.Helper()
+	i := 0
+	for _, c := range calls {
+		if i < len(want) && c == want[i] {
+			i++
+		}
+	}
+	require.Equalf(t, len(want), i, "calls %v\nwant in order %v (missing %v)", calls, want, want[min(i, len(want)-1)])
+}
+
+func count(calls []string, prefix string) int {
+	n := 0
+	for _, c := range calls {
+		if strings.HasPrefix(c, prefix) {
+			n++
+		}
+	}
+	return n
+}
+
+func nonRetryable(typ string) error {
+	return temporal.NewNonRetryableApplicationError("test: "+typ, typ, nil)
+}
+
+func decodeCarry(t *testing.T, err error) SessionStart {
+	t.Helper()
+	var can *workflow.ContinueAsNewError
+	require.ErrorAs(t, err, &can)
+	require.Equal(t, SessionWorkflowName, can.WorkflowType.Name)
+	var start SessionStart
+	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &start))
+	require.NotNil(t, start.Carry)
+	return start
+}
+
+func boxName(gen int64) string { return fmt.Sprintf("box-%d", gen) }

@@ -1,0 +1,112 @@
+package workflows
+
+import "github.com/astrabox/astrabox/activities"
+
+// Phase is where the workflow is in a Session's lifecycle. It is what the workflow
+// itself knows; READY / PROCESSING / WAITING_INPUT are derived from PostgreSQL by the
+// API and never kept here (invariant 6).
+type Phase string
+
+// The phases.
+const (
+	// PhaseCreating: no live runtime yet; one is being prepared or reconnected.
+	PhaseCreating Phase = "CREATING"
+	// PhaseActive: a runtime is live and a Relay reads it.
+	PhaseActive Phase = "ACTIVE"
+	// PhaseReleased: the box was released (idle or on request); the next input starts
+	// a new box that resumes the conversation.
+	PhaseReleased Phase = "RELEASED"
+	// PhaseTerminated: the runtime is offline until a recover signal.
+	PhaseTerminated Phase = "TERMINATED"
+	// PhaseArchived and PhaseDeleted end the workflow.
+	PhaseArchived Phase = "ARCHIVED"
+	PhaseDeleted  Phase = "DELETED"
+)
+
+// RuntimeNeed says what the run loop must do to have a live runtime.
+type RuntimeNeed string
+
+// The runtime needs.
+const (
+	NeedNone RuntimeNeed = ""
+	// NeedFresh: claim or create a box (restoring the conversation if it exists).
+	NeedFresh RuntimeNeed = "fresh"
+	// NeedReconnect: connect again to the current box, if it still lives.
+	NeedReconnect RuntimeNeed = "reconnect"
+)
+
+// SessionState is the workflow's whole state: placement, flags, and the ids of work to
+// hand over. Durable facts stay in PostgreSQL. It is carried across continue-as-new.
+type SessionState struct {
+	SessionID  string               `json:"session_id"`
+	AgentID    string               `json:"agent_id"`
+	EngineKind string               `json:"engine_kind"`
+	Phase      Phase                `json:"phase"`
+	Need       RuntimeNeed          `json:"need,omitempty"`
+	Placement  activities.Placement `json:"placement"`
+	// IdleReleaseSeconds is the idle period before the box is released (0: never).
+	IdleReleaseSeconds int64 `json:"idle_release_seconds"`
+	// Failures counts consecutive failed attempts to bring a runtime up; too many
+	// terminate the runtime until a recover signal.
+	Failures int `json:"failures,omitempty"`
+	// Reconnects counts consecutive Relay ends without progress.
+	Reconnects int   `json:"reconnects,omitempty"`
+	ThroughSeq int64 `json:"through_seq,omitempty"`
+	Work       Work  `json:"work"`
+}
+
+// Work is what signals asked for and the loop has not done yet.
+type Work struct {
+	// Deliver: held inputs may wait; hand them to the runtime.
+	Deliver bool `json:"deliver,omitempty"`
+	// Answers are interactions whose saved answers go to the runtime.
+	Answers []string `json:"answers,omitempty"`
+	// Interrupt, when set, stops the response in progress.
+	Interrupt *Interrupt `json:"interrupt,omitempty"`
+	// PermissionMode: apply the Session's stored mode.
+	PermissionMode bool `json:"permission_mode,omitempty"`
+	Archive        bool `json:"archive,omitempty"`
+	Delete         bool `json:"delete,omitempty"`
+	Recover        bool `json:"recover,omitempty"`
+	Release        bool `json:"release,omitempty"`
+}
+
+// hostWork reports work that needs the live runtime.
+func (w Work) hostWork() bool {
+	return w.Deliver || len(w.Answers) > 0 || w.Interrupt != nil || w.PermissionMode
+}
+
+// ending reports an archive or delete request.
+func (w Work) ending() bool { return w.Archive || w.Delete }
+
+// addAnswer records an interaction to answer once.
+func (w *Work) addAnswer(id string) {
+	for _, have := range w.Answers {
+		if have == id {
+			return
+		}
+	}
+	w.Answers = append(w.Answers, id)
+}
+
+// addInterrupt merges an interrupt request: cancel_queued sticks once asked.
+func (w *Work) addInterrupt(in Interrupt) {
+	if w.Interrupt != nil && w.Interrupt.CancelQueued {
+		in.CancelQueued = true
+	}
+	w.Interrupt = &in
+}
+
+// addLifecycle records a lifecycle request.
+func (w *Work) addLifecycle(l Lifecycle) {
+	switch l.Action {
+	case LifecycleArchive:
+		w.Archive = true
+	case LifecycleDelete:
+		w.Delete = true
+	case LifecycleRecover:
+		w.Recover = true
+	case LifecycleRelease:
+		w.Release = true
+	}
+}

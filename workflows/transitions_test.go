@@ -1,0 +1,300 @@
+package workflows
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/astrabox/astrabox/activities"
+)
+
+// step spaces the test's signals. While a Relay runs the test environment fires
+// timers on the wall clock, so steps are short real durations.
+const step = 400 * time.Millisecond
+
+func TestCreatingToActiveHandsOverInputSentWhileCreating(t *testing.T) {
+	h := newHarness(t)
+	// The input arrives before the runtime is up: it is kept and delivered once ready.
+	h.at(0, h.signal(SignalInputAccepted, InputAccepted{InputID: "in-1"}))
+	h.at(step, func() {
+		s := h.state()
+		require.Equal(t, PhaseActive, s.Phase)
+		require.Equal(t, testHostQueue, s.Placement.HostTaskQueue)
+		require.False(t, s.Work.Deliver)
+	})
+	h.at(2*step, h.signal(SignalInputAccepted, InputAccepted{InputID: "in-2"}))
+	h.at(3*step, h.signal(SignalLifecycle, Lifecycle{Action: LifecycleDelete}))
+	h.run(SessionStart{SessionID: "s-1"})
+	require.NoError(t, h.env.GetWorkflowError())
+	calls := h.recorded()
+	requireInOrder(t, calls, "LoadSession", "PrepareRuntime:fresh", "ActivateRuntime:box-1:1:", "Deliver",
+		"Deliver", "Disconnect", "Release:box-1", "ReconcileLostRuntime", "EndConversation:delete=true")
+	require.Equal(t, 2, count(calls, "Deliver"), "a repeated signal re-reads and delivers; nothing else delivers")
+}
+
+func TestHandOverInterruptAnswerAndPermissionMode(t *testing.T) {
+	h := newHarness(t)
+	h.at(step, h.signal(SignalInterrupt, Interrupt{CancelQueued: true, RequestID: "r-1"}))
+	h.at(2*step, h.signal(SignalInteractionAnswered, InteractionAnswered{InteractionID: "int-1"}))
+	h.at(3*step, h.signal(SignalPermissionModeChanged, PermissionModeChanged{PermissionMode: "plan"}))
+	h.at(4*step, h.signal(SignalLifecycle, Lifecycle{Action: LifecycleArchive}))
+	h.run(SessionStart{SessionID: "s-2"})
+	require.NoError(t, h.env.GetWorkflowError())
+	calls := h.recorded()
+	requireInOrder(t, calls, "Relay:1", "Interrupt:true", "Answer:int-1", "SetPermissionMode", "EndConversation:delete=false")
+	require.Equal(t, 0, count(calls, "PrepareRuntime:reconnect"), "hand-over keeps the Relay and the runtime")
+}
+
+func TestAnswerThatIsNotOpenIsDropped(t *testing.T) {
+	h := newHarness(t)
+	h.answer = func(context.Context, activities.AnswerRequest) error { return nonRetryable(activities.ErrTypeInteractionNotOpen) }
+	h.at(step, h.signal(SignalInteractionAnswered, InteractionAnswered{InteractionID: "int-9"}))
+	h.at(2*step, func() { require.Empty(t, h.state().Work.Answers) })
+	h.at(3*step, h.signal(SignalLifecycle, Lifecycle{Action: LifecycleDelete}))
+	h.run(SessionStart{SessionID: "s-3"})
+	require.NoError(t, h.env.GetWorkflowError())
+}
+
+func TestLostConnectionReconnectsToTheSameBox(t *testing.T) {
+	h := newHarness(t)
+	h.at(step, func() {
+		h.relayEnds <- relayEnd{res: activities.RelayResult{End: activities.RelayConnectionLost, ThroughSeq: 7}}
+	})
+	h.at(5*step, func() {
+		s := h.state()
+		require.Equal(t, PhaseActive, s.Phase)
+		require.Equal(t, int64(1), s.Placement.RuntimeGeneration, "a reconnect keeps the runtime generation")
+	})
+	h.at(6*step, h.signal(SignalLifecycle, Lifecycle{Action: LifecycleDelete}))
+	h.run(SessionStart{SessionID: "s-4"})
+	require.NoError(t, h.env.GetWorkflowError())
+	calls := h.recorded()
+	requireInOrder(t, calls, "Relay:1", "PrepareRuntime:reconnect", "ActivateRuntime:box-1:1:reconnect", "Deliver")
+	require.Equal(t, 2, count(calls, "Relay:1"), "the new connection gets a new Relay")
+	require.Equal(t, 0, count(calls, "ReconcileLostRuntime:"), "a lost connection is not a lost box")
+}
+
+func TestLostBoxIsReconciledAndReplacedInRestoreMode(t *testing.T) {
+	h := newHarness(t)
+	reconnects := 0
+	h.prepare = func(ctx context.Context, req activities.PrepareRequest) (activities.PrepareResult, error) {
+		h.record("PrepareRuntime:" + string(req.Mode))
+		if req.Mode == activities.PrepareReconnect {
+			reconnects++
+			return activities.PrepareResult{}, nonRetryable(activities.ErrTypeRuntimeLost)
+		}
+		h.gen++
+		attach := ""
+		if h.gen > 1 {
+			attach = "restore"
+		}
+		return activities.PrepareResult{Placement: activities.Placement{SandboxID: boxName(h.gen), HostTaskQueue: testHostQueue, RuntimeGeneration: h.gen}, AttachMode: attach}, nil
+	}
+	h.at(step, func() { h.relayEnds <- relayEnd{res: activities.RelayResult{End: activities.RelayConnectionLost}} })
+	h.at(5*step, h.signal(SignalLifecycle, Lifecycle{Action: LifecycleDelete}))
+	h.run(SessionStart{SessionID: "s-5"})
+	require.NoError(t, h.env.GetWorkflowError())
+	requireInOrder(t, h.recorded(), "Relay:1", "PrepareRuntime:reconnect", "ReconcileLostRuntime",
+		"PrepareRuntime:fresh", "ActivateRuntime:box-2:2:restore", "Deliver")
+	require.Equal(t, 1, count(h.recorded(), "Relay:2"))
+	require.Equal(t, 1, reconnects)
+}
+
+func TestIdleReleaseAndNextInputStartsANewBox(t *testing.T) {
+	h := newHarness(t)
+	h.facts.IdleReleaseSeconds = 1
+	// The idle timer (1 s) fires on the wall clock while the first Relay runs; once
+	// the box is released nothing runs and the test clock skips ahead.
+	h.at(2*time.Second, func() {
+		s := h.state()
+		require.Equal(t, PhaseReleased, s.Phase)
+		require.Empty(t, s.Placement.SandboxID)
+	})
+	h.at(3*time.Second, h.signal(SignalInputAccepted, InputAccepted{InputID: "in-3"}))
+	h.at(3*time.Second+step, func() { require.Equal(t, PhaseActive, h.state().Phase) })
+	h.at(3*time.Second+2*step, h.signal(SignalLifecycle, Lifecycle{Action: LifecycleDelete}))
+	h.run(SessionStart{SessionID: "s-6"})
+	require.NoError(t, h.env.GetWorkflowError())
+	requireInOrder(t, h.recorded(), "Relay:1", "CheckIdle", "Disconnect", "Release:box-1", "ReconcileLostRuntime",
+		"PrepareRuntime:fresh", "ActivateRuntime:box-2:2:restore", "Deliver")
+	require.Equal(t, 1, count(h.recorded(), "Relay:2"))
+}
+
+func TestReleaseSignalReleasesTheBox(t *testing.T) {
+	h := newHarness(t)
+	h.at(step, h.signal(SignalLifecycle, Lifecycle{Action: LifecycleRelease}))
+	h.at(2*step, func() { require.Equal(t, PhaseReleased, h.state().Phase) })
+	h.at(3*step, h.signal(SignalInterrupt, Interrupt{}))
+	h.at(4*step, h.signal(SignalLifecycle, Lifecycle{Action: LifecycleArchive}))
+	h.run(SessionStart{SessionID: "s-7"})
+	require.NoError(t, h.env.GetWorkflowError())
+	calls := h.recorded()
+	requireInOrder(t, calls, "Relay:1", "Release:box-1", "EndConversation:delete=false")
+	require.Equal(t, 0, count(calls, "Interrupt:"), "no runtime, nothing to interrupt")
+	require.Equal(t, 1, count(calls, "PrepareRuntime:"))
+}
+
+func TestRepeatedPrepareFailureTerminatesUntilRecover(t *testing.T) {
+	h := newHarness(t)
+	failing := true
+	h.prepare = func(ctx context.Context, req activities.PrepareRequest) (activities.PrepareResult, error) {
+		h.record("PrepareRuntime:" + string(req.Mode))
+		if failing {
+			return activities.PrepareResult{}, nonRetryable(activities.ErrTypeConfiguration)
+		}
+		return activities.PrepareResult{Placement: activities.Placement{SandboxID: "box-9", HostTaskQueue: testHostQueue, RuntimeGeneration: 9}}, nil
+	}
+	h.at(step, func() {
+		require.Equal(t, PhaseTerminated, h.state().Phase)
+		failing = false
+	})
+	h.at(2*step, h.signal(SignalInputAccepted, InputAccepted{InputID: "in-4"}))
+	h.at(3*step, func() { require.Equal(t, PhaseTerminated, h.state().Phase, "an input does not recover") })
+	h.at(4*step, h.signal(SignalLifecycle, Lifecycle{Action: LifecycleRecover}))
+	h.at(5*step, func() { require.Equal(t, PhaseActive, h.state().Phase) })
+	h.at(6*step, h.signal(SignalLifecycle, Lifecycle{Action: LifecycleDelete}))
+	h.run(SessionStart{SessionID: "s-8"})
+	require.NoError(t, h.env.GetWorkflowError())
+	calls := h.recorded()
+	require.Equal(t, maxFailures+1, count(calls, "PrepareRuntime:"))
+	requireInOrder(t, calls, "MarkTerminated", "ActivateRuntime:box-9:9:", "Deliver")
+	require.Equal(t, 1, count(calls, "Relay:9"))
+}
+
+func TestStartForDeletedOrArchivedSessionEnds(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		facts activities.SessionFacts
+		want  string
+	}{
+		{"deleted", activities.SessionFacts{Lifecycle: "deleted"}, "EndConversation:delete=true"},
+		{"archived", activities.SessionFacts{Lifecycle: "active", Archived: true}, "EndConversation:delete=false"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.facts = tc.facts
+			h.run(SessionStart{SessionID: "s-9-" + tc.name})
+			require.NoError(t, h.env.GetWorkflowError())
+			calls := h.recorded()
+			requireInOrder(t, calls, "LoadSession", tc.want)
+			require.Equal(t, 0, count(calls, "PrepareRuntime:"))
+		})
+	}
+}
+
+func TestRestartedWorkflowReconnectsToPlacedRuntime(t *testing.T) {
+	h := newHarness(t)
+	h.gen = 4
+	h.facts = activities.SessionFacts{Lifecycle: "active", Placement: activities.Placement{SandboxID: "box-4", RuntimeGeneration: 4}}
+	h.at(step, h.signal(SignalLifecycle, Lifecycle{Action: LifecycleDelete}))
+	h.run(SessionStart{SessionID: "s-10"})
+	require.NoError(t, h.env.GetWorkflowError())
+	requireInOrder(t, h.recorded(), "PrepareRuntime:reconnect", "ActivateRuntime:box-4:4:reconnect", "Deliver")
+	require.Equal(t, 1, count(h.recorded(), "Relay:4"))
+}
+
+func TestContinueAsNewCarriesPendingSignals(t *testing.T) {
+	h := newHarness(t)
+	h.at(step, func() {
+		// Signals that arrive in the same workflow task as the suggestion are pending
+		// when the workflow decides to continue: they must be carried, not lost.
+		h.env.SetContinueAsNewSuggested(true)
+		h.env.SignalWorkflow(SignalInteractionAnswered, InteractionAnswered{InteractionID: "int-late"})
+		h.env.SignalWorkflow(SignalInputAccepted, InputAccepted{InputID: "in-late"})
+		h.env.SignalWorkflow(SignalInterrupt, Interrupt{CancelQueued: true})
+		h.env.SignalWorkflow(SignalPermissionModeChanged, PermissionModeChanged{PermissionMode: "plan"})
+		h.env.SignalWorkflow(SignalLifecycle, Lifecycle{Action: LifecycleRelease})
+	})
+	h.run(SessionStart{SessionID: "s-11"})
+	start := decodeCarry(t, h.env.GetWorkflowError())
+	c := start.Carry
+	require.Equal(t, "s-11", start.SessionID)
+	require.Equal(t, PhaseActive, c.Phase)
+	require.Equal(t, testHostQueue, c.Placement.HostTaskQueue)
+	require.Equal(t, []string{"int-late"}, c.Work.Answers)
+	require.True(t, c.Work.Deliver)
+	require.True(t, c.Work.PermissionMode)
+	require.True(t, c.Work.Release)
+	require.NotNil(t, c.Work.Interrupt)
+	require.True(t, c.Work.Interrupt.CancelQueued)
+	calls := h.recorded()
+	require.Equal(t, 0, count(calls, "Answer:"), "the continuation hands the work over")
+	require.Equal(t, 0, count(calls, "Release:"))
+}
+
+func TestDrainSignalsMovesBufferedSignalsIntoState(t *testing.T) {
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestWorkflowEnvironment()
+	env.RegisterWorkflowWithOptions(func(ctx workflow.Context) (SessionState, error) {
+		w := &sessionWorkflow{
+			inputs:      workflow.GetSignalChannel(ctx, SignalInputAccepted),
+			answers:     workflow.GetSignalChannel(ctx, SignalInteractionAnswered),
+			interrupts:  workflow.GetSignalChannel(ctx, SignalInterrupt),
+			permissions: workflow.GetSignalChannel(ctx, SignalPermissionModeChanged),
+			lifecycles:  workflow.GetSignalChannel(ctx, SignalLifecycle),
+		}
+		// No listener runs here: only the drain can read the buffered signals.
+		if err := workflow.Sleep(ctx, time.Minute); err != nil {
+			return SessionState{}, err
+		}
+		w.drainSignals()
+		return w.s, nil
+	}, workflow.RegisterOptions{Name: "drain"})
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(SignalInputAccepted, InputAccepted{InputID: "a"})
+		env.SignalWorkflow(SignalInteractionAnswered, InteractionAnswered{InteractionID: "i-1"})
+		env.SignalWorkflow(SignalInteractionAnswered, InteractionAnswered{InteractionID: "i-2"})
+		env.SignalWorkflow(SignalInterrupt, Interrupt{CancelQueued: true})
+		env.SignalWorkflow(SignalInterrupt, Interrupt{})
+		env.SignalWorkflow(SignalPermissionModeChanged, PermissionModeChanged{})
+		env.SignalWorkflow(SignalLifecycle, Lifecycle{Action: LifecycleArchive})
+	}, time.Second)
+	env.ExecuteWorkflow("drain")
+	require.NoError(t, env.GetWorkflowError())
+	var s SessionState
+	require.NoError(t, env.GetWorkflowResult(&s))
+	require.True(t, s.Work.Deliver)
+	require.Equal(t, []string{"i-1", "i-2"}, s.Work.Answers)
+	require.True(t, s.Work.Interrupt.CancelQueued, "cancel_queued sticks once asked")
+	require.True(t, s.Work.PermissionMode)
+	require.True(t, s.Work.Archive)
+}
+
+func TestContinuedRunResumesRelayAndHandsOverCarriedWork(t *testing.T) {
+	h := newHarness(t)
+	carry := SessionState{
+		SessionID: "s-12", AgentID: "agent-1", EngineKind: "scripted", Phase: PhaseActive,
+		Placement: activities.Placement{SandboxID: "box-3", HostTaskQueue: testHostQueue, RuntimeGeneration: 3},
+		Work:      Work{Deliver: true, Answers: []string{"int-7"}},
+	}
+	h.at(step, h.signal(SignalLifecycle, Lifecycle{Action: LifecycleDelete}))
+	h.run(SessionStart{SessionID: "s-12", Carry: &carry})
+	require.NoError(t, h.env.GetWorkflowError())
+	calls := h.recorded()
+	requireInOrder(t, calls, "Answer:int-7", "Deliver")
+	require.Equal(t, 1, count(calls, "Relay:3"))
+	require.Equal(t, 0, count(calls, "LoadSession"))
+	require.Equal(t, 0, count(calls, "PrepareRuntime:"))
+}
+
+func TestHostTimeoutReconnects(t *testing.T) {
+	h := newHarness(t)
+	delivered := 0
+	h.deliver = func(ctx context.Context, ref activities.RuntimeRef) (activities.DeliverResult, error) {
+		h.record("Deliver")
+		delivered++
+		if delivered == 2 {
+			return activities.DeliverResult{}, nonRetryable(activities.ErrTypeNoLiveRuntime)
+		}
+		return activities.DeliverResult{}, nil
+	}
+	h.at(step, h.signal(SignalInputAccepted, InputAccepted{InputID: "in-5"}))
+	h.at(5*step, h.signal(SignalLifecycle, Lifecycle{Action: LifecycleDelete}))
+	h.run(SessionStart{SessionID: "s-13"})
+	require.NoError(t, h.env.GetWorkflowError())
+	requireInOrder(t, h.recorded(), "Deliver", "Deliver", "PrepareRuntime:reconnect", "ActivateRuntime:box-1:1:reconnect", "Deliver")
+}
