@@ -51,7 +51,9 @@ func TestHandOverInterruptAnswerAndPermissionMode(t *testing.T) {
 
 func TestAnswerThatIsNotOpenIsDropped(t *testing.T) {
 	h := newHarness(t)
-	h.answer = func(context.Context, activities.AnswerRequest) error { return nonRetryable(activities.ErrTypeInteractionNotOpen) }
+	h.answer = func(context.Context, activities.AnswerRequest) error {
+		return nonRetryable(activities.ErrTypeInteractionNotOpen)
+	}
 	h.at(step, h.signal(SignalInteractionAnswered, InteractionAnswered{InteractionID: "int-9"}))
 	h.at(2*step, func() { require.Empty(t, h.state().Work.Answers) })
 	h.at(3*step, h.signal(SignalLifecycle, Lifecycle{Action: LifecycleDelete}))
