@@ -162,7 +162,7 @@ type Info struct {
 // Death says why a box was lost.
 type Death struct {
 	BoxID string `json:"box_id"`
-	// Reason is a stable word: "runner_exited", "program_exited", "killed",
+	// Reason is a stable word: "runner_exited", "program_exited", "killed", "expired", "released",
 	// "destroyed", "vanished".
 	Reason string `json:"reason"`
 	// Message gives details for people (exit codes, signals).

@@ -98,6 +98,7 @@ func (b *Backend) create(ctx context.Context, spec sandbox.Spec, pool string) (s
 			}
 		}
 	}
+	b.expireLater(x)
 	b.log.Info("local sandbox: box ready", zap.String("box", id), zap.Int("uid", uid), zap.String("boot", bootID))
 	return h, nil
 }

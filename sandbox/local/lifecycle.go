@@ -51,8 +51,36 @@ func (b *Backend) adoptAll() error {
 			waitExit(rec.BwrapPID, rec.BwrapStart)
 			b.onExit(x)
 		}()
+		b.expireLater(x)
 	}
 	return nil
+}
+
+// expireLater destroys the box when its Spec.Timeout has passed since creation.
+func (b *Backend) expireLater(x *box) {
+	rec := x.record()
+	if rec.Spec.Timeout <= 0 {
+		return
+	}
+	go func() {
+		timer := time.NewTimer(time.Until(rec.CreatedAt.Add(rec.Spec.Timeout)))
+		defer timer.Stop()
+		select {
+		case <-x.dead:
+			return
+		case <-b.done:
+			return
+		case <-timer.C:
+		}
+		x.mu.Lock()
+		x.expired = true
+		x.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := b.Destroy(ctx, rec.ID); err != nil {
+			b.log.Warn("local sandbox: destroy expired box", zap.String("box", rec.ID), zap.Error(err))
+		}
+	}()
 }
 
 // waitExit blocks until the process (pid, start) has exited. It works for
@@ -85,6 +113,10 @@ func (b *Backend) onExit(x *box) {
 	rec := x.rec
 	d := &sandbox.Death{BoxID: rec.ID, At: time.Now().UTC()}
 	switch {
+	case x.expired:
+		d.Reason, d.Message = "expired", fmt.Sprintf("the box reached its timeout of %s", rec.Spec.Timeout)
+	case x.released:
+		d.Reason, d.Message = "released", "the box was released"
 	case x.destroying:
 		d.Reason, d.Message = "destroyed", "the box was destroyed"
 	default:
@@ -239,6 +271,9 @@ func (b *Backend) Release(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
+	x.mu.Lock()
+	x.released = true
+	x.mu.Unlock()
 	if x.deathInfo() == nil {
 		if x.record().Paused {
 			_ = b.setPaused(ctx, id, false)

@@ -224,3 +224,50 @@ func slicesContainPath(entries []sandbox.FileInfo, path string) bool {
 	}
 	return false
 }
+
+// TestPersistentWorkspaceOutlivesRelease: a released box's volume is mounted by
+// the next box, owned by the new box's account; its programs got SIGTERM.
+func TestPersistentWorkspaceOutlivesRelease(t *testing.T) {
+	t.Parallel()
+	b := newBackend(t, testOptions(t))
+	ctx := testContext(t)
+	spec := sandbox.Spec{Workspace: sandbox.Workspace{Kind: sandbox.WorkspacePersistent, Volume: "conv-" + t.Name()}}
+	first, err := b.Create(ctx, spec)
+	require.NoError(t, err)
+	_, err = first.StartProcess(ctx, sandbox.ProcessSpec{ID: "agent", Argv: []string{"/bin/sh", "-c",
+		`trap 'echo terminated > /workspace/stop.txt; exit 0' TERM; echo up; while :; do sleep 1; done`}})
+	require.NoError(t, err)
+	s, err := first.ReadOutput(ctx, "agent", 0, true)
+	require.NoError(t, err)
+	require.Equal(t, "up", string(readLines(t, s, 1)[0].Data), "the trap is set")
+	s.Close()
+	require.NoError(t, first.WriteFile(ctx, "/workspace/notes.txt", []byte("kept"), 0o600))
+	deaths, err := b.Watch(ctx, first.ID())
+	require.NoError(t, err)
+	require.NoError(t, b.Release(ctx, first.ID()))
+	require.Equal(t, "released", (<-deaths).Reason)
+
+	second, err := b.Create(ctx, spec)
+	require.NoError(t, err)
+	got, err := second.ReadFile(ctx, "/workspace/notes.txt")
+	require.NoError(t, err)
+	require.Equal(t, "kept", string(got))
+	got, err = second.ReadFile(ctx, "/workspace/stop.txt")
+	require.NoError(t, err)
+	require.Equal(t, "terminated\n", string(got))
+	require.NoError(t, second.WriteFile(ctx, "/workspace/notes.txt", []byte("rewritten"), 0o600),
+		"the volume now belongs to the second box's account")
+}
+
+// TestTimeoutEndsBox destroys a box once its timeout passes.
+func TestTimeoutEndsBox(t *testing.T) {
+	t.Parallel()
+	b := newBackend(t, testOptions(t))
+	ctx := testContext(t)
+	h, err := b.Create(ctx, sandbox.Spec{Timeout: 300 * time.Millisecond})
+	require.NoError(t, err)
+	deaths, err := b.Watch(ctx, h.ID())
+	require.NoError(t, err)
+	d := <-deaths
+	require.Equal(t, "expired", d.Reason, d.Message)
+}
