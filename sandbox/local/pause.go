@@ -97,4 +97,3 @@ func procState(pid int) string {
 	}
 	return fields[0]
 }
-

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"net"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -212,4 +213,33 @@ func TestFullDiskHoldsOutputBack(t *testing.T) {
 	st, err = c.Process(ctx, "noisy")
 	require.NoError(t, err)
 	require.Empty(t, st.JournalError)
+}
+
+// TestTCPListenerNeedsToken serves the API on TCP for remote backends; a
+// request without the token is refused.
+func TestTCPListenerNeedsToken(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	dir := t.TempDir()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	r, err := New(runnerapi.Config{StateDir: dir, Workspace: dir, ListenTCP: addr, Token: "t0ken"}, log.New(io.Discard, "", 0))
+	require.NoError(t, err)
+	rctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan struct{})
+	done := make(chan error, 1)
+	go func() { done <- r.Serve(rctx, func() { close(ready) }) }()
+	<-ready
+	defer func() { cancel(); <-done }()
+	dial := func(ctx context.Context) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "tcp", addr)
+	}
+	info, err := runnerapi.NewDialClient(dial, "t0ken").Info(ctx)
+	require.NoError(t, err)
+	require.Equal(t, r.Info().BootID, info.BootID)
+	_, err = runnerapi.NewDialClient(dial, "wrong").Info(ctx)
+	require.ErrorContains(t, err, "UNAUTHORIZED")
 }

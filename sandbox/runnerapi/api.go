@@ -45,7 +45,16 @@ type Config struct {
 	Env map[string]string `json:"env,omitempty"`
 	// Forwards are loopback listeners bound before anything starts.
 	Forwards []Forward `json:"forwards,omitempty"`
+	// ListenTCP, when set, also serves the API on a TCP address, for backends
+	// whose boxes are reached over the network (an OpenSandbox endpoint).
+	// Token is then required on every request.
+	ListenTCP string `json:"listen_tcp,omitempty"`
+	// Token, when set, must come in the TokenHeader of every request.
+	Token string `json:"token,omitempty"`
 }
+
+// TokenHeader carries Config.Token.
+const TokenHeader = "X-Astrabox-Runner-Token"
 
 // Forward makes the runner listen on Listen (host:port on the box loopback) and
 // relay each connection to the unix socket Socket.
