@@ -271,3 +271,32 @@ func TestTimeoutEndsBox(t *testing.T) {
 	d := <-deaths
 	require.Equal(t, "expired", d.Reason, d.Message)
 }
+
+// TestLimitsAreEnforced checks the cgroup limits and the sized /tmp of a box.
+func TestLimitsAreEnforced(t *testing.T) {
+	t.Parallel()
+	opts := testOptions(t)
+	opts.DefaultLimits = sandbox.Limits{MemoryBytes: 256 << 20}
+	b := newBackend(t, opts)
+	require.True(t, b.Capabilities().ResourceLimits, "this machine has cgroups: %v", b.Capabilities().Notes)
+	ctx := testContext(t)
+	h, err := b.Create(ctx, sandbox.Spec{Limits: sandbox.Limits{Pids: 16, CPUMillis: 500, TmpBytes: 8 << 20}})
+	require.NoError(t, err)
+	rec := mustRecord(t, b, h.ID())
+	read := func(ctrl, file string) string {
+		raw, err := os.ReadFile(filepath.Join(b.cg.dir(ctrl, h.ID()), file))
+		require.NoError(t, err)
+		return strings.TrimSpace(string(raw))
+	}
+	require.Equal(t, strconv.Itoa(256<<20), read("memory", "memory.limit_in_bytes"), "default limit applied")
+	require.Equal(t, "16", read("pids", "pids.max"))
+	require.Equal(t, "50000", read("cpu", "cpu.cfs_quota_us"))
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", rec.InitPID))
+	require.NoError(t, err)
+	require.Contains(t, string(raw), "/"+h.ID(), "the box runs inside its cgroups")
+
+	res := sh(t, h, "df -k /tmp | tail -1")
+	require.Contains(t, string(res.Stdout), " 8192 ", "a sized /tmp")
+	res = sh(t, h, "for i in $(seq 1 40); do sleep 30 & done")
+	require.Contains(t, string(res.Stderr), "fork", "the pids limit stops a fork storm")
+}
