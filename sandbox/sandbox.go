@@ -176,6 +176,7 @@ var (
 	ErrNoWarmBox      = errors.New("sandbox: no prewarmed box ready")
 	ErrBoxLost        = errors.New("sandbox: box lost")
 	ErrProcessExited  = errors.New("sandbox: process has exited")
+	ErrStdinClosed    = errors.New("sandbox: process stdin is closed")
 	ErrNoProcess      = errors.New("sandbox: no such process")
 	ErrInvalidSpec    = errors.New("sandbox: invalid spec")
 	ErrNotSupported   = errors.New("sandbox: not supported by this backend")

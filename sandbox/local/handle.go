@@ -27,6 +27,8 @@ func (b *Backend) newHandle(x *box) *handle {
 	return &handle{b: b, x: x, c: runnerapi.NewClient(filepath.Join(x.dir, "control", runnerapi.SocketName))}
 }
 
+// The methods below implement sandbox.Handle (documented there).
+
 func (h *handle) ID() string { return h.x.record().ID }
 
 func (h *handle) Info(context.Context) (sandbox.Info, error) { return h.b.info(h.x), nil }

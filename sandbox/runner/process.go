@@ -161,8 +161,10 @@ func (p *process) write(writeID string, data []byte) (sandbox.WriteResult, error
 	default:
 	}
 	if p.stdin == nil {
-		return sandbox.WriteResult{}, fmt.Errorf("write to %q: stdin is closed: %w", p.spec.ID, sandbox.ErrProcessExited)
+		return sandbox.WriteResult{}, fmt.Errorf("write to %q: %w", p.spec.ID, sandbox.ErrStdinClosed)
 	}
+	// A program that stops reading blocks the write (and later writes) until it
+	// reads or exits: cutting a write short would hand it half a message.
 	if _, err := p.stdin.Write(data); err != nil {
 		if errors.Is(err, syscall.EPIPE) || errors.Is(err, os.ErrClosed) {
 			return sandbox.WriteResult{}, fmt.Errorf("write to %q: %w: %v", p.spec.ID, sandbox.ErrProcessExited, err)

@@ -234,7 +234,7 @@ func errorStatus(err error) int {
 	switch {
 	case errors.Is(err, sandbox.ErrNoProcess), errors.Is(err, os.ErrNotExist):
 		return http.StatusNotFound
-	case errors.Is(err, sandbox.ErrProcessExited):
+	case errors.Is(err, sandbox.ErrProcessExited), errors.Is(err, sandbox.ErrStdinClosed):
 		return http.StatusConflict
 	case errors.Is(err, sandbox.ErrInvalidSpec):
 		return http.StatusBadRequest

@@ -96,6 +96,13 @@ func TestReplayFromOffsetAndFollow(t *testing.T) {
 	require.Equal(t, int64(3), lines[0].Offset)
 	require.Equal(t, "line 5", string(lines[2].Data))
 
+	// A long-running program whose stdin is closed refuses further writes.
+	_, err = c.StartProcess(ctx, sandbox.ProcessSpec{ID: "deaf", Argv: []string{"/bin/sleep", "600"}})
+	require.NoError(t, err)
+	require.NoError(t, c.CloseStdin(ctx, "deaf"))
+	_, err = c.WriteStdin(ctx, "deaf", "w1", []byte("x\n"))
+	require.ErrorIs(t, err, sandbox.ErrStdinClosed)
+
 	require.NoError(t, c.CloseStdin(ctx, "echo"))
 	st, err := c.Wait(ctx, "echo")
 	require.NoError(t, err)

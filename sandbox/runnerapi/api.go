@@ -89,6 +89,7 @@ type ErrorBody struct {
 const (
 	CodeNotFound       = "NOT_FOUND"
 	CodeProcessExited  = "PROCESS_EXITED"
+	CodeStdinClosed    = "STDIN_CLOSED"
 	CodeInvalid        = "INVALID_REQUEST"
 	CodeJournalFailing = "JOURNAL_FAILING"
 	CodeInternal       = "RUNTIME_ERROR"
@@ -101,6 +102,8 @@ func CodeFor(err error) string {
 		return CodeNotFound
 	case errors.Is(err, sandbox.ErrProcessExited):
 		return CodeProcessExited
+	case errors.Is(err, sandbox.ErrStdinClosed):
+		return CodeStdinClosed
 	case errors.Is(err, sandbox.ErrInvalidSpec):
 		return CodeInvalid
 	case errors.Is(err, sandbox.ErrJournalFailing):
@@ -116,6 +119,8 @@ func SentinelFor(code string) error {
 		return sandbox.ErrNoProcess
 	case CodeProcessExited:
 		return sandbox.ErrProcessExited
+	case CodeStdinClosed:
+		return sandbox.ErrStdinClosed
 	case CodeInvalid:
 		return sandbox.ErrInvalidSpec
 	case CodeJournalFailing:
