@@ -89,7 +89,8 @@ type Handle interface {
 	Process(ctx context.Context, id string) (ProcessStatus, error)
 	// WriteStdin writes data to the process's stdin once per writeID: a repeated
 	// writeID is acknowledged as a duplicate and not written again. Writing to a
-	// process that has exited fails with ErrProcessExited.
+	// process that has exited fails with ErrProcessExited, writing after
+	// CloseStdin with ErrStdinClosed.
 	WriteStdin(ctx context.Context, id, writeID string, data []byte) (WriteResult, error)
 	// CloseStdin closes the process's stdin; closing twice is not an error.
 	CloseStdin(ctx context.Context, id string) error
