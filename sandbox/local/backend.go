@@ -51,6 +51,7 @@ type box struct {
 	destroying bool
 	expired    bool
 	released   bool
+	creating   bool // Create has not returned yet: Reap leaves the box alone
 	egress     []*egress.Server
 }
 

@@ -274,8 +274,23 @@ func (b *Backend) removeBox(ctx context.Context, x *box) error {
 	return errors.Join(errs...)
 }
 
+// beingCreated reports whether Create is still running for the box, or the box
+// is on its way into this backend's prewarm pool.
+func (b *Backend) beingCreated(id string) bool {
+	x, err := b.lookup(id)
+	if err != nil {
+		return false
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	// A box made for this backend's pool is the pool's until claimed.
+	return x.creating || x.rec.Pool == b.instance
+}
+
 // Reap destroys every box keep does not claim (boxes waiting in this backend's
-// prewarm pool are kept), then removes leftovers of interrupted creations:
+// prewarm pool and boxes whose Create has not returned are kept; a caller records
+// its new box's ownership before its next Reap), then removes leftovers of
+// interrupted creations:
 // box folders without a record, uid reservations without a box, and cgroups of
 // unknown boxes.
 func (b *Backend) Reap(ctx context.Context, keep func(id string) bool) ([]string, error) {
@@ -283,7 +298,7 @@ func (b *Backend) Reap(ctx context.Context, keep func(id string) bool) ([]string
 	var reaped []string
 	var errs []error
 	for _, in := range infos {
-		if b.pool.Holds(in.ID) || keep(in.ID) {
+		if b.pool.Holds(in.ID) || b.beingCreated(in.ID) || keep(in.ID) {
 			continue
 		}
 		if err := b.Destroy(ctx, in.ID); err != nil {
