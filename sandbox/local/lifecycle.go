@@ -109,7 +109,7 @@ func (b *Backend) onExit(x *box) {
 		x.mu.Unlock()
 		return
 	}
-	rec := x.rec
+	rec, destroying := x.rec, x.destroying
 	d := &sandbox.Death{BoxID: rec.ID, At: time.Now().UTC()}
 	switch {
 	case x.expired:
@@ -133,6 +133,14 @@ func (b *Backend) onExit(x *box) {
 	close(x.dead)
 	if b.pool != nil {
 		b.pool.Drop(rec.ID)
+	}
+	if rec.Pool == b.instance && !destroying {
+		// A pooled box nobody claimed died: nobody else will clean it up.
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			_ = b.Destroy(ctx, rec.ID)
+		}()
 	}
 	b.log.Info("local sandbox: box ended", zap.String("box", rec.ID), zap.String("reason", d.Reason),
 		zap.String("message", d.Message))
