@@ -43,6 +43,8 @@ type ProcessStatus struct {
 	Exit *ExitStatus `json:"exit,omitempty"`
 	// LastOffset is the offset of the newest journaled output line.
 	LastOffset int64 `json:"last_offset"`
+	// CommittedOffset is the newest offset released by CommitOutput.
+	CommittedOffset int64 `json:"committed_offset,omitempty"`
 	// JournalError is set while output cannot be written to the journal (for
 	// example a full disk); output is held back, not dropped, until it clears.
 	JournalError string `json:"journal_error,omitempty"`

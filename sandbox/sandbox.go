@@ -98,6 +98,10 @@ type Handle interface {
 	// follow it waits for new lines until the process has exited and all its
 	// output was sent; without follow it stops when caught up.
 	ReadOutput(ctx context.Context, id string, after int64, follow bool) (OutputStream, error)
+	// CommitOutput says the platform has durably recorded every line through
+	// offset: the box may free them. Reading from before that offset then fails
+	// with ErrOutputReleased.
+	CommitOutput(ctx context.Context, id string, through int64) error
 	// Signal sends a signal ("SIGINT", "SIGTERM", "SIGKILL", ...) to the process,
 	// or to its whole process group when group is true.
 	Signal(ctx context.Context, id, signal string, group bool) error
@@ -182,4 +186,5 @@ var (
 	ErrInvalidSpec    = errors.New("sandbox: invalid spec")
 	ErrNotSupported   = errors.New("sandbox: not supported by this backend")
 	ErrJournalFailing = errors.New("sandbox: output journal cannot be written")
+	ErrOutputReleased = errors.New("sandbox: output before this offset was released")
 )

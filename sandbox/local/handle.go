@@ -69,6 +69,10 @@ func (h *handle) CloseStdin(ctx context.Context, id string) error {
 	return h.wrap("close stdin", h.c.CloseStdin(ctx, id))
 }
 
+func (h *handle) CommitOutput(ctx context.Context, id string, through int64) error {
+	return h.wrap("commit output", h.c.CommitOutput(ctx, id, through))
+}
+
 func (h *handle) Signal(ctx context.Context, id, signal string, group bool) error {
 	return h.wrap("signal", h.c.Signal(ctx, id, signal, group))
 }

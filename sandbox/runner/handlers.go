@@ -38,6 +38,19 @@ func (r *Runner) routes() http.Handler {
 	}))
 	mux.HandleFunc("POST /v1/processes/{id}/signal", r.withProcess(r.handleSignal))
 	mux.HandleFunc("GET /v1/processes/{id}/output", r.withProcess(r.handleOutput))
+	mux.HandleFunc("POST /v1/processes/{id}/output/commit", r.withProcess(func(w http.ResponseWriter, req *http.Request, p *process) {
+		through, err := strconv.ParseInt(req.URL.Query().Get("through"), 10, 64)
+		if err == nil {
+			err = p.journal.release(through)
+		} else {
+			err = fmt.Errorf("%w: through %q", sandbox.ErrInvalidSpec, req.URL.Query().Get("through"))
+		}
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		writeJSON(w, struct{}{})
+	}))
 	mux.HandleFunc("POST /v1/exec", r.handleExec)
 	mux.HandleFunc("GET /v1/files", handleReadFile)
 	mux.HandleFunc("PUT /v1/files", handleWriteFile)
@@ -127,6 +140,10 @@ func (r *Runner) handleOutput(w http.ResponseWriter, req *http.Request, p *proce
 	after, err := strconv.ParseInt(q.Get("after"), 10, 64)
 	if err != nil && q.Get("after") != "" {
 		writeError(w, fmt.Errorf("%w: after %q", sandbox.ErrInvalidSpec, q.Get("after")))
+		return
+	}
+	if err := p.journal.readable(after); err != nil {
+		writeError(w, err)
 		return
 	}
 	w.Header().Set("Content-Type", "application/x-astrabox-journal")

@@ -141,7 +141,7 @@ func (p *process) status() sandbox.ProcessStatus {
 	p.mu.Unlock()
 	js := p.journal.state()
 	st := sandbox.ProcessStatus{ID: p.spec.ID, Argv: p.spec.Argv, PID: p.cmd.Process.Pid,
-		Running: exit == nil, StartedAt: p.started, Exit: exit, LastOffset: js.last}
+		Running: exit == nil, StartedAt: p.started, Exit: exit, LastOffset: js.last, CommittedOffset: js.released}
 	if js.err != nil {
 		st.JournalError = js.err.Error()
 	}

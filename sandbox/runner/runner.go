@@ -240,6 +240,8 @@ func errorStatus(err error) int {
 		return http.StatusBadRequest
 	case errors.Is(err, sandbox.ErrJournalFailing):
 		return http.StatusInsufficientStorage
+	case errors.Is(err, sandbox.ErrOutputReleased):
+		return http.StatusGone
 	}
 	return http.StatusInternalServerError
 }

@@ -250,3 +250,42 @@ func TestTCPListenerNeedsToken(t *testing.T) {
 	_, err = runnerapi.NewDialClient(dial, "wrong").Info(ctx)
 	require.ErrorContains(t, err, "UNAUTHORIZED")
 }
+
+// TestCommitReleasesOutput frees committed journal bytes: replay from before
+// the commit is refused, later offsets are unchanged.
+func TestCommitReleasesOutput(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	dir := t.TempDir()
+	_, c := startRunner(t, dir)
+	const total = 20000
+	_, err := c.StartProcess(ctx, sandbox.ProcessSpec{ID: "big", Argv: []string{"/bin/sh", "-c",
+		fmt.Sprintf(`seq -f "%%0200g" 1 %d`, total)}})
+	require.NoError(t, err)
+	_, err = c.Wait(ctx, "big")
+	require.NoError(t, err)
+	journals, err := filepath.Glob(filepath.Join(dir, "boots", "*", "proc", "big", "journal"))
+	require.NoError(t, err)
+	require.Len(t, journals, 1)
+	used := func() int64 {
+		var st syscall.Stat_t
+		require.NoError(t, syscall.Stat(journals[0], &st))
+		return st.Blocks * 512
+	}
+	before := used()
+	require.Greater(t, before, int64(4<<20))
+
+	require.NoError(t, c.CommitOutput(ctx, "big", total-10))
+	require.Less(t, used(), int64(1<<20), "committed bytes are given back")
+	_, err = c.Output(ctx, "big", 5, false)
+	require.ErrorIs(t, err, sandbox.ErrOutputReleased)
+	s, err := c.Output(ctx, "big", total-10, false)
+	require.NoError(t, err)
+	lines := readAll(t, s)
+	require.Len(t, lines, 10)
+	require.Equal(t, int64(total-9), lines[0].Offset)
+	require.Equal(t, fmt.Sprintf("%0200d", total-9), string(lines[0].Data))
+	st, err := c.Process(ctx, "big")
+	require.NoError(t, err)
+	require.Equal(t, int64(total-10), st.CommittedOffset)
+}

@@ -92,6 +92,7 @@ const (
 	CodeStdinClosed    = "STDIN_CLOSED"
 	CodeInvalid        = "INVALID_REQUEST"
 	CodeJournalFailing = "JOURNAL_FAILING"
+	CodeOutputReleased = "OUTPUT_RELEASED"
 	CodeInternal       = "RUNTIME_ERROR"
 )
 
@@ -108,6 +109,8 @@ func CodeFor(err error) string {
 		return CodeInvalid
 	case errors.Is(err, sandbox.ErrJournalFailing):
 		return CodeJournalFailing
+	case errors.Is(err, sandbox.ErrOutputReleased):
+		return CodeOutputReleased
 	}
 	return CodeInternal
 }
@@ -125,6 +128,8 @@ func SentinelFor(code string) error {
 		return sandbox.ErrInvalidSpec
 	case CodeJournalFailing:
 		return sandbox.ErrJournalFailing
+	case CodeOutputReleased:
+		return sandbox.ErrOutputReleased
 	}
 	return nil
 }

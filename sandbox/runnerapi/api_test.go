@@ -47,7 +47,7 @@ func TestTornRecordIsNotALine(t *testing.T) {
 
 func TestErrorCodesMapBack(t *testing.T) {
 	t.Parallel()
-	for _, sentinel := range []error{sandbox.ErrNoProcess, sandbox.ErrProcessExited, sandbox.ErrStdinClosed, sandbox.ErrInvalidSpec, sandbox.ErrJournalFailing} {
+	for _, sentinel := range []error{sandbox.ErrNoProcess, sandbox.ErrProcessExited, sandbox.ErrStdinClosed, sandbox.ErrInvalidSpec, sandbox.ErrJournalFailing, sandbox.ErrOutputReleased} {
 		require.ErrorIs(t, SentinelFor(CodeFor(sentinel)), sentinel)
 	}
 }

@@ -166,6 +166,12 @@ func (c *Client) CloseStdin(ctx context.Context, id string) error {
 	return c.do(ctx, http.MethodPost, "/v1/processes/"+url.PathEscape(id)+"/stdin/close", nil, nil, nil)
 }
 
+// CommitOutput lets the runner free output lines through offset.
+func (c *Client) CommitOutput(ctx context.Context, id string, through int64) error {
+	q := url.Values{"through": {strconv.FormatInt(through, 10)}}
+	return c.do(ctx, http.MethodPost, "/v1/processes/"+url.PathEscape(id)+"/output/commit", q, nil, nil)
+}
+
 // SignalRequest is the body of a signal call.
 type SignalRequest struct {
 	Signal string `json:"signal"`
