@@ -1,6 +1,7 @@
 package local
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -93,17 +94,38 @@ func (h *handle) ReadOutput(ctx context.Context, id string, after int64, follow 
 		rec := h.x.record()
 		f, ferr := os.Open(filepath.Join(h.x.dir, "control", "boots", rec.BootID, "proc", id, "journal"))
 		if ferr == nil {
-			return &journalFile{f: f, dec: runnerapi.NewDecoder(f), after: after}, nil
+			return &journalFile{f: f, dec: runnerapi.NewDecoder(skipReleased(f)), next: after + 1}, nil
 		}
 	}
 	return nil, h.wrap("read output", err)
 }
 
-// journalFile replays a journal from disk.
+// skipReleased positions a journal reader after the bytes CommitOutput gave
+// back: a hole (found with SEEK_DATA) and the zeros of its last partial block.
+func skipReleased(f *os.File) io.Reader {
+	const seekData = 3
+	if _, err := f.Seek(0, seekData); err != nil {
+		_, _ = f.Seek(0, io.SeekStart)
+	}
+	br := bufio.NewReaderSize(f, 64<<10)
+	for {
+		c, err := br.ReadByte()
+		if err != nil {
+			return br
+		}
+		if c != 0 {
+			_ = br.UnreadByte()
+			return br
+		}
+	}
+}
+
+// journalFile replays a journal from disk, checking that offsets follow on
+// from the requested one (a released prefix cannot be replayed).
 type journalFile struct {
-	f     *os.File
-	dec   *runnerapi.Decoder
-	after int64
+	f    *os.File
+	dec  *runnerapi.Decoder
+	next int64
 }
 
 func (j *journalFile) Next() (sandbox.OutputLine, error) {
@@ -112,9 +134,17 @@ func (j *journalFile) Next() (sandbox.OutputLine, error) {
 		if errors.Is(err, io.ErrUnexpectedEOF) {
 			return l, io.EOF // a torn last record was never acknowledged
 		}
-		if err != nil || l.Offset > j.after {
+		if err != nil {
 			return l, err
 		}
+		switch {
+		case l.Offset < j.next:
+			continue
+		case l.Offset > j.next:
+			return sandbox.OutputLine{}, fmt.Errorf("replay from %d: %w", j.next, sandbox.ErrOutputReleased)
+		}
+		j.next++
+		return l, nil
 	}
 }
 
