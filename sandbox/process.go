@@ -102,6 +102,8 @@ type ExecResult struct {
 	Stderr   []byte `json:"stderr"`
 	// TimedOut is true when the command was killed for exceeding its timeout.
 	TimedOut bool `json:"timed_out,omitempty"`
+	// Truncated is true when output beyond the backend's cap was dropped.
+	Truncated bool `json:"truncated,omitempty"`
 }
 
 // FileInfo describes a directory entry, as execd's FileInfo does.

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -157,7 +158,8 @@ func (r *Runner) handleOutput(w http.ResponseWriter, req *http.Request, p *proce
 		}
 	}
 	flush() // the client sees the stream open before the first line
-	if err := p.journal.stream(req.Context(), after, q.Get("follow") == "1", bw, flush); err != nil {
+	err = p.journal.stream(req.Context(), after, q.Get("follow") == "1", bw, flush)
+	if err != nil && !errors.Is(err, context.Canceled) {
 		r.logger.Printf("output of %s: %v", p.spec.ID, err)
 	}
 }
