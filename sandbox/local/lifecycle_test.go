@@ -295,6 +295,16 @@ func TestLimitsAreEnforced(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, string(raw), "/"+h.ID(), "the box runs inside its cgroups")
 
+	// Programs, not the runner, are the memory limit's first victims.
+	_, err = h.StartProcess(ctx, sandbox.ProcessSpec{ID: "oom", Argv: []string{"/bin/sh", "-c", "read x; cat /proc/self/oom_score_adj"}})
+	require.NoError(t, err)
+	_, err = h.WriteStdin(ctx, "oom", "go", []byte("\n"))
+	require.NoError(t, err)
+	s, err := h.ReadOutput(ctx, "oom", 0, true)
+	require.NoError(t, err)
+	require.Equal(t, "500", string(readLines(t, s, 1)[0].Data))
+	s.Close()
+
 	res := sh(t, h, "df -k /tmp | tail -1")
 	require.Contains(t, string(res.Stdout), " 8192 ", "a sized /tmp")
 	res = sh(t, h, "for i in $(seq 1 40); do sleep 30 & done")
