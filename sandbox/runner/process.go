@@ -128,15 +128,31 @@ func (p *process) wait() {
 	} else if err != nil && st.Code < 0 {
 		st.Code = 255
 	}
+	// The pipes may still hold output. The exit is reported once it is journaled,
+	// so a caller that waited for the exit reads every line; a background child
+	// that keeps the pipes open must not hold the exit back forever, though, so
+	// the wait for the drain is bounded.
+	drained := make(chan struct{})
+	go func() {
+		p.readers.Wait()
+		close(drained)
+	}()
+	select {
+	case <-drained:
+	case <-time.After(exitDrainGrace):
+	}
 	p.mu.Lock()
 	p.exit = st
 	p.mu.Unlock()
 	close(p.exited)
-	// The pipes may still hold output; the journal is complete when both are drained.
-	p.readers.Wait()
+	<-drained
 	p.journal.finish()
 	p.closeStdin()
 }
+
+// exitDrainGrace bounds how long an exit waits for the program's remaining
+// output to be journaled before it is reported.
+const exitDrainGrace = 5 * time.Second
 
 func (p *process) status() sandbox.ProcessStatus {
 	p.mu.Lock()
