@@ -18,11 +18,15 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"go.uber.org/zap"
 )
 
 // DefaultSuperuser is the cluster's superuser name when Options leaves it empty.
 const DefaultSuperuser = "astrabox"
+
+// duplicateDatabase is PostgreSQL's SQLSTATE for CREATE DATABASE of an existing name.
+const duplicateDatabase = "42P04"
 
 // defaultStartTimeout bounds start-up when the caller's context has no deadline.
 const defaultStartTimeout = 60 * time.Second
@@ -199,7 +203,8 @@ func (c *Cluster) CreateDatabase(ctx context.Context, name string) error {
 	}
 	if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
 		// Another process may have created it between the check and the create.
-		if strings.Contains(err.Error(), "already exists") {
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == duplicateDatabase {
 			return nil
 		}
 		return fmt.Errorf("create database %s: %w", name, err)

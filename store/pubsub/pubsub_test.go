@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"strconv"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
@@ -171,4 +173,18 @@ func TestCloseEndsSubscriptions(t *testing.T) {
 	_, err = e.l.Subscribe(e.ctx, uniq("c"))
 	require.ErrorIs(t, err, pubsub.ErrClosed)
 	require.NoError(t, e.l.Close(), "closing twice is harmless")
+}
+
+func TestFrequentHealthChecksKeepTheConnectionUsable(t *testing.T) {
+	t.Parallel()
+	// Health checks interrupt the wait every millisecond and ping; notifications
+	// arriving around them must still be delivered, in order.
+	e := newEnv(t, pubsub.Options{HealthInterval: time.Millisecond})
+	ch := uniq("health")
+	sub, err := e.l.Subscribe(e.ctx, ch)
+	require.NoError(t, err)
+	for i := range 20 {
+		e.notify(t, ch, strconv.Itoa(i))
+		require.Equal(t, strconv.Itoa(i), receive(t, e.ctx, sub).Payload)
+	}
 }
