@@ -100,5 +100,3 @@ func mapError(what string, err error) error {
 		return fmt.Errorf("%s: %w", what, err)
 	}
 }
-
-func isNotFound(err error) bool { return errors.Is(err, ErrNotFound) }
