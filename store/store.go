@@ -35,6 +35,9 @@ var (
 	ErrLeaseHeld = errors.New("reader lease held by another reader")
 	// ErrDuplicate: a unique constraint refused the write.
 	ErrDuplicate = errors.New("duplicate")
+	// ErrInteractionNotOpen: the interaction was answered, withdrawn or expired, or an
+	// answer to it is already saved and on its way to the runtime.
+	ErrInteractionNotOpen = errors.New("interaction not open")
 )
 
 // Store is the database handle. A Store from InTx is scoped to one transaction.
