@@ -100,3 +100,5 @@ func mapError(what string, err error) error {
 		return fmt.Errorf("%s: %w", what, err)
 	}
 }
+
+func isNotFoundErr(err error) bool { return errors.Is(err, ErrNotFound) }

@@ -38,6 +38,12 @@ var (
 	// ErrInteractionNotOpen: the interaction was answered, withdrawn or expired, or an
 	// answer to it is already saved and on its way to the runtime.
 	ErrInteractionNotOpen = errors.New("interaction not open")
+	// ErrSessionBusy: the Agent program reports it is working, so the lifecycle
+	// operation is refused.
+	ErrSessionBusy = errors.New("session busy")
+	// ErrInvalidTitle: a title is empty after normalisation or longer than 200
+	// characters.
+	ErrInvalidTitle = errors.New("invalid title")
 )
 
 // Store is the database handle. A Store from InTx is scoped to one transaction.
