@@ -72,6 +72,7 @@ type AlreadyRunningError struct {
 	Port    int
 }
 
+// Error explains which server holds the data folder.
 func (e *AlreadyRunningError) Error() string {
 	return fmt.Sprintf("a PostgreSQL server (pid %d, port %d) is already running on data folder %s: stop it (pg_ctl -D %s stop) or reuse it", e.PID, e.Port, e.DataDir, e.DataDir)
 }
@@ -82,10 +83,12 @@ type PortInUseError struct {
 	Err  error
 }
 
+// Error names the taken port.
 func (e *PortInUseError) Error() string {
 	return fmt.Sprintf("port %d on 127.0.0.1 is already in use (choose another port for the PostgreSQL cluster): %v", e.Port, e.Err)
 }
 
+// Unwrap returns the listen error that showed the port is taken.
 func (e *PortInUseError) Unwrap() error { return e.Err }
 
 // Start initialises the data folder if needed, starts the server and waits until it

@@ -101,6 +101,7 @@ func (f *fixtures) bootPostgres() error {
 			"synchronous_commit": "off",
 			"full_page_writes":   "off",
 			"max_connections":    "300",
+			"shared_buffers":     "32MB",
 		},
 		Logger: zap.NewNop(),
 	}
