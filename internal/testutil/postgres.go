@@ -41,9 +41,13 @@ type fixtures struct {
 }
 
 // NewDB returns a Store on a fresh, migrated database of its own and that database's
-// DSN. The database is dropped when the test ends.
+// DSN. The database is dropped when the test ends. Under -short the test is skipped;
+// otherwise a missing PostgreSQL installation fails it, naming `make deps`.
 func NewDB(t testing.TB) (*store.Store, string) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("needs PostgreSQL: skipped under -short")
+	}
 	ctx := Context(t)
 	if err := shared.startPostgres(); err != nil {
 		t.Fatalf("testutil: start postgresql: %v", err)
