@@ -46,7 +46,7 @@ func (a *Activities) deliverHeld(ctx context.Context, l *liveRuntime) (DeliverRe
 		case err != nil:
 			return res, fmt.Errorf("submit input %s: %w", in.ID, err)
 		}
-		if _, err := a.deps.Store.MarkInputDelivered(ctx, in.ID, l.generation); err != nil {
+		if _, err := a.deps.Store.MarkInputDeliveredTo(ctx, l.sessionID, in.ID, l.generation); err != nil {
 			return res, err
 		}
 		res.Delivered = append(res.Delivered, in.ID)
@@ -57,7 +57,7 @@ func (a *Activities) deliverHeld(ctx context.Context, l *liveRuntime) (DeliverRe
 // refuseInput records the runtime's refusal with the input and, when a Relay holds
 // the lease, reports it on the stream as a data-input-failed part.
 func (a *Activities) refuseInput(ctx context.Context, l *liveRuntime, in store.Input, refused *engines.RuntimeInputRefused) error {
-	failed, err := a.deps.Store.FailInput(ctx, in.ID, refused.Code, refused.Message)
+	failed, err := a.deps.Store.MarkInputFailed(ctx, l.sessionID, in.ID, refused.Code, refused.Message)
 	if err != nil || !failed {
 		return err
 	}
@@ -85,11 +85,11 @@ func (a *Activities) Answer(ctx context.Context, req AnswerRequest) error {
 	if err != nil {
 		return err
 	}
-	it, err := a.deps.Store.GetInteraction(ctx, req.SessionID, req.InteractionID)
+	it, err := a.deps.Store.GetInteractionByID(ctx, req.SessionID, req.InteractionID)
 	if err != nil {
 		return sessionErr(err)
 	}
-	if it.State != "open" || len(it.Answer) == 0 {
+	if it.State != store.InteractionOpen || len(it.Answer) == 0 {
 		return nil // closed already, or no answer saved: nothing to pass on
 	}
 	var answer engines.InteractionAnswer

@@ -83,7 +83,7 @@ func (a *Activities) settlement(ctx context.Context, sessionID string, lease int
 		if !ok {
 			reason = engines.ClosureExpired
 		}
-		rec.CloseInteractions = append(rec.CloseInteractions, store.InteractionClose{InteractionID: it.InteractionID, Reason: string(reason)})
+		rec.CloseInteractions = append(rec.CloseInteractions, store.InteractionClosing{InteractionID: it.InteractionID, State: string(reason), Reason: string(reason)})
 	}
 	return rec, nil
 }
@@ -108,5 +108,5 @@ func (a *Activities) ReconcileLostRuntime(ctx context.Context, req ReconcileRequ
 		return err
 	}
 	a.live.removeSession(req.SessionID)
-	return a.deps.Store.MarkRuntimeUnavailable(ctx, req.SessionID)
+	return a.deps.Store.ReleaseSessionRuntime(ctx, req.SessionID)
 }

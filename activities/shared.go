@@ -147,11 +147,11 @@ func (a *Activities) checkAlive(ctx context.Context, backend sandbox.Backend, id
 // CheckIdle reports whether nothing runs or waits in the Session: the runtime is idle
 // and no response, interaction or held input is open.
 func (a *Activities) CheckIdle(ctx context.Context, ref SessionRef) (IdleResult, error) {
-	act, err := a.deps.Store.GetSessionActivity(ctx, ref.SessionID)
+	facts, err := a.deps.Store.GetSessionFactsByID(ctx, ref.SessionID)
 	if err != nil {
 		return IdleResult{}, sessionErr(err)
 	}
-	return IdleResult{Idle: !act.Busy()}, nil
+	return IdleResult{Idle: facts.State() == store.StateReady}, nil
 }
 
 // Release frees the Session's box and records the runtime unavailable; the
@@ -170,7 +170,7 @@ func (a *Activities) Release(ctx context.Context, req ReleaseRequest) error {
 			return fmt.Errorf("release box %s: %w", req.SandboxID, err)
 		}
 	}
-	return a.deps.Store.MarkRuntimeUnavailable(ctx, req.SessionID)
+	return a.deps.Store.ReleaseSessionRuntime(ctx, req.SessionID)
 }
 
 // EndConversation fails the Session's held inputs with CONVERSATION_ENDED and, for a
@@ -181,7 +181,9 @@ func (a *Activities) EndConversation(ctx context.Context, req EndRequest) (EndRe
 		return EndResult{}, err
 	}
 	if req.Delete {
-		if err := a.deps.Store.SetSessionLifecycle(ctx, req.SessionID, store.LifecycleDeleted); err != nil {
+		// The API deletes first (refusing a working Session); this makes it so for a
+		// delete that reached the workflow another way.
+		if _, err := a.deps.Store.DeleteSession(ctx, req.SessionID); err != nil && !errors.Is(err, store.ErrSessionBusy) {
 			return EndResult{}, err
 		}
 	}
@@ -190,5 +192,6 @@ func (a *Activities) EndConversation(ctx context.Context, req EndRequest) (EndRe
 
 // MarkTerminated records that the Session's runtime is offline until recovered.
 func (a *Activities) MarkTerminated(ctx context.Context, ref SessionRef) error {
-	return a.deps.Store.SetSessionLifecycle(ctx, ref.SessionID, store.LifecycleTerminated)
+	_, err := a.deps.Store.SetSessionLifecycle(ctx, ref.SessionID, store.LifecycleTerminated)
+	return err
 }

@@ -32,11 +32,16 @@ func opFor(ev engines.Event) (op store.RelayOp, ok bool, err error) {
 		if err != nil {
 			return op, false, fmt.Errorf("encode interaction contract: %w", err)
 		}
-		return store.RelayOp{OpenInteraction: &store.InteractionOpen{InteractionID: e.InteractionID, ResponseID: e.ResponseID, Contract: contract}}, true, nil
+		var responseID *string
+		if e.ResponseID != "" {
+			responseID = &e.ResponseID
+		}
+		return store.RelayOp{OpenInteraction: &store.InteractionOpening{InteractionID: e.InteractionID, ResponseID: responseID, Contract: contract}}, true, nil
 	case engines.InteractionClosed:
-		return store.RelayOp{CloseInteraction: &store.InteractionClose{InteractionID: e.InteractionID, Reason: string(e.Reason)}}, true, nil
+		return store.RelayOp{CloseInteraction: &store.InteractionClosing{InteractionID: e.InteractionID, State: string(e.Reason), Reason: string(e.Reason)}}, true, nil
 	case engines.ResponseEnded:
-		end := store.ResponseEnd{ResponseID: e.ResponseID, Outcome: string(e.Outcome), NativeReason: e.NativeReason, Usage: e.Usage}
+		reason := e.NativeReason
+		end := store.ResponseEnd{ResponseID: e.ResponseID, Outcome: string(e.Outcome), NativeReason: &reason, Usage: e.Usage}
 		if e.Error != nil {
 			raw, err := json.Marshal(e.Error)
 			if err != nil {
@@ -70,7 +75,7 @@ func lostResponse(responseID string) (store.FailedResponse, error) {
 		NativeReason: engines.NativeReasonRuntimeLost,
 		Error:        &engines.ResponseError{Code: engines.NativeReasonRuntimeLost, Message: "The Agent program's runtime was lost before the response ended"},
 	})
-	out := store.FailedResponse{ResponseID: responseID, NativeReason: engines.NativeReasonRuntimeLost}
+	out := store.FailedResponse{ResponseID: responseID}
 	errJSON, err := json.Marshal(engines.ResponseError{Code: engines.NativeReasonRuntimeLost, Message: "runtime lost"})
 	if err != nil {
 		return out, fmt.Errorf("encode response error: %w", err)

@@ -1,38 +1,17 @@
 package store
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-	"slices"
-
-	"gorm.io/gorm/clause"
 )
 
-// Input failure codes the orchestration records.
-const (
-	// InputFailureConversationEnded: the Session was archived or deleted while the
-	// input was still held.
-	InputFailureConversationEnded = "CONVERSATION_ENDED"
-)
+// The custody life of an input: pending (accepted) -> delivered (the runtime received
+// it) -> admitted (the runtime durably holds it), or failed (refused with a reason).
+// Moves only go forward: a late or repeated receipt never moves an input back, and
+// an admitted input never fails.
 
-// ListDeliverableInputs returns the inputs to hand to the runtime of generation
-// runtimeGeneration, in accepted order: pending inputs, and inputs delivered to an
-// earlier runtime that was never admitted (a replacement receives them). An input
-// already delivered to this generation is not listed, so it is never sent twice to the
-// same runtime; admitted and failed inputs are never listed.
-func (s *Store) ListDeliverableInputs(ctx context.Context, sessionID string, runtimeGeneration int64) ([]Input, error) {
-	var out []Input
-	err := s.conn(ctx).
-		Where("session_id = ?", sessionID).
-		Where("state = ? OR (state = ? AND (delivered_runtime_generation IS NULL OR delivered_runtime_generation < ?))",
-			InputPending, InputDelivered, runtimeGeneration).
-		Order("seq").Find(&out).Error
-	return out, mapError("list deliverable inputs", err)
-}
-
-// ListHeldInputs returns the inputs accepted but not yet admitted (pending or
-// delivered), in accepted order.
+// ListHeldInputs returns the inputs the runtime has not admitted (pending or
+// delivered), in accepted order: what a replacement runtime must receive.
 func (s *Store) ListHeldInputs(ctx context.Context, sessionID string) ([]Input, error) {
 	var out []Input
 	err := s.conn(ctx).Where("session_id = ? AND state IN ?", sessionID, []string{InputPending, InputDelivered}).
@@ -40,99 +19,58 @@ func (s *Store) ListHeldInputs(ctx context.Context, sessionID string) ([]Input, 
 	return out, mapError("list held inputs", err)
 }
 
-// MarkInputDelivered records that the runtime of runtimeGeneration received the input.
-// An input that was admitted or failed meanwhile is left alone (false).
-func (s *Store) MarkInputDelivered(ctx context.Context, inputID string, runtimeGeneration int64) (bool, error) {
+// MarkInputDelivered records the runtime's delivery receipt (pending -> delivered)
+// and reports whether the input moved.
+func (s *Store) MarkInputDelivered(ctx context.Context, sessionID, inputID string) (bool, error) {
 	res := s.conn(ctx).Model(&Input{}).
-		Where("id = ? AND state IN ?", inputID, []string{InputPending, InputDelivered}).
-		Updates(map[string]any{
-			"state":                        InputDelivered,
-			"delivered_at":                 gormExpr("now()"),
-			"delivered_runtime_generation": runtimeGeneration,
-		})
-	if res.Error != nil {
-		return false, mapError("mark input delivered", res.Error)
-	}
-	return res.RowsAffected == 1, nil
+		Where("session_id = ? AND id = ? AND state = ?", sessionID, inputID, InputPending).
+		Updates(map[string]any{"state": InputDelivered, "delivered_at": gormExpr("now()")})
+	return s.inputMoved(ctx, "mark input delivered", sessionID, inputID, res.RowsAffected, res.Error)
 }
 
-// FailInput records that an input will not run (the runtime refused it). Only a held
-// input can fail; the return says whether this call failed it.
-func (s *Store) FailInput(ctx context.Context, inputID, code, message string) (bool, error) {
+// MarkInputsAdmitted records InputAdmitted for each input (pending or delivered ->
+// admitted); after this the inputs are never handed to a runtime again. It returns
+// how many moved; already admitted inputs are skipped.
+func (s *Store) MarkInputsAdmitted(ctx context.Context, sessionID string, inputIDs []string) (int64, error) {
+	if len(inputIDs) == 0 {
+		return 0, nil
+	}
 	res := s.conn(ctx).Model(&Input{}).
-		Where("id = ? AND state IN ?", inputID, []string{InputPending, InputDelivered}).
-		Updates(map[string]any{
-			"state":           InputFailed,
-			"failure_code":    code,
-			"failure_message": message,
-			"failed_at":       gormExpr("now()"),
-		})
+		Where("session_id = ? AND id IN ? AND state IN ?", sessionID, inputIDs, []string{InputPending, InputDelivered}).
+		Updates(map[string]any{"state": InputAdmitted, "admitted_at": gormExpr("now()")})
 	if res.Error != nil {
-		return false, mapError("fail input", res.Error)
+		return 0, mapError("mark inputs admitted", res.Error)
 	}
-	return res.RowsAffected == 1, nil
+	return res.RowsAffected, nil
 }
 
-// FailHeldInputs fails every held input of the Session with code and returns their
-// ids in accepted order. Archive and delete use it with InputFailureConversationEnded.
-func (s *Store) FailHeldInputs(ctx context.Context, sessionID, code, message string) ([]string, error) {
-	var failed []Input
-	res := s.conn(ctx).Model(&failed).Clauses(clause.Returning{Columns: []clause.Column{{Name: "id"}, {Name: "seq"}}}).
-		Where("session_id = ? AND state IN ?", sessionID, []string{InputPending, InputDelivered}).
-		Updates(map[string]any{
-			"state":           InputFailed,
-			"failure_code":    code,
-			"failure_message": message,
-			"failed_at":       gormExpr("now()"),
-		})
-	if res.Error != nil {
-		return nil, mapError("fail held inputs", res.Error)
+// MarkInputFailed records a refusal (pending or delivered -> failed) with the
+// product's code and the reason, and reports whether the input moved.
+func (s *Store) MarkInputFailed(ctx context.Context, sessionID, inputID, code, message string) (bool, error) {
+	if code == "" {
+		return false, fmt.Errorf("mark input failed: a failure code is required")
 	}
-	ids := make([]string, 0, len(failed))
-	for _, in := range sortedBySeq(failed) {
-		ids = append(ids, in.ID)
+	res := s.conn(ctx).Model(&Input{}).
+		Where("session_id = ? AND id = ? AND state IN ?", sessionID, inputID, []string{InputPending, InputDelivered}).
+		Updates(map[string]any{"state": InputFailed, "failure_code": code, "failure_message": message, "failed_at": gormExpr("now()")})
+	return s.inputMoved(ctx, "mark input failed", sessionID, inputID, res.RowsAffected, res.Error)
+}
+
+// inputMoved turns an update's outcome into (moved, error): no row moved is fine for
+// an input further along, and ErrNotFound for an unknown one.
+func (s *Store) inputMoved(ctx context.Context, what, sessionID, inputID string, rows int64, err error) (bool, error) {
+	if err != nil {
+		return false, mapError(what, err)
 	}
-	return ids, nil
-}
-
-// GetInputByID returns one input.
-func (s *Store) GetInputByID(ctx context.Context, id string) (Input, error) {
-	var in Input
-	err := s.conn(ctx).Where("id = ?", id).Take(&in).Error
-	return in, mapError("get input by id", err)
-}
-
-// admitInputs closes custody of the given inputs: each held one becomes admitted.
-// Unknown, failed or already admitted ids are left alone (an admission can be
-// reported twice after a reader takes over).
-func (s *Store) admitInputs(ctx context.Context, sessionID string, ids []string) error {
-	if len(ids) == 0 {
-		return nil
+	if rows > 0 {
+		return true, nil
 	}
-	err := s.conn(ctx).Model(&Input{}).
-		Where("session_id = ? AND id::text IN ? AND state IN ?", sessionID, ids, []string{InputPending, InputDelivered}).
-		Updates(map[string]any{"state": InputAdmitted, "admitted_at": gormExpr("now()")}).Error
-	return mapError("admit inputs", err)
-}
-
-// takeBackInputs returns delivered, unadmitted inputs to pending except those listed
-// in keep (the runtime still queues them): the runtime received them but can no longer
-// answer them, so they are handed over again.
-func (s *Store) takeBackInputs(ctx context.Context, sessionID string, keep []string) error {
-	q := s.conn(ctx).Model(&Input{}).Where("session_id = ? AND state = ?", sessionID, InputDelivered)
-	if len(keep) > 0 {
-		q = q.Where("id::text NOT IN ?", keep)
+	var n int64
+	if err := s.conn(ctx).Model(&Input{}).Where("session_id = ? AND id = ?", sessionID, inputID).Count(&n).Error; err != nil {
+		return false, mapError(what, err)
 	}
-	err := q.Updates(map[string]any{"state": InputPending, "delivered_runtime_generation": nil}).Error
-	return mapError("take back inputs", err)
-}
-
-func sortedBySeq(in []Input) []Input {
-	slices.SortFunc(in, func(a, b Input) int { return cmp.Compare(a.Seq, b.Seq) })
-	return in
-}
-
-// errNoRows formats a missing-row error for one Session.
-func errNoRows(what, sessionID string) error {
-	return fmt.Errorf("%s of session %s: %w", what, sessionID, ErrNotFound)
+	if n == 0 {
+		return false, fmt.Errorf("%s %s: %w", what, inputID, ErrNotFound)
+	}
+	return false, nil
 }

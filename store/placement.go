@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"gorm.io/gorm/clause"
 )
@@ -67,75 +66,8 @@ func (s *Store) RecordRuntimeActive(ctx context.Context, a RuntimeActivation) er
 	return nil
 }
 
-// MarkRuntimeUnavailable records that the Session's box is gone or released: the
-// placement is cleared and runtime_unavailable set. The conversation stays; the next
-// input starts a new box that resumes it.
-func (s *Store) MarkRuntimeUnavailable(ctx context.Context, sessionID string) error {
-	res := s.conn(ctx).Model(&Session{}).Where("id = ?", sessionID).Updates(map[string]any{
-		"runtime_unavailable": true,
-		"sandbox_id":          nil,
-		"host_task_queue":     nil,
-		"runtime_status":      nil,
-		"updated_at":          gormExpr("now()"),
-	})
-	if res.Error != nil {
-		return mapError("mark runtime unavailable", res.Error)
-	}
-	if res.RowsAffected == 0 {
-		return errNoRows("mark runtime unavailable", sessionID)
-	}
-	return nil
-}
 
-// SetSessionLifecycle moves the Session's stored lifecycle (creating, active,
-// terminated, deleted). A deleted Session stays deleted.
-func (s *Store) SetSessionLifecycle(ctx context.Context, sessionID, lifecycle string) error {
-	updates := map[string]any{"lifecycle": lifecycle, "updated_at": gormExpr("now()")}
-	if lifecycle == LifecycleDeleted {
-		updates["deleted_at"] = gormExpr("COALESCE(deleted_at, now())")
-	}
-	res := s.conn(ctx).Model(&Session{}).Where("id = ? AND lifecycle <> ?", sessionID, LifecycleDeleted).Updates(updates)
-	if res.Error != nil {
-		return mapError("set session lifecycle", res.Error)
-	}
-	if res.RowsAffected == 0 && lifecycle != LifecycleDeleted {
-		return errNoRows("set session lifecycle", sessionID)
-	}
-	return nil
-}
-
-// SessionActivity is what decides whether a Session's box may be released for idleness.
-type SessionActivity struct {
-	RuntimeStatus    *string
-	OpenResponses    int64
-	OpenInteractions int64
-	HeldInputs       int64
-	LastOutputAt     *time.Time
-}
-
-// Busy reports whether anything runs or waits: a working or waiting runtime, an open
-// response or interaction, or a held input.
-func (a SessionActivity) Busy() bool {
-	if a.RuntimeStatus != nil && *a.RuntimeStatus != "idle" {
-		return true
-	}
-	return a.OpenResponses > 0 || a.OpenInteractions > 0 || a.HeldInputs > 0
-}
-
-// GetSessionActivity reads the facts SessionActivity.Busy decides on, in one query.
-func (s *Store) GetSessionActivity(ctx context.Context, sessionID string) (SessionActivity, error) {
-	var rows []SessionActivity
-	err := s.conn(ctx).Raw(`
-		SELECT s.runtime_status, s.last_output_at,
-		  (SELECT count(*) FROM responses r WHERE r.session_id = s.id AND r.outcome IS NULL) AS open_responses,
-		  (SELECT count(*) FROM interactions i WHERE i.session_id = s.id AND i.state = 'open') AS open_interactions,
-		  (SELECT count(*) FROM inputs n WHERE n.session_id = s.id AND n.state IN ('pending', 'delivered')) AS held_inputs
-		FROM sessions s WHERE s.id = ?`, sessionID).Scan(&rows).Error
-	if err != nil {
-		return SessionActivity{}, mapError("get session activity", err)
-	}
-	if len(rows) == 0 {
-		return SessionActivity{}, errNoRows("get session activity", sessionID)
-	}
-	return rows[0], nil
+// errNoRows formats a missing-row error for one Session.
+func errNoRows(what, sessionID string) error {
+	return fmt.Errorf("%s of session %s: %w", what, sessionID, ErrNotFound)
 }

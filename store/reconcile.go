@@ -6,13 +6,12 @@ import (
 	"fmt"
 )
 
-// FailedResponse is an open response reconciliation ends as failed, with the parts
-// that close its UI message (an error part, then a finish part).
+// FailedResponse is an open response reconciliation ends as failed (runtime_lost),
+// with the parts that close its UI message (an error part, then a finish part).
 type FailedResponse struct {
-	ResponseID   string
-	NativeReason string
-	Error        json.RawMessage
-	Parts        []NewPart
+	ResponseID string
+	Error      json.RawMessage
+	Parts      []NewPart
 }
 
 // Reconciliation is a reader's settlement of the platform's records with what the
@@ -20,17 +19,18 @@ type FailedResponse struct {
 type Reconciliation struct {
 	SessionID       string
 	LeaseGeneration int64
-	// FailResponses end as failed; one that ended meanwhile is skipped with its parts.
+	// FailResponses end as failed with native_reason runtime_lost; one that ended
+	// meanwhile is skipped with its parts.
 	FailResponses []FailedResponse
 	// CloseInteractions close with the runtime's retained reason or as expired.
-	CloseInteractions []InteractionClose
+	CloseInteractions []InteractionClosing
 	// AdmitInputs close custody of inputs whose InputAdmitted the reader missed.
 	AdmitInputs []string
-	// TakeBack returns delivered, unadmitted inputs to pending except KeepQueued, the
-	// ones the runtime still queues.
+	// TakeBack makes delivered, unadmitted inputs deliverable again, except
+	// KeepQueued, the ones the runtime still queues.
 	TakeBack   bool
 	KeepQueued []string
-	// Status replaces the runtime status when set ("idle", "working", "waiting").
+	// Status replaces the runtime status when set.
 	Status string
 	// Cursor, when set, is where the reader continues.
 	Cursor *CursorUpdate
@@ -40,43 +40,33 @@ type Reconciliation struct {
 // lease generation, with a NOTIFY for the parts at commit.
 func (s *Store) ReconcileRuntime(ctx context.Context, r Reconciliation) (AppendResult, error) {
 	var result AppendResult
-	err := s.InTx(ctx, func(tx *Store) error {
-		if err := tx.checkLease(ctx, r.SessionID, r.LeaseGeneration); err != nil {
-			return err
-		}
+	err := s.InLeaseTx(ctx, r.SessionID, r.LeaseGeneration, func(tx *Store) error {
 		sess, err := tx.lockSession(ctx, r.SessionID)
 		if err != nil {
 			return err
 		}
 		next := sess.OutputSeq + 1
 		var parts []NewPart
+		reason := NativeReasonRuntimeLost
 		for _, f := range r.FailResponses {
-			last := next + int64(len(f.Parts)) - 1
-			updates := map[string]any{
-				"outcome":       "failed",
-				"native_reason": f.NativeReason,
-				"ended_seq":     gormExpr("GREATEST(started_seq, ?)", last),
-				"ended_at":      gormExpr("now()"),
+			ended, err := tx.EndResponse(ctx, ResponseEnd{
+				SessionID: r.SessionID, ResponseID: f.ResponseID, Outcome: OutcomeFailed,
+				NativeReason: &reason, Error: f.Error, EndedSeq: next + int64(len(f.Parts)) - 1,
+			})
+			if err != nil {
+				return err
 			}
-			if len(f.Error) > 0 {
-				updates["error"] = f.Error
+			if ended {
+				parts = append(parts, f.Parts...)
+				next += int64(len(f.Parts))
 			}
-			res := tx.conn(ctx).Model(&Response{}).Where("session_id = ? AND response_id = ? AND outcome IS NULL", r.SessionID, f.ResponseID).Updates(updates)
-			if res.Error != nil {
-				return mapError("fail response", res.Error)
-			}
-			if res.RowsAffected == 0 {
-				continue
-			}
-			parts = append(parts, f.Parts...)
-			next = last + 1
 		}
 		for _, c := range r.CloseInteractions {
-			if err := tx.applyOp(ctx, r.SessionID, RelayOp{CloseInteraction: &c}, next, next-1); err != nil {
+			if _, err := tx.CloseInteraction(ctx, r.SessionID, c.InteractionID, c.State, c.Reason); err != nil {
 				return err
 			}
 		}
-		if err := tx.admitInputs(ctx, r.SessionID, r.AdmitInputs); err != nil {
+		if _, err := tx.MarkInputsAdmitted(ctx, r.SessionID, r.AdmitInputs); err != nil {
 			return err
 		}
 		if r.TakeBack {
@@ -85,7 +75,7 @@ func (s *Store) ReconcileRuntime(ctx context.Context, r Reconciliation) (AppendR
 			}
 		}
 		if r.Status != "" {
-			if err := tx.applyOp(ctx, r.SessionID, RelayOp{Status: r.Status}, next, next-1); err != nil {
+			if err := tx.SetRuntimeStatus(ctx, r.SessionID, r.Status); err != nil {
 				return err
 			}
 		}

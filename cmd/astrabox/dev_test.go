@@ -56,6 +56,8 @@ func TestDevStack(t *testing.T) {
 	require.NotEmpty(t, vars["AGENT_ID"])
 	waitHTTP(t, first, vars["SERVICE_URL"]+"/readyz", http.StatusOK)
 	waitHTTP(t, first, fmt.Sprintf("http://127.0.0.1:%d/", ports[3]), http.StatusOK)
+	// With no model credentials the scripted model server stands in.
+	waitHTTP(t, first, fmt.Sprintf("http://127.0.0.1:%d/", ports[4]), http.StatusOK)
 
 	// A second dev stack on the same data folder is refused without damage.
 	second := exec.Command(bin, "dev")
@@ -65,7 +67,7 @@ func TestDevStack(t *testing.T) {
 	assert.Contains(t, string(out), "already running")
 
 	first.interrupt(t)
-	for _, p := range ports[:4] {
+	for _, p := range ports {
 		assert.NoError(t, portFree(p), "port %d still held after Ctrl-C", p)
 	}
 	_, err = os.Stat(filepath.Join(dataDir, "postgres", "data", "postmaster.pid"))
