@@ -76,3 +76,10 @@ func (s *Store) takeBackInputs(ctx context.Context, sessionID string, keep []str
 	err := q.Update("delivered_runtime_generation", nil).Error
 	return mapError("take back inputs", err)
 }
+
+// GetInputByID returns one input.
+func (s *Store) GetInputByID(ctx context.Context, id string) (Input, error) {
+	var in Input
+	err := s.conn(ctx).Where("id = ?", id).Take(&in).Error
+	return in, mapError("get input by id", err)
+}

@@ -66,7 +66,6 @@ func (s *Store) RecordRuntimeActive(ctx context.Context, a RuntimeActivation) er
 	return nil
 }
 
-
 // errNoRows formats a missing-row error for one Session.
 func errNoRows(what, sessionID string) error {
 	return fmt.Errorf("%s of session %s: %w", what, sessionID, ErrNotFound)

@@ -1,0 +1,263 @@
+package store_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/astrabox/astrabox/store"
+)
+
+func part(resp, frame string) store.RelayOp {
+	return store.RelayOp{Part: &store.NewPart{ResponseID: &resp, Frame: json.RawMessage(frame)}}
+}
+
+func relayCursor(offset int) *store.CursorUpdate {
+	return &store.CursorUpdate{Generation: "boot-1", Position: json.RawMessage(fmt.Sprintf(`{"offset":%d}`, offset))}
+}
+
+func TestApplyRelayBatchRecordsEveryFactWithItsParts(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx, st := f.ctx, f.st
+	in, _, err := st.InsertInput(ctx, store.NewInput{SessionID: f.session.ID, Content: "hello"})
+	require.NoError(t, err)
+	lease, err := st.AcquireReaderLease(ctx, store.LeaseRequest{SessionID: f.session.ID, Holder: "relay-a", TTL: time.Minute})
+	require.NoError(t, err)
+	reason := "end_turn"
+
+	res, err := st.ApplyRelayBatch(ctx, store.RelayBatch{
+		SessionID: f.session.ID, LeaseGeneration: lease.Generation,
+		Ops: []store.RelayOp{
+			{AdmitInput: in.ID},
+			{Status: "working"},
+			{StartResponse: &store.ResponseStart{ResponseID: "r1", Origin: "input", InputIDs: []string{in.ID}}},
+			part("r1", `{"type":"start","messageId":"r1"}`),
+			part("r1", `{"type":"text-delta","id":"t","delta":"hi"}`),
+			{OpenInteraction: &store.InteractionOpening{InteractionID: "i1", ResponseID: ptr("r1"), Contract: json.RawMessage(`{"presentation":"decision"}`)}},
+		},
+		Cursor: relayCursor(5),
+	})
+	require.NoError(t, err)
+	require.Equal(t, int64(1), res.FirstSeq)
+	require.Equal(t, int64(2), res.LastSeq)
+
+	res, err = st.ApplyRelayBatch(ctx, store.RelayBatch{
+		SessionID: f.session.ID, LeaseGeneration: lease.Generation,
+		Ops: []store.RelayOp{
+			{CloseInteraction: &store.InteractionClosing{InteractionID: "i1", State: store.InteractionAnswered, Reason: "answered"}},
+			part("r1", `{"type":"finish"}`),
+			{EndResponse: &store.ResponseEnd{ResponseID: "r1", Outcome: store.OutcomeCompleted, NativeReason: &reason}},
+			{Status: "idle"},
+		},
+		Cursor: relayCursor(9),
+	})
+	require.NoError(t, err)
+	require.Equal(t, int64(3), res.LastSeq)
+
+	got, err := st.GetInputByID(ctx, in.ID)
+	require.NoError(t, err)
+	require.Equal(t, store.InputAdmitted, got.State)
+	resp, err := st.GetResponseByID(ctx, f.session.ID, "r1")
+	require.NoError(t, err)
+	require.Equal(t, int64(1), resp.StartedSeq, "a response starts at its start part")
+	require.Equal(t, int64(3), *resp.EndedSeq, "and ends at its finish part")
+	require.Equal(t, store.OutcomeCompleted, *resp.Outcome)
+	it, err := st.GetInteractionByID(ctx, f.session.ID, "i1")
+	require.NoError(t, err)
+	require.Equal(t, store.InteractionAnswered, it.State)
+	sess, err := st.GetSessionByID(ctx, f.session.ID)
+	require.NoError(t, err)
+	require.Equal(t, "idle", *sess.RuntimeStatus)
+	require.Equal(t, int64(3), sess.OutputSeq)
+	cur, err := st.GetRuntimeCursorBySession(ctx, f.session.ID)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"offset":9}`, string(cur.Position))
+	require.Equal(t, int64(3), cur.ThroughSeq)
+}
+
+// A zombie Relay (its lease superseded by a new reader) writes nothing: not its
+// parts, not its facts, not its cursor.
+func TestZombieRelayWritesAreRefused(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx, st := f.ctx, f.st
+	in, _, err := st.InsertInput(ctx, store.NewInput{SessionID: f.session.ID, Content: "hello"})
+	require.NoError(t, err)
+	zombie, err := st.AcquireReaderLease(ctx, store.LeaseRequest{SessionID: f.session.ID, Holder: "host-a/relay", TTL: time.Minute})
+	require.NoError(t, err)
+	_, err = st.ApplyRelayBatch(ctx, store.RelayBatch{SessionID: f.session.ID, LeaseGeneration: zombie.Generation,
+		Ops: []store.RelayOp{part("r0", `{"type":"start","messageId":"r0"}`)}, Cursor: relayCursor(1)})
+	require.NoError(t, err)
+
+	// The workflow starts a new Relay elsewhere, which steals the lease.
+	fresh, err := st.AcquireReaderLease(ctx, store.LeaseRequest{SessionID: f.session.ID, Holder: "host-b/relay", TTL: time.Minute, Steal: true})
+	require.NoError(t, err)
+	require.Greater(t, fresh.Generation, zombie.Generation)
+
+	reason := "end_turn"
+	_, err = st.ApplyRelayBatch(ctx, store.RelayBatch{
+		SessionID: f.session.ID, LeaseGeneration: zombie.Generation,
+		Ops: []store.RelayOp{
+			{AdmitInput: in.ID},
+			{StartResponse: &store.ResponseStart{ResponseID: "rz", Origin: "input"}},
+			part("rz", `{"type":"text-delta","id":"t","delta":"zombie"}`),
+			{EndResponse: &store.ResponseEnd{ResponseID: "r0", Outcome: store.OutcomeCompleted, NativeReason: &reason}},
+			{Status: "idle"},
+		},
+		Cursor: relayCursor(99),
+	})
+	require.ErrorIs(t, err, store.ErrLeaseLost)
+	_, err = st.ReconcileRuntime(ctx, store.Reconciliation{SessionID: f.session.ID, LeaseGeneration: zombie.Generation, AdmitInputs: []string{in.ID}})
+	require.ErrorIs(t, err, store.ErrLeaseLost)
+
+	sess, err := st.GetSessionByID(ctx, f.session.ID)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), sess.OutputSeq, "no part of the zombie was appended")
+	require.Nil(t, sess.RuntimeStatus)
+	got, err := st.GetInputByID(ctx, in.ID)
+	require.NoError(t, err)
+	require.Equal(t, store.InputPending, got.State, "the zombie did not close custody")
+	_, err = st.GetResponseByID(ctx, f.session.ID, "rz")
+	require.ErrorIs(t, err, store.ErrNotFound)
+	cur, err := st.GetRuntimeCursorBySession(ctx, f.session.ID)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"offset":1}`, string(cur.Position), "the zombie's cursor was not committed")
+
+	// The new reader writes after the zombie's last committed part, with no gap.
+	res, err := st.ApplyRelayBatch(ctx, store.RelayBatch{SessionID: f.session.ID, LeaseGeneration: fresh.Generation,
+		Ops: []store.RelayOp{part("r0", `{"type":"finish"}`)}, Cursor: relayCursor(2)})
+	require.NoError(t, err)
+	require.Equal(t, int64(2), res.FirstSeq)
+}
+
+func TestReconcileRuntimeFailsLostResponsesAndKeepsReportedOnes(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx, st := f.ctx, f.st
+	var inputs []store.Input
+	for range 3 {
+		in, _, err := st.InsertInput(ctx, store.NewInput{SessionID: f.session.ID, Content: "m"})
+		require.NoError(t, err)
+		inputs = append(inputs, in)
+	}
+	for _, in := range inputs {
+		_, err := st.MarkInputDeliveredTo(ctx, f.session.ID, in.ID, 1)
+		require.NoError(t, err)
+	}
+	lease, err := st.AcquireReaderLease(ctx, store.LeaseRequest{SessionID: f.session.ID, Holder: "relay", TTL: time.Minute})
+	require.NoError(t, err)
+	_, err = st.ApplyRelayBatch(ctx, store.RelayBatch{SessionID: f.session.ID, LeaseGeneration: lease.Generation, Ops: []store.RelayOp{
+		{StartResponse: &store.ResponseStart{ResponseID: "lost", Origin: "input"}},
+		part("lost", `{"type":"start","messageId":"lost"}`),
+		{StartResponse: &store.ResponseStart{ResponseID: "kept", Origin: "engine"}},
+		part("kept", `{"type":"start","messageId":"kept"}`),
+		{OpenInteraction: &store.InteractionOpening{InteractionID: "answered", Contract: json.RawMessage(`{}`)}},
+		{OpenInteraction: &store.InteractionOpening{InteractionID: "forgotten", Contract: json.RawMessage(`{}`)}},
+		{OpenInteraction: &store.InteractionOpening{InteractionID: "pending", Contract: json.RawMessage(`{}`)}},
+	}})
+	require.NoError(t, err)
+
+	res, err := st.ReconcileRuntime(ctx, store.Reconciliation{
+		SessionID: f.session.ID, LeaseGeneration: lease.Generation,
+		FailResponses: []store.FailedResponse{{ResponseID: "lost", Parts: []store.NewPart{
+			{ResponseID: ptr("lost"), Frame: json.RawMessage(`{"type":"error","errorText":"lost"}`)},
+			{ResponseID: ptr("lost"), Frame: json.RawMessage(`{"type":"finish","finishReason":"error"}`)},
+		}}},
+		CloseInteractions: []store.InteractionClosing{
+			{InteractionID: "answered", State: store.InteractionAnswered, Reason: "answered"},
+			{InteractionID: "forgotten", State: store.InteractionExpired, Reason: "expired"},
+		},
+		AdmitInputs: []string{inputs[0].ID},
+		TakeBack:    true, KeepQueued: []string{inputs[1].ID},
+		Status: "working",
+		Cursor: relayCursor(40),
+	})
+	require.NoError(t, err)
+	require.Equal(t, int64(4), res.LastSeq)
+
+	lost, err := st.GetResponseByID(ctx, f.session.ID, "lost")
+	require.NoError(t, err)
+	require.Equal(t, store.OutcomeFailed, *lost.Outcome)
+	require.Equal(t, store.NativeReasonRuntimeLost, *lost.NativeReason)
+	require.Equal(t, int64(4), *lost.EndedSeq)
+	kept, err := st.GetResponseByID(ctx, f.session.ID, "kept")
+	require.NoError(t, err)
+	require.Nil(t, kept.Outcome, "a response the runtime still reports stays open")
+	for id, want := range map[string]string{"answered": store.InteractionAnswered, "forgotten": store.InteractionExpired, "pending": store.InteractionOpen} {
+		it, err := st.GetInteractionByID(ctx, f.session.ID, id)
+		require.NoError(t, err)
+		require.Equal(t, want, it.State, id)
+	}
+	// Custody: admitted closes, the queued one stays with generation 1, the other
+	// is deliverable again (to the same runtime generation too).
+	deliverable, err := st.ListDeliverableInputs(ctx, f.session.ID, 1)
+	require.NoError(t, err)
+	require.Len(t, deliverable, 1)
+	require.Equal(t, inputs[2].ID, deliverable[0].ID)
+
+	// Reconciling again changes nothing: a repeated reconciliation is harmless.
+	res2, err := st.ReconcileRuntime(ctx, store.Reconciliation{SessionID: f.session.ID, LeaseGeneration: lease.Generation,
+		FailResponses: []store.FailedResponse{{ResponseID: "lost", Parts: []store.NewPart{{ResponseID: ptr("lost"), Frame: json.RawMessage(`{"type":"finish"}`)}}}}})
+	require.NoError(t, err)
+	require.Equal(t, int64(4), res2.LastSeq, "an ended response gets no second ending")
+}
+
+func TestDeliverableInputsGoOnlyToAReplacementUntilAdmitted(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx, st := f.ctx, f.st
+	a, _, err := st.InsertInput(ctx, store.NewInput{SessionID: f.session.ID, Content: "a"})
+	require.NoError(t, err)
+	b, _, err := st.InsertInput(ctx, store.NewInput{SessionID: f.session.ID, Content: "b"})
+	require.NoError(t, err)
+
+	ids := func(gen int64) []string {
+		in, err := st.ListDeliverableInputs(ctx, f.session.ID, gen)
+		require.NoError(t, err)
+		var out []string
+		for _, i := range in {
+			out = append(out, i.ID)
+		}
+		return out
+	}
+	require.Equal(t, []string{a.ID, b.ID}, ids(1), "accepted order")
+	_, err = st.MarkInputDeliveredTo(ctx, f.session.ID, a.ID, 1)
+	require.NoError(t, err)
+	require.Equal(t, []string{b.ID}, ids(1), "never twice to the same runtime")
+	require.Equal(t, []string{a.ID, b.ID}, ids(2), "a replacement receives every unadmitted input in order")
+	_, err = st.MarkInputsAdmitted(ctx, f.session.ID, []string{a.ID})
+	require.NoError(t, err)
+	require.Equal(t, []string{b.ID}, ids(2), "after admission, never again")
+
+	failed, err := st.FailHeldInputs(ctx, f.session.ID, store.InputFailureConversationEnded, "archived")
+	require.NoError(t, err)
+	require.Equal(t, []string{b.ID}, failed)
+	got, err := st.GetInputByID(ctx, b.ID)
+	require.NoError(t, err)
+	require.Equal(t, store.InputFailed, got.State)
+	require.Equal(t, store.InputFailureConversationEnded, *got.FailureCode)
+}
+
+func TestPlaceRuntimeFencesActivationOfAnOlderGeneration(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx, st := f.ctx, f.st
+	g1, err := st.PlaceRuntime(ctx, f.session.ID, "box-1")
+	require.NoError(t, err)
+	g2, err := st.PlaceRuntime(ctx, f.session.ID, "box-2")
+	require.NoError(t, err)
+	require.Equal(t, g1+1, g2)
+	err = st.RecordRuntimeActive(ctx, store.RuntimeActivation{SessionID: f.session.ID, RuntimeGeneration: g1, HostTaskQueue: "q", EngineSessionKey: "k"})
+	require.ErrorIs(t, err, store.ErrLeaseLost, "an older placement cannot claim the Session")
+	require.NoError(t, st.RecordRuntimeActive(ctx, store.RuntimeActivation{SessionID: f.session.ID, RuntimeGeneration: g2, HostTaskQueue: "q2", EngineSessionKey: "k", ResumeMaterial: []byte(`{"a":1}`)}))
+	sess, err := st.GetSessionByID(ctx, f.session.ID)
+	require.NoError(t, err)
+	require.Equal(t, store.LifecycleActive, sess.Lifecycle)
+	require.Equal(t, "box-2", *sess.SandboxID)
+	require.Equal(t, "q2", *sess.HostTaskQueue)
+	require.JSONEq(t, `{"a":1}`, string(sess.ResumeMaterial))
+}
