@@ -37,6 +37,12 @@ func (a *Activities) ActivateRuntime(ctx context.Context, req ActivateRequest) (
 		}
 		return ActivateResult{}, fmt.Errorf("get box %s: %w", req.SandboxID, err)
 	}
+	keep := false
+	defer func() {
+		if !keep {
+			_ = h.Close()
+		}
+	}()
 	box, err := a.deps.OpenBox(ctx, h)
 	if err != nil {
 		return ActivateResult{}, fmt.Errorf("open box %s: %w", req.SandboxID, err)
@@ -88,7 +94,8 @@ func (a *Activities) ActivateRuntime(ctx context.Context, req ActivateRequest) (
 		}
 		return ActivateResult{}, err
 	}
-	a.live.put(&liveRuntime{sessionID: sess.ID, generation: req.RuntimeGeneration, client: client})
+	keep = true
+	a.live.put(&liveRuntime{sessionID: sess.ID, generation: req.RuntimeGeneration, client: client, handle: h})
 	return ActivateResult{HostTaskQueue: a.deps.HostTaskQueue}, nil
 }
 

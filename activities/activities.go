@@ -84,8 +84,8 @@ type Activities struct {
 
 // New builds the activities of one worker process.
 func New(d Deps) (*Activities, error) {
-	if d.Store == nil || d.Engines == nil || d.OpenBox == nil || len(d.Backends) == 0 {
-		return nil, errors.New("activities: store, engines, box opener and a sandbox backend are required")
+	if d.Store == nil || d.Engines == nil || d.OpenBox == nil {
+		return nil, errors.New("activities: store, engines and box opener are required")
 	}
 	if d.HostTaskQueue == "" {
 		return nil, errors.New("activities: host task queue is required")

@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/astrabox/astrabox/engines"
+	"github.com/astrabox/astrabox/sandbox"
 )
 
 // liveRuntime is one live runtime connection this process holds.
@@ -15,11 +16,21 @@ type liveRuntime struct {
 	sessionID  string
 	generation int64
 	client     engines.RuntimeClient
+	// handle is the box handle the client works through; it closes with the client.
+	handle sandbox.Handle
 
 	mu sync.Mutex
 	// leaseGeneration is the reader lease of the Relay reading this runtime, 0 before
 	// one runs; host activities that write parts fence them by it.
 	leaseGeneration int64
+}
+
+// close closes the connection and the box handle; the runtime keeps running.
+func (l *liveRuntime) close() {
+	_ = l.client.Close()
+	if l.handle != nil {
+		_ = l.handle.Close()
+	}
 }
 
 func (l *liveRuntime) lease() int64 {
@@ -50,7 +61,7 @@ func (r *liveRegistry) put(l *liveRuntime) {
 	r.m[l.sessionID] = l
 	r.mu.Unlock()
 	if old != nil && old != l {
-		_ = old.client.Close()
+		old.close()
 	}
 }
 
@@ -74,7 +85,7 @@ func (r *liveRegistry) remove(l *liveRuntime) {
 		delete(r.m, l.sessionID)
 	}
 	r.mu.Unlock()
-	_ = l.client.Close()
+	l.close()
 }
 
 // removeSession drops and closes whatever runtime the Session has here.
@@ -84,7 +95,7 @@ func (r *liveRegistry) removeSession(sessionID string) {
 	delete(r.m, sessionID)
 	r.mu.Unlock()
 	if l != nil {
-		_ = l.client.Close()
+		l.close()
 	}
 }
 

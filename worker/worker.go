@@ -88,6 +88,11 @@ func (w *Worker) Run(ctx context.Context) error {
 	return nil
 }
 
+// NewHostID returns a host id unique to this process: hostname, pid and a random
+// suffix. Pass it as Options.HostID when something built before the workers (the
+// activities) must know the host task queue.
+func NewHostID() string { return newHostID() }
+
 func newHostID() string {
 	host, err := os.Hostname()
 	if err != nil || host == "" {

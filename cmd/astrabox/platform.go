@@ -9,11 +9,17 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/astrabox/astrabox/activities"
 	"github.com/astrabox/astrabox/api"
 	"github.com/astrabox/astrabox/config"
+	"github.com/astrabox/astrabox/engines"
 	"github.com/astrabox/astrabox/internal/temporalconn"
+	"github.com/astrabox/astrabox/sandbox"
+	"github.com/astrabox/astrabox/sandbox/enginebox"
+	"github.com/astrabox/astrabox/sandbox/local"
 	"github.com/astrabox/astrabox/store"
 	"github.com/astrabox/astrabox/worker"
+	"github.com/astrabox/astrabox/workflows"
 )
 
 // platform is the set of long-lived dependencies a serving process holds.
@@ -83,10 +89,36 @@ func (p *platform) runAPI(ctx context.Context) error {
 	return srv.Serve(ctx, ln, p.cfg.HTTP.ShutdownTimeout)
 }
 
-// runWorker runs the Temporal workers until ctx is done.
+// runWorker runs the Temporal workers, with SessionWorkflow and its activities, until
+// ctx is done.
 func (p *platform) runWorker(ctx context.Context) error {
+	hostID := worker.NewHostID()
+	backends := map[string]sandbox.Backend{}
+	lc := p.cfg.Sandbox.Local
+	if backend, err := local.New(ctx, local.Options{StateDir: lc.StateDir, UIDFirst: lc.UIDBase, UIDCount: lc.UIDCount, RunnerPath: lc.RunnerPath, Logger: p.log.Named("sandbox")}); err != nil {
+		// A machine without bubblewrap still runs the workflows; Sessions whose
+		// RuntimeProfile needs the local backend then end TERMINATED, named in the log.
+		p.log.Warn("local sandbox backend unavailable", zap.Error(err))
+	} else {
+		defer backend.Close()
+		backends[store.SandboxLocal] = backend
+	}
+	acts, err := activities.New(activities.Deps{
+		Store:         p.store,
+		Engines:       engines.NewRegistry(),
+		Backends:      backends,
+		OpenBox:       func(_ context.Context, h sandbox.Handle) (engines.Box, error) { return enginebox.New(h), nil },
+		HostTaskQueue: worker.HostTaskQueue(p.cfg.Temporal.TaskQueue, hostID),
+		Logger:        p.log.Named("activities"),
+	})
+	if err != nil {
+		return err
+	}
 	w, err := worker.New(p.temporal, worker.Options{
 		SharedTaskQueue: p.cfg.Temporal.TaskQueue,
+		HostID:          hostID,
+		Shared:          []worker.Registrar{workflows.Register, acts.RegisterShared},
+		Host:            []worker.Registrar{acts.RegisterHost},
 		Logger:          p.log.Named("worker"),
 	})
 	if err != nil {
