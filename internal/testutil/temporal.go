@@ -73,6 +73,7 @@ func startTemporal() (*testsuite.DevServer, error) {
 		LogLevel:     "error",
 		Stdout:       io.Discard,
 		Stderr:       os.Stderr,
+		ExtraArgs:    searchAttributeArgs(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("start temporal dev server from %s: %w", path, err)
@@ -104,4 +105,14 @@ func moduleRoot() (string, error) {
 		}
 		dir = parent
 	}
+}
+
+// searchAttributeArgs registers the custom search attributes Session workflows upsert
+// (as the dev stack does), so workflows that set them run on the test server too.
+func searchAttributeArgs() []string {
+	var args []string
+	for _, name := range []string{"AstraboxSessionId", "AstraboxAgentId", "AstraboxSessionState", "AstraboxEngineKind"} {
+		args = append(args, "--search-attribute", name+"=Keyword")
+	}
+	return args
 }

@@ -1,0 +1,253 @@
+package activities_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
+
+	"github.com/astrabox/astrabox/activities"
+	"github.com/astrabox/astrabox/engines"
+	"github.com/astrabox/astrabox/internal/reporoot"
+	"github.com/astrabox/astrabox/internal/scriptengine"
+	"github.com/astrabox/astrabox/internal/testutil"
+	"github.com/astrabox/astrabox/sandbox"
+	"github.com/astrabox/astrabox/sandbox/enginebox"
+	"github.com/astrabox/astrabox/sandbox/local"
+	"github.com/astrabox/astrabox/sandbox/local/localtest"
+	"github.com/astrabox/astrabox/store"
+	"github.com/astrabox/astrabox/worker"
+	"github.com/astrabox/astrabox/workflows"
+)
+
+func TestMain(m *testing.M) { testutil.Main(m) }
+
+// agentMount is where the scriptagent binary is bound inside every box.
+const agentMount = "/opt/scriptagent"
+
+// stack is the whole orchestration for one test: PostgreSQL, the Temporal dev server,
+// a local box backend, the scripted engine, and workers started on demand.
+type stack struct {
+	t         *testing.T
+	ctx       context.Context
+	st        *store.Store
+	tc        client.Client
+	backend   *local.Backend
+	engines   *engines.Registry
+	binDir    string
+	taskQueue string
+	user      store.User
+	agent     store.Agent
+}
+
+var buildAgent = sync.OnceValues(func() (string, error) {
+	root, err := reporoot.Find()
+	if err != nil {
+		return "", err
+	}
+	dir, err := os.MkdirTemp("", "scriptagent")
+	if err != nil {
+		return "", err
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return "", err
+	}
+	cmd := exec.Command("go", "build", "-o", filepath.Join(dir, "scriptagent"), "./internal/scriptengine/scriptagent")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", &buildError{out: string(out), err: err}
+	}
+	return dir, nil
+})
+
+type buildError struct {
+	out string
+	err error
+}
+
+func (e *buildError) Error() string { return "build scriptagent: " + e.err.Error() + ": " + e.out }
+
+func newStack(t *testing.T) *stack {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("orchestration integration tests need PostgreSQL, Temporal and boxes")
+	}
+	opts := localtest.Options(t)
+	binDir, err := buildAgent()
+	require.NoError(t, err)
+	s := &stack{t: t, ctx: testutil.ContextWithTimeout(t, 4*time.Minute), binDir: binDir, taskQueue: "orch-" + uniq()}
+	s.st, _ = testutil.NewDB(t)
+	s.tc = testutil.TemporalDevServer(t).Client()
+	s.backend = localtest.NewBackend(t, opts)
+	s.engines = engines.NewRegistry()
+	require.NoError(t, s.engines.Register(scriptengine.Kind, &scriptengine.Adapter{BinaryPath: agentMount + "/scriptagent"}))
+	s.user, err = s.st.CreateUser(s.ctx, store.NewUser{Email: uniq() + "@example.com"})
+	require.NoError(t, err)
+	profile, err := s.st.CreateRuntimeProfile(s.ctx, store.NewRuntimeProfile{Name: "p-" + uniq(), EngineKind: scriptengine.Kind, Enabled: true, SandboxBackend: store.SandboxLocal})
+	require.NoError(t, err)
+	s.agent, err = s.st.CreateAgent(s.ctx, store.NewAgent{Name: "a-" + uniq(), EngineKind: scriptengine.Kind, RuntimeProfileID: profile.ID})
+	require.NoError(t, err)
+	return s
+}
+
+// startWorker runs a worker process's pair of workers (shared and host queue) with
+// its own activities and live connections; stop ends it as a process exit would.
+func (s *stack) startWorker(hostID string) (stop func()) {
+	s.t.Helper()
+	acts, err := activities.New(activities.Deps{
+		Store:    s.st,
+		Engines:  s.engines,
+		Backends: map[string]sandbox.Backend{store.SandboxLocal: s.backend},
+		OpenBox:  func(_ context.Context, h sandbox.Handle) (engines.Box, error) { return enginebox.New(h), nil },
+		SpecFor: func(p store.RuntimeProfile, a store.Agent, ad engines.EngineAdapter) (sandbox.Spec, error) {
+			spec, err := activities.DefaultSpec(p, a, ad)
+			spec.Mounts = append(spec.Mounts, sandbox.Mount{Source: s.binDir, Target: agentMount})
+			return spec, err
+		},
+		HostTaskQueue: worker.HostTaskQueue(s.taskQueue, hostID),
+		Logger:        testutil.Logger(s.t).Named(hostID),
+		Settings:      activities.Settings{HeartbeatEvery: time.Second},
+	})
+	require.NoError(s.t, err)
+	w, err := worker.New(s.tc, worker.Options{
+		SharedTaskQueue: s.taskQueue,
+		HostID:          hostID,
+		Shared:          []worker.Registrar{workflows.Register, acts.RegisterShared},
+		Host:            []worker.Registrar{acts.RegisterHost},
+		Logger:          testutil.Logger(s.t).Named(hostID),
+	})
+	require.NoError(s.t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			require.NoError(s.t, <-done)
+		})
+	}
+	s.t.Cleanup(stop)
+	return stop
+}
+
+func (s *stack) newSession() string {
+	s.t.Helper()
+	sess, _, err := s.st.CreateSessionIdempotent(s.ctx, store.NewSession{UserID: s.user.ID, AgentID: s.agent.ID})
+	require.NoError(s.t, err)
+	s.t.Cleanup(func() {
+		// The workflow outlives the test otherwise; its boxes go with the backend.
+		_ = s.tc.TerminateWorkflow(context.Background(), workflows.SessionWorkflowID(sess.ID), "", "test ended")
+	})
+	return sess.ID
+}
+
+// send does what the API does: write the input first, then SignalWithStart.
+func (s *stack) send(sessionID, text string) string {
+	s.t.Helper()
+	in, _, err := s.st.InsertInput(s.ctx, store.NewInput{SessionID: sessionID, Content: text})
+	require.NoError(s.t, err)
+	s.signal(sessionID, workflows.SignalInputAccepted, workflows.InputAccepted{InputID: in.ID})
+	return in.ID
+}
+
+func (s *stack) signal(sessionID, name string, payload any) {
+	s.t.Helper()
+	_, err := s.tc.SignalWithStartWorkflow(s.ctx, workflows.SessionWorkflowID(sessionID), name, payload,
+		client.StartWorkflowOptions{ID: workflows.SessionWorkflowID(sessionID), TaskQueue: s.taskQueue},
+		workflows.SessionWorkflowName, workflows.SessionStart{SessionID: sessionID})
+	require.NoError(s.t, err)
+}
+
+// eventually polls cond until it holds. The facts it waits on are written by another
+// process (the worker) with no event the test could subscribe to more simply.
+func (s *stack) eventually(what string, cond func() bool) {
+	s.t.Helper()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-s.ctx.Done():
+			s.t.Fatalf("timed out waiting for %s", what)
+		case <-tick.C:
+		}
+	}
+}
+
+func (s *stack) response(sessionID, responseID string) (store.Response, bool) {
+	r, err := s.st.GetResponseByID(s.ctx, sessionID, responseID)
+	if err != nil {
+		require.ErrorIs(s.t, err, store.ErrNotFound)
+		return r, false
+	}
+	return r, true
+}
+
+func (s *stack) waitEnded(sessionID, responseID string) store.Response {
+	s.t.Helper()
+	var r store.Response
+	s.eventually("response "+responseID+" to end", func() bool {
+		var ok bool
+		r, ok = s.response(sessionID, responseID)
+		return ok && r.Outcome != nil
+	})
+	return r
+}
+
+// parts returns the Session's whole output log.
+func (s *stack) parts(sessionID string) []store.OutputPart {
+	out, err := s.st.ListOutputPartsAfter(s.ctx, sessionID, 0, 100000)
+	require.NoError(s.t, err)
+	return out
+}
+
+// deltas returns the text deltas of a response in log order.
+func (s *stack) deltas(sessionID, responseID string) []string {
+	var out []string
+	for _, p := range s.parts(sessionID) {
+		if p.ResponseID == nil || *p.ResponseID != responseID {
+			continue
+		}
+		var f struct {
+			Type  string `json:"type"`
+			Delta string `json:"delta"`
+		}
+		require.NoError(s.t, json.Unmarshal(p.Frame, &f))
+		if f.Type == "text-delta" {
+			out = append(out, f.Delta)
+		}
+	}
+	return out
+}
+
+// requireGaplessLog checks that the Session's seqs run 1..n.
+func (s *stack) requireGaplessLog(sessionID string) {
+	s.t.Helper()
+	for i, p := range s.parts(sessionID) {
+		require.Equal(s.t, int64(i+1), p.Seq)
+	}
+}
+
+func (s *stack) session(id string) store.Session {
+	sess, err := s.st.GetSessionByID(s.ctx, id)
+	require.NoError(s.t, err)
+	return sess
+}
+
+func uniq() string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func jsonUnmarshal(data []byte, v any) error { return json.Unmarshal(data, v) }

@@ -1,0 +1,331 @@
+// Package scriptengine is an engine adapter for tests of the platform's orchestration:
+// it drives the scriptagent program (a tiny scripted line-protocol Agent program) in a
+// real box through engines.Box, and implements the whole runtime contract: admission
+// at the program's own record, responses with their browser parts, a deterministic
+// cursor over the in-box runner's journal, RuntimeCursorExpired for another box's
+// cursor, and State folded from that journal. It stands in for a real Agent program
+// until the Claude Code adapter lands; it is not a product engine.
+package scriptengine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"reflect"
+	"sync"
+	"sync/atomic"
+
+	"github.com/astrabox/astrabox/engines"
+)
+
+// Kind is the engine kind the adapter registers under.
+const Kind = "scripted"
+
+// ProcessName is the name of the program's process session in the box.
+const ProcessName = "scriptagent"
+
+// Adapter starts scriptagent at BinaryPath (a path inside the box).
+type Adapter struct {
+	BinaryPath string
+}
+
+var (
+	_ engines.EngineAdapter = (*Adapter)(nil)
+	_ engines.RuntimeClient = (*Client)(nil)
+)
+
+// Capabilities implements engines.EngineAdapter.
+func (a *Adapter) Capabilities() engines.EngineRuntimeCapabilities {
+	return engines.EngineRuntimeCapabilities{
+		EngineKind:              Kind,
+		SupportedSessionKinds:   []engines.SessionKind{engines.SessionKindAgentChat},
+		Workload:                engines.EngineWorkloadDeclaration{ConfigDirName: ".scriptagent", ConfigDirEnv: "SCRIPTAGENT_HOME", RequiredCommands: []string{"scriptagent"}},
+		ConversationPlacement:   engines.PlacementPerConversationAccount,
+		DefaultRuntimeImage:     "scriptagent:1",
+		Extensions:              engines.EngineExtensions{MCPTransports: []engines.MCPTransport{engines.MCPTransportStdio}},
+		RequiresProcessSessions: true,
+	}
+}
+
+// EngineClientType implements engines.EngineAdapter.
+func (a *Adapter) EngineClientType() reflect.Type { return reflect.TypeFor[*Client]() }
+
+// SandboxRequest implements engines.EngineAdapter.
+func (a *Adapter) SandboxRequest() engines.EngineSandboxRequest {
+	return engines.EngineSandboxRequest{
+		EntryPoint:               []string{a.BinaryPath},
+		ModelCredential:          engines.ModelCredentialDestination{APIKeyEnv: "SCRIPTAGENT_API_KEY"},
+		WorkingDirectoryVariable: "SCRIPTAGENT_CWD",
+	}
+}
+
+// StartupMaterialRequest implements engines.EngineAdapter.
+func (a *Adapter) StartupMaterialRequest() engines.EngineStartupMaterialRequest {
+	return engines.EngineStartupMaterialRequest{}
+}
+
+// ActivateRuntime starts the program (or attaches to the one running under
+// ProcessName) and connects a client. The conversation key is the resumed one on
+// attach, else one derived from the Session.
+func (a *Adapter) ActivateRuntime(ctx context.Context, sc engines.EngineStartupContext, box engines.Box) (engines.SessionRuntime, error) {
+	key := sc.ResumeSessionKey
+	if key == "" {
+		key = "conv-" + sc.SessionID
+	}
+	proc, err := box.StartProcess(ctx, engines.ProcessSpec{Name: ProcessName, Command: []string{a.BinaryPath, "--conversation", key}})
+	if err != nil {
+		return engines.SessionRuntime{}, fmt.Errorf("start scriptagent: %w", err)
+	}
+	c := &Client{proc: proc, key: key, generation: box.ID() + "/" + ProcessName}
+	c.live.Store(true)
+	manifest, err := engines.InitializeRuntimeClient(ctx, c, a.Capabilities(), sc.ResumeSessionKey)
+	if err != nil {
+		return engines.SessionRuntime{}, err
+	}
+	return engines.SessionRuntime{EngineClient: c, EngineManifest: manifest}, nil
+}
+
+// Client is one connection to a running scriptagent.
+type Client struct {
+	proc       engines.ProcessSession
+	key        string
+	generation string
+	live       atomic.Bool
+	mu         sync.Mutex
+	interrupts int
+}
+
+// position is the cursor position: after event Index of the journal line at Offset.
+type position struct {
+	Offset int64 `json:"offset"`
+	Index  int   `json:"index"`
+}
+
+// EngineKind implements engines.RuntimeClient.
+func (c *Client) EngineKind() string { return Kind }
+
+// IsLive implements engines.RuntimeClient.
+func (c *Client) IsLive() bool { return c.live.Load() }
+
+// EngineSessionKey implements engines.RuntimeClient.
+func (c *Client) EngineSessionKey() string { return c.key }
+
+// Submit hands the program one input; the runner writes it once per input id.
+func (c *Client) Submit(ctx context.Context, in engines.RuntimeInput) error {
+	text := ""
+	for _, part := range in.Content {
+		text += part.Text
+	}
+	line, _ := json.Marshal(map[string]string{"op": "submit", "input_id": in.InputID, "text": text})
+	if err := c.proc.WriteStdin(ctx, "input-"+in.InputID, append(line, '\n')); err != nil {
+		return fmt.Errorf("%w: submit: %w", engines.ErrRuntimeConnectionLost, err)
+	}
+	return nil
+}
+
+// Events reads the program's journal after the cursor and translates each line.
+func (c *Client) Events(ctx context.Context, after *engines.RuntimeCursor) iter.Seq2[engines.Event, error] {
+	return func(yield func(engines.Event, error) bool) {
+		var from position
+		skip := -1
+		if after != nil {
+			if after.Generation != c.generation {
+				yield(nil, &engines.RuntimeCursorExpired{Cursor: *after, Reason: "cursor of another box or process"})
+				return
+			}
+			if err := after.DecodePosition(&from); err != nil {
+				yield(nil, &engines.RuntimeCursorExpired{Cursor: *after, Reason: err.Error()})
+				return
+			}
+			skip = from.Index
+		}
+		for line, err := range c.proc.ReadOutput(ctx, from.Offset, true) {
+			if ctx.Err() != nil {
+				return
+			}
+			if err != nil {
+				c.live.Store(false)
+				yield(nil, fmt.Errorf("%w: read output: %w", engines.ErrRuntimeConnectionLost, err))
+				return
+			}
+			if line.Stream != engines.Stdout {
+				continue
+			}
+			for i, ev := range c.translate(line) {
+				if line.Offset == from.Offset && i <= skip {
+					continue
+				}
+				if !yield(ev, nil) {
+					return
+				}
+			}
+		}
+		if ctx.Err() == nil {
+			c.live.Store(false)
+			yield(nil, fmt.Errorf("%w: the program's output ended", engines.ErrRuntimeConnectionLost))
+		}
+	}
+}
+
+// State folds the whole journal into the program's account of itself.
+func (c *Client) State(ctx context.Context) (engines.RuntimeState, error) {
+	st := engines.RuntimeState{Status: engines.StatusIdle}
+	open := map[string]engines.OpenResponse{}
+	var order []string
+	started := map[string]bool{}
+	for line, err := range c.proc.ReadOutput(ctx, 0, false) {
+		if err != nil {
+			return engines.RuntimeState{}, fmt.Errorf("%w: read journal: %w", engines.ErrRuntimeConnectionLost, err)
+		}
+		if line.Stream != engines.Stdout {
+			continue
+		}
+		for _, ev := range c.translate(line) {
+			cur := ev.EventCursor()
+			st.Cursor = &cur
+			switch e := ev.(type) {
+			case engines.InputAdmitted:
+				st.AdmittedInputIDs = append(st.AdmittedInputIDs, e.InputID)
+			case engines.ResponseStarted:
+				open[e.ResponseID] = engines.OpenResponse{ResponseID: e.ResponseID, Origin: e.Origin, InputIDs: e.InputIDs}
+				order = append(order, e.ResponseID)
+				for _, id := range e.InputIDs {
+					started[id] = true
+				}
+			case engines.ResponseEnded:
+				delete(open, e.ResponseID)
+			case engines.StatusChanged:
+				st.Status = e.Status
+			}
+		}
+	}
+	for _, id := range order {
+		if r, ok := open[id]; ok {
+			st.OpenResponses = append(st.OpenResponses, r)
+		}
+	}
+	for _, id := range st.AdmittedInputIDs {
+		if !started[id] {
+			st.QueuedInputIDs = append(st.QueuedInputIDs, id)
+		}
+	}
+	return st, nil
+}
+
+// Answer implements engines.RuntimeClient; scriptagent asks no questions.
+func (c *Client) Answer(_ context.Context, interactionID string, _ engines.InteractionAnswer) error {
+	return &engines.InteractionNotOpen{InteractionID: interactionID}
+}
+
+// Interrupt stops the response in progress.
+func (c *Client) Interrupt(ctx context.Context, cancelQueued bool) error {
+	c.mu.Lock()
+	c.interrupts++
+	n := c.interrupts
+	c.mu.Unlock()
+	line, _ := json.Marshal(map[string]any{"op": "interrupt", "cancel_queued": cancelQueued})
+	if err := c.proc.WriteStdin(ctx, fmt.Sprintf("interrupt-%s-%d", c.generation, n), append(line, '\n')); err != nil {
+		return fmt.Errorf("%w: interrupt: %w", engines.ErrRuntimeConnectionLost, err)
+	}
+	return nil
+}
+
+// Committed implements engines.RuntimeClient; the runner keeps the journal.
+func (c *Client) Committed(context.Context, engines.RuntimeCursor) error { return nil }
+
+// Capabilities implements engines.RuntimeClient.
+func (c *Client) Capabilities(context.Context) (engines.EngineCapabilityManifest, error) {
+	return engines.EngineCapabilityManifest{
+		EngineKind:        Kind,
+		PermissionModes:   []string{},
+		InputContentTypes: []engines.InputContentType{engines.InputText},
+		Controls:          []engines.Control{engines.ControlInterrupt, engines.ControlInterruptCancelQueued},
+	}, nil
+}
+
+// Close implements engines.RuntimeClient; the program keeps running.
+func (c *Client) Close() error {
+	c.live.Store(false)
+	return nil
+}
+
+// vendorEvent is one line of scriptagent's output.
+type vendorEvent struct {
+	Ev           string   `json:"ev"`
+	InputID      string   `json:"input_id"`
+	InputIDs     []string `json:"input_ids"`
+	ResponseID   string   `json:"response_id"`
+	Status       string   `json:"status"`
+	Text         string   `json:"text"`
+	Outcome      string   `json:"outcome"`
+	NativeReason string   `json:"native_reason"`
+}
+
+// translate turns one journal line into its runtime events; each event's cursor is
+// (line offset, index), so a reader resumes inside a line that yields several.
+func (c *Client) translate(line engines.OutputLine) []engines.Event {
+	var v vendorEvent
+	if err := json.Unmarshal(line.Data, &v); err != nil {
+		raw, _ := json.Marshal(string(line.Data))
+		return c.withCursors(line.Offset, engines.RuntimeDiagnostic{EventType: "unparsed_line", Raw: raw})
+	}
+	r := v.ResponseID
+	switch v.Ev {
+	case "admitted":
+		return c.withCursors(line.Offset, engines.InputAdmitted{InputID: v.InputID})
+	case "status":
+		return c.withCursors(line.Offset, engines.StatusChanged{Status: engines.RuntimeStatus(v.Status)})
+	case "started":
+		return c.withCursors(line.Offset,
+			engines.ResponseStarted{ResponseID: r, Origin: engines.OriginInput, InputIDs: v.InputIDs},
+			engines.NewResponseOutput(engines.RuntimeCursor{}, r, engines.ResponseStartFrame(engines.ResponseMetadata{ResponseID: r, InputIDs: v.InputIDs, Origin: engines.OriginInput})),
+			engines.NewResponseOutput(engines.RuntimeCursor{}, r, engines.MustFrame(engines.TextStartChunk{ID: "t"})))
+	case "delta":
+		return c.withCursors(line.Offset, engines.NewResponseOutput(engines.RuntimeCursor{}, r, engines.MustFrame(engines.TextDeltaChunk{ID: "t", Delta: v.Text})))
+	case "ended":
+		ended := engines.ResponseEnded{ResponseID: r, Outcome: engines.ResponseOutcome(v.Outcome), NativeReason: v.NativeReason}
+		evs := []engines.Event{engines.NewResponseOutput(engines.RuntimeCursor{}, r, engines.MustFrame(engines.TextEndChunk{ID: "t"}))}
+		for _, f := range engines.ResponseEndFrames(ended) {
+			evs = append(evs, engines.NewResponseOutput(engines.RuntimeCursor{}, r, f))
+		}
+		return c.withCursors(line.Offset, append(evs, ended)...)
+	}
+	raw := json.RawMessage(line.Data)
+	return c.withCursors(line.Offset, engines.RuntimeDiagnostic{EventType: v.Ev, Raw: raw})
+}
+
+// withCursors sets each event's cursor to (offset, its index).
+func (c *Client) withCursors(offset int64, evs ...engines.Event) []engines.Event {
+	out := make([]engines.Event, len(evs))
+	for i, ev := range evs {
+		cur, _ := engines.NewCursor(c.generation, position{Offset: offset, Index: i})
+		out[i] = setCursor(ev, cur)
+	}
+	return out
+}
+
+func setCursor(ev engines.Event, cur engines.RuntimeCursor) engines.Event {
+	switch e := ev.(type) {
+	case engines.InputAdmitted:
+		e.Cursor = cur
+		return e
+	case engines.ResponseStarted:
+		e.Cursor = cur
+		return e
+	case engines.ResponseOutput:
+		e.Cursor = cur
+		return e
+	case engines.ResponseEnded:
+		e.Cursor = cur
+		return e
+	case engines.StatusChanged:
+		e.Cursor = cur
+		return e
+	case engines.RuntimeDiagnostic:
+		e.Cursor = cur
+		return e
+	}
+	panic(errors.New("scriptengine: unexpected event type"))
+}

@@ -1,0 +1,131 @@
+// Command scriptagent is a tiny scripted Agent program for tests of the platform's
+// orchestration: it speaks a line protocol on stdin and stdout, admits inputs,
+// answers them one response at a time in accepted order (an input sent while it
+// works waits in its own queue), and stops a response on interrupt. It runs in a real
+// box under the in-box runner, whose journal is its replayable record.
+//
+// Input lines: {"op":"submit","input_id":..,"text":..} and
+// {"op":"interrupt","cancel_queued":bool}. A text "slow:N:MS" answers with N parts
+// MS milliseconds apart; any other text with three parts at once.
+//
+// Output lines (one vendor event each): admitted, status, started, delta, ended.
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+type command struct {
+	Op           string `json:"op"`
+	InputID      string `json:"input_id"`
+	Text         string `json:"text"`
+	CancelQueued bool   `json:"cancel_queued"`
+}
+
+type event map[string]any
+
+type response struct {
+	id      string
+	inputID string
+	left    int
+	gap     time.Duration
+	n       int
+}
+
+func main() {
+	out := bufio.NewWriter(os.Stdout)
+	emit := func(e event) {
+		b, _ := json.Marshal(e)
+		out.Write(append(b, '\n'))
+		out.Flush()
+	}
+	lines := make(chan command)
+	go func() {
+		sc := bufio.NewScanner(os.Stdin)
+		for sc.Scan() {
+			var c command
+			if json.Unmarshal(sc.Bytes(), &c) == nil {
+				lines <- c
+			}
+		}
+		close(lines)
+	}()
+	var queue []command
+	var cur *response
+	admitted := map[string]bool{}
+	timer := time.NewTimer(time.Hour)
+	for {
+		if cur == nil && len(queue) > 0 {
+			next := queue[0]
+			queue = queue[1:]
+			cur = &response{id: "resp-" + next.InputID, inputID: next.InputID, left: 3}
+			if n, gap, ok := parseSlow(next.Text); ok {
+				cur.left, cur.gap = n, gap
+			}
+			emit(event{"ev": "status", "status": "working"})
+			emit(event{"ev": "started", "response_id": cur.id, "input_ids": []string{cur.inputID}})
+			timer.Reset(0)
+		}
+		select {
+		case c, ok := <-lines:
+			if !ok {
+				return
+			}
+			switch c.Op {
+			case "submit":
+				if admitted[c.InputID] {
+					continue // the runner already deduplicates; this is the program's own guard
+				}
+				admitted[c.InputID] = true
+				emit(event{"ev": "admitted", "input_id": c.InputID})
+				queue = append(queue, c)
+			case "interrupt":
+				if c.CancelQueued {
+					queue = nil
+				}
+				if cur != nil {
+					emit(event{"ev": "ended", "response_id": cur.id, "outcome": "cancelled", "native_reason": "interrupted"})
+					cur = nil
+					if len(queue) == 0 {
+						emit(event{"ev": "status", "status": "idle"})
+					}
+				}
+			}
+		case <-timer.C:
+			if cur == nil {
+				continue
+			}
+			cur.n++
+			emit(event{"ev": "delta", "response_id": cur.id, "text": fmt.Sprintf("part-%d ", cur.n)})
+			cur.left--
+			if cur.left > 0 {
+				timer.Reset(cur.gap)
+				continue
+			}
+			emit(event{"ev": "ended", "response_id": cur.id, "outcome": "completed", "native_reason": "end_turn"})
+			cur = nil
+			if len(queue) == 0 {
+				emit(event{"ev": "status", "status": "idle"})
+			}
+		}
+	}
+}
+
+func parseSlow(text string) (int, time.Duration, bool) {
+	f := strings.Split(text, ":")
+	if len(f) != 3 || f[0] != "slow" {
+		return 0, 0, false
+	}
+	n, err1 := strconv.Atoi(f[1])
+	ms, err2 := strconv.Atoi(f[2])
+	if err1 != nil || err2 != nil || n < 1 {
+		return 0, 0, false
+	}
+	return n, time.Duration(ms) * time.Millisecond, true
+}
