@@ -169,7 +169,10 @@ func (c *Client) Events(ctx context.Context, after *engines.RuntimeCursor) iter.
 	}
 }
 
-// State folds the whole journal into the program's account of itself.
+// State folds the whole journal into the program's account of itself. Its cursor is
+// nil: the runner retains this generation's journal from its start, and a cursor
+// expires only when it names another generation, whose reader has seen none of this
+// one's events; continuing from the end would skip them.
 func (c *Client) State(ctx context.Context) (engines.RuntimeState, error) {
 	st := engines.RuntimeState{Status: engines.StatusIdle}
 	open := map[string]engines.OpenResponse{}
@@ -183,8 +186,6 @@ func (c *Client) State(ctx context.Context) (engines.RuntimeState, error) {
 			continue
 		}
 		for _, ev := range c.translate(line) {
-			cur := ev.EventCursor()
-			st.Cursor = &cur
 			switch e := ev.(type) {
 			case engines.InputAdmitted:
 				st.AdmittedInputIDs = append(st.AdmittedInputIDs, e.InputID)
