@@ -1,6 +1,7 @@
 package activities_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -251,3 +252,5 @@ func uniq() string {
 }
 
 func jsonUnmarshal(data []byte, v any) error { return json.Unmarshal(data, v) }
+
+func bytesReader(b []byte) *bytes.Reader { return bytes.NewReader(b) }

@@ -1,0 +1,68 @@
+package activities_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/astrabox/astrabox/internal/reporoot"
+	"github.com/astrabox/astrabox/store"
+	"github.com/astrabox/astrabox/workflows"
+)
+
+// TestRecordedHistoryReplays runs a whole Session on the dev server (inputs, an
+// interrupt, a permission-mode change, delete), then replays its recorded history
+// against the current workflow code. With ASTRABOX_RECORD_HISTORY=1 it also saves the
+// history into workflows/testdata, where the workflows package replays it on every run.
+func TestRecordedHistoryReplays(t *testing.T) {
+	s := newStack(t)
+	s.startWorker("host-a-" + uniq())
+	id := s.newSession()
+
+	first := s.send(id, "quick")
+	s.waitEnded(id, "resp-"+first)
+	long := s.send(id, "slow:200:50")
+	s.eventually("some output", func() bool { return len(s.deltas(id, "resp-"+long)) >= 1 })
+	s.signal(id, workflows.SignalInterrupt, workflows.Interrupt{RequestID: "r-1"})
+	s.waitEnded(id, "resp-"+long)
+	s.signal(id, workflows.SignalPermissionModeChanged, workflows.PermissionModeChanged{PermissionMode: "default"})
+	s.eventually("idle", func() bool {
+		f, err := s.st.GetSessionFactsByID(s.ctx, id)
+		require.NoError(t, err)
+		return f.State() == store.StateReady
+	})
+	s.signal(id, workflows.SignalLifecycle, workflows.Lifecycle{Action: workflows.LifecycleDelete})
+	run := s.tc.GetWorkflow(s.ctx, workflows.SessionWorkflowID(id), "")
+	require.NoError(t, run.Get(s.ctx, nil))
+	require.Equal(t, store.LifecycleDeleted, s.session(id).Lifecycle)
+
+	var h historypb.History
+	it := s.tc.GetWorkflowHistory(s.ctx, workflows.SessionWorkflowID(id), run.GetRunID(), false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		require.NoError(t, err)
+		h.Events = append(h.Events, ev)
+	}
+	data, err := protojson.MarshalOptions{Indent: "  "}.Marshal(&h)
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), "session.json")
+	if os.Getenv("ASTRABOX_RECORD_HISTORY") == "1" {
+		root, err := reporoot.Find()
+		require.NoError(t, err)
+		path = filepath.Join(root, "workflows", "testdata", "session_lifecycle.json")
+	}
+	require.NoError(t, os.WriteFile(path, data, 0o644))
+
+	replayer := worker.NewWorkflowReplayer()
+	workflows.RegisterWorkflows(replayer)
+	history, err := client.HistoryFromJSON(bytesReader(data), client.HistoryJSONOptions{})
+	require.NoError(t, err)
+	require.NoError(t, replayer.ReplayWorkflowHistory(nil, history))
+}
