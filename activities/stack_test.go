@@ -38,7 +38,7 @@ const agentMount = "/opt/scriptagent"
 // stack is the whole orchestration for one test: PostgreSQL, the Temporal dev server,
 // a local box backend, the scripted engine, and workers started on demand.
 type stack struct {
-	t         *testing.T
+	t         testing.TB
 	ctx       context.Context
 	st        *store.Store
 	tc        client.Client
@@ -78,7 +78,7 @@ type buildError struct {
 
 func (e *buildError) Error() string { return "build scriptagent: " + e.err.Error() + ": " + e.out }
 
-func newStack(t *testing.T) *stack {
+func newStack(t testing.TB) *stack {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("orchestration integration tests need PostgreSQL, Temporal and boxes")
@@ -86,7 +86,7 @@ func newStack(t *testing.T) *stack {
 	opts := localtest.Options(t)
 	binDir, err := buildAgent()
 	require.NoError(t, err)
-	s := &stack{t: t, ctx: testutil.ContextWithTimeout(t, 4*time.Minute), binDir: binDir, taskQueue: "orch-" + uniq()}
+	s := &stack{t: t, ctx: testutil.ContextWithTimeout(t, 10*time.Minute), binDir: binDir, taskQueue: "orch-" + uniq()}
 	s.st, _ = testutil.NewDB(t)
 	s.tc = testutil.TemporalDevServer(t).Client()
 	s.backend = localtest.NewBackend(t, opts)

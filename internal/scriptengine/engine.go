@@ -262,6 +262,7 @@ type vendorEvent struct {
 	Text         string   `json:"text"`
 	Outcome      string   `json:"outcome"`
 	NativeReason string   `json:"native_reason"`
+	AtMicros     int64    `json:"at_us"`
 }
 
 // translate turns one journal line into its runtime events; each event's cursor is
@@ -284,7 +285,11 @@ func (c *Client) translate(line engines.OutputLine) []engines.Event {
 			engines.NewResponseOutput(engines.RuntimeCursor{}, r, engines.ResponseStartFrame(engines.ResponseMetadata{ResponseID: r, InputIDs: v.InputIDs, Origin: engines.OriginInput})),
 			engines.NewResponseOutput(engines.RuntimeCursor{}, r, engines.MustFrame(engines.TextStartChunk{ID: "t"})))
 	case "delta":
-		return c.withCursors(line.Offset, engines.NewResponseOutput(engines.RuntimeCursor{}, r, engines.MustFrame(engines.TextDeltaChunk{ID: "t", Delta: v.Text})))
+		delta := engines.TextDeltaChunk{ID: "t", Delta: v.Text}
+		if v.AtMicros > 0 {
+			delta.ProviderMetadata = engines.ProviderMetadata{"scriptagent": {"at_us": v.AtMicros}}
+		}
+		return c.withCursors(line.Offset, engines.NewResponseOutput(engines.RuntimeCursor{}, r, engines.MustFrame(delta)))
 	case "ended":
 		ended := engines.ResponseEnded{ResponseID: r, Outcome: engines.ResponseOutcome(v.Outcome), NativeReason: v.NativeReason}
 		evs := []engines.Event{engines.NewResponseOutput(engines.RuntimeCursor{}, r, engines.MustFrame(engines.TextEndChunk{ID: "t"}))}

@@ -8,7 +8,9 @@
 // {"op":"interrupt","cancel_queued":bool}. A text "slow:N:MS" answers with N parts
 // MS milliseconds apart; any other text with three parts at once.
 //
-// Output lines (one vendor event each): admitted, status, started, delta, ended.
+// Output lines (one vendor event each): admitted, status, started, delta, ended. A
+// delta carries at_us, when it was written, so benchmarks can measure the platform's
+// event-to-committed-part latency.
 package main
 
 import (
@@ -102,7 +104,7 @@ func main() {
 				continue
 			}
 			cur.n++
-			emit(event{"ev": "delta", "response_id": cur.id, "text": fmt.Sprintf("part-%d ", cur.n)})
+			emit(event{"ev": "delta", "response_id": cur.id, "text": fmt.Sprintf("part-%d ", cur.n), "at_us": time.Now().UnixMicro()})
 			cur.left--
 			if cur.left > 0 {
 				timer.Reset(cur.gap)
