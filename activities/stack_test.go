@@ -104,6 +104,11 @@ func newStack(t testing.TB) *stack {
 // startWorker runs a worker process's pair of workers (shared and host queue) with
 // its own activities and live connections; stop ends it as a process exit would.
 func (s *stack) startWorker(hostID string) (stop func()) {
+	return s.startWorkerWith(hostID, activities.Settings{HeartbeatEvery: time.Second})
+}
+
+// startWorkerWith is startWorker with the activities' settings.
+func (s *stack) startWorkerWith(hostID string, set activities.Settings) (stop func()) {
 	s.t.Helper()
 	acts, err := activities.New(activities.Deps{
 		Store:    s.st,
@@ -117,7 +122,7 @@ func (s *stack) startWorker(hostID string) (stop func()) {
 		},
 		HostTaskQueue: worker.HostTaskQueue(s.taskQueue, hostID),
 		Logger:        testutil.Logger(s.t).Named(hostID),
-		Settings:      activities.Settings{HeartbeatEvery: time.Second},
+		Settings:      set,
 	})
 	require.NoError(s.t, err)
 	w, err := worker.New(s.tc, worker.Options{

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"iter"
 	"reflect"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -112,11 +113,18 @@ func (c *Client) IsLive() bool { return c.live.Load() }
 // EngineSessionKey implements engines.RuntimeClient.
 func (c *Client) EngineSessionKey() string { return c.key }
 
+// RefusePrefix makes Submit decline an input whose text starts with it, as a runtime
+// refusing an input would.
+const RefusePrefix = "refuse:"
+
 // Submit hands the program one input; the runner writes it once per input id.
 func (c *Client) Submit(ctx context.Context, in engines.RuntimeInput) error {
 	text := ""
 	for _, part := range in.Content {
 		text += part.Text
+	}
+	if strings.HasPrefix(text, RefusePrefix) {
+		return &engines.RuntimeInputRefused{Code: "SCRIPT_REFUSED", Message: strings.TrimPrefix(text, RefusePrefix)}
 	}
 	line, _ := json.Marshal(map[string]string{"op": "submit", "input_id": in.InputID, "text": text})
 	if err := c.proc.WriteStdin(ctx, "input-"+in.InputID, append(line, '\n')); err != nil {

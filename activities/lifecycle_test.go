@@ -1,0 +1,90 @@
+package activities_test
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/astrabox/astrabox/activities"
+	"github.com/astrabox/astrabox/internal/scriptengine"
+	"github.com/astrabox/astrabox/store"
+	"github.com/astrabox/astrabox/workflows"
+)
+
+func TestIdleReleaseAndTheNextMessageResumesInANewBox(t *testing.T) {
+	s := newStack(t)
+	s.startWorkerWith("host-a-"+uniq(), activities.Settings{HeartbeatEvery: time.Second, IdleRelease: 2 * time.Second})
+	id := s.newSession()
+
+	first := s.send(id, "quick")
+	s.waitEnded(id, "resp-"+first)
+	before := s.session(id)
+	s.eventually("the idle box to be released", func() bool { return s.session(id).RuntimeUnavailable })
+	released := s.session(id)
+	require.Nil(t, released.SandboxID)
+	_, err := s.backend.Get(s.ctx, *before.SandboxID)
+	require.Error(t, err, "the box is gone")
+
+	next := s.send(id, "quick")
+	r := s.waitEnded(id, "resp-"+next)
+	require.Equal(t, store.OutcomeCompleted, *r.Outcome)
+	after := s.session(id)
+	require.False(t, after.RuntimeUnavailable)
+	require.NotEqual(t, *before.SandboxID, *after.SandboxID)
+	require.Equal(t, *before.EngineSessionKey, *after.EngineSessionKey, "the conversation resumes")
+	s.requireGaplessLog(id)
+}
+
+func TestRefusedInputFailsAndIsReportedOnTheStream(t *testing.T) {
+	s := newStack(t)
+	s.startWorker("host-a-" + uniq())
+	id := s.newSession()
+	ok := s.send(id, "quick")
+	s.waitEnded(id, "resp-"+ok) // a Relay holds the lease, so the refusal reaches the stream
+
+	refused := s.send(id, scriptengine.RefusePrefix+"not today")
+	s.eventually("the refusal", func() bool {
+		in, err := s.st.GetInputByID(s.ctx, refused)
+		require.NoError(t, err)
+		return in.State == store.InputFailed
+	})
+	in, err := s.st.GetInputByID(s.ctx, refused)
+	require.NoError(t, err)
+	require.Equal(t, "SCRIPT_REFUSED", *in.FailureCode)
+	s.eventually("a data-input-failed part", func() bool {
+		for _, p := range s.parts(id) {
+			var f struct {
+				Type string `json:"type"`
+				Data struct {
+					InputID string `json:"input_id"`
+				} `json:"data"`
+			}
+			require.NoError(t, json.Unmarshal(p.Frame, &f))
+			if f.Type == "data-input-failed" && f.Data.InputID == refused {
+				return true
+			}
+		}
+		return false
+	})
+	s.requireGaplessLog(id)
+}
+
+func TestArchiveFailsHeldInputsAndEndsTheWorkflow(t *testing.T) {
+	s := newStack(t)
+	id := s.newSession()
+	// No worker yet: the input stays held in custody.
+	held := s.send(id, "quick")
+	_, err := s.st.ArchiveSession(s.ctx, id)
+	require.NoError(t, err)
+	s.signal(id, workflows.SignalLifecycle, workflows.Lifecycle{Action: workflows.LifecycleArchive})
+	s.startWorker("host-a-" + uniq())
+
+	run := s.tc.GetWorkflow(s.ctx, workflows.SessionWorkflowID(id), "")
+	require.NoError(t, run.Get(s.ctx, nil))
+	in, err := s.st.GetInputByID(s.ctx, held)
+	require.NoError(t, err)
+	require.Equal(t, store.InputFailed, in.State)
+	require.Equal(t, store.InputFailureConversationEnded, *in.FailureCode)
+}
