@@ -65,6 +65,15 @@ func (a *Activities) ActivateRuntime(ctx context.Context, req ActivateRequest) (
 	if sess.PermissionMode != nil {
 		sc.PermissionMode = *sess.PermissionMode
 	}
+	sc.RuntimeIdentity = defaultIdentity()
+	caps := adapter.Capabilities()
+	if sc.AttachMode == engines.AttachRestore {
+		// The replacement box gets the conversation's native log before the program
+		// resumes the conversation from it.
+		if err := a.restoreSessionLog(ctx, box, caps, sc.RuntimeIdentity, sess.ID, sc.ResumeSessionKey); err != nil {
+			return ActivateResult{}, err
+		}
+	}
 	rt, err := adapter.ActivateRuntime(ctx, sc, box)
 	if err != nil {
 		return ActivateResult{}, fmt.Errorf("activate runtime of engine %s: %w", adapter.Capabilities().EngineKind, err)
@@ -72,7 +81,7 @@ func (a *Activities) ActivateRuntime(ctx context.Context, req ActivateRequest) (
 	client := rt.EngineClient
 	// The adapter ran InitializeRuntimeClient; the platform checks the client it is
 	// about to keep against the registered declaration and the conversation it asked for.
-	if _, err := engines.InitializeRuntimeClient(ctx, client, adapter.Capabilities(), sc.ResumeSessionKey); err != nil {
+	if _, err := engines.InitializeRuntimeClient(ctx, client, caps, sc.ResumeSessionKey); err != nil {
 		_ = client.Close()
 		return ActivateResult{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeConfiguration, err)
 	}
@@ -95,7 +104,8 @@ func (a *Activities) ActivateRuntime(ctx context.Context, req ActivateRequest) (
 		return ActivateResult{}, err
 	}
 	keep = true
-	a.live.put(&liveRuntime{sessionID: sess.ID, generation: req.RuntimeGeneration, client: client, handle: h})
+	a.live.put(&liveRuntime{sessionID: sess.ID, generation: req.RuntimeGeneration, client: client, handle: h,
+		box: box, caps: caps, identity: sc.RuntimeIdentity})
 	return ActivateResult{HostTaskQueue: a.deps.HostTaskQueue}, nil
 }
 

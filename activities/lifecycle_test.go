@@ -2,12 +2,14 @@ package activities_test
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/astrabox/astrabox/activities"
+	"github.com/astrabox/astrabox/engines"
 	"github.com/astrabox/astrabox/internal/scriptengine"
 	"github.com/astrabox/astrabox/store"
 	"github.com/astrabox/astrabox/workflows"
@@ -35,6 +37,18 @@ func TestIdleReleaseAndTheNextMessageResumesInANewBox(t *testing.T) {
 	require.NotEqual(t, *before.SandboxID, *after.SandboxID)
 	require.Equal(t, *before.EngineSessionKey, *after.EngineSessionKey, "the conversation resumes")
 	s.requireGaplessLog(id)
+
+	// The native log was mirrored out of the first box and restored into the new one,
+	// where the program appended its next turn.
+	h, err := s.backend.Get(s.ctx, *after.SandboxID)
+	require.NoError(t, err)
+	defer h.Close()
+	data, err := h.ReadFile(s.ctx, scriptengine.TranscriptPath(&engines.RuntimeIdentity{HomeDir: "/workspace/.home"}, *after.EngineSessionKey))
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	require.Len(t, lines, 2)
+	require.Contains(t, lines[0], first)
+	require.Contains(t, lines[1], next)
 }
 
 func TestRefusedInputFailsAndIsReportedOnTheStream(t *testing.T) {

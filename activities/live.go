@@ -18,6 +18,10 @@ type liveRuntime struct {
 	client     engines.RuntimeClient
 	// handle is the box handle the client works through; it closes with the client.
 	handle sandbox.Handle
+	// box, caps and identity locate the engine's native log for mirroring.
+	box      engines.Box
+	caps     engines.EngineRuntimeCapabilities
+	identity *engines.RuntimeIdentity
 
 	mu sync.Mutex
 	// leaseGeneration is the reader lease of the Relay reading this runtime, 0 before

@@ -172,6 +172,7 @@ func (r *relayRun) readFrom(ctx context.Context, cursor *engines.RuntimeCursor) 
 func (r *relayRun) record(ctx context.Context, batch []eventOrErr, cursor *engines.RuntimeCursor) (*engines.RuntimeCursor, error) {
 	var ops []store.RelayOp
 	var itemErr error
+	ended := false
 	last := cursor
 	for _, it := range batch {
 		if it.err != nil {
@@ -184,6 +185,7 @@ func (r *relayRun) record(ctx context.Context, batch []eventOrErr, cursor *engin
 		}
 		if ok {
 			ops = append(ops, op)
+			ended = ended || op.EndResponse != nil
 		} else {
 			r.log.Debug("runtime diagnostic", zap.String("event_type", string(it.ev.Type())))
 		}
@@ -199,6 +201,13 @@ func (r *relayRun) record(ctx context.Context, batch []eventOrErr, cursor *engin
 		activity.RecordHeartbeat(ctx, RelayProgress{LeaseGeneration: r.lease, ThroughSeq: r.throughSeq})
 		if err := r.l.client.Committed(ctx, *last); err != nil {
 			r.log.Warn("tell runtime what is committed", zap.Error(err))
+		}
+		if ended {
+			// A response ended: its turn is in the engine's native log now. Mirror it
+			// so a replacement box can resume the conversation.
+			if err := r.a.mirrorSessionLog(ctx, r.l); err != nil {
+				r.log.Warn("mirror session log", zap.Error(err))
+			}
 		}
 	}
 	return last, itemErr

@@ -47,6 +47,7 @@ func (a *Adapter) Capabilities() engines.EngineRuntimeCapabilities {
 		DefaultRuntimeImage:     "scriptagent:1",
 		Extensions:              engines.EngineExtensions{MCPTransports: []engines.MCPTransport{engines.MCPTransportStdio}},
 		RequiresProcessSessions: true,
+		SessionLog:              &engines.SessionLogDeclaration{PathPattern: engines.SessionLogKeyPlaceholder + ".jsonl"},
 	}
 }
 
@@ -75,7 +76,12 @@ func (a *Adapter) ActivateRuntime(ctx context.Context, sc engines.EngineStartupC
 	if key == "" {
 		key = "conv-" + sc.SessionID
 	}
-	proc, err := box.StartProcess(ctx, engines.ProcessSpec{Name: ProcessName, Command: []string{a.BinaryPath, "--conversation", key}})
+	proc, err := box.StartProcess(ctx, engines.ProcessSpec{
+		Name:     ProcessName,
+		Command:  []string{a.BinaryPath, "--conversation", key},
+		Env:      map[string]string{"SCRIPTAGENT_HOME": configDir(sc.RuntimeIdentity)},
+		Identity: sc.RuntimeIdentity,
+	})
 	if err != nil {
 		return engines.SessionRuntime{}, fmt.Errorf("start scriptagent: %w", err)
 	}
@@ -86,6 +92,20 @@ func (a *Adapter) ActivateRuntime(ctx context.Context, sc engines.EngineStartupC
 		return engines.SessionRuntime{}, err
 	}
 	return engines.SessionRuntime{EngineClient: c, EngineManifest: manifest}, nil
+}
+
+// TranscriptPath is where scriptagent keeps a conversation's native JSONL log (one
+// entry per completed response), under the runtime identity's home.
+func TranscriptPath(id *engines.RuntimeIdentity, key string) string {
+	return configDir(id) + "/" + key + ".jsonl"
+}
+
+func configDir(id *engines.RuntimeIdentity) string {
+	home := "/tmp"
+	if id != nil {
+		home = id.HomeDir
+	}
+	return home + "/.scriptagent"
 }
 
 // Client is one connection to a running scriptagent.

@@ -8,6 +8,9 @@
 // {"op":"interrupt","cancel_queued":bool}. A text "slow:N:MS" answers with N parts
 // MS milliseconds apart; any other text with three parts at once.
 //
+// Completed turns are appended to $SCRIPTAGENT_HOME/<conversation>.jsonl, the
+// program's native conversation log.
+//
 // Output lines (one vendor event each): admitted, status, started, delta, ended. A
 // delta carries at_us, when it was written, so benchmarks can measure the platform's
 // event-to-committed-part latency.
@@ -18,6 +21,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -41,6 +45,18 @@ type response struct {
 }
 
 func main() {
+	conversation := "default"
+	for i, a := range os.Args {
+		if a == "--conversation" && i+1 < len(os.Args) {
+			conversation = os.Args[i+1]
+		}
+	}
+	dir := os.Getenv("SCRIPTAGENT_HOME")
+	if dir == "" {
+		dir = os.TempDir()
+	}
+	_ = os.MkdirAll(dir, 0o700)
+	transcript := filepath.Join(dir, conversation+".jsonl")
 	out := bufio.NewWriter(os.Stdout)
 	emit := func(e event) {
 		b, _ := json.Marshal(e)
@@ -110,6 +126,9 @@ func main() {
 				timer.Reset(cur.gap)
 				continue
 			}
+			// The turn is in the transcript before the program reports it ended: a
+			// restart (or a replacement box given this transcript) resumes after it.
+			record(transcript, event{"input_id": cur.inputID, "response_id": cur.id})
 			emit(event{"ev": "ended", "response_id": cur.id, "outcome": "completed", "native_reason": "end_turn"})
 			cur = nil
 			if len(queue) == 0 {
@@ -117,6 +136,19 @@ func main() {
 			}
 		}
 	}
+}
+
+// record appends one entry to the transcript and syncs it.
+func record(path string, e event) {
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "transcript:", err)
+		return
+	}
+	defer f.Close()
+	b, _ := json.Marshal(e)
+	_, _ = f.Write(append(b, '\n'))
+	_ = f.Sync()
 }
 
 func parseSlow(text string) (int, time.Duration, bool) {
