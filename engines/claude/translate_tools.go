@@ -1,0 +1,216 @@
+package claude
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/astrabox/astrabox/engines"
+)
+
+// subagentTools are Claude Code's tool names that run a sub-agent (Task in 2.1.328,
+// Agent in later releases); their calls are reported as child runs too.
+var subagentTools = map[string]bool{"Task": true, "Agent": true}
+
+// fileTools are the tools whose structured result reports a completed file change.
+var fileTools = map[string]bool{"Write": true, "Edit": true, "MultiEdit": true}
+
+// toolInput reports a tool call's complete input, verbatim from the assistant line.
+func (t *translator) toolInput(b contentBlock, streamed bool) {
+	r := t.st.Resp
+	if _, ok := r.tool(b.ID); ok {
+		return
+	}
+	started := false
+	if streamed {
+		for idx, blk := range r.Blocks {
+			if blk.Kind == "tool" && blk.ID == b.ID {
+				blk.Available = true
+				r.Blocks[idx] = blk
+				started = true
+			}
+		}
+	}
+	if !started {
+		t.output(engines.MustFrame(engines.ToolInputStartChunk{ToolCallID: b.ID, ToolName: b.Name}))
+	}
+	input := b.Input
+	if len(input) == 0 {
+		input = json.RawMessage("{}")
+	}
+	t.output(engines.MustFrame(engines.ToolInputAvailableChunk{ToolCallID: b.ID, ToolName: b.Name, Input: input}))
+	call := toolCall{ID: b.ID, Name: b.Name, Child: subagentTools[b.Name]}
+	r.Tools = append(r.Tools, call)
+	if call.Child {
+		var in struct {
+			Description  string `json:"description"`
+			SubagentType string `json:"subagent_type"`
+		}
+		_ = json.Unmarshal(input, &in)
+		f, err := engines.SubagentFrame(t.sessionID, engines.ChildRun{NativeRef: b.ID, Status: "running",
+			Title: in.Description, AgentType: in.SubagentType, ParentToolCallID: b.ID})
+		if err == nil {
+			t.output(f)
+		}
+	}
+}
+
+// user translates a user line: tool results, or a sub-agent's messages. Replayed user
+// inputs and Claude's own notes ("[Request interrupted by user]") carry no new fact.
+func (t *translator) user(n nativeLine) {
+	if n.IsReplay {
+		return
+	}
+	var msg apiMessage
+	if err := json.Unmarshal(n.Message, &msg); err != nil {
+		return
+	}
+	if n.ParentToolUseID != nil {
+		t.childMessage(*n.ParentToolUseID, n.UUID, "user", msg.Content)
+		return
+	}
+	r := t.st.Resp
+	if r == nil {
+		return
+	}
+	for _, b := range decodeBlocks(msg.Content) {
+		if b.Type != "tool_result" {
+			continue
+		}
+		call, ok := r.tool(b.ToolUseID)
+		if !ok {
+			raw, _ := json.Marshal(b)
+			t.diag("tool_result_without_call", raw)
+			continue
+		}
+		t.toolOutput(call, b, n.ToolUseResult)
+	}
+}
+
+func (t *translator) toolOutput(call toolCall, b contentBlock, structured json.RawMessage) {
+	r := t.st.Resp
+	for i, c := range r.Tools {
+		if c.ID == call.ID {
+			r.Tools = append(r.Tools[:i:i], r.Tools[i+1:]...)
+			break
+		}
+	}
+	if b.IsError {
+		t.output(engines.MustFrame(engines.ToolOutputErrorChunk{ToolCallID: call.ID, ErrorText: blockText(b.Content)}))
+	} else {
+		out := structured
+		if len(out) == 0 || string(out) == "null" {
+			out = b.Content
+		}
+		t.output(engines.MustFrame(engines.ToolOutputAvailableChunk{ToolCallID: call.ID, Output: out}))
+		if fileTools[call.Name] {
+			if f, ok := fileChangesFrame(call.ID, structured); ok {
+				t.output(f)
+			}
+		}
+	}
+	if call.Child {
+		status := "completed"
+		if b.IsError {
+			status = "failed"
+		}
+		if f, err := engines.SubagentFrame(t.sessionID, engines.ChildRun{NativeRef: call.ID, Status: status, ParentToolCallID: call.ID}); err == nil {
+			t.output(f)
+		}
+	}
+}
+
+// blockText is a tool result's text: a string, or the text blocks of a content list.
+func blockText(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var parts []string
+	for _, b := range decodeBlocks(raw) {
+		if b.Type == "text" {
+			parts = append(parts, b.Text)
+		}
+	}
+	if len(parts) == 0 {
+		return string(raw)
+	}
+	return strings.Join(parts, "\n")
+}
+
+// nativeFileResult is the structured result (tool_use_result) of Write and Edit.
+type nativeFileResult struct {
+	Type            string          `json:"type"`
+	FilePath        string          `json:"filePath"`
+	Content         *string         `json:"content"`
+	OriginalFile    *string         `json:"originalFile"`
+	StructuredPatch []nativeHunk    `json:"structuredPatch"`
+	Raw             json.RawMessage `json:"-"`
+}
+
+type nativeHunk struct {
+	OldStart int      `json:"oldStart"`
+	OldLines int      `json:"oldLines"`
+	NewStart int      `json:"newStart"`
+	NewLines int      `json:"newLines"`
+	Lines    []string `json:"lines"`
+}
+
+// fileChangesFrame builds data-file-changes from the patch Claude reports for a
+// completed write: its structured hunks, or for a created file its content. It never
+// reads the requested tool input.
+func fileChangesFrame(toolCallID string, structured json.RawMessage) (engines.Frame, bool) {
+	var res nativeFileResult
+	if err := json.Unmarshal(structured, &res); err != nil || res.FilePath == "" {
+		return engines.Frame{}, false
+	}
+	change := engines.FileChange{Path: res.FilePath, Kind: res.Type}
+	switch {
+	case len(res.StructuredPatch) > 0:
+		d := &engines.FileDiff{Format: engines.DiffHunks}
+		for _, h := range res.StructuredPatch {
+			d.Hunks = append(d.Hunks, engines.DiffHunk{OldStart: h.OldStart, OldLines: h.OldLines,
+				NewStart: h.NewStart, NewLines: h.NewLines, Lines: h.Lines})
+		}
+		change.Diff = d
+	case res.Type == "create" && res.Content != nil:
+		change.Diff = &engines.FileDiff{Format: engines.DiffContentPair, Before: res.OriginalFile, After: res.Content}
+	}
+	f, err := engines.FileChangesFrame(toolCallID, []engines.FileChange{change})
+	return f, err == nil
+}
+
+// childMessage reports one message of a sub-agent (a line whose parent_tool_use_id is
+// the Task call) as a data-subagent part.
+func (t *translator) childMessage(parent, uuid, role string, content json.RawMessage) {
+	r := t.st.Resp
+	if r == nil || uuid == "" {
+		return
+	}
+	var parts []map[string]any
+	var s string
+	if json.Unmarshal(content, &s) == nil {
+		parts = append(parts, map[string]any{"type": "text", "text": s})
+	}
+	for _, b := range decodeBlocks(content) {
+		switch b.Type {
+		case "text":
+			parts = append(parts, map[string]any{"type": "text", "text": b.Text})
+		case "tool_use":
+			parts = append(parts, map[string]any{"type": "dynamic-tool", "toolName": b.Name, "toolCallId": b.ID,
+				"state": "input-available", "input": b.Input})
+		case "tool_result":
+			parts = append(parts, map[string]any{"type": "tool-result", "toolCallId": b.ToolUseID, "output": blockText(b.Content)})
+		}
+	}
+	if len(parts) == 0 {
+		return
+	}
+	raw, _ := json.Marshal(parts)
+	f, err := engines.SubagentMessageFrame(t.sessionID, parent, engines.ChildRunMessage{MessageID: uuid, Role: role, Parts: raw})
+	if err != nil {
+		t.diag("subagent_message", json.RawMessage(fmt.Sprintf("%q", err.Error())))
+		return
+	}
+	t.output(f)
+}
