@@ -218,6 +218,10 @@ func (t *translator) stream(n nativeLine) {
 	if r == nil {
 		return
 	}
+	if r.Blocks == nil {
+		// An empty map does not survive the cursor's JSON.
+		r.Blocks = map[int]block{}
+	}
 	partID := fmt.Sprintf("%s:%d", r.Msg, ev.Index)
 	switch ev.Type {
 	case "content_block_start":

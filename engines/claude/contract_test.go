@@ -1,0 +1,184 @@
+package claude_test
+
+import (
+	"context"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/astrabox/astrabox/engines"
+	"github.com/astrabox/astrabox/engines/claude"
+	"github.com/astrabox/astrabox/engines/enginetest"
+	"github.com/astrabox/astrabox/internal/uicheck"
+)
+
+func TestAdapterContract(t *testing.T) {
+	t.Parallel()
+	enginetest.RunAdapterContract(t, claude.NewAdapter(claude.Config{}))
+}
+
+func TestRegistersInARegistry(t *testing.T) {
+	t.Parallel()
+	reg := engines.NewRegistry()
+	require.NoError(t, reg.Register(claude.EngineKind, claude.NewAdapter(claude.Config{})))
+	require.Error(t, reg.Register(claude.EngineKind, claude.NewAdapter(claude.Config{})), "a second Claude Code adapter is refused")
+	caps := claude.NewAdapter(claude.Config{}).Capabilities()
+	require.Equal(t, []string{"default", "acceptEdits", "plan", "bypassPermissions", "dontAsk", "auto"}, caps.PermissionModes)
+	require.Equal(t, "CLAUDE_CONFIG_DIR", caps.Workload.ConfigDirEnv)
+	require.True(t, caps.RequiresProcessSessions)
+	require.Equal(t, engines.PlacementPerConversationAccount, caps.ConversationPlacement)
+}
+
+func TestSettingsProtectedKeysAreRefused(t *testing.T) {
+	t.Parallel()
+	reg := engines.NewRegistry()
+	require.NoError(t, reg.Register(claude.EngineKind, claude.NewAdapter(claude.Config{})))
+	doc, ok := claude.NewAdapter(claude.Config{}).Capabilities().Extensions.ConfigDocument("settings.json")
+	require.True(t, ok)
+	require.Contains(t, doc.ProtectedKeys, "permissions", "the managed policy channel stays the platform's")
+}
+
+// TestRuntimeClientContract runs the structural suite and the connected checks over a
+// client replaying a native recording.
+func TestRuntimeClientContract(t *testing.T) {
+	t.Parallel()
+	caps := claude.NewAdapter(claude.Config{}).Capabilities()
+	enginetest.RunRuntimeClientContract(t, reflect.TypeFor[*claude.Client](),
+		enginetest.WithCapabilities(caps),
+		enginetest.WithConnectedClient(func(tb testing.TB) engines.RuntimeClient {
+			c, _ := replayClient(tb, loadRecording(tb, "plain_text"))
+			return c
+		}))
+}
+
+// TestCursorDeterminismOnRecordings reads every recording again from every cursor.
+func TestCursorDeterminismOnRecordings(t *testing.T) {
+	for _, name := range nativeCases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			c, _ := replayClient(t, loadRecording(t, name))
+			recording := readAll(t, c)
+			enginetest.CheckCursorDeterminism(t, recording, c.Events, 0)
+			enginetest.CheckClientCursorDeterminism(t, c, len(recording), 0)
+		})
+	}
+}
+
+// TestFramesAreValidForTheAIClient validates every response's parts with the real `ai`
+// client and checks how the browser assembles them.
+func TestFramesAreValidForTheAIClient(t *testing.T) {
+	t.Parallel()
+	for _, name := range nativeCases {
+		c, _ := replayClient(t, loadRecording(t, name))
+		byResponse := map[string][]engines.Frame{}
+		var order []string
+		for _, ev := range readAll(t, c) {
+			out, ok := ev.(engines.ResponseOutput)
+			if !ok {
+				continue
+			}
+			require.NotEmpty(t, out.ResponseID, "%s: every part belongs to a response", name)
+			if _, seen := byResponse[out.ResponseID]; !seen {
+				order = append(order, out.ResponseID)
+			}
+			byResponse[out.ResponseID] = append(byResponse[out.ResponseID], out.Frame)
+		}
+		for _, id := range order {
+			report := uicheck.RequireValidChunks(t, byResponse[id])
+			require.Len(t, report.Messages, 1, "%s: response %s is one UI message", name, id)
+			require.Equal(t, id, report.Messages[0].ID)
+		}
+	}
+}
+
+// TestTranslationFacts checks the facts each recording exists to show.
+func TestTranslationFacts(t *testing.T) {
+	t.Parallel()
+	events := func(name string) []engines.Event {
+		c, _ := replayClient(t, loadRecording(t, name))
+		return readAll(t, c)
+	}
+	ofType := func(evs []engines.Event, typ engines.EventType) []engines.Event {
+		return slices.DeleteFunc(slices.Clone(evs), func(e engines.Event) bool { return e.Type() != typ })
+	}
+
+	// Two inputs consumed before one result belong to one response.
+	absorbed := events("message_during_tool")
+	ended := ofType(absorbed, engines.EventResponseEnded)
+	require.Len(t, ended, 1)
+	started := ofType(absorbed, engines.EventResponseStarted)
+	require.Len(t, started[len(started)-1].(engines.ResponseStarted).InputIDs, 2)
+	require.Len(t, ofType(absorbed, engines.EventInputAdmitted), 2, "the absorbed input is admitted by its queued_command record")
+
+	// A message queued while text streams runs as its own response.
+	require.Len(t, ofType(events("queued_while_streaming"), engines.EventResponseEnded), 2)
+
+	// Endings keep Claude's own words.
+	last := func(name string) engines.ResponseEnded {
+		e := ofType(events(name), engines.EventResponseEnded)
+		return e[0].(engines.ResponseEnded)
+	}
+	require.Equal(t, engines.OutcomeCancelled, last("interrupt_streaming").Outcome)
+	require.Equal(t, "aborted_streaming", last("interrupt_streaming").NativeReason)
+	require.Equal(t, "aborted_tools", last("interrupt_during_tool").NativeReason)
+	failed := last("model_error_400")
+	require.Equal(t, engines.OutcomeFailed, failed.Outcome)
+	require.Equal(t, "api_error", failed.NativeReason)
+	require.Contains(t, failed.Error.Message, "400")
+	require.Contains(t, string(failed.Usage), "total_cost_usd")
+
+	// Approvals open and close as Claude reports them.
+	allow := events("approval_allow")
+	require.Len(t, ofType(allow, engines.EventInteractionOpened), 1)
+	closed := ofType(allow, engines.EventInteractionClosed)
+	require.Len(t, closed, 1)
+	require.Equal(t, engines.ClosureAnswered, closed[0].(engines.InteractionClosed).Reason)
+
+	// A Write reports the change Claude confirmed.
+	var fileChanges int
+	for _, ev := range events("write_file") {
+		if out, ok := ev.(engines.ResponseOutput); ok && out.Frame.Type() == "data-file-changes" {
+			fileChanges++
+		}
+	}
+	require.Equal(t, 1, fileChanges)
+}
+
+// TestStateFromTheJournal checks the runtime's account a new reader reconciles from.
+func TestStateFromTheJournal(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, _ := replayClient(t, loadRecording(t, "approval_allow"))
+	st, err := c.State(ctx)
+	require.NoError(t, err)
+	require.NoError(t, st.Validate())
+	require.Equal(t, engines.StatusIdle, st.Status)
+	require.Empty(t, st.OpenResponses)
+	require.Empty(t, st.PendingInteractions)
+	require.Equal(t, []engines.ClosedInteraction{{InteractionID: "d59e046e-e855-4ee6-a237-c77d35f97474", Reason: engines.ClosureAnswered}}, st.ClosedInteractions)
+	require.Contains(t, st.AdmittedInputIDs, "2d6429a5-6e6b-4048-957f-60a360a839b5")
+	require.NotNil(t, st.Cursor)
+	// Reading after the state's cursor yields nothing more: the journal is translated.
+	n := 0
+	for ev, err := range c.Events(ctx, st.Cursor) {
+		if err != nil {
+			require.ErrorIs(t, err, engines.ErrRuntimeConnectionLost)
+			break
+		}
+		n++
+		_ = ev
+	}
+	require.Zero(t, n)
+
+	// A cursor from another process is expired.
+	other := *st.Cursor
+	other.Generation = "claude-other/" + c.EngineSessionKey()
+	for _, err := range c.Events(ctx, &other) {
+		require.ErrorIs(t, err, engines.ErrRuntimeCursorExpired)
+		break
+	}
+}
