@@ -230,3 +230,6 @@ func randomHex(n int) string {
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
 }
+
+// ProcessName is the name of the process session the client drives.
+func (c *Client) ProcessName() string { return c.proc.Name() }

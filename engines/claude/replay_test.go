@@ -3,6 +3,7 @@ package claude_test
 import (
 	"bufio"
 	"bytes"
+	cryptorand "crypto/rand"
 	"context"
 	"encoding/json"
 	"errors"
@@ -207,4 +208,13 @@ func TestTranslateNativeRecordings(t *testing.T) {
 			}
 		})
 	}
+}
+
+func claudeUUID() string {
+	b := make([]byte, 16)
+	_, _ = cryptorand.Read(b)
+	b[6] = (b[6] & 0x0f) | 0x40
+	b[8] = (b[8] & 0x3f) | 0x80
+	h := fmt.Sprintf("%x", b)
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
 }
