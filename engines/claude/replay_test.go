@@ -3,8 +3,8 @@ package claude_test
 import (
 	"bufio"
 	"bytes"
-	cryptorand "crypto/rand"
 	"context"
+	cryptorand "crypto/rand"
 	"encoding/json"
 	"errors"
 	"flag"
