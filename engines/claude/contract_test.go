@@ -2,6 +2,7 @@ package claude_test
 
 import (
 	"context"
+	"encoding/json"
 	"reflect"
 	"slices"
 	"testing"
@@ -67,30 +68,40 @@ func TestCursorDeterminismOnRecordings(t *testing.T) {
 	}
 }
 
-// TestFramesAreValidForTheAIClient validates every response's parts with the real `ai`
-// client and checks how the browser assembles them.
+// TestFramesAreValidForTheAIClient validates every recording's parts with the real `ai`
+// client and checks that the browser assembles one message per response.
 func TestFramesAreValidForTheAIClient(t *testing.T) {
-	t.Parallel()
 	for _, name := range nativeCases {
-		c, _ := replayClient(t, loadRecording(t, name))
-		byResponse := map[string][]engines.Frame{}
-		var order []string
-		for _, ev := range readAll(t, c) {
-			out, ok := ev.(engines.ResponseOutput)
-			if !ok {
-				continue
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			c, _ := replayClient(t, loadRecording(t, name))
+			var inResponses, outside []engines.Frame
+			var order []string
+			for _, ev := range readAll(t, c) {
+				out, ok := ev.(engines.ResponseOutput)
+				switch {
+				case !ok:
+				case out.ResponseID == "":
+					outside = append(outside, out.Frame)
+				default:
+					if !slices.Contains(order, out.ResponseID) {
+						order = append(order, out.ResponseID)
+					}
+					inResponses = append(inResponses, out.Frame)
+				}
 			}
-			require.NotEmpty(t, out.ResponseID, "%s: every part belongs to a response", name)
-			if _, seen := byResponse[out.ResponseID]; !seen {
-				order = append(order, out.ResponseID)
+			// Responses never overlap, so the stream holds each as one UI message.
+			report := uicheck.RequireValidChunks(t, inResponses)
+			require.Len(t, report.Messages, len(order))
+			for i, id := range order {
+				require.Equal(t, id, report.Messages[i].ID)
 			}
-			byResponse[out.ResponseID] = append(byResponse[out.ResponseID], out.Frame)
-		}
-		for _, id := range order {
-			report := uicheck.RequireValidChunks(t, byResponse[id])
-			require.Len(t, report.Messages, 1, "%s: response %s is one UI message", name, id)
-			require.Equal(t, id, report.Messages[0].ID)
-		}
+			if len(outside) > 0 {
+				// Child-run parts outside any response (a background sub-agent) are
+				// data parts that belong to no message.
+				uicheck.RequireValidChunks(t, outside)
+			}
+		})
 	}
 }
 
@@ -145,6 +156,34 @@ func TestTranslationFacts(t *testing.T) {
 		}
 	}
 	require.Equal(t, 1, fileChanges)
+
+	// A background sub-agent is a child run from Claude's task lines, and the turn
+	// Claude starts on its own when it finishes is an engine response.
+	var statuses []string
+	var childMessages int
+	sub := events("subagent")
+	for _, ev := range sub {
+		out, ok := ev.(engines.ResponseOutput)
+		if !ok || out.Frame.Type() != "data-subagent" {
+			continue
+		}
+		raw, _ := out.Frame.Field("data")
+		var d engines.SubagentData
+		require.NoError(t, json.Unmarshal(raw, &d))
+		if d.Run != nil {
+			statuses = append(statuses, d.Run.Status)
+			require.Equal(t, "Look around", d.Run.Title)
+		}
+		if d.Message != nil {
+			childMessages++
+			require.Contains(t, string(d.Message.Parts), "Scripted reply to: say hello from the sub-agent")
+		}
+	}
+	require.Equal(t, []string{"running", "completed"}, statuses)
+	require.Equal(t, 1, childMessages)
+	subStarts := ofType(sub, engines.EventResponseStarted)
+	require.Len(t, subStarts, 2)
+	require.Equal(t, engines.OriginEngine, subStarts[1].(engines.ResponseStarted).Origin)
 }
 
 // TestStateFromTheJournal checks the runtime's account a new reader reconciles from.

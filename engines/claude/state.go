@@ -27,6 +27,16 @@ type transState struct {
 	Open []openInteraction `json:"open,omitempty"`
 	// Closed are the newest closure receipts.
 	Closed []engines.ClosedInteraction `json:"closed,omitempty"`
+	// Children are the running sub-agents.
+	Children []childRun `json:"children,omitempty"`
+}
+
+// childRun is a running sub-agent: the tool_use id of its Agent call and what
+// task_started said about it, repeated in its final report.
+type childRun struct {
+	ID        string `json:"id"`
+	Title     string `json:"title,omitempty"`
+	AgentType string `json:"agent_type,omitempty"`
 }
 
 // respState is a response in progress.
@@ -56,8 +66,6 @@ type block struct {
 type toolCall struct {
 	ID   string `json:"id"`
 	Name string `json:"name"`
-	// Child is set for a Task call that runs a sub-agent.
-	Child bool `json:"child,omitempty"`
 }
 
 // openInteraction is a can_use_tool request Claude waits on.
@@ -85,6 +93,7 @@ func (s *transState) clone() transState {
 	out.Queued = slices.Clone(s.Queued)
 	out.Open = slices.Clone(s.Open)
 	out.Closed = slices.Clone(s.Closed)
+	out.Children = slices.Clone(s.Children)
 	return out
 }
 

@@ -133,6 +133,8 @@ func (t *translator) system(n nativeLine, raw json.RawMessage) {
 				t.join(id)
 			}
 		}
+	case "task_started", "task_notification":
+		t.task(n.Subtype, raw)
 	case "init", "thinking_tokens":
 		// init repeats the launch facts at every turn; thinking_tokens are estimates
 		// the reasoning deltas already carry.
@@ -319,8 +321,8 @@ func (t *translator) result(raw json.RawMessage) {
 		t.diag("result_outside_response", raw)
 		return
 	}
-	for _, id := range res.UserMessageUUIDs {
-		if r.Origin == engines.OriginInput || len(r.InputIDs) == 0 {
+	if r.Origin == engines.OriginInput {
+		for _, id := range res.UserMessageUUIDs {
 			t.join(id)
 		}
 	}

@@ -3,14 +3,11 @@ package claude
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/astrabox/astrabox/engines"
 )
-
-// subagentTools are Claude Code's tool names that run a sub-agent (Task in 2.1.328,
-// Agent in later releases); their calls are reported as child runs too.
-var subagentTools = map[string]bool{"Task": true, "Agent": true}
 
 // fileTools are the tools whose structured result reports a completed file change.
 var fileTools = map[string]bool{"Write": true, "Edit": true, "MultiEdit": true}
@@ -39,20 +36,7 @@ func (t *translator) toolInput(b contentBlock, streamed bool) {
 		input = json.RawMessage("{}")
 	}
 	t.output(engines.MustFrame(engines.ToolInputAvailableChunk{ToolCallID: b.ID, ToolName: b.Name, Input: input}))
-	call := toolCall{ID: b.ID, Name: b.Name, Child: subagentTools[b.Name]}
-	r.Tools = append(r.Tools, call)
-	if call.Child {
-		var in struct {
-			Description  string `json:"description"`
-			SubagentType string `json:"subagent_type"`
-		}
-		_ = json.Unmarshal(input, &in)
-		f, err := engines.SubagentFrame(t.sessionID, engines.ChildRun{NativeRef: b.ID, Status: "running",
-			Title: in.Description, AgentType: in.SubagentType, ParentToolCallID: b.ID})
-		if err == nil {
-			t.output(f)
-		}
-	}
+	r.Tools = append(r.Tools, toolCall{ID: b.ID, Name: b.Name})
 }
 
 // user translates a user line: tool results, or a sub-agent's messages. Replayed user
@@ -107,15 +91,6 @@ func (t *translator) toolOutput(call toolCall, b contentBlock, structured json.R
 			if f, ok := fileChangesFrame(call.ID, structured); ok {
 				t.output(f)
 			}
-		}
-	}
-	if call.Child {
-		status := "completed"
-		if b.IsError {
-			status = "failed"
-		}
-		if f, err := engines.SubagentFrame(t.sessionID, engines.ChildRun{NativeRef: call.ID, Status: status, ParentToolCallID: call.ID}); err == nil {
-			t.output(f)
 		}
 	}
 }
@@ -183,8 +158,7 @@ func fileChangesFrame(toolCallID string, structured json.RawMessage) (engines.Fr
 // childMessage reports one message of a sub-agent (a line whose parent_tool_use_id is
 // the Task call) as a data-subagent part.
 func (t *translator) childMessage(parent, uuid, role string, content json.RawMessage) {
-	r := t.st.Resp
-	if r == nil || uuid == "" {
+	if uuid == "" {
 		return
 	}
 	var parts []map[string]any
@@ -212,5 +186,66 @@ func (t *translator) childMessage(parent, uuid, role string, content json.RawMes
 		t.diag("subagent_message", json.RawMessage(fmt.Sprintf("%q", err.Error())))
 		return
 	}
-	t.output(f)
+	t.childOutput(f)
+}
+
+// childOutput sends a child-run part with the response in progress, or with no
+// response when the sub-agent outlives the turn that started it (Claude runs Agent
+// calls in the background).
+func (t *translator) childOutput(f engines.Frame) {
+	if t.st.Resp != nil {
+		t.output(f)
+		return
+	}
+	t.emit(engines.NewResponseOutput(engines.RuntimeCursor{}, "", f))
+}
+
+// nativeTask is a system task_started or task_notification line.
+type nativeTask struct {
+	TaskID       string          `json:"task_id"`
+	TaskType     string          `json:"task_type"`
+	ToolUseID    string          `json:"tool_use_id"`
+	Description  string          `json:"description"`
+	SubagentType string          `json:"subagent_type"`
+	Status       string          `json:"status"`
+	Usage        json.RawMessage `json:"usage"`
+}
+
+// task reports a sub-agent's lifecycle from Claude's own task lines: task_started
+// (running) and task_notification (its final status, in Claude's words). The child's
+// native reference is the Agent call's tool_use id. Other tasks (a backgrounded Bash)
+// are diagnostics.
+func (t *translator) task(subtype string, raw json.RawMessage) {
+	var n nativeTask
+	_ = json.Unmarshal(raw, &n)
+	childAt := slices.IndexFunc(t.st.Children, func(c childRun) bool { return c.ID == n.ToolUseID })
+	isChild := n.ToolUseID != "" && (subtype == "task_started" && (n.TaskType == "local_agent" || n.SubagentType != "") ||
+		subtype == "task_notification" && childAt >= 0)
+	if !isChild {
+		t.diag("system/"+subtype, raw)
+		return
+	}
+	run := engines.ChildRun{NativeRef: n.ToolUseID, ParentToolCallID: n.ToolUseID, Title: n.Description, AgentType: n.SubagentType}
+	if subtype == "task_started" {
+		run.Status = "running"
+		if childAt < 0 {
+			t.st.Children = append(t.st.Children, childRun{ID: n.ToolUseID, Title: n.Description, AgentType: n.SubagentType})
+		}
+	} else {
+		run.Status = n.Status
+		run.Title, run.AgentType = t.st.Children[childAt].Title, t.st.Children[childAt].AgentType
+		if len(n.Usage) > 0 && string(n.Usage) != "null" {
+			run.Usage = n.Usage
+		}
+		t.st.Children = slices.Delete(t.st.Children, childAt, childAt+1)
+	}
+	if run.Status == "" {
+		run.Status = subtype
+	}
+	f, err := engines.SubagentFrame(t.sessionID, run)
+	if err != nil {
+		t.diag("system/"+subtype, raw)
+		return
+	}
+	t.childOutput(f)
 }

@@ -44,6 +44,14 @@ var cases = []scenario{
 		},
 	},
 	{
+		name:           "subagent",
+		description:    "A Task call: the sub-agent's own messages (parent_tool_use_id), then its result and the final text.",
+		permissionMode: "bypassPermissions",
+		run: func(s *session) error {
+			return s.turn(`[[script:task description="Look around" prompt="say hello from the sub-agent" subagent_type="general-purpose"]]`)
+		},
+	},
+	{
 		name:        "approval_allow",
 		description: "A Bash call that needs approval: can_use_tool, answered allow.",
 		run: func(s *session) error {
