@@ -180,6 +180,9 @@ func (c *Client) replay(ctx context.Context, pos position, follow bool, yield fu
 		case item, ok := <-lines:
 			if !ok {
 				if follow && ctx.Err() == nil {
+					// The journal ends only when the process exited: this connection
+					// has nothing more to drive.
+					c.live.Store(false)
 					yield(nil, fmt.Errorf("claude code process %s ended: %w", c.proc.Name(), engines.ErrRuntimeConnectionLost))
 				}
 				return tr.st, next
@@ -192,7 +195,8 @@ func (c *Client) replay(ctx context.Context, pos position, follow bool, yield fu
 			}
 			line := item.line
 			if first && skip > 0 && line.Offset != pos.Line {
-				yield(nil, &engines.RuntimeCursorExpired{Reason: fmt.Sprintf("journal line %d is no longer retained", pos.Line)})
+				yield(nil, &engines.RuntimeCursorExpired{Cursor: cursorAt(c.generation, pos.Line, pos.Skip, json.RawMessage("null")),
+					Reason: fmt.Sprintf("journal line %d is no longer retained", pos.Line)})
 				return tr.st, next
 			}
 			if line.Offset > c.tail.Load() {

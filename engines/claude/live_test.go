@@ -183,6 +183,12 @@ func TestLiveConversationInABox(t *testing.T) {
 	require.Equal(t, engines.OutcomeCancelled, cancelled.Outcome)
 	require.Equal(t, "aborted_streaming", cancelled.NativeReason)
 
+	// The permission mode follows the owner's choice, in Claude's words.
+	setter := client.(engines.PermissionModeSetter)
+	require.NoError(t, setter.SetPermissionMode(ctx, "plan"))
+	require.NoError(t, setter.SetPermissionMode(ctx, "default"))
+	require.Error(t, setter.SetPermissionMode(ctx, "manual"), "an alias is not a mode of its own")
+
 	// An approval answered after the reader reconnects from its stored cursor.
 	require.NoError(t, client.Submit(ctx, engines.TextInput(uuidFor(t), `[[script:bash cmd="touch approved.txt"]]`)))
 	opened := r.until("approval", isType(engines.EventInteractionOpened)).(engines.InteractionOpened)
@@ -222,6 +228,14 @@ func TestLiveConversationInABox(t *testing.T) {
 	require.NoError(t, err)
 	client = rt3.EngineClient
 	require.Equal(t, key, client.EngineSessionKey(), "the killed conversation resumes, not a new one")
+	killedAt := r.seen[len(r.seen)-1].EventCursor()
+	for _, err := range client.Events(ctx, &killedAt) {
+		require.ErrorIs(t, err, engines.ErrRuntimeCursorExpired, "the killed process's cursor does not resume on the new one")
+		break
+	}
+	st, err := client.State(ctx)
+	require.NoError(t, err)
+	require.Empty(t, st.OpenResponses, "the new process reports no open response: the platform ends the lost one as runtime_lost")
 	r = startReader(t, ctx, client, nil)
 	require.NoError(t, client.Submit(ctx, engines.TextInput(uuidFor(t), "after the kill")))
 	require.Equal(t, engines.OutcomeCompleted, ended(r).Outcome)
