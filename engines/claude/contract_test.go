@@ -148,6 +148,11 @@ func TestTranslationFacts(t *testing.T) {
 	require.Len(t, closed, 1)
 	require.Equal(t, engines.ClosureAnswered, closed[0].(engines.InteractionClosed).Reason)
 
+	// An interrupt while Claude waits withdraws the approval (control_cancel_request).
+	withdrawn := ofType(events("interrupt_while_approval_pending"), engines.EventInteractionClosed)
+	require.Len(t, withdrawn, 1)
+	require.Equal(t, engines.ClosureWithdrawn, withdrawn[0].(engines.InteractionClosed).Reason)
+
 	// A Write reports the change Claude confirmed.
 	var fileChanges int
 	for _, ev := range events("write_file") {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/astrabox/astrabox/internal/agentrun"
 	"github.com/astrabox/astrabox/internal/devmodel"
 )
 
@@ -72,6 +73,29 @@ var cases = []scenario{
 				return err
 			}
 			_, _, err := s.result(from, "success")
+			return err
+		},
+	},
+	{
+		name:        "interrupt_while_approval_pending",
+		description: "Interrupt while can_use_tool waits for an answer: Claude withdraws it with control_cancel_request.",
+		run: func(s *session) error {
+			from := s.send(`[[script:bash cmd="touch never.txt"]]`)
+			if _, _, err := s.await(from, "can_use_tool", func(cl agentrun.ClaudeLine) bool {
+				return cl.Type == "control_request" && strings.Contains(string(cl.Request), `"can_use_tool"`)
+			}); err != nil {
+				return err
+			}
+			s.note("send interrupt while the approval is pending")
+			if _, err := s.control(map[string]any{"subtype": "interrupt"}); err != nil {
+				return err
+			}
+			if _, _, err := s.await(from, "control_cancel_request", func(cl agentrun.ClaudeLine) bool {
+				return cl.Type == "control_cancel_request"
+			}); err != nil {
+				return err
+			}
+			_, _, err := s.result(from, "error_during_execution")
 			return err
 		},
 	},
