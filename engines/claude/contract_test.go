@@ -161,6 +161,17 @@ func TestTranslationFacts(t *testing.T) {
 		}
 	}
 	require.Equal(t, 1, fileChanges)
+	var formats []engines.DiffFormat
+	for _, ev := range events("write_file_update") {
+		if out, ok := ev.(engines.ResponseOutput); ok && out.Frame.Type() == "data-file-changes" {
+			raw, _ := out.Frame.Field("data")
+			var d engines.FileChangesData
+			require.NoError(t, json.Unmarshal(raw, &d))
+			formats = append(formats, d.Changes[0].Diff.Format)
+		}
+	}
+	require.Equal(t, []engines.DiffFormat{engines.DiffContentPair, engines.DiffHunks}, formats,
+		"a created file carries its content, an update Claude's structured patch")
 
 	// A background sub-agent is a child run from Claude's task lines, and the turn
 	// Claude starts on its own when it finishes is an engine response.

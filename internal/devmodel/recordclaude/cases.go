@@ -45,6 +45,17 @@ var cases = []scenario{
 		},
 	},
 	{
+		name:           "write_file_update",
+		description:    "Write creates a file, then a second Write replaces its content: Claude reports the structured patch.",
+		permissionMode: "acceptEdits",
+		run: func(s *session) error {
+			if err := s.turn(`[[script:write path="` + s.workdir + `/notes.md" content="# notes\nfirst line\n" final="Created."]]`); err != nil {
+				return err
+			}
+			return s.turn(`[[script:write path="` + s.workdir + `/notes.md" content="# notes\nsecond line\n" final="Updated."]]`)
+		},
+	},
+	{
 		name:           "subagent",
 		description:    "A Task call: the sub-agent's own messages (parent_tool_use_id), then its result and the final text.",
 		permissionMode: "bypassPermissions",
