@@ -24,6 +24,7 @@ type Client struct {
 	claudeSession string
 	generation    string
 	caps          engines.EngineRuntimeCapabilities
+	transcript    string
 	admissions    *admissionIndex
 	// pollInterval spaces transcript checks while inputs wait for admission and Claude
 	// prints nothing.
@@ -69,7 +70,8 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	c := &Client{
 		box: cfg.Box, proc: cfg.Process, identity: cfg.Identity, sessionID: cfg.SessionID,
 		claudeSession: cfg.ClaudeSession, generation: generationOf(cfg.Process.Name(), cfg.ClaudeSession),
-		caps: cfg.Capabilities, admissions: newAdmissionIndex(cfg.Box, cfg.Identity, cfg.TranscriptPath),
+		caps: cfg.Capabilities, transcript: cfg.TranscriptPath,
+		admissions: newAdmissionIndex(cfg.Box, cfg.Identity, cfg.TranscriptPath),
 		pollInterval: 100 * time.Millisecond,
 	}
 	c.live.Store(true)

@@ -243,7 +243,10 @@ func TestLiveConversationInABox(t *testing.T) {
 	// The box removed; the conversation resumes in a new box from the mirrored transcript.
 	paths := e.adapter.PathsFor(sc)
 	transcriptPath := claude.TranscriptPath(paths.ConfigDir, paths.WorkDir, key)
-	entries, err := claude.ReadTranscript(ctx, box, nil, transcriptPath, 0)
+	mirror := &memoryMirror{entries: map[string][]claude.TranscriptEntry{}}
+	_, err = claude.MirrorTranscript(ctx, client.(*claude.Client), mirror, 0)
+	require.NoError(t, err)
+	entries, err := mirror.LoadTranscript(ctx, key)
 	require.NoError(t, err)
 	r.cancel()
 	require.NoError(t, client.Close())

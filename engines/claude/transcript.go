@@ -43,6 +43,32 @@ type TranscriptMirror interface {
 	LoadTranscript(ctx context.Context, claudeSessionID string) ([]TranscriptEntry, error)
 }
 
+// TranscriptEntries reads the conversation's transcript entries from index from on:
+// what the orchestration mirrors into its store while the conversation runs.
+func (c *Client) TranscriptEntries(ctx context.Context, from int) ([]TranscriptEntry, error) {
+	return ReadTranscript(ctx, c.box, c.identity, c.transcript, from)
+}
+
+// TranscriptPath is the path of the conversation's transcript in the box.
+func (c *Client) TranscriptPath() string { return c.transcript }
+
+// MirrorTranscript appends the entries from index from on to the mirror and returns
+// the index to continue from. Call it after responses end and before the box is
+// released; entries keep their indexes, so a repeated call after a lost reply is safe.
+func MirrorTranscript(ctx context.Context, c *Client, mirror TranscriptMirror, from int) (int, error) {
+	entries, err := c.TranscriptEntries(ctx, from)
+	if err != nil {
+		return from, err
+	}
+	if len(entries) == 0 {
+		return from, nil
+	}
+	if err := mirror.AppendTranscript(ctx, c.EngineSessionKey(), entries); err != nil {
+		return from, fmt.Errorf("mirror claude transcript: %w", err)
+	}
+	return entries[len(entries)-1].Index + 1, nil
+}
+
 // ReadTranscript reads the complete entries of a transcript from index from on, through
 // the box. A line Claude is still writing (no newline yet) is left for the next read.
 func ReadTranscript(ctx context.Context, box engines.Box, identity *engines.RuntimeIdentity, transcriptPath string, from int) ([]TranscriptEntry, error) {

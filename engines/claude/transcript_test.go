@@ -1,6 +1,7 @@
 package claude_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -64,4 +65,52 @@ func TestTranscriptMirrorRoundTrip(t *testing.T) {
 	}
 	require.Error(t, claude.RestoreTranscript(ctx, &fileBox{files: map[string][]byte{}}, nil, rec.meta.TranscriptPath, entries[1:]),
 		"a transcript with a gap would resume another conversation")
+}
+
+// memoryMirror is a TranscriptMirror in memory, as the orchestration's store would be.
+type memoryMirror struct{ entries map[string][]claude.TranscriptEntry }
+
+func (m *memoryMirror) AppendTranscript(_ context.Context, key string, entries []claude.TranscriptEntry) error {
+	for _, e := range entries {
+		if e.Index == len(m.entries[key]) {
+			m.entries[key] = append(m.entries[key], e)
+		}
+	}
+	return nil
+}
+
+func (m *memoryMirror) LoadTranscript(_ context.Context, key string) ([]claude.TranscriptEntry, error) {
+	return m.entries[key], nil
+}
+
+// TestMirrorTranscriptFromTheClient mirrors a growing transcript through the client in
+// two steps and restores exactly the file Claude wrote.
+func TestMirrorTranscriptFromTheClient(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rec := loadRecording(t, "queued_while_streaming")
+	c, box := replayClient(t, rec)
+	half := bytes.Count(rec.transcript, []byte("\n")) / 2
+	full := box.rec.transcript
+	box.rec.transcript = full[:bytes.Index(full, nthLine(full, half))]
+	mirror := &memoryMirror{entries: map[string][]claude.TranscriptEntry{}}
+	next, err := claude.MirrorTranscript(ctx, c, mirror, 0)
+	require.NoError(t, err)
+	require.Equal(t, half, next)
+	box.rec.transcript = full
+	next, err = claude.MirrorTranscript(ctx, c, mirror, next)
+	require.NoError(t, err)
+	require.Equal(t, bytes.Count(full, []byte("\n")), next)
+
+	saved, err := mirror.LoadTranscript(ctx, c.EngineSessionKey())
+	require.NoError(t, err)
+	dst := &fileBox{files: map[string][]byte{}}
+	require.NoError(t, claude.RestoreTranscript(ctx, dst, nil, c.TranscriptPath(), saved))
+	require.Equal(t, string(full), string(dst.files[c.TranscriptPath()]), "Claude writes compact JSON lines, so the restore is byte-identical here")
+}
+
+// nthLine returns the n-th line (0-based) of data with its newline.
+func nthLine(data []byte, n int) []byte {
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	return lines[n]
 }
