@@ -71,7 +71,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		box: cfg.Box, proc: cfg.Process, identity: cfg.Identity, sessionID: cfg.SessionID,
 		claudeSession: cfg.ClaudeSession, generation: generationOf(cfg.Process.Name(), cfg.ClaudeSession),
 		caps: cfg.Capabilities, transcript: cfg.TranscriptPath,
-		admissions: newAdmissionIndex(cfg.Box, cfg.Identity, cfg.TranscriptPath),
+		admissions:   newAdmissionIndex(cfg.Box, cfg.Identity, cfg.TranscriptPath),
 		pollInterval: 100 * time.Millisecond,
 	}
 	c.live.Store(true)

@@ -68,7 +68,9 @@ func TestTranscriptMirrorRoundTrip(t *testing.T) {
 }
 
 // memoryMirror is a TranscriptMirror in memory, as the orchestration's store would be.
-type memoryMirror struct{ entries map[string][]claude.TranscriptEntry }
+type memoryMirror struct {
+	entries map[string][]claude.TranscriptEntry
+}
 
 func (m *memoryMirror) AppendTranscript(_ context.Context, key string, entries []claude.TranscriptEntry) error {
 	for _, e := range entries {
