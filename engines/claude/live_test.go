@@ -15,6 +15,7 @@ import (
 	"github.com/astrabox/astrabox/engines/claude"
 	"github.com/astrabox/astrabox/internal/agentbin"
 	"github.com/astrabox/astrabox/internal/devmodel"
+	"github.com/astrabox/astrabox/internal/uicheck"
 	"github.com/astrabox/astrabox/sandbox"
 	"github.com/astrabox/astrabox/sandbox/egress"
 	"github.com/astrabox/astrabox/sandbox/enginebox"
@@ -81,6 +82,9 @@ type reader struct {
 	events chan engines.Event
 	errs   chan error
 	seen   []engines.Event
+	// reconciled are the parts the platform adds after this reader's, when it ends a
+	// response the runtime lost.
+	reconciled []engines.Frame
 }
 
 func startReader(t *testing.T, ctx context.Context, c engines.RuntimeClient, after *engines.RuntimeCursor) *reader {
@@ -151,7 +155,13 @@ func TestLiveConversationInABox(t *testing.T) {
 	require.NoError(t, err)
 	client := rt.EngineClient
 	key := client.EngineSessionKey()
-	r := startReader(t, ctx, client, nil)
+	var readers []*reader
+	start := func(c engines.RuntimeClient, after *engines.RuntimeCursor) *reader {
+		rd := startReader(t, ctx, c, after)
+		readers = append(readers, rd)
+		return rd
+	}
+	r := start(client, nil)
 
 	// Two inputs in one conversation, the second sent while the first streams.
 	first, second := uuidFor(t), uuidFor(t)
@@ -201,7 +211,7 @@ func TestLiveConversationInABox(t *testing.T) {
 	require.NoError(t, err)
 	client = rt2.EngineClient
 	require.Equal(t, key, client.EngineSessionKey())
-	r = startReader(t, ctx, client, &stored)
+	r = start(client, &stored)
 	require.NoError(t, client.Answer(ctx, opened.InteractionID, engines.InteractionAnswer{Decision: engines.DecisionApprove}))
 	closed := r.until("approval closed", isType(engines.EventInteractionClosed)).(engines.InteractionClosed)
 	require.Equal(t, engines.ClosureAnswered, closed.Reason)
@@ -212,13 +222,16 @@ func TestLiveConversationInABox(t *testing.T) {
 
 	// The process killed mid-response, then the same conversation resumed.
 	require.NoError(t, client.Submit(ctx, engines.TextInput(uuidFor(t), "[[script:slow chunks=60]]")))
-	r.until("streaming before the kill", isFrame("text-delta"))
+	killed := r.until("streaming before the kill", isFrame("text-delta")).(engines.ResponseOutput).ResponseID
 	proc, err := box.StartProcess(ctx, engines.ProcessSpec{Name: client.(*claude.Client).ProcessName(), Command: []string{"/bin/false"}})
 	require.NoError(t, err)
 	require.NoError(t, proc.Signal(ctx, "KILL"))
 	select {
 	case err := <-r.errs:
 		require.ErrorIs(t, err, engines.ErrRuntimeConnectionLost)
+		// What the platform does on reconciliation once the runtime is confirmed lost.
+		r.reconciled = engines.ResponseEndFrames(engines.ResponseEnded{ResponseID: killed,
+			Outcome: engines.OutcomeFailed, NativeReason: engines.NativeReasonRuntimeLost})
 	case <-time.After(60 * time.Second):
 		t.Fatal("the reader did not see the process end")
 	}
@@ -236,7 +249,7 @@ func TestLiveConversationInABox(t *testing.T) {
 	st, err := client.State(ctx)
 	require.NoError(t, err)
 	require.Empty(t, st.OpenResponses, "the new process reports no open response: the platform ends the lost one as runtime_lost")
-	r = startReader(t, ctx, client, nil)
+	r = start(client, nil)
 	require.NoError(t, client.Submit(ctx, engines.TextInput(uuidFor(t), "after the kill")))
 	require.Equal(t, engines.OutcomeCompleted, ended(r).Outcome)
 
@@ -259,9 +272,23 @@ func TestLiveConversationInABox(t *testing.T) {
 	require.NoError(t, err)
 	client = rt4.EngineClient
 	require.Equal(t, key, client.EngineSessionKey())
-	r = startReader(t, ctx, client, nil)
+	r = start(client, nil)
 	require.NoError(t, client.Submit(ctx, engines.TextInput(uuidFor(t), "in the new box")))
 	require.Equal(t, engines.OutcomeCompleted, ended(r).Outcome)
 	last := e.model.Requests()[len(e.model.Requests())-1]
 	require.True(t, bytes.Contains(last.Body, []byte("second while streaming")), "the model saw the earlier conversation")
+
+	// The parts every reader relayed, each resuming where the last one's record ends,
+	// make one stream a browser accepts: nothing repeated, nothing missing.
+	var frames []engines.Frame
+	for _, rd := range readers {
+		for _, ev := range rd.seen {
+			if out, ok := ev.(engines.ResponseOutput); ok {
+				frames = append(frames, out.Frame)
+			}
+		}
+		frames = append(frames, rd.reconciled...)
+	}
+	report := uicheck.RequireValidChunks(t, frames)
+	require.Len(t, report.Messages, 7, "one message per response: two, interrupted, approved, lost, after the kill, in the new box")
 }
