@@ -36,6 +36,8 @@ deps-system:
 	if ! command -v initdb >/dev/null 2>&1 && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then need="$$need postgresql"; fi; \
 	if ! command -v bwrap >/dev/null 2>&1; then need="$$need bubblewrap"; fi; \
 	if ! command -v setpriv >/dev/null 2>&1; then need="$$need util-linux"; fi; \
+	if ! command -v curl >/dev/null 2>&1; then need="$$need curl"; fi; \
+	if ! command -v perl >/dev/null 2>&1; then need="$$need perl"; fi; \
 	if [ -n "$$need" ]; then \
 		echo "installing system packages:$$need"; \
 		if [ "$$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi; \

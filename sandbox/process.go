@@ -43,6 +43,8 @@ type ProcessStatus struct {
 	Exit *ExitStatus `json:"exit,omitempty"`
 	// LastOffset is the offset of the newest journaled output line.
 	LastOffset int64 `json:"last_offset"`
+	// CommittedOffset is the newest offset released by CommitOutput.
+	CommittedOffset int64 `json:"committed_offset,omitempty"`
 	// JournalError is set while output cannot be written to the journal (for
 	// example a full disk); output is held back, not dropped, until it clears.
 	JournalError string `json:"journal_error,omitempty"`
@@ -100,6 +102,8 @@ type ExecResult struct {
 	Stderr   []byte `json:"stderr"`
 	// TimedOut is true when the command was killed for exceeding its timeout.
 	TimedOut bool `json:"timed_out,omitempty"`
+	// Truncated is true when output beyond the backend's cap was dropped.
+	Truncated bool `json:"truncated,omitempty"`
 }
 
 // FileInfo describes a directory entry, as execd's FileInfo does.

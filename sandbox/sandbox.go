@@ -89,7 +89,8 @@ type Handle interface {
 	Process(ctx context.Context, id string) (ProcessStatus, error)
 	// WriteStdin writes data to the process's stdin once per writeID: a repeated
 	// writeID is acknowledged as a duplicate and not written again. Writing to a
-	// process that has exited fails with ErrProcessExited.
+	// process that has exited fails with ErrProcessExited, writing after
+	// CloseStdin with ErrStdinClosed.
 	WriteStdin(ctx context.Context, id, writeID string, data []byte) (WriteResult, error)
 	// CloseStdin closes the process's stdin; closing twice is not an error.
 	CloseStdin(ctx context.Context, id string) error
@@ -97,6 +98,10 @@ type Handle interface {
 	// follow it waits for new lines until the process has exited and all its
 	// output was sent; without follow it stops when caught up.
 	ReadOutput(ctx context.Context, id string, after int64, follow bool) (OutputStream, error)
+	// CommitOutput says the platform has durably recorded every line through
+	// offset: the box may free them. Reading from before that offset then fails
+	// with ErrOutputReleased.
+	CommitOutput(ctx context.Context, id string, through int64) error
 	// Signal sends a signal ("SIGINT", "SIGTERM", "SIGKILL", ...) to the process,
 	// or to its whole process group when group is true.
 	Signal(ctx context.Context, id, signal string, group bool) error
@@ -162,7 +167,7 @@ type Info struct {
 // Death says why a box was lost.
 type Death struct {
 	BoxID string `json:"box_id"`
-	// Reason is a stable word: "runner_exited", "program_exited", "killed",
+	// Reason is a stable word: "runner_exited", "program_exited", "killed", "expired", "released",
 	// "destroyed", "vanished".
 	Reason string `json:"reason"`
 	// Message gives details for people (exit codes, signals).
@@ -176,8 +181,10 @@ var (
 	ErrNoWarmBox      = errors.New("sandbox: no prewarmed box ready")
 	ErrBoxLost        = errors.New("sandbox: box lost")
 	ErrProcessExited  = errors.New("sandbox: process has exited")
+	ErrStdinClosed    = errors.New("sandbox: process stdin is closed")
 	ErrNoProcess      = errors.New("sandbox: no such process")
 	ErrInvalidSpec    = errors.New("sandbox: invalid spec")
 	ErrNotSupported   = errors.New("sandbox: not supported by this backend")
 	ErrJournalFailing = errors.New("sandbox: output journal cannot be written")
+	ErrOutputReleased = errors.New("sandbox: output before this offset was released")
 )

@@ -62,7 +62,10 @@ type redactedError struct {
 	err error
 }
 
+// Error is the message with the password replaced.
 func (e *redactedError) Error() string { return e.msg }
+
+// Unwrap keeps errors.Is and errors.As working through the redaction.
 func (e *redactedError) Unwrap() error { return e.err }
 
 func passwordOf(dsn string) string {
@@ -101,4 +104,4 @@ func mapError(what string, err error) error {
 	}
 }
 
-func isNotFound(err error) bool { return errors.Is(err, ErrNotFound) }
+func isNotFoundErr(err error) bool { return errors.Is(err, ErrNotFound) }

@@ -38,9 +38,20 @@ func TestMigrationsUpDownUp(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, applied, "nothing pending")
 
-	reverted, err := st.MigrateDown(ctx, len(status))
+	// One step reverts only the newest migration.
+	newest := status[len(status)-1].Version
+	reverted, err := st.MigrateDown(ctx, 1)
 	require.NoError(t, err)
-	require.Len(t, reverted, len(status))
+	require.Equal(t, []int64{newest}, reverted)
+	require.True(t, tableExists(t, st, "sessions"))
+	require.False(t, tableExists(t, st, "imported_messages"))
+	status, err = st.MigrationStatus(ctx)
+	require.NoError(t, err)
+	require.False(t, status[len(status)-1].Applied)
+
+	reverted, err = st.MigrateDown(ctx, len(status))
+	require.NoError(t, err)
+	require.Len(t, reverted, len(status)-1)
 	require.False(t, tableExists(t, st, "output_parts"))
 	require.False(t, tableExists(t, st, "sessions"))
 	status, err = st.MigrationStatus(ctx)

@@ -29,6 +29,26 @@ const (
 
 	TenancyConversation = "conversation"
 	TenancyShared       = "shared"
+
+	OriginInput  = "input"
+	OriginEngine = "engine"
+
+	OutcomeCompleted = "completed"
+	OutcomeFailed    = "failed"
+	OutcomeCancelled = "cancelled"
+
+	InteractionOpen      = "open"
+	InteractionAnswered  = "answered"
+	InteractionWithdrawn = "withdrawn"
+	InteractionExpired   = "expired"
+
+	RuntimeIdle    = "idle"
+	RuntimeWorking = "working"
+	RuntimeWaiting = "waiting"
+
+	// NativeReasonRuntimeLost ends a response the runtime no longer reports after it
+	// was confirmed lost (reconciliation, never a guess).
+	NativeReasonRuntimeLost = "runtime_lost"
 )
 
 // User is a person who uses AstraBox.
@@ -188,3 +208,85 @@ type RuntimeCursor struct {
 
 // TableName is the runtime_cursors table.
 func (RuntimeCursor) TableName() string { return "runtime_cursors" }
+
+// Response is one response as the runtime reported it; open while Outcome is nil.
+type Response struct {
+	SessionID    string          `gorm:"column:session_id;primaryKey"`
+	ResponseID   string          `gorm:"column:response_id;primaryKey"`
+	Origin       string          `gorm:"column:origin"`
+	InputIDs     json.RawMessage `gorm:"column:input_ids"`
+	Outcome      *string         `gorm:"column:outcome"`
+	NativeReason *string         `gorm:"column:native_reason"`
+	Usage        json.RawMessage `gorm:"column:usage"`
+	Error        json.RawMessage `gorm:"column:error"`
+	StartedSeq   int64           `gorm:"column:started_seq"`
+	EndedSeq     *int64          `gorm:"column:ended_seq"`
+	StartedAt    time.Time       `gorm:"column:started_at"`
+	EndedAt      *time.Time      `gorm:"column:ended_at"`
+}
+
+// TableName is the responses table.
+func (Response) TableName() string { return "responses" }
+
+// Interaction is an approval or question a response waits on.
+type Interaction struct {
+	SessionID     string          `gorm:"column:session_id;primaryKey"`
+	InteractionID string          `gorm:"column:interaction_id;primaryKey"`
+	ResponseID    *string         `gorm:"column:response_id"`
+	Contract      json.RawMessage `gorm:"column:contract"`
+	State         string          `gorm:"column:state"`
+	Answer        json.RawMessage `gorm:"column:answer"`
+	AnsweredBy    *string         `gorm:"column:answered_by"`
+	AnswerSavedAt *time.Time      `gorm:"column:answer_saved_at"`
+	ClosureReason *string         `gorm:"column:closure_reason"`
+	OpenedAt      time.Time       `gorm:"column:opened_at"`
+	ClosedAt      *time.Time      `gorm:"column:closed_at"`
+}
+
+// TableName is the interactions table.
+func (Interaction) TableName() string { return "interactions" }
+
+// ChildRun is a sub-agent run an Agent program reported.
+type ChildRun struct {
+	ID         string          `gorm:"column:id;primaryKey"`
+	SessionID  string          `gorm:"column:session_id"`
+	NativeRef  string          `gorm:"column:native_ref"`
+	ParentID   *string         `gorm:"column:parent_id"`
+	ResponseID *string         `gorm:"column:response_id"`
+	Name       string          `gorm:"column:name"`
+	Status     string          `gorm:"column:status"`
+	Usage      json.RawMessage `gorm:"column:usage"`
+	ControlRef *string         `gorm:"column:control_ref"`
+	CreatedAt  time.Time       `gorm:"column:created_at"`
+	UpdatedAt  time.Time       `gorm:"column:updated_at"`
+}
+
+// TableName is the child_runs table.
+func (ChildRun) TableName() string { return "child_runs" }
+
+// SessionLogEntry is one entry of an engine's native JSONL conversation log.
+type SessionLogEntry struct {
+	SessionID string          `gorm:"column:session_id;primaryKey"`
+	Stream    string          `gorm:"column:stream;primaryKey"`
+	EntrySeq  int64           `gorm:"column:entry_seq;primaryKey"`
+	Entry     json.RawMessage `gorm:"column:entry"`
+	CreatedAt time.Time       `gorm:"column:created_at"`
+}
+
+// TableName is the session_log_entries table.
+func (SessionLogEntry) TableName() string { return "session_log_entries" }
+
+// RuntimeStateBlob is opaque native runtime state kept outside the sandbox.
+type RuntimeStateBlob struct {
+	Scope      string    `gorm:"column:scope;primaryKey"`
+	OwnerID    string    `gorm:"column:owner_id;primaryKey"`
+	Name       string    `gorm:"column:name;primaryKey"`
+	Generation int64     `gorm:"column:generation"`
+	Data       []byte    `gorm:"column:data"`
+	SHA256     []byte    `gorm:"column:sha256"`
+	CreatedAt  time.Time `gorm:"column:created_at"`
+	UpdatedAt  time.Time `gorm:"column:updated_at"`
+}
+
+// TableName is the runtime_state_blobs table.
+func (RuntimeStateBlob) TableName() string { return "runtime_state_blobs" }

@@ -5,77 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
-	"time"
 
 	"gorm.io/gorm/clause"
 
 	"github.com/astrabox/astrabox/store/pubsub"
 )
-
-// LeaseRequest asks for a Session's reader lease.
-type LeaseRequest struct {
-	SessionID string
-	// Holder names the reader (worker host and activity attempt), for operators.
-	Holder string
-	// TTL is how long the lease lasts without renewal.
-	TTL time.Duration
-	// Steal takes the lease even from an unexpired holder: the workflow does this when
-	// it knows the previous reader is gone. The generation bump fences that reader.
-	Steal bool
-}
-
-// AcquireReaderLease gives the Session's reader lease to req.Holder with a new, higher
-// generation. It fails with ErrLeaseHeld while another holder's lease is unexpired
-// (unless req.Steal). Every write of the reader passes the returned generation.
-func (s *Store) AcquireReaderLease(ctx context.Context, req LeaseRequest) (ReaderLease, error) {
-	if req.TTL <= 0 {
-		return ReaderLease{}, fmt.Errorf("acquire reader lease: ttl must be positive")
-	}
-	var leases []ReaderLease
-	// One statement: insert generation 1, or bump the generation where the lease is
-	// free (expired, same holder, or stolen). A held lease matches no row.
-	err := s.conn(ctx).Raw(`
-		INSERT INTO reader_leases AS l (session_id, holder, generation, acquired_at, expires_at)
-		VALUES (?, ?, 1, now(), now() + make_interval(secs => ?))
-		ON CONFLICT (session_id) DO UPDATE
-		SET holder = excluded.holder,
-		    generation = l.generation + 1,
-		    acquired_at = excluded.acquired_at,
-		    expires_at = excluded.expires_at
-		WHERE ? OR l.expires_at <= now() OR l.holder = excluded.holder
-		RETURNING l.*`,
-		req.SessionID, req.Holder, req.TTL.Seconds(), req.Steal).Scan(&leases).Error
-	if err != nil {
-		return ReaderLease{}, mapError("acquire reader lease", err)
-	}
-	if len(leases) == 0 {
-		return ReaderLease{}, fmt.Errorf("acquire reader lease for session %s: %w", req.SessionID, ErrLeaseHeld)
-	}
-	return leases[0], nil
-}
-
-// RenewReaderLease extends the lease of generation by ttl; a superseded generation
-// gets ErrLeaseLost.
-func (s *Store) RenewReaderLease(ctx context.Context, sessionID string, generation int64, ttl time.Duration) (ReaderLease, error) {
-	var leases []ReaderLease
-	res := s.conn(ctx).Model(&leases).Clauses(clause.Returning{}).
-		Where("session_id = ? AND generation = ?", sessionID, generation).
-		Update("expires_at", gormExpr("now() + make_interval(secs => ?)", ttl.Seconds()))
-	if res.Error != nil {
-		return ReaderLease{}, mapError("renew reader lease", res.Error)
-	}
-	if len(leases) == 0 {
-		return ReaderLease{}, fmt.Errorf("renew reader lease for session %s generation %d: %w", sessionID, generation, ErrLeaseLost)
-	}
-	return leases[0], nil
-}
-
-// GetReaderLeaseBySession returns the Session's current lease.
-func (s *Store) GetReaderLeaseBySession(ctx context.Context, sessionID string) (ReaderLease, error) {
-	var l ReaderLease
-	err := s.conn(ctx).Where("session_id = ?", sessionID).Take(&l).Error
-	return l, mapError("get reader lease", err)
-}
 
 // NewPart is one browser part to append to the output log.
 type NewPart struct {
@@ -116,19 +50,7 @@ type AppendResult struct {
 // (an admitted input, a response start) atomically with their parts.
 func (s *Store) AppendParts(ctx context.Context, req AppendRequest) (AppendResult, error) {
 	var result AppendResult
-	err := s.InTx(ctx, func(tx *Store) error {
-		var lease ReaderLease
-		err := tx.conn(ctx).Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate}).
-			Where("session_id = ?", req.SessionID).Take(&lease).Error
-		if err != nil {
-			if mapped := mapError("lock reader lease", err); isNotFound(mapped) {
-				return fmt.Errorf("session %s has no reader lease: %w", req.SessionID, ErrLeaseLost)
-			}
-			return mapError("lock reader lease", err)
-		}
-		if lease.Generation != req.LeaseGeneration {
-			return fmt.Errorf("session %s lease generation %d superseded by %d: %w", req.SessionID, req.LeaseGeneration, lease.Generation, ErrLeaseLost)
-		}
+	err := s.InLeaseTx(ctx, req.SessionID, req.LeaseGeneration, func(tx *Store) error {
 		var last int64
 		n := int64(len(req.Parts))
 		updates := map[string]any{"output_seq": gormExpr("output_seq + ?", n)}

@@ -26,6 +26,7 @@ type sessionIdempotencyKey struct {
 	SessionID string `gorm:"column:session_id"`
 }
 
+// TableName is the session_idempotency_keys table.
 func (sessionIdempotencyKey) TableName() string { return "session_idempotency_keys" }
 
 // CreateSessionIdempotent creates a Session for the user and Agent, or, when the same

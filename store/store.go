@@ -35,6 +35,15 @@ var (
 	ErrLeaseHeld = errors.New("reader lease held by another reader")
 	// ErrDuplicate: a unique constraint refused the write.
 	ErrDuplicate = errors.New("duplicate")
+	// ErrInteractionNotOpen: the interaction was answered, withdrawn or expired, or an
+	// answer to it is already saved and on its way to the runtime.
+	ErrInteractionNotOpen = errors.New("interaction not open")
+	// ErrSessionBusy: the Agent program reports it is working, so the lifecycle
+	// operation is refused.
+	ErrSessionBusy = errors.New("session busy")
+	// ErrInvalidTitle: a title is empty after normalisation or longer than 200
+	// characters.
+	ErrInvalidTitle = errors.New("invalid title")
 )
 
 // Store is the database handle. A Store from InTx is scoped to one transaction.

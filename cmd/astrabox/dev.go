@@ -73,15 +73,19 @@ func runDev(ctx context.Context, cfg *config.Config, log *zap.Logger) (err error
 	p := &platform{cfg: cfg, log: log, store: st, temporal: tc}
 	defer p.close()
 
+	parts := []func(context.Context) error{p.runAPI, p.runWorker}
+	if !cfg.Models.AnthropicAPIKey.IsSet() && !cfg.Models.OpenAIAPIKey.IsSet() {
+		parts = append(parts, runDevModel(cfg.Dev.ModelPort, log))
+	}
 	printBanner(cfg, envFile, seeded)
-	return runAll(ctx, p.runAPI, p.runWorker, func(ctx context.Context) error {
+	return runAll(ctx, append(parts, func(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
 		case err := <-stack.TemporalExited():
 			return fmt.Errorf("the Temporal dev server exited: %v (see %s)", err, filepath.Join(stack.DataDir(), "temporal", "temporal.log"))
 		}
-	})
+	})...)
 }
 
 func printBanner(cfg *config.Config, envFile string, seeded *devstack.Seeded) {
@@ -92,8 +96,16 @@ AstraBox is running.
   Temporal UI  %s
   Token        in %s (source it: SERVICE_URL, ACCESS_TOKEN, AGENT_ID)
   Agent        %s (%s)
+  Model        %s
 
 Press Ctrl-C to stop everything.
 
-`, cfg.HTTP.APIURL(), cfg.Temporal.UIURL, envFile, seeded.AgentName, seeded.AgentID)
+`, cfg.HTTP.APIURL(), cfg.Temporal.UIURL, envFile, seeded.AgentName, seeded.AgentID, modelLine(cfg))
+}
+
+func modelLine(cfg *config.Config) string {
+	if cfg.Models.AnthropicAPIKey.IsSet() || cfg.Models.OpenAIAPIKey.IsSet() {
+		return "the configured model service"
+	}
+	return fmt.Sprintf("scripted model server on http://127.0.0.1:%d (no model credentials configured)", cfg.Dev.ModelPort)
 }

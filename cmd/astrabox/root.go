@@ -42,6 +42,7 @@ func newRootCommand() *cobra.Command {
 	root.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
 	root.AddCommand(
 		newDevCommand(),
+		newDevModelCommand(),
 		newServeCommand(),
 		newWorkerCommand(),
 		newMigrateCommand(),

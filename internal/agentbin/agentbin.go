@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+
+	"github.com/astrabox/astrabox/internal/reporoot"
 )
 
 // Names of the programs Locate knows.
@@ -51,26 +53,8 @@ type Program struct {
 }
 
 // Root returns the repository root: $ASTRABOX_REPO_ROOT (set by make) or the
-// nearest parent of the working directory with tools/agents/package.json.
-func Root() (string, error) {
-	if root := os.Getenv("ASTRABOX_REPO_ROOT"); root != "" {
-		return root, nil
-	}
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", fmt.Errorf("find repository root: %w", err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "tools", "agents", "package.json")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("find repository root: no tools/agents/package.json above the working directory; set ASTRABOX_REPO_ROOT")
-		}
-		dir = parent
-	}
-}
+// nearest parent of the working directory holding go.mod.
+func Root() (string, error) { return reporoot.Find() }
 
 // Locate finds program name under root/tools/agents/node_modules.
 func Locate(root, name string) (Program, error) {

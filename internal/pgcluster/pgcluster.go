@@ -18,11 +18,15 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"go.uber.org/zap"
 )
 
 // DefaultSuperuser is the cluster's superuser name when Options leaves it empty.
 const DefaultSuperuser = "astrabox"
+
+// duplicateDatabase is PostgreSQL's SQLSTATE for CREATE DATABASE of an existing name.
+const duplicateDatabase = "42P04"
 
 // defaultStartTimeout bounds start-up when the caller's context has no deadline.
 const defaultStartTimeout = 60 * time.Second
@@ -68,6 +72,7 @@ type AlreadyRunningError struct {
 	Port    int
 }
 
+// Error explains which server holds the data folder.
 func (e *AlreadyRunningError) Error() string {
 	return fmt.Sprintf("a PostgreSQL server (pid %d, port %d) is already running on data folder %s: stop it (pg_ctl -D %s stop) or reuse it", e.PID, e.Port, e.DataDir, e.DataDir)
 }
@@ -78,10 +83,12 @@ type PortInUseError struct {
 	Err  error
 }
 
+// Error names the taken port.
 func (e *PortInUseError) Error() string {
 	return fmt.Sprintf("port %d on 127.0.0.1 is already in use (choose another port for the PostgreSQL cluster): %v", e.Port, e.Err)
 }
 
+// Unwrap returns the listen error that showed the port is taken.
 func (e *PortInUseError) Unwrap() error { return e.Err }
 
 // Start initialises the data folder if needed, starts the server and waits until it
@@ -199,7 +206,8 @@ func (c *Cluster) CreateDatabase(ctx context.Context, name string) error {
 	}
 	if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
 		// Another process may have created it between the check and the create.
-		if strings.Contains(err.Error(), "already exists") {
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == duplicateDatabase {
 			return nil
 		}
 		return fmt.Errorf("create database %s: %w", name, err)

@@ -129,3 +129,17 @@ func TestStartValidatesOptions(t *testing.T) {
 	_, err = pgcluster.Start(ctx, pgcluster.Options{DataDir: "x", Port: 0})
 	require.ErrorContains(t, err, "invalid port")
 }
+
+func TestStopDataDirStopsALeftoverServer(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	dataDir := filepath.Join(baseDir(t), "data")
+	c, err := pgcluster.Start(ctx, pgcluster.Options{DataDir: dataDir, Port: freePort(t)})
+	require.NoError(t, err)
+
+	// As if the process that started it had died: stop it knowing only the folder.
+	require.NoError(t, pgcluster.StopDataDir(ctx, dataDir))
+	_, err = pgx.Connect(ctx, c.DSN("postgres"))
+	require.Error(t, err, "server must be down")
+	require.NoError(t, pgcluster.StopDataDir(ctx, dataDir), "nothing running is not an error")
+}

@@ -82,3 +82,25 @@ func isPostgresProcess(pid int) bool {
 	}
 	return strings.HasPrefix(strings.TrimSpace(string(comm)), "postgres")
 }
+
+// StopDataDir stops, in immediate mode, a server left running on dataDir by a process
+// that died without stopping it. It does nothing when no server runs there.
+func StopDataDir(ctx context.Context, dataDir string) error {
+	opts, err := withDefaults(Options{DataDir: dataDir, Port: 1})
+	if err != nil {
+		return err
+	}
+	acct, err := serverAccount()
+	if err != nil {
+		return err
+	}
+	c := &Cluster{opts: opts, account: acct, logger: opts.Logger}
+	running, err := c.runningServer()
+	if err != nil || running == nil {
+		return err
+	}
+	if out, err := c.run(ctx, "pg_ctl", "stop", "-D", dataDir, "-m", "immediate", "-w", "-t", strconv.Itoa(secondsLeft(ctx))); err != nil {
+		return fmt.Errorf("stop leftover postgresql on %s: %w: %s", dataDir, err, out)
+	}
+	return nil
+}

@@ -9,7 +9,10 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -22,6 +25,13 @@ import (
 
 // templateDB is the migrated database every test database is cloned from.
 const templateDB = "astrabox_template"
+
+const (
+	// clusterDirPattern names the temp folders of test clusters.
+	clusterDirPattern = "astrabox-test-pg-"
+	// ownerFile holds the pid of the test process that started the cluster.
+	ownerFile = "owner.pid"
+)
 
 // shared holds the per-process fixtures. It is package state on purpose: a test
 // binary has one TestMain, and every test in it shares one cluster and one dev server
@@ -41,9 +51,13 @@ type fixtures struct {
 }
 
 // NewDB returns a Store on a fresh, migrated database of its own and that database's
-// DSN. The database is dropped when the test ends.
+// DSN. The database is dropped when the test ends. Under -short the test is skipped;
+// otherwise a missing PostgreSQL installation fails it, naming `make deps`.
 func NewDB(t testing.TB) (*store.Store, string) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("needs PostgreSQL: skipped under -short")
+	}
 	ctx := Context(t)
 	if err := shared.startPostgres(); err != nil {
 		t.Fatalf("testutil: start postgresql: %v", err)
@@ -82,9 +96,14 @@ func (f *fixtures) startPostgres() error {
 func (f *fixtures) bootPostgres() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	base, err := os.MkdirTemp("", "astrabox-test-pg-")
+	reapLeftoverClusters(ctx)
+	base, err := os.MkdirTemp("", clusterDirPattern)
 	if err != nil {
 		return fmt.Errorf("make cluster folder: %w", err)
+	}
+	// Recorded so a later run can stop this cluster if this process dies first.
+	if err := os.WriteFile(filepath.Join(base, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+		return fmt.Errorf("record cluster owner: %w", err)
 	}
 	// The postgres system user must traverse this folder when tests run as root.
 	if err := os.Chmod(base, 0o755); err != nil {
@@ -101,6 +120,7 @@ func (f *fixtures) bootPostgres() error {
 			"synchronous_commit": "off",
 			"full_page_writes":   "off",
 			"max_connections":    "300",
+			"shared_buffers":     "32MB",
 		},
 		Logger: zap.NewNop(),
 	}
@@ -177,4 +197,30 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// reapLeftoverClusters stops and removes test clusters whose test process died
+// without stopping them (a crash, a timeout kill), so they do not pile up on a machine.
+func reapLeftoverClusters(ctx context.Context) {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), clusterDirPattern+"*"))
+	for _, dir := range dirs {
+		raw, err := os.ReadFile(filepath.Join(dir, ownerFile))
+		if err != nil {
+			continue
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
+		if err != nil || processAlive(pid) {
+			continue
+		}
+		if err := pgcluster.StopDataDir(ctx, filepath.Join(dir, "data")); err != nil {
+			fmt.Fprintf(os.Stderr, "testutil: %v\n", err)
+			continue
+		}
+		_ = os.RemoveAll(dir)
+	}
+}
+
+func processAlive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
 }

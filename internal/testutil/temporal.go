@@ -23,9 +23,13 @@ type temporalFixture struct {
 
 // TemporalDevServer returns the test process's Temporal dev server (the official CLI
 // from ASTRABOX_TEMPORAL_BIN or <repo>/bin/temporal), started on first use on a free
-// port with an in-memory database. The test fails clearly when the CLI is missing.
+// port with an in-memory database. The test fails clearly when the CLI is missing,
+// and is skipped under -short.
 func TemporalDevServer(t testing.TB) *testsuite.DevServer {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("needs the Temporal dev server: skipped under -short")
+	}
 	f := &shared.temporal
 	f.once.Do(func() { f.server, f.err = startTemporal() })
 	if f.err != nil {

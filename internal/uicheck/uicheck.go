@@ -19,6 +19,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/astrabox/astrabox/internal/reporoot"
 )
 
 // ScriptPath is the validator script's path relative to the repository root.
@@ -123,25 +125,7 @@ func NewAt(root string) (*Validator, error) {
 
 // RepoRoot returns ASTRABOX_REPO_ROOT or the nearest ancestor of the working
 // directory that holds go.mod.
-func RepoRoot() (string, error) {
-	if root := os.Getenv("ASTRABOX_REPO_ROOT"); root != "" {
-		return root, nil
-	}
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", fmt.Errorf("uicheck: working directory: %w", err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("uicheck: no go.mod above the working directory; set ASTRABOX_REPO_ROOT")
-		}
-		dir = parent
-	}
-}
+func RepoRoot() (string, error) { return reporoot.Find() }
 
 // Chunks validates chunk objects (anything that encodes as one JSON chunk object, such
 // as engines.Frame), framed as the SDK frames them and ended with `data: [DONE]`.

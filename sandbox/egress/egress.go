@@ -55,10 +55,9 @@ func NewCredentialProxy(upstream *url.URL, set map[string]string, strip ...strin
 		},
 		// Model replies stream (SSE): pass every chunk on at once.
 		FlushInterval: -1,
-		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
-			// Never echo upstream details that might carry the credential.
+		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, _ error) {
+			// Never echo upstream details to the box: they might carry the credential.
 			http.Error(w, "egress: upstream unavailable", http.StatusBadGateway)
-			_ = err
 		},
 	}
 	return &CredentialProxy{proxy: rp}

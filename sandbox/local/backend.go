@@ -35,6 +35,7 @@ type Backend struct {
 	boxes   map[string]*box
 	nextUID int
 	closed  bool
+	done    chan struct{} // closed by Close: background work stops
 }
 
 var _ sandbox.Backend = (*Backend)(nil)
@@ -48,6 +49,9 @@ type box struct {
 	death      *sandbox.Death
 	dead       chan struct{}
 	destroying bool
+	expired    bool
+	released   bool
+	creating   bool // Create has not returned yet: Reap leaves the box alone
 	egress     []*egress.Server
 }
 
@@ -81,7 +85,7 @@ func New(ctx context.Context, opts Options) (*Backend, error) {
 		}
 	}
 	b := &Backend{opts: opts, log: opts.Logger, cg: detectCgroups(opts.CgroupRoot, opts.CgroupParent),
-		instance: newID("pool-"), boxes: map[string]*box{}}
+		instance: newID("pool-"), boxes: map[string]*box{}, done: make(chan struct{})}
 	for _, note := range b.cg.notes {
 		b.log.Warn("local sandbox: " + note)
 	}
@@ -196,7 +200,7 @@ func (b *Backend) info(x *box) sandbox.Info {
 		d := *x.death
 		in.Death = &d
 		in.State = sandbox.StateFailed
-		if d.Reason == "destroyed" {
+		if d.Reason == "destroyed" || d.Reason == "released" || d.Reason == "expired" {
 			in.State = sandbox.StateTerminated
 		}
 	}
@@ -212,6 +216,7 @@ func (b *Backend) Close() error {
 		return nil
 	}
 	b.closed = true
+	close(b.done)
 	b.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), b.opts.ReadyTimeout)
 	defer cancel()

@@ -58,8 +58,13 @@ func (b *Backend) create(ctx context.Context, spec sandbox.Spec, pool string) (s
 		return nil, err
 	}
 	dir := b.boxDir(id)
-	x := &box{dir: dir, dead: make(chan struct{}), rec: record{ID: id, UID: uid, Spec: spec,
+	x := &box{dir: dir, dead: make(chan struct{}), creating: true, rec: record{ID: id, UID: uid, Spec: spec,
 		CreatedAt: time.Now().UTC(), Pool: pool, Cgroups: len(b.cg.dirs(id)) > 0}}
+	defer func() {
+		x.mu.Lock()
+		x.creating = false
+		x.mu.Unlock()
+	}()
 	fail := func(err error) (sandbox.Handle, error) {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
@@ -98,6 +103,7 @@ func (b *Backend) create(ctx context.Context, spec sandbox.Spec, pool string) (s
 			}
 		}
 	}
+	b.expireLater(x)
 	b.log.Info("local sandbox: box ready", zap.String("box", id), zap.Int("uid", uid), zap.String("boot", bootID))
 	return h, nil
 }

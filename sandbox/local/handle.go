@@ -1,6 +1,7 @@
 package local
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -26,6 +27,8 @@ var _ sandbox.Handle = (*handle)(nil)
 func (b *Backend) newHandle(x *box) *handle {
 	return &handle{b: b, x: x, c: runnerapi.NewClient(filepath.Join(x.dir, "control", runnerapi.SocketName))}
 }
+
+// The methods below implement sandbox.Handle (documented there).
 
 func (h *handle) ID() string { return h.x.record().ID }
 
@@ -67,6 +70,10 @@ func (h *handle) CloseStdin(ctx context.Context, id string) error {
 	return h.wrap("close stdin", h.c.CloseStdin(ctx, id))
 }
 
+func (h *handle) CommitOutput(ctx context.Context, id string, through int64) error {
+	return h.wrap("commit output", h.c.CommitOutput(ctx, id, through))
+}
+
 func (h *handle) Signal(ctx context.Context, id, signal string, group bool) error {
 	return h.wrap("signal", h.c.Signal(ctx, id, signal, group))
 }
@@ -87,17 +94,38 @@ func (h *handle) ReadOutput(ctx context.Context, id string, after int64, follow 
 		rec := h.x.record()
 		f, ferr := os.Open(filepath.Join(h.x.dir, "control", "boots", rec.BootID, "proc", id, "journal"))
 		if ferr == nil {
-			return &journalFile{f: f, dec: runnerapi.NewDecoder(f), after: after}, nil
+			return &journalFile{f: f, dec: runnerapi.NewDecoder(skipReleased(f)), next: after + 1}, nil
 		}
 	}
 	return nil, h.wrap("read output", err)
 }
 
-// journalFile replays a journal from disk.
+// skipReleased positions a journal reader after the bytes CommitOutput gave
+// back: a hole (found with SEEK_DATA) and the zeros of its last partial block.
+func skipReleased(f *os.File) io.Reader {
+	const seekData = 3
+	if _, err := f.Seek(0, seekData); err != nil {
+		_, _ = f.Seek(0, io.SeekStart)
+	}
+	br := bufio.NewReaderSize(f, 64<<10)
+	for {
+		c, err := br.ReadByte()
+		if err != nil {
+			return br
+		}
+		if c != 0 {
+			_ = br.UnreadByte()
+			return br
+		}
+	}
+}
+
+// journalFile replays a journal from disk, checking that offsets follow on
+// from the requested one (a released prefix cannot be replayed).
 type journalFile struct {
-	f     *os.File
-	dec   *runnerapi.Decoder
-	after int64
+	f    *os.File
+	dec  *runnerapi.Decoder
+	next int64
 }
 
 func (j *journalFile) Next() (sandbox.OutputLine, error) {
@@ -106,9 +134,17 @@ func (j *journalFile) Next() (sandbox.OutputLine, error) {
 		if errors.Is(err, io.ErrUnexpectedEOF) {
 			return l, io.EOF // a torn last record was never acknowledged
 		}
-		if err != nil || l.Offset > j.after {
+		if err != nil {
 			return l, err
 		}
+		switch {
+		case l.Offset < j.next:
+			continue
+		case l.Offset > j.next:
+			return sandbox.OutputLine{}, fmt.Errorf("replay from %d: %w", j.next, sandbox.ErrOutputReleased)
+		}
+		j.next++
+		return l, nil
 	}
 }
 

@@ -156,3 +156,34 @@ func TestPublishedPortFromWorker(t *testing.T) {
 }
 
 func fileUID(st os.FileInfo) int { return int(st.Sys().(*syscall.Stat_t).Uid) }
+
+// TestEgressComesBackAfterWorkerRestart: a new worker serves the box's egress
+// socket again and the running box reaches it through the same bound folder.
+func TestEgressComesBackAfterWorkerRestart(t *testing.T) {
+	t.Parallel()
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "key="+r.Header.Get("x-api-key"))
+	}))
+	defer upstream.Close()
+	u, err := url.Parse(upstream.URL)
+	require.NoError(t, err)
+	opts := testOptions(t)
+	opts.Egress = map[string]http.Handler{"model": egress.NewCredentialProxy(u, map[string]string{"x-api-key": "k1"})}
+	first := newBackend(t, opts)
+	ctx := testContext(t)
+	h, err := first.Create(ctx, sandbox.Spec{Network: sandbox.NetworkPolicy{Forwards: []sandbox.Forward{{Name: "model", Port: 18080}}}})
+	require.NoError(t, err)
+	call := `curl -sS --max-time 10 http://127.0.0.1:18080/`
+	require.Equal(t, "key=k1", string(sh(t, h, call).Stdout))
+
+	// The worker goes away: its sockets close, the box keeps running.
+	require.NoError(t, first.Close())
+	res := sh(t, h, call)
+	require.NotEqual(t, 0, res.ExitCode, "nothing serves the model while no worker runs")
+
+	opts.Egress = map[string]http.Handler{"model": egress.NewCredentialProxy(u, map[string]string{"x-api-key": "k2"})}
+	second := newBackend(t, opts)
+	again, err := second.Get(ctx, h.ID())
+	require.NoError(t, err)
+	require.Equal(t, "key=k2", string(sh(t, again, call).Stdout))
+}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -51,8 +50,36 @@ func (b *Backend) adoptAll() error {
 			waitExit(rec.BwrapPID, rec.BwrapStart)
 			b.onExit(x)
 		}()
+		b.expireLater(x)
 	}
 	return nil
+}
+
+// expireLater destroys the box when its Spec.Timeout has passed since creation.
+func (b *Backend) expireLater(x *box) {
+	rec := x.record()
+	if rec.Spec.Timeout <= 0 {
+		return
+	}
+	go func() {
+		timer := time.NewTimer(time.Until(rec.CreatedAt.Add(rec.Spec.Timeout)))
+		defer timer.Stop()
+		select {
+		case <-x.dead:
+			return
+		case <-b.done:
+			return
+		case <-timer.C:
+		}
+		x.mu.Lock()
+		x.expired = true
+		x.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := b.Destroy(ctx, rec.ID); err != nil {
+			b.log.Warn("local sandbox: destroy expired box", zap.String("box", rec.ID), zap.Error(err))
+		}
+	}()
 }
 
 // waitExit blocks until the process (pid, start) has exited. It works for
@@ -82,9 +109,13 @@ func (b *Backend) onExit(x *box) {
 		x.mu.Unlock()
 		return
 	}
-	rec := x.rec
+	rec, destroying := x.rec, x.destroying
 	d := &sandbox.Death{BoxID: rec.ID, At: time.Now().UTC()}
 	switch {
+	case x.expired:
+		d.Reason, d.Message = "expired", fmt.Sprintf("the box reached its timeout of %s", rec.Spec.Timeout)
+	case x.released:
+		d.Reason, d.Message = "released", "the box was released"
 	case x.destroying:
 		d.Reason, d.Message = "destroyed", "the box was destroyed"
 	default:
@@ -102,6 +133,14 @@ func (b *Backend) onExit(x *box) {
 	close(x.dead)
 	if b.pool != nil {
 		b.pool.Drop(rec.ID)
+	}
+	if rec.Pool == b.instance && !destroying {
+		// A pooled box nobody claimed died: nobody else will clean it up.
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			_ = b.Destroy(ctx, rec.ID)
+		}()
 	}
 	b.log.Info("local sandbox: box ended", zap.String("box", rec.ID), zap.String("reason", d.Reason),
 		zap.String("message", d.Message))
@@ -144,92 +183,6 @@ func (b *Backend) Watch(ctx context.Context, id string) (<-chan sandbox.Death, e
 	return out, nil
 }
 
-// Pause freezes the box: through the cgroup freezer where there is one,
-// otherwise with SIGSTOP to every process in the box's pid namespace.
-func (b *Backend) Pause(ctx context.Context, id string) error { return b.setPaused(ctx, id, true) }
-
-// Resume thaws a paused box.
-func (b *Backend) Resume(ctx context.Context, id string) error { return b.setPaused(ctx, id, false) }
-
-func (b *Backend) setPaused(ctx context.Context, id string, paused bool) error {
-	x, err := b.lookup(id)
-	if err != nil {
-		return err
-	}
-	if x.deathInfo() != nil {
-		return fmt.Errorf("pause %s: %w", id, sandbox.ErrBoxLost)
-	}
-	rec := x.record()
-	if rec.Cgroups && b.cg.have["freezer"] {
-		err = b.cg.freeze(ctx, id, paused)
-	} else {
-		sig := syscall.SIGCONT
-		if paused {
-			sig = syscall.SIGSTOP
-		}
-		err = signalNamespace(ctx, rec.InitPID, sig)
-	}
-	if err != nil {
-		return fmt.Errorf("pause %s: %w", id, err)
-	}
-	x.mu.Lock()
-	x.rec.Paused = paused
-	err = writeRecord(x.dir, x.rec)
-	x.mu.Unlock()
-	return err
-}
-
-// signalNamespace signals every process whose pid namespace is the box's. For
-// SIGSTOP it repeats until every process shows as stopped, since delivery is
-// asynchronous and a process may fork meanwhile.
-func signalNamespace(ctx context.Context, initPID int, sig syscall.Signal) error {
-	ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", initPID))
-	if err != nil {
-		return fmt.Errorf("%w: %v", errNotRunning, err)
-	}
-	tick := time.NewTicker(2 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		running := 0
-		entries, _ := os.ReadDir("/proc")
-		for _, e := range entries {
-			pid, err := strconv.Atoi(e.Name())
-			if err != nil {
-				continue
-			}
-			if other, err := os.Readlink("/proc/" + e.Name() + "/ns/pid"); err != nil || other != ns {
-				continue
-			}
-			if sig == syscall.SIGSTOP && procState(pid) == "T" {
-				continue
-			}
-			running++
-			_ = syscall.Kill(pid, sig)
-		}
-		if sig != syscall.SIGSTOP || running == 0 {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("wait for the box to stop: %w", ctx.Err())
-		case <-tick.C:
-		}
-	}
-}
-
-// procState is the state letter of a process ("R", "S", "T", ...).
-func procState(pid int) string {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return ""
-	}
-	fields := splitFields(string(raw[strings.LastIndexByte(string(raw), ')')+1:]))
-	if len(fields) == 0 {
-		return ""
-	}
-	return fields[0]
-}
-
 // Release asks the runner to stop its programs gracefully, then destroys the box.
 func (b *Backend) Release(ctx context.Context, id string) error {
 	x, err := b.lookup(id)
@@ -239,6 +192,9 @@ func (b *Backend) Release(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
+	x.mu.Lock()
+	x.released = true
+	x.mu.Unlock()
 	if x.deathInfo() == nil {
 		if x.record().Paused {
 			_ = b.setPaused(ctx, id, false)
@@ -326,8 +282,23 @@ func (b *Backend) removeBox(ctx context.Context, x *box) error {
 	return errors.Join(errs...)
 }
 
+// beingCreated reports whether Create is still running for the box, or the box
+// is on its way into this backend's prewarm pool.
+func (b *Backend) beingCreated(id string) bool {
+	x, err := b.lookup(id)
+	if err != nil {
+		return false
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	// A box made for this backend's pool is the pool's until claimed.
+	return x.creating || x.rec.Pool == b.instance
+}
+
 // Reap destroys every box keep does not claim (boxes waiting in this backend's
-// prewarm pool are kept), then removes leftovers of interrupted creations:
+// prewarm pool and boxes whose Create has not returned are kept; a caller records
+// its new box's ownership before its next Reap), then removes leftovers of
+// interrupted creations:
 // box folders without a record, uid reservations without a box, and cgroups of
 // unknown boxes.
 func (b *Backend) Reap(ctx context.Context, keep func(id string) bool) ([]string, error) {
@@ -335,7 +306,7 @@ func (b *Backend) Reap(ctx context.Context, keep func(id string) bool) ([]string
 	var reaped []string
 	var errs []error
 	for _, in := range infos {
-		if b.pool.Holds(in.ID) || keep(in.ID) {
+		if b.pool.Holds(in.ID) || b.beingCreated(in.ID) || keep(in.ID) {
 			continue
 		}
 		if err := b.Destroy(ctx, in.ID); err != nil {

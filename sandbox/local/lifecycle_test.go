@@ -224,3 +224,89 @@ func slicesContainPath(entries []sandbox.FileInfo, path string) bool {
 	}
 	return false
 }
+
+// TestPersistentWorkspaceOutlivesRelease: a released box's volume is mounted by
+// the next box, owned by the new box's account; its programs got SIGTERM.
+func TestPersistentWorkspaceOutlivesRelease(t *testing.T) {
+	t.Parallel()
+	b := newBackend(t, testOptions(t))
+	ctx := testContext(t)
+	spec := sandbox.Spec{Workspace: sandbox.Workspace{Kind: sandbox.WorkspacePersistent, Volume: "conv-" + t.Name()}}
+	first, err := b.Create(ctx, spec)
+	require.NoError(t, err)
+	_, err = first.StartProcess(ctx, sandbox.ProcessSpec{ID: "agent", Argv: []string{"/bin/sh", "-c",
+		`trap 'echo terminated > /workspace/stop.txt; exit 0' TERM; echo up; while :; do sleep 1; done`}})
+	require.NoError(t, err)
+	s, err := first.ReadOutput(ctx, "agent", 0, true)
+	require.NoError(t, err)
+	require.Equal(t, "up", string(readLines(t, s, 1)[0].Data), "the trap is set")
+	s.Close()
+	require.NoError(t, first.WriteFile(ctx, "/workspace/notes.txt", []byte("kept"), 0o600))
+	deaths, err := b.Watch(ctx, first.ID())
+	require.NoError(t, err)
+	require.NoError(t, b.Release(ctx, first.ID()))
+	require.Equal(t, "released", (<-deaths).Reason)
+
+	second, err := b.Create(ctx, spec)
+	require.NoError(t, err)
+	got, err := second.ReadFile(ctx, "/workspace/notes.txt")
+	require.NoError(t, err)
+	require.Equal(t, "kept", string(got))
+	got, err = second.ReadFile(ctx, "/workspace/stop.txt")
+	require.NoError(t, err)
+	require.Equal(t, "terminated\n", string(got))
+	require.NoError(t, second.WriteFile(ctx, "/workspace/notes.txt", []byte("rewritten"), 0o600),
+		"the volume now belongs to the second box's account")
+}
+
+// TestTimeoutEndsBox destroys a box once its timeout passes.
+func TestTimeoutEndsBox(t *testing.T) {
+	t.Parallel()
+	b := newBackend(t, testOptions(t))
+	ctx := testContext(t)
+	h, err := b.Create(ctx, sandbox.Spec{Timeout: 300 * time.Millisecond})
+	require.NoError(t, err)
+	deaths, err := b.Watch(ctx, h.ID())
+	require.NoError(t, err)
+	d := <-deaths
+	require.Equal(t, "expired", d.Reason, d.Message)
+}
+
+// TestLimitsAreEnforced checks the cgroup limits and the sized /tmp of a box.
+func TestLimitsAreEnforced(t *testing.T) {
+	t.Parallel()
+	opts := testOptions(t)
+	opts.DefaultLimits = sandbox.Limits{MemoryBytes: 256 << 20}
+	b := newBackend(t, opts)
+	require.True(t, b.Capabilities().ResourceLimits, "this machine has cgroups: %v", b.Capabilities().Notes)
+	ctx := testContext(t)
+	h, err := b.Create(ctx, sandbox.Spec{Limits: sandbox.Limits{Pids: 16, CPUMillis: 500, TmpBytes: 8 << 20}})
+	require.NoError(t, err)
+	rec := mustRecord(t, b, h.ID())
+	read := func(ctrl, file string) string {
+		raw, err := os.ReadFile(filepath.Join(b.cg.dir(ctrl, h.ID()), file))
+		require.NoError(t, err)
+		return strings.TrimSpace(string(raw))
+	}
+	require.Equal(t, strconv.Itoa(256<<20), read("memory", "memory.limit_in_bytes"), "default limit applied")
+	require.Equal(t, "16", read("pids", "pids.max"))
+	require.Equal(t, "50000", read("cpu", "cpu.cfs_quota_us"))
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", rec.InitPID))
+	require.NoError(t, err)
+	require.Contains(t, string(raw), "/"+h.ID(), "the box runs inside its cgroups")
+
+	// Programs, not the runner, are the memory limit's first victims.
+	_, err = h.StartProcess(ctx, sandbox.ProcessSpec{ID: "oom", Argv: []string{"/bin/sh", "-c", "read x; cat /proc/self/oom_score_adj"}})
+	require.NoError(t, err)
+	_, err = h.WriteStdin(ctx, "oom", "go", []byte("\n"))
+	require.NoError(t, err)
+	s, err := h.ReadOutput(ctx, "oom", 0, true)
+	require.NoError(t, err)
+	require.Equal(t, "500", string(readLines(t, s, 1)[0].Data))
+	s.Close()
+
+	res := sh(t, h, "df -k /tmp | tail -1")
+	require.Contains(t, string(res.Stdout), " 8192 ", "a sized /tmp")
+	res = sh(t, h, "for i in $(seq 1 40); do sleep 30 & done")
+	require.Contains(t, string(res.Stderr), "fork", "the pids limit stops a fork storm")
+}

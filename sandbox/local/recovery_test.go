@@ -200,3 +200,41 @@ func TestReapDestroysUnownedBoxes(t *testing.T) {
 	require.True(t, errors.Is(err, sandbox.ErrNotFound))
 	require.Equal(t, 0, sh(t, kept, "true").ExitCode)
 }
+
+// TestCommittedJournalReadAfterDeath: after a commit frees most of a journal and
+// the box dies, the rest is still read from the host.
+func TestCommittedJournalReadAfterDeath(t *testing.T) {
+	t.Parallel()
+	b := newBackend(t, testOptions(t))
+	ctx := testContext(t)
+	h, err := b.Create(ctx, sandbox.Spec{})
+	require.NoError(t, err)
+	deaths, err := b.Watch(ctx, h.ID())
+	require.NoError(t, err)
+	const total = 3000
+	_, err = h.StartProcess(ctx, sandbox.ProcessSpec{ID: "agent", EndsBox: true, Argv: []string{"/bin/sh", "-c",
+		fmt.Sprintf(`seq -f "%%0200g" 1 %d; read x`, total)}})
+	require.NoError(t, err)
+	s, err := h.ReadOutput(ctx, "agent", 0, true)
+	require.NoError(t, err)
+	readLines(t, s, total)
+	s.Close()
+	require.NoError(t, h.CommitOutput(ctx, "agent", total-2))
+	_, err = h.WriteStdin(ctx, "agent", "end", []byte("\n"))
+	require.NoError(t, err)
+	require.Equal(t, "program_exited", (<-deaths).Reason)
+
+	s, err = h.ReadOutput(ctx, "agent", total-2, false)
+	require.NoError(t, err)
+	defer s.Close()
+	lines := readLines(t, s, 2)
+	require.Equal(t, int64(total-1), lines[0].Offset)
+	require.Equal(t, fmt.Sprintf("%0200d", total), string(lines[1].Data))
+	_, err = s.Next()
+	require.ErrorIs(t, err, io.EOF)
+	s, err = h.ReadOutput(ctx, "agent", 10, false)
+	require.NoError(t, err)
+	defer s.Close()
+	_, err = s.Next()
+	require.ErrorIs(t, err, sandbox.ErrOutputReleased)
+}

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -38,6 +39,19 @@ func (r *Runner) routes() http.Handler {
 	}))
 	mux.HandleFunc("POST /v1/processes/{id}/signal", r.withProcess(r.handleSignal))
 	mux.HandleFunc("GET /v1/processes/{id}/output", r.withProcess(r.handleOutput))
+	mux.HandleFunc("POST /v1/processes/{id}/output/commit", r.withProcess(func(w http.ResponseWriter, req *http.Request, p *process) {
+		through, err := strconv.ParseInt(req.URL.Query().Get("through"), 10, 64)
+		if err == nil {
+			err = p.journal.release(through)
+		} else {
+			err = fmt.Errorf("%w: through %q", sandbox.ErrInvalidSpec, req.URL.Query().Get("through"))
+		}
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		writeJSON(w, struct{}{})
+	}))
 	mux.HandleFunc("POST /v1/exec", r.handleExec)
 	mux.HandleFunc("GET /v1/files", handleReadFile)
 	mux.HandleFunc("PUT /v1/files", handleWriteFile)
@@ -129,6 +143,10 @@ func (r *Runner) handleOutput(w http.ResponseWriter, req *http.Request, p *proce
 		writeError(w, fmt.Errorf("%w: after %q", sandbox.ErrInvalidSpec, q.Get("after")))
 		return
 	}
+	if err := p.journal.readable(after); err != nil {
+		writeError(w, err)
+		return
+	}
 	w.Header().Set("Content-Type", "application/x-astrabox-journal")
 	w.WriteHeader(http.StatusOK)
 	bw := bufio.NewWriterSize(w, 64<<10)
@@ -140,7 +158,8 @@ func (r *Runner) handleOutput(w http.ResponseWriter, req *http.Request, p *proce
 		}
 	}
 	flush() // the client sees the stream open before the first line
-	if err := p.journal.stream(req.Context(), after, q.Get("follow") == "1", bw, flush); err != nil {
+	err = p.journal.stream(req.Context(), after, q.Get("follow") == "1", bw, flush)
+	if err != nil && !errors.Is(err, context.Canceled) {
 		r.logger.Printf("output of %s: %v", p.spec.ID, err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"syscall"
 
 	"github.com/astrabox/astrabox/sandbox"
 	"github.com/astrabox/astrabox/sandbox/runnerapi"
@@ -26,6 +27,12 @@ type journal struct {
 	err    error // the current write failure, cleared by the next success
 	notify chan struct{}
 	buf    []byte
+
+	// released is the newest offset the platform committed; the file's bytes
+	// up to its record are given back to the filesystem. copying is held by
+	// readers while they copy, so a release never frees bytes being sent.
+	released int64
+	copying  sync.RWMutex
 }
 
 func openJournal(path string) (*journal, error) {
@@ -82,17 +89,18 @@ func (j *journal) wake() {
 }
 
 type journalState struct {
-	last   int64
-	size   int64
-	done   bool
-	err    error
-	notify chan struct{}
+	released int64
+	last     int64
+	size     int64
+	done     bool
+	err      error
+	notify   chan struct{}
 }
 
 func (j *journal) state() journalState {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	return journalState{last: int64(len(j.index)), size: j.size, done: j.done, err: j.err, notify: j.notify}
+	return journalState{released: j.released, last: int64(len(j.index)), size: j.size, done: j.done, err: j.err, notify: j.notify}
 }
 
 // position returns the file position of the record with the given offset.
@@ -112,9 +120,15 @@ func (j *journal) stream(ctx context.Context, after int64, follow bool, w io.Wri
 		if next < 1 {
 			next = 1
 		}
+		if next <= st.released {
+			return fmt.Errorf("replay from %d: %w", next, sandbox.ErrOutputReleased)
+		}
 		if next <= st.last {
 			from := j.position(next)
-			if _, err := io.Copy(w, io.NewSectionReader(j.r, from, st.size-from)); err != nil {
+			j.copying.RLock()
+			_, err := io.Copy(w, io.NewSectionReader(j.r, from, st.size-from))
+			j.copying.RUnlock()
+			if err != nil {
 				return fmt.Errorf("send journal: %w", err)
 			}
 			flush()
@@ -138,6 +152,48 @@ func (j *journal) stream(ctx context.Context, after int64, follow bool, w io.Wri
 			return ctx.Err()
 		}
 	}
+}
+
+// readable checks that lines after the offset have not been released.
+func (j *journal) readable(after int64) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if after < j.released {
+		return fmt.Errorf("read after %d: committed through %d: %w", after, j.released, sandbox.ErrOutputReleased)
+	}
+	return nil
+}
+
+// Linux fallocate modes (not in package syscall).
+const (
+	fallocKeepSize  = 0x01
+	fallocPunchHole = 0x02
+)
+
+// release frees the journal's bytes through the given offset. Offsets and the
+// file's length stay as they are (a hole is punched), so later offsets keep
+// their positions.
+func (j *journal) release(through int64) error {
+	j.mu.Lock()
+	if through > int64(len(j.index)) {
+		through = int64(len(j.index))
+	}
+	if through <= j.released {
+		j.mu.Unlock()
+		return nil
+	}
+	end := j.size
+	if through < int64(len(j.index)) {
+		end = j.index[through]
+	}
+	j.released = through
+	j.mu.Unlock()
+	j.copying.Lock()
+	defer j.copying.Unlock()
+	// A filesystem without hole punching keeps the bytes; the offsets are
+	// refused all the same.
+	_ = syscall.Fallocate(int(j.w.Fd()), fallocPunchHole|fallocKeepSize, 0, end)
+	return nil
 }
 
 func (j *journal) close() {

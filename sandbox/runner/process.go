@@ -78,6 +78,9 @@ func startProcess(spec sandbox.ProcessSpec, dir string, env []string, workspace 
 		j.close()
 		return nil, fmt.Errorf("start %q: %w", spec.Argv[0], err)
 	}
+	// Under the box's memory limit the kernel should pick a program, not the
+	// runner that reports its death; raising a child's score needs no privilege.
+	_ = os.WriteFile(fmt.Sprintf("/proc/%d/oom_score_adj", cmd.Process.Pid), []byte("500"), 0)
 	p := &process{spec: spec, cmd: cmd, started: time.Now().UTC(), journal: j,
 		stdin: stdinW, writes: map[string]bool{}, exited: make(chan struct{})}
 	p.readers.Add(2)
@@ -125,15 +128,31 @@ func (p *process) wait() {
 	} else if err != nil && st.Code < 0 {
 		st.Code = 255
 	}
+	// The pipes may still hold output. The exit is reported once it is journaled,
+	// so a caller that waited for the exit reads every line; a background child
+	// that keeps the pipes open must not hold the exit back forever, though, so
+	// the wait for the drain is bounded.
+	drained := make(chan struct{})
+	go func() {
+		p.readers.Wait()
+		close(drained)
+	}()
+	select {
+	case <-drained:
+	case <-time.After(exitDrainGrace):
+	}
 	p.mu.Lock()
 	p.exit = st
 	p.mu.Unlock()
 	close(p.exited)
-	// The pipes may still hold output; the journal is complete when both are drained.
-	p.readers.Wait()
+	<-drained
 	p.journal.finish()
 	p.closeStdin()
 }
+
+// exitDrainGrace bounds how long an exit waits for the program's remaining
+// output to be journaled before it is reported.
+const exitDrainGrace = 5 * time.Second
 
 func (p *process) status() sandbox.ProcessStatus {
 	p.mu.Lock()
@@ -141,7 +160,7 @@ func (p *process) status() sandbox.ProcessStatus {
 	p.mu.Unlock()
 	js := p.journal.state()
 	st := sandbox.ProcessStatus{ID: p.spec.ID, Argv: p.spec.Argv, PID: p.cmd.Process.Pid,
-		Running: exit == nil, StartedAt: p.started, Exit: exit, LastOffset: js.last}
+		Running: exit == nil, StartedAt: p.started, Exit: exit, LastOffset: js.last, CommittedOffset: js.released}
 	if js.err != nil {
 		st.JournalError = js.err.Error()
 	}
@@ -161,8 +180,10 @@ func (p *process) write(writeID string, data []byte) (sandbox.WriteResult, error
 	default:
 	}
 	if p.stdin == nil {
-		return sandbox.WriteResult{}, fmt.Errorf("write to %q: stdin is closed: %w", p.spec.ID, sandbox.ErrProcessExited)
+		return sandbox.WriteResult{}, fmt.Errorf("write to %q: %w", p.spec.ID, sandbox.ErrStdinClosed)
 	}
+	// A program that stops reading blocks the write (and later writes) until it
+	// reads or exits: cutting a write short would hand it half a message.
 	if _, err := p.stdin.Write(data); err != nil {
 		if errors.Is(err, syscall.EPIPE) || errors.Is(err, os.ErrClosed) {
 			return sandbox.WriteResult{}, fmt.Errorf("write to %q: %w: %v", p.spec.ID, sandbox.ErrProcessExited, err)

@@ -30,16 +30,17 @@ func execute(ctx context.Context, req sandbox.ExecRequest, env []string) (sandbo
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	var stdout, stderr bytes.Buffer
+	stdout, stderr := &capped{max: maxExecOutput}, &capped{max: maxExecOutput}
 	cmd := exec.CommandContext(ctx, req.Argv[0], req.Argv[1:]...)
 	cmd.Dir, cmd.Env = req.Dir, env
 	cmd.Stdin = bytes.NewReader(req.Stdin)
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = time.Second
 	err := cmd.Run()
-	res := sandbox.ExecResult{Stdout: stdout.Bytes(), Stderr: stderr.Bytes()}
+	res := sandbox.ExecResult{Stdout: stdout.buf.Bytes(), Stderr: stderr.buf.Bytes(),
+		Truncated: stdout.dropped || stderr.dropped}
 	var exitErr *exec.ExitError
 	switch {
 	case err == nil:
@@ -53,6 +54,29 @@ func execute(ctx context.Context, req sandbox.ExecRequest, env []string) (sandbo
 	}
 	res.TimedOut = ctx.Err() != nil
 	return res, nil
+}
+
+// maxExecOutput bounds what Exec keeps of each stream; long-running output
+// belongs in a process session, whose output is journaled instead of held.
+const maxExecOutput = 16 << 20
+
+// capped keeps the first max bytes written and counts the rest as dropped.
+type capped struct {
+	buf     bytes.Buffer
+	max     int
+	dropped bool
+}
+
+func (c *capped) Write(p []byte) (int, error) {
+	room := c.max - c.buf.Len()
+	if room < len(p) {
+		c.dropped = true
+		if room > 0 {
+			c.buf.Write(p[:room])
+		}
+		return len(p), nil
+	}
+	return c.buf.Write(p)
 }
 
 // handlePort upgrades the request to a raw TCP relay to 127.0.0.1:port inside

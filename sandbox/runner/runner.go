@@ -10,6 +10,7 @@ package runner
 import (
 	"context"
 	"crypto/rand"
+	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -90,10 +91,20 @@ func (r *Runner) Serve(ctx context.Context, ready func()) error {
 	if err := os.Chmod(r.cfg.Socket, 0o600); err != nil {
 		return fmt.Errorf("chmod socket: %w", err)
 	}
-	srv := &http.Server{Handler: r.routes(), ReadHeaderTimeout: 10 * time.Second,
+	srv := &http.Server{Handler: r.authorize(r.routes()), ReadHeaderTimeout: 10 * time.Second,
 		BaseContext: func(net.Listener) context.Context { return ctx }}
-	errc := make(chan error, 1)
+	errc := make(chan error, 2)
 	go func() { errc <- srv.Serve(ln) }()
+	if r.cfg.ListenTCP != "" {
+		if r.cfg.Token == "" {
+			return fmt.Errorf("listen_tcp %s needs a token", r.cfg.ListenTCP)
+		}
+		tcp, err := net.Listen("tcp", r.cfg.ListenTCP)
+		if err != nil {
+			return fmt.Errorf("listen %s: %w", r.cfg.ListenTCP, err)
+		}
+		go func() { errc <- srv.Serve(tcp) }()
+	}
 	if ready != nil {
 		ready()
 	}
@@ -108,6 +119,22 @@ func (r *Runner) Serve(ctx context.Context, ready func()) error {
 	defer done()
 	_ = srv.Shutdown(shutdownCtx)
 	return nil
+}
+
+// authorize requires the configured token on every request.
+func (r *Runner) authorize(next http.Handler) http.Handler {
+	if r.cfg.Token == "" {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if subtle.ConstantTimeCompare([]byte(req.Header.Get(runnerapi.TokenHeader)), []byte(r.cfg.Token)) != 1 {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusUnauthorized)
+			_ = json.NewEncoder(w).Encode(runnerapi.ErrorBody{Code: "UNAUTHORIZED", Message: "missing or wrong runner token"})
+			return
+		}
+		next.ServeHTTP(w, req)
+	})
 }
 
 func (r *Runner) bootDir() string { return filepath.Join(r.cfg.StateDir, "boots", r.info.BootID) }
@@ -207,12 +234,14 @@ func errorStatus(err error) int {
 	switch {
 	case errors.Is(err, sandbox.ErrNoProcess), errors.Is(err, os.ErrNotExist):
 		return http.StatusNotFound
-	case errors.Is(err, sandbox.ErrProcessExited):
+	case errors.Is(err, sandbox.ErrProcessExited), errors.Is(err, sandbox.ErrStdinClosed):
 		return http.StatusConflict
 	case errors.Is(err, sandbox.ErrInvalidSpec):
 		return http.StatusBadRequest
 	case errors.Is(err, sandbox.ErrJournalFailing):
 		return http.StatusInsufficientStorage
+	case errors.Is(err, sandbox.ErrOutputReleased):
+		return http.StatusGone
 	}
 	return http.StatusInternalServerError
 }

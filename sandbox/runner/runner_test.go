@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"net"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -94,6 +95,13 @@ func TestReplayFromOffsetAndFollow(t *testing.T) {
 	require.Len(t, lines, 3)
 	require.Equal(t, int64(3), lines[0].Offset)
 	require.Equal(t, "line 5", string(lines[2].Data))
+
+	// A long-running program whose stdin is closed refuses further writes.
+	_, err = c.StartProcess(ctx, sandbox.ProcessSpec{ID: "deaf", Argv: []string{"/bin/sleep", "600"}})
+	require.NoError(t, err)
+	require.NoError(t, c.CloseStdin(ctx, "deaf"))
+	_, err = c.WriteStdin(ctx, "deaf", "w1", []byte("x\n"))
+	require.ErrorIs(t, err, sandbox.ErrStdinClosed)
 
 	require.NoError(t, c.CloseStdin(ctx, "echo"))
 	st, err := c.Wait(ctx, "echo")
@@ -212,4 +220,72 @@ func TestFullDiskHoldsOutputBack(t *testing.T) {
 	st, err = c.Process(ctx, "noisy")
 	require.NoError(t, err)
 	require.Empty(t, st.JournalError)
+}
+
+// TestTCPListenerNeedsToken serves the API on TCP for remote backends; a
+// request without the token is refused.
+func TestTCPListenerNeedsToken(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	dir := t.TempDir()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	r, err := New(runnerapi.Config{StateDir: dir, Workspace: dir, ListenTCP: addr, Token: "t0ken"}, log.New(io.Discard, "", 0))
+	require.NoError(t, err)
+	rctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan struct{})
+	done := make(chan error, 1)
+	go func() { done <- r.Serve(rctx, func() { close(ready) }) }()
+	<-ready
+	defer func() { cancel(); <-done }()
+	dial := func(ctx context.Context) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "tcp", addr)
+	}
+	info, err := runnerapi.NewDialClient(dial, "t0ken").Info(ctx)
+	require.NoError(t, err)
+	require.Equal(t, r.Info().BootID, info.BootID)
+	_, err = runnerapi.NewDialClient(dial, "wrong").Info(ctx)
+	require.ErrorContains(t, err, "UNAUTHORIZED")
+}
+
+// TestCommitReleasesOutput frees committed journal bytes: replay from before
+// the commit is refused, later offsets are unchanged.
+func TestCommitReleasesOutput(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	dir := t.TempDir()
+	_, c := startRunner(t, dir)
+	const total = 20000
+	_, err := c.StartProcess(ctx, sandbox.ProcessSpec{ID: "big", Argv: []string{"/bin/sh", "-c",
+		fmt.Sprintf(`seq -f "%%0200g" 1 %d`, total)}})
+	require.NoError(t, err)
+	_, err = c.Wait(ctx, "big")
+	require.NoError(t, err)
+	journals, err := filepath.Glob(filepath.Join(dir, "boots", "*", "proc", "big", "journal"))
+	require.NoError(t, err)
+	require.Len(t, journals, 1)
+	used := func() int64 {
+		var st syscall.Stat_t
+		require.NoError(t, syscall.Stat(journals[0], &st))
+		return st.Blocks * 512
+	}
+	before := used()
+	require.Greater(t, before, int64(4<<20))
+
+	require.NoError(t, c.CommitOutput(ctx, "big", total-10))
+	require.Less(t, used(), int64(1<<20), "committed bytes are given back")
+	_, err = c.Output(ctx, "big", 5, false)
+	require.ErrorIs(t, err, sandbox.ErrOutputReleased)
+	s, err := c.Output(ctx, "big", total-10, false)
+	require.NoError(t, err)
+	lines := readAll(t, s)
+	require.Len(t, lines, 10)
+	require.Equal(t, int64(total-9), lines[0].Offset)
+	require.Equal(t, fmt.Sprintf("%0200d", total-9), string(lines[0].Data))
+	st, err := c.Process(ctx, "big")
+	require.NoError(t, err)
+	require.Equal(t, int64(total-10), st.CommittedOffset)
 }

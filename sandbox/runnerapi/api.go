@@ -45,7 +45,16 @@ type Config struct {
 	Env map[string]string `json:"env,omitempty"`
 	// Forwards are loopback listeners bound before anything starts.
 	Forwards []Forward `json:"forwards,omitempty"`
+	// ListenTCP, when set, also serves the API on a TCP address, for backends
+	// whose boxes are reached over the network (an OpenSandbox endpoint).
+	// Token is then required on every request.
+	ListenTCP string `json:"listen_tcp,omitempty"`
+	// Token, when set, must come in the TokenHeader of every request.
+	Token string `json:"token,omitempty"`
 }
+
+// TokenHeader carries Config.Token.
+const TokenHeader = "X-Astrabox-Runner-Token"
 
 // Forward makes the runner listen on Listen (host:port on the box loopback) and
 // relay each connection to the unix socket Socket.
@@ -80,8 +89,10 @@ type ErrorBody struct {
 const (
 	CodeNotFound       = "NOT_FOUND"
 	CodeProcessExited  = "PROCESS_EXITED"
+	CodeStdinClosed    = "STDIN_CLOSED"
 	CodeInvalid        = "INVALID_REQUEST"
 	CodeJournalFailing = "JOURNAL_FAILING"
+	CodeOutputReleased = "OUTPUT_RELEASED"
 	CodeInternal       = "RUNTIME_ERROR"
 )
 
@@ -92,10 +103,14 @@ func CodeFor(err error) string {
 		return CodeNotFound
 	case errors.Is(err, sandbox.ErrProcessExited):
 		return CodeProcessExited
+	case errors.Is(err, sandbox.ErrStdinClosed):
+		return CodeStdinClosed
 	case errors.Is(err, sandbox.ErrInvalidSpec):
 		return CodeInvalid
 	case errors.Is(err, sandbox.ErrJournalFailing):
 		return CodeJournalFailing
+	case errors.Is(err, sandbox.ErrOutputReleased):
+		return CodeOutputReleased
 	}
 	return CodeInternal
 }
@@ -107,10 +122,14 @@ func SentinelFor(code string) error {
 		return sandbox.ErrNoProcess
 	case CodeProcessExited:
 		return sandbox.ErrProcessExited
+	case CodeStdinClosed:
+		return sandbox.ErrStdinClosed
 	case CodeInvalid:
 		return sandbox.ErrInvalidSpec
 	case CodeJournalFailing:
 		return sandbox.ErrJournalFailing
+	case CodeOutputReleased:
+		return sandbox.ErrOutputReleased
 	}
 	return nil
 }

@@ -20,19 +20,28 @@ import (
 // Client talks to one runner over its unix socket. It is safe for concurrent use;
 // Close drops idle connections only (the runner and its processes go on).
 type Client struct {
-	socket string
-	http   *http.Client
-	tr     *http.Transport
+	dial  func(ctx context.Context) (net.Conn, error)
+	token string
+	http  *http.Client
+	tr    *http.Transport
 }
 
 // NewClient returns a client for the runner listening on socket (a host path).
 func NewClient(socket string) *Client {
-	dial := func(ctx context.Context, _, _ string) (net.Conn, error) {
+	return NewDialClient(func(ctx context.Context) (net.Conn, error) {
 		var d net.Dialer
 		return d.DialContext(ctx, "unix", socket)
+	}, "")
+}
+
+// NewDialClient returns a client that reaches the runner through dial (for
+// example a TCP endpoint a remote backend publishes) and sends token.
+func NewDialClient(dial func(ctx context.Context) (net.Conn, error), token string) *Client {
+	tr := &http.Transport{
+		DialContext:         func(ctx context.Context, _, _ string) (net.Conn, error) { return dial(ctx) },
+		MaxIdleConnsPerHost: 8, IdleConnTimeout: time.Minute,
 	}
-	tr := &http.Transport{DialContext: dial, MaxIdleConnsPerHost: 8, IdleConnTimeout: time.Minute}
-	return &Client{socket: socket, tr: tr, http: &http.Client{Transport: tr}}
+	return &Client{dial: dial, token: token, tr: tr, http: &http.Client{Transport: tr}}
 }
 
 // Close drops the client's idle connections.
@@ -85,6 +94,9 @@ func (c *Client) send(ctx context.Context, method, path string, query url.Values
 	}
 	for k, v := range header {
 		req.Header[k] = v
+	}
+	if c.token != "" {
+		req.Header.Set(TokenHeader, c.token)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
@@ -152,6 +164,12 @@ func (c *Client) WriteStdin(ctx context.Context, id, writeID string, data []byte
 // CloseStdin closes the process's stdin.
 func (c *Client) CloseStdin(ctx context.Context, id string) error {
 	return c.do(ctx, http.MethodPost, "/v1/processes/"+url.PathEscape(id)+"/stdin/close", nil, nil, nil)
+}
+
+// CommitOutput lets the runner free output lines through offset.
+func (c *Client) CommitOutput(ctx context.Context, id string, through int64) error {
+	q := url.Values{"through": {strconv.FormatInt(through, 10)}}
+	return c.do(ctx, http.MethodPost, "/v1/processes/"+url.PathEscape(id)+"/output/commit", q, nil, nil)
 }
 
 // SignalRequest is the body of a signal call.
@@ -259,15 +277,18 @@ func (c *Client) Shutdown(ctx context.Context, grace time.Duration) error {
 // DialPort opens a TCP connection to 127.0.0.1:port inside the box, relayed by
 // the runner over an upgraded HTTP connection.
 func (c *Client) DialPort(ctx context.Context, port int) (net.Conn, error) {
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "unix", c.socket)
+	conn, err := c.dial(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("dial runner: %w", err)
 	}
 	if dl, ok := ctx.Deadline(); ok {
 		_ = conn.SetDeadline(dl)
 	}
-	req := fmt.Sprintf("GET /v1/ports/%d HTTP/1.1\r\nHost: runner\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n\r\n", port)
+	auth := ""
+	if c.token != "" {
+		auth = TokenHeader + ": " + c.token + "\r\n"
+	}
+	req := fmt.Sprintf("GET /v1/ports/%d HTTP/1.1\r\nHost: runner\r\n%sConnection: Upgrade\r\nUpgrade: tcp\r\n\r\n", port, auth)
 	if _, err := io.WriteString(conn, req); err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("send port upgrade: %w", err)

@@ -145,8 +145,10 @@ func (l *Listener) syncListens(ctx context.Context, conn *pgx.Conn, listening ma
 	return nil
 }
 
-// dispatch queues n for every subscriber of its channel without blocking the loop; a
-// full queue turns into a Dropped signal, since the subscriber re-reads anyway.
+// dispatch queues n for every subscriber of its channel without blocking the loop.
+// When a subscriber's queue is full, n is discarded: that subscriber still has queued
+// notifications, and the re-read after each of them (all later than n's commit) sees
+// n's rows. Only payload-dependent consumers could notice, and payloads are hints.
 func (l *Listener) dispatch(n Notification) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -154,7 +156,7 @@ func (l *Listener) dispatch(n Notification) {
 		select {
 		case sub.c <- n:
 		default:
-			sub.signalDropped()
+			l.logger.Debug("subscriber queue full; notification coalesced", zap.String("channel", n.Channel))
 		}
 	}
 }

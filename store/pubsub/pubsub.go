@@ -3,9 +3,10 @@
 //
 // A notification is a hint and Postgres is the truth: a subscriber re-reads the rows
 // it follows after each notification and after each Dropped signal. Dropped fires when
-// the connection is lost (notifications may be missed until it is back), when the
-// subscriber fell behind and a notification could not be queued, and once more after a
-// reconnect when the subscription listens again. Subscribe returns only once the
+// the connection is lost (notifications may be missed until it is back) and once more
+// after a reconnect when the subscription listens again. A subscriber that falls
+// behind never blocks the others: with its queue full, further notifications are
+// coalesced into the ones already queued. Subscribe returns only once the
 // channel is listened to, so "subscribe, then read the backlog" misses nothing.
 package pubsub
 
@@ -144,8 +145,9 @@ func (l *Listener) Subscribe(ctx context.Context, channel string) (*Subscription
 // Listener closes.
 func (s *Subscription) C() <-chan Notification { return s.c }
 
-// Dropped receives a signal whenever notifications may have been missed; re-read the
-// truth from Postgres on each. Signals coalesce: one pending signal covers many.
+// Dropped receives a signal when the connection was lost (notifications may have been
+// missed) and again when the subscription listens again; re-read the truth from
+// Postgres on each. Signals coalesce: one pending signal covers many.
 func (s *Subscription) Dropped() <-chan struct{} { return s.dropped }
 
 // Channel is the subscribed channel's name.

@@ -1,0 +1,82 @@
+package store_test
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/astrabox/astrabox/store"
+)
+
+func TestChildRunsKeepOneRowPerNativeRef(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx, st := f.ctx, f.st
+
+	parent, err := st.UpsertChildRun(ctx, store.ChildRunReport{SessionID: f.session.ID, NativeRef: "agent-7", Name: "research", Status: "running"})
+	require.NoError(t, err)
+	require.Equal(t, store.ChildRunID(f.session.ID, "agent-7"), parent.ID)
+	require.NotContains(t, parent.ID, "agent-7", "the native reference stays private")
+
+	child, err := st.UpsertChildRun(ctx, store.ChildRunReport{SessionID: f.session.ID, NativeRef: "agent-8", ParentNativeRef: ptr("agent-7"), Status: "running"})
+	require.NoError(t, err)
+	require.Equal(t, parent.ID, *child.ParentID)
+
+	updated, err := st.UpsertChildRun(ctx, store.ChildRunReport{SessionID: f.session.ID, NativeRef: "agent-7", Status: "completed", Usage: json.RawMessage(`{"tokens":5}`)})
+	require.NoError(t, err)
+	require.Equal(t, parent.ID, updated.ID)
+	require.Equal(t, "completed", updated.Status)
+	require.Equal(t, "research", updated.Name, "an empty name keeps the reported one")
+
+	runs, err := st.ListChildRunsBySession(ctx, f.session.ID)
+	require.NoError(t, err)
+	require.Len(t, runs, 2)
+
+	_, err = st.UpsertChildRun(ctx, store.ChildRunReport{SessionID: f.session.ID, NativeRef: "orphan", ParentNativeRef: ptr("unknown"), Status: "running"})
+	require.ErrorIs(t, err, store.ErrNotFound)
+}
+
+func TestSessionLogMirrorsEntriesInOrder(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx, st := f.ctx, f.st
+	entries := []json.RawMessage{json.RawMessage(`{"type":"user","n":1}`), json.RawMessage(`{"type":"assistant","n":2}`)}
+	require.NoError(t, st.AppendSessionLogEntries(ctx, f.session.ID, "transcript.jsonl", 1, entries))
+	// Mirroring again from an overlapping position keeps the stored entries.
+	require.NoError(t, st.AppendSessionLogEntries(ctx, f.session.ID, "transcript.jsonl", 2, []json.RawMessage{json.RawMessage(`{"type":"assistant","n":2}`), json.RawMessage(`{"type":"user","n":3}`)}))
+	got, err := st.ListSessionLogEntries(ctx, f.session.ID, "transcript.jsonl")
+	require.NoError(t, err)
+	require.Len(t, got, 3)
+	for i, e := range got {
+		require.Equal(t, int64(i+1), e.EntrySeq)
+	}
+	require.JSONEq(t, `{"type":"user","n":3}`, string(got[2].Entry))
+	streams, err := st.ListSessionLogStreams(ctx, f.session.ID)
+	require.NoError(t, err)
+	require.Equal(t, []string{"transcript.jsonl"}, streams)
+}
+
+func TestRuntimeStateBlobPredecessorCheck(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx, st := f.ctx, f.st
+	b, err := st.PutRuntimeStateBlob(ctx, "session", f.session.ID, "profile.tar", []byte("v1"), 0)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), b.Generation)
+	_, err = st.PutRuntimeStateBlob(ctx, "session", f.session.ID, "profile.tar", []byte("again"), 0)
+	require.ErrorIs(t, err, store.ErrVersionConflict)
+
+	b2, err := st.PutRuntimeStateBlob(ctx, "session", f.session.ID, "profile.tar", []byte("v2"), 1)
+	require.NoError(t, err)
+	require.Equal(t, int64(2), b2.Generation)
+	_, err = st.PutRuntimeStateBlob(ctx, "session", f.session.ID, "profile.tar", []byte("stale"), 1)
+	require.ErrorIs(t, err, store.ErrVersionConflict, "a superseded predecessor is refused")
+
+	got, err := st.GetRuntimeStateBlob(ctx, "session", f.session.ID, "profile.tar")
+	require.NoError(t, err)
+	require.Equal(t, []byte("v2"), got.Data)
+	require.Len(t, got.SHA256, 32)
+	_, err = st.PutRuntimeStateBlob(ctx, "galaxy", f.session.ID, "x", []byte("v"), 0)
+	require.Error(t, err, "scope is a closed vocabulary")
+}

@@ -1,0 +1,196 @@
+package pubsub_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/astrabox/astrabox/internal/testutil"
+	"github.com/astrabox/astrabox/store/pubsub"
+)
+
+func TestMain(m *testing.M) { testutil.Main(m) }
+
+func uniq(prefix string) string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return prefix + "_" + hex.EncodeToString(b)
+}
+
+// env is a fresh database, a Listener on it and a plain connection to send NOTIFYs.
+type env struct {
+	ctx     context.Context
+	l       *pubsub.Listener
+	sender  *pgx.Conn
+	appName string
+}
+
+func newEnv(t *testing.T, opts pubsub.Options) *env {
+	t.Helper()
+	_, dsn := testutil.NewDB(t)
+	ctx := testutil.Context(t)
+	if opts.ApplicationName == "" {
+		opts.ApplicationName = uniq("listener")
+	}
+	l, err := pubsub.Start(ctx, dsn, testutil.Logger(t), opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = l.Close() })
+	sender, err := pgx.Connect(ctx, dsn)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = sender.Close(context.Background()) })
+	return &env{ctx: ctx, l: l, sender: sender, appName: opts.ApplicationName}
+}
+
+func (e *env) notify(t *testing.T, channel, payload string) {
+	t.Helper()
+	_, err := e.sender.Exec(e.ctx, "SELECT pg_notify($1, $2)", channel, payload)
+	require.NoError(t, err)
+}
+
+func receive(t *testing.T, ctx context.Context, sub *pubsub.Subscription) pubsub.Notification {
+	t.Helper()
+	select {
+	case n, ok := <-sub.C():
+		require.True(t, ok, "subscription closed")
+		return n
+	case <-ctx.Done():
+		t.Fatalf("no notification on %s: %v", sub.Channel(), ctx.Err())
+		return pubsub.Notification{}
+	}
+}
+
+func waitDropped(t *testing.T, ctx context.Context, sub *pubsub.Subscription) {
+	t.Helper()
+	select {
+	case <-sub.Dropped():
+	case <-ctx.Done():
+		t.Fatalf("no dropped signal on %s: %v", sub.Channel(), ctx.Err())
+	}
+}
+
+func TestSubscribeReceivesOnlyItsChannel(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, pubsub.Options{})
+	chA := pubsub.SessionOutputChannel("00000000-0000-0000-0000-00000000000a")
+	chB := pubsub.SessionOutputChannel("00000000-0000-0000-0000-00000000000b")
+
+	a1, err := e.l.Subscribe(e.ctx, chA)
+	require.NoError(t, err)
+	a2, err := e.l.Subscribe(e.ctx, chA)
+	require.NoError(t, err)
+	b, err := e.l.Subscribe(e.ctx, chB)
+	require.NoError(t, err)
+
+	// Subscribe returned, so the LISTEN is active: a NOTIFY sent now is not missed.
+	e.notify(t, chB, "7")
+	e.notify(t, chA, "42")
+	require.Equal(t, pubsub.Notification{Channel: chA, Payload: "42"}, receive(t, e.ctx, a1), "A's subscriber sees A's first, not B's")
+	require.Equal(t, pubsub.Notification{Channel: chA, Payload: "42"}, receive(t, e.ctx, a2))
+	require.Equal(t, pubsub.Notification{Channel: chB, Payload: "7"}, receive(t, e.ctx, b))
+	seq, err := pubsub.OutputSeq("42")
+	require.NoError(t, err)
+	require.Equal(t, int64(42), seq)
+
+	// Closing one subscriber leaves the other listening.
+	a1.Close()
+	_, open := <-a1.C()
+	require.False(t, open)
+	e.notify(t, chA, "43")
+	require.Equal(t, "43", receive(t, e.ctx, a2).Payload)
+
+	_, err = e.l.Subscribe(e.ctx, "")
+	require.Error(t, err)
+	_, err = e.l.Subscribe(e.ctx, string(make([]byte, 64)))
+	require.Error(t, err)
+}
+
+func TestDroppedConnectionIsReportedAndRecovered(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, pubsub.Options{})
+	ch := pubsub.SessionOutputChannel("00000000-0000-0000-0000-0000000000dd")
+	sub, err := e.l.Subscribe(e.ctx, ch)
+	require.NoError(t, err)
+	e.notify(t, ch, "1")
+	require.Equal(t, "1", receive(t, e.ctx, sub).Payload)
+
+	// Kill the listener's backend, as a failover or an idle-killer would.
+	var terminated int
+	err = e.sender.QueryRow(e.ctx, "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1) t", e.appName).Scan(&terminated)
+	require.NoError(t, err)
+	require.Equal(t, 1, terminated)
+
+	waitDropped(t, e.ctx, sub)
+
+	// A new subscription is ready only on a live connection whose LISTEN set includes
+	// every channel, so once it returns the old subscription hears again.
+	probe, err := e.l.Subscribe(e.ctx, uniq("probe"))
+	require.NoError(t, err)
+	defer probe.Close()
+	select {
+	case <-sub.Dropped():
+		// Listening again is signalled too, so a follower re-reads after the gap.
+	default:
+		t.Fatal("no dropped signal pending after the listener resumed")
+	}
+	e.notify(t, ch, "2")
+	require.Equal(t, "2", receive(t, e.ctx, sub).Payload)
+}
+
+func TestSlowSubscriberNeverBlocksOthers(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, pubsub.Options{Buffer: 1})
+	ch := uniq("slow")
+	sub, err := e.l.Subscribe(e.ctx, ch)
+	require.NoError(t, err)
+	other, err := e.l.Subscribe(e.ctx, uniq("other"))
+	require.NoError(t, err)
+
+	// Two notifications in one transaction arrive together; the second does not fit in
+	// the slow subscriber's queue and is coalesced into the first.
+	_, err = e.sender.Exec(e.ctx, "SELECT pg_notify($1, '1'), pg_notify($1, '2')", ch)
+	require.NoError(t, err)
+	// The loop handles notifications in order, so once "x" arrives both were handled.
+	e.notify(t, other.Channel(), "x")
+	require.Equal(t, "x", receive(t, e.ctx, other).Payload)
+
+	require.Equal(t, "1", receive(t, e.ctx, sub).Payload)
+	require.Empty(t, sub.C())
+	select {
+	case <-sub.Dropped():
+		t.Fatal("a full queue is not a dropped connection")
+	default:
+	}
+}
+
+func TestCloseEndsSubscriptions(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, pubsub.Options{})
+	sub, err := e.l.Subscribe(e.ctx, uniq("c"))
+	require.NoError(t, err)
+	require.NoError(t, e.l.Close())
+	_, open := <-sub.C()
+	require.False(t, open)
+	_, err = e.l.Subscribe(e.ctx, uniq("c"))
+	require.ErrorIs(t, err, pubsub.ErrClosed)
+	require.NoError(t, e.l.Close(), "closing twice is harmless")
+}
+
+func TestFrequentHealthChecksKeepTheConnectionUsable(t *testing.T) {
+	t.Parallel()
+	// Health checks interrupt the wait every millisecond and ping; notifications
+	// arriving around them must still be delivered, in order.
+	e := newEnv(t, pubsub.Options{HealthInterval: time.Millisecond})
+	ch := uniq("health")
+	sub, err := e.l.Subscribe(e.ctx, ch)
+	require.NoError(t, err)
+	for i := range 20 {
+		e.notify(t, ch, strconv.Itoa(i))
+		require.Equal(t, strconv.Itoa(i), receive(t, e.ctx, sub).Payload)
+	}
+}

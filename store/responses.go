@@ -1,0 +1,153 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+)
+
+// ResponseStart is ResponseStarted as the runtime reported it.
+type ResponseStart struct {
+	SessionID  string
+	ResponseID string
+	// Origin is OriginInput or OriginEngine.
+	Origin   string
+	InputIDs []string
+	// StartedSeq is the seq of the response's start part.
+	StartedSeq int64
+}
+
+// ResponseEnd is ResponseEnded as the runtime reported it.
+type ResponseEnd struct {
+	SessionID    string
+	ResponseID   string
+	Outcome      string
+	NativeReason *string
+	Usage        json.RawMessage
+	Error        json.RawMessage
+	EndedSeq     int64
+}
+
+// StartResponse records a response start and reports whether it was new. A repeated
+// start of an open response updates its input_ids (another input joined it).
+func (s *Store) StartResponse(ctx context.Context, in ResponseStart) (Response, bool, error) {
+	ids := in.InputIDs
+	if ids == nil {
+		ids = []string{}
+	}
+	inputIDs, err := json.Marshal(ids)
+	if err != nil {
+		return Response{}, false, fmt.Errorf("start response: encode input ids: %w", err)
+	}
+	var rows []struct {
+		Response
+		Inserted bool `gorm:"column:inserted"`
+	}
+	// xmax = 0 only on a freshly inserted row: it tells insert from update.
+	err = s.conn(ctx).Raw(`
+		INSERT INTO responses AS r (session_id, response_id, origin, input_ids, started_seq)
+		VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (session_id, response_id) DO UPDATE SET input_ids = excluded.input_ids
+		WHERE r.outcome IS NULL
+		RETURNING r.*, (r.xmax = 0) AS inserted`,
+		in.SessionID, in.ResponseID, in.Origin, json.RawMessage(inputIDs), in.StartedSeq).Scan(&rows).Error
+	if err != nil {
+		return Response{}, false, mapError("start response", err)
+	}
+	if len(rows) == 0 {
+		// Already ended: a start replayed after its end changes nothing.
+		r, err := s.GetResponseByID(ctx, in.SessionID, in.ResponseID)
+		return r, false, err
+	}
+	return rows[0].Response, rows[0].Inserted, nil
+}
+
+// EndResponse records the runtime's end of an open response and moves the Session to
+// the top of its owner's list. It reports false for a response that had already
+// ended, and ErrNotFound for an unknown one.
+func (s *Store) EndResponse(ctx context.Context, in ResponseEnd) (bool, error) {
+	ended := false
+	err := s.InTx(ctx, func(tx *Store) error {
+		res := tx.conn(ctx).Model(&Response{}).
+			Where("session_id = ? AND response_id = ? AND outcome IS NULL", in.SessionID, in.ResponseID).
+			Updates(map[string]any{
+				"outcome":       in.Outcome,
+				"native_reason": in.NativeReason,
+				"usage":         nullableJSON(in.Usage),
+				"error":         nullableJSON(in.Error),
+				"ended_seq":     gormExpr("GREATEST(?::bigint, started_seq)", in.EndedSeq),
+				"ended_at":      gormExpr("now()"),
+			})
+		if res.Error != nil {
+			return mapError("end response", res.Error)
+		}
+		if res.RowsAffected == 0 {
+			_, err := tx.GetResponseByID(ctx, in.SessionID, in.ResponseID)
+			return err
+		}
+		ended = true
+		return tx.touchSessionActivity(ctx, in.SessionID)
+	})
+	return ended, err
+}
+
+// FailOpenResponses ends every open response of the Session as failed with
+// native_reason runtime_lost. Call it only once the runtime is confirmed lost and no
+// longer reports these responses. It returns the ids it ended.
+func (s *Store) FailOpenResponses(ctx context.Context, sessionID string, endedSeq int64) ([]string, error) {
+	var ended []Response
+	err := s.InTx(ctx, func(tx *Store) error {
+		err := tx.conn(ctx).Raw(`
+			UPDATE responses SET outcome = ?, native_reason = ?, ended_seq = GREATEST(?::bigint, started_seq), ended_at = now()
+			WHERE session_id = ? AND outcome IS NULL
+			RETURNING *`, OutcomeFailed, NativeReasonRuntimeLost, endedSeq, sessionID).Scan(&ended).Error
+		if err != nil {
+			return mapError("fail open responses", err)
+		}
+		if len(ended) == 0 {
+			return nil
+		}
+		return tx.touchSessionActivity(ctx, sessionID)
+	})
+	ids := make([]string, len(ended))
+	for i, r := range ended {
+		ids[i] = r.ResponseID
+	}
+	return ids, err
+}
+
+// GetResponseByID returns one response.
+func (s *Store) GetResponseByID(ctx context.Context, sessionID, responseID string) (Response, error) {
+	var r Response
+	err := s.conn(ctx).Where("session_id = ? AND response_id = ?", sessionID, responseID).Take(&r).Error
+	return r, mapError("get response by id", err)
+}
+
+// ListOpenResponses returns the Session's open responses by start.
+func (s *Store) ListOpenResponses(ctx context.Context, sessionID string) ([]Response, error) {
+	var out []Response
+	err := s.conn(ctx).Where("session_id = ? AND outcome IS NULL", sessionID).Order("started_seq").Find(&out).Error
+	return out, mapError("list open responses", err)
+}
+
+// GetLastEndedResponse returns the Session's most recently ended response.
+func (s *Store) GetLastEndedResponse(ctx context.Context, sessionID string) (Response, error) {
+	var r Response
+	err := s.conn(ctx).Where("session_id = ? AND outcome IS NOT NULL", sessionID).
+		Order("ended_seq DESC, ended_at DESC").Take(&r).Error
+	return r, mapError("get last ended response", err)
+}
+
+func (s *Store) touchSessionActivity(ctx context.Context, sessionID string) error {
+	err := s.conn(ctx).Model(&Session{}).Where("id = ?", sessionID).
+		Updates(map[string]any{"last_activity_at": gormExpr("now()"), "updated_at": gormExpr("now()")}).Error
+	return mapError("touch session activity", err)
+}
+
+// nullableJSON stores SQL NULL for absent JSON.
+func nullableJSON(v json.RawMessage) any {
+	if len(v) == 0 {
+		return nil
+	}
+	return v
+}

@@ -1,0 +1,115 @@
+package store_test
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/astrabox/astrabox/store"
+)
+
+func TestResponsesStartEndAndReconcile(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx, st := f.ctx, f.st
+	before, err := st.GetSessionByID(ctx, f.session.ID)
+	require.NoError(t, err)
+
+	r, created, err := st.StartResponse(ctx, store.ResponseStart{SessionID: f.session.ID, ResponseID: "resp-1", Origin: store.OriginInput, InputIDs: []string{"i1"}, StartedSeq: 1})
+	require.NoError(t, err)
+	require.True(t, created)
+	require.JSONEq(t, `["i1"]`, string(r.InputIDs))
+	r, created, err = st.StartResponse(ctx, store.ResponseStart{SessionID: f.session.ID, ResponseID: "resp-1", Origin: store.OriginInput, InputIDs: []string{"i1", "i2"}, StartedSeq: 1})
+	require.NoError(t, err)
+	require.False(t, created)
+	require.JSONEq(t, `["i1","i2"]`, string(r.InputIDs), "another input joined the open response")
+
+	open, err := st.ListOpenResponses(ctx, f.session.ID)
+	require.NoError(t, err)
+	require.Len(t, open, 1)
+	_, err = st.GetLastEndedResponse(ctx, f.session.ID)
+	require.ErrorIs(t, err, store.ErrNotFound)
+
+	ended, err := st.EndResponse(ctx, store.ResponseEnd{SessionID: f.session.ID, ResponseID: "resp-1", Outcome: store.OutcomeCompleted,
+		NativeReason: ptr("end_turn"), Usage: json.RawMessage(`{"input_tokens":3}`), EndedSeq: 9})
+	require.NoError(t, err)
+	require.True(t, ended)
+	ended, err = st.EndResponse(ctx, store.ResponseEnd{SessionID: f.session.ID, ResponseID: "resp-1", Outcome: store.OutcomeFailed, EndedSeq: 10})
+	require.NoError(t, err)
+	require.False(t, ended, "the first end stands")
+	_, err = st.EndResponse(ctx, store.ResponseEnd{SessionID: f.session.ID, ResponseID: "nope", Outcome: store.OutcomeFailed, EndedSeq: 1})
+	require.ErrorIs(t, err, store.ErrNotFound)
+
+	last, err := st.GetLastEndedResponse(ctx, f.session.ID)
+	require.NoError(t, err)
+	require.Equal(t, store.OutcomeCompleted, *last.Outcome)
+	require.Equal(t, "end_turn", *last.NativeReason)
+	require.Equal(t, int64(9), *last.EndedSeq)
+	after, err := st.GetSessionByID(ctx, f.session.ID)
+	require.NoError(t, err)
+	require.True(t, after.LastActivityAt.After(before.LastActivityAt), "an ended response moves the Session up the list")
+
+	// A start replayed after the end changes nothing.
+	r, created, err = st.StartResponse(ctx, store.ResponseStart{SessionID: f.session.ID, ResponseID: "resp-1", Origin: store.OriginInput, StartedSeq: 1})
+	require.NoError(t, err)
+	require.False(t, created)
+	require.NotNil(t, r.Outcome)
+
+	// Reconciliation after a confirmed runtime loss fails only the open ones.
+	_, _, err = st.StartResponse(ctx, store.ResponseStart{SessionID: f.session.ID, ResponseID: "resp-2", Origin: store.OriginEngine, StartedSeq: 10})
+	require.NoError(t, err)
+	failed, err := st.FailOpenResponses(ctx, f.session.ID, 4)
+	require.NoError(t, err)
+	require.Equal(t, []string{"resp-2"}, failed)
+	r2, err := st.GetResponseByID(ctx, f.session.ID, "resp-2")
+	require.NoError(t, err)
+	require.Equal(t, store.OutcomeFailed, *r2.Outcome)
+	require.Equal(t, store.NativeReasonRuntimeLost, *r2.NativeReason)
+	require.Equal(t, int64(10), *r2.EndedSeq, "an end never precedes its start")
+
+	_, _, err = st.StartResponse(ctx, store.ResponseStart{SessionID: f.session.ID, ResponseID: "bad", Origin: "guess", StartedSeq: 1})
+	require.Error(t, err, "origin is a closed vocabulary")
+}
+
+func TestInteractionsOpenAnswerClose(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx, st := f.ctx, f.st
+	contract := json.RawMessage(`{"kind":"tool_approval","tool":"Bash"}`)
+
+	it, created, err := st.OpenInteraction(ctx, store.InteractionOpening{SessionID: f.session.ID, InteractionID: "ia-1", ResponseID: ptr("resp-1"), Contract: contract})
+	require.NoError(t, err)
+	require.True(t, created)
+	require.Equal(t, store.InteractionOpen, it.State)
+	_, created, err = st.OpenInteraction(ctx, store.InteractionOpening{SessionID: f.session.ID, InteractionID: "ia-1", Contract: contract})
+	require.NoError(t, err)
+	require.False(t, created)
+
+	saved, err := st.SaveInteractionAnswer(ctx, f.session.ID, "ia-1", json.RawMessage(`{"decision":"approve"}`), &f.user.ID)
+	require.NoError(t, err)
+	require.Equal(t, store.InteractionOpen, saved.State, "a saved answer is not the runtime's acceptance")
+	require.JSONEq(t, `{"decision":"approve"}`, string(saved.Answer))
+	_, err = st.SaveInteractionAnswer(ctx, f.session.ID, "ia-1", json.RawMessage(`{"decision":"deny"}`), nil)
+	require.ErrorIs(t, err, store.ErrInteractionNotOpen)
+
+	closed, err := st.CloseInteraction(ctx, f.session.ID, "ia-1", store.InteractionAnswered, "answered")
+	require.NoError(t, err)
+	require.True(t, closed)
+	closed, err = st.CloseInteraction(ctx, f.session.ID, "ia-1", store.InteractionWithdrawn, "late")
+	require.NoError(t, err)
+	require.False(t, closed)
+	_, err = st.CloseInteraction(ctx, f.session.ID, "nope", store.InteractionExpired, "x")
+	require.ErrorIs(t, err, store.ErrNotFound)
+
+	_, _, err = st.OpenInteraction(ctx, store.InteractionOpening{SessionID: f.session.ID, InteractionID: "ia-2", Contract: contract})
+	require.NoError(t, err)
+	openList, err := st.ListOpenInteractions(ctx, f.session.ID)
+	require.NoError(t, err)
+	require.Len(t, openList, 1)
+	expired, err := st.ExpireOpenInteractions(ctx, f.session.ID, "no closure receipt")
+	require.NoError(t, err)
+	require.Equal(t, []string{"ia-2"}, expired)
+	_, err = st.SaveInteractionAnswer(ctx, f.session.ID, "ia-2", json.RawMessage(`{}`), nil)
+	require.ErrorIs(t, err, store.ErrInteractionNotOpen)
+}

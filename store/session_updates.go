@@ -1,0 +1,178 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"gorm.io/gorm/clause"
+)
+
+// MaxTitleLen is the longest Session title, in characters.
+const MaxTitleLen = 200
+
+// NormalizeTitle makes a title one line: runs of whitespace, line breaks included,
+// become one space. An empty result or one over MaxTitleLen is ErrInvalidTitle.
+func NormalizeTitle(raw string) (string, error) {
+	title := strings.Join(strings.Fields(raw), " ")
+	if title == "" {
+		return "", fmt.Errorf("title is empty: %w", ErrInvalidTitle)
+	}
+	if n := utf8.RuneCountInString(title); n > MaxTitleLen {
+		return "", fmt.Errorf("title has %d characters, at most %d allowed: %w", n, MaxTitleLen, ErrInvalidTitle)
+	}
+	return title, nil
+}
+
+// RenameSession sets the owner's title. Only the owner may rename (ErrNotFound for
+// anyone else), and renaming does not move the Session in the list.
+func (s *Store) RenameSession(ctx context.Context, sessionID, userID, rawTitle string) (Session, error) {
+	title, err := NormalizeTitle(rawTitle)
+	if err != nil {
+		return Session{}, err
+	}
+	return s.updateSession(ctx, "rename session", sessionID,
+		"user_id = ? AND lifecycle <> ?", []any{userID, LifecycleDeleted},
+		map[string]any{"title": title, "title_source": "user"})
+}
+
+// SetAutoTitle sets a generated title unless the Session already has one; a title its
+// owner set, even while this one was being generated, is never replaced. It reports
+// whether the title was set.
+func (s *Store) SetAutoTitle(ctx context.Context, sessionID, rawTitle string) (bool, error) {
+	title, err := NormalizeTitle(rawTitle)
+	if err != nil {
+		return false, err
+	}
+	res := s.conn(ctx).Model(&Session{}).Where("id = ? AND title IS NULL", sessionID).
+		Updates(map[string]any{"title": title, "title_source": "auto", "updated_at": gormExpr("now()")})
+	if res.Error != nil {
+		return false, mapError("set auto title", res.Error)
+	}
+	return res.RowsAffected == 1, nil
+}
+
+// MarkSessionRead records that the owner read the Session at at (read_at only moves
+// forward).
+func (s *Store) MarkSessionRead(ctx context.Context, sessionID, userID string, at time.Time) error {
+	_, err := s.updateSession(ctx, "mark session read", sessionID, "user_id = ?", []any{userID},
+		map[string]any{"read_at": gormExpr("GREATEST(read_at, ?::timestamptz)", at)})
+	return err
+}
+
+// SetSessionPermissionMode stores the mode the Agent program should use; the reader
+// applies it to a running program.
+func (s *Store) SetSessionPermissionMode(ctx context.Context, sessionID, mode string) (Session, error) {
+	return s.updateSession(ctx, "set permission mode", sessionID, "lifecycle <> ?", []any{LifecycleDeleted},
+		map[string]any{"permission_mode": mode})
+}
+
+// SetRuntimeStatus records the Agent program's own status report (idle, working,
+// waiting). A reader calls it inside InLeaseTx.
+func (s *Store) SetRuntimeStatus(ctx context.Context, sessionID, status string) error {
+	_, err := s.updateSession(ctx, "set runtime status", sessionID, "", nil, map[string]any{"runtime_status": status})
+	return err
+}
+
+// Placement is where a Session's new runtime lives.
+type Placement struct {
+	SessionID        string
+	SandboxID        string
+	HostTaskQueue    string
+	EngineSessionKey *string
+	ModelName        *string
+	// RuntimeInfo is the runtime's observed server info snapshot, if it reports one.
+	RuntimeInfo json.RawMessage
+}
+
+// SetSessionPlacement records a newly placed runtime: the Session becomes active and
+// available, and runtime_generation counts one more runtime.
+func (s *Store) SetSessionPlacement(ctx context.Context, p Placement) (Session, error) {
+	changes := map[string]any{
+		"sandbox_id":          p.SandboxID,
+		"host_task_queue":     p.HostTaskQueue,
+		"runtime_generation":  gormExpr("runtime_generation + 1"),
+		"runtime_unavailable": false,
+		"lifecycle":           LifecycleActive,
+		"runtime_info":        nullableJSON(p.RuntimeInfo),
+	}
+	if p.EngineSessionKey != nil {
+		changes["engine_session_key"] = *p.EngineSessionKey
+	}
+	if p.ModelName != nil {
+		changes["model_name"] = *p.ModelName
+	}
+	return s.updateSession(ctx, "set session placement", p.SessionID, "lifecycle NOT IN ?", []any{[]string{LifecycleDeleted}}, changes)
+}
+
+// ReleaseSessionRuntime records that the Session's sandbox is gone or released: the
+// Session keeps its history and conversation key, and its next input starts a new one.
+func (s *Store) ReleaseSessionRuntime(ctx context.Context, sessionID string) error {
+	_, err := s.updateSession(ctx, "release session runtime", sessionID, "", nil, map[string]any{
+		"runtime_unavailable": true, "sandbox_id": nil, "host_task_queue": nil, "runtime_status": nil,
+	})
+	return err
+}
+
+// SetSessionLifecycle moves the Session to creating, active or terminated; use
+// DeleteSession for deleted. A deleted Session never moves again.
+func (s *Store) SetSessionLifecycle(ctx context.Context, sessionID, lifecycle string) (Session, error) {
+	if lifecycle == LifecycleDeleted {
+		return Session{}, fmt.Errorf("set session lifecycle: use DeleteSession")
+	}
+	return s.updateSession(ctx, "set session lifecycle", sessionID, "lifecycle <> ?", []any{LifecycleDeleted},
+		map[string]any{"lifecycle": lifecycle})
+}
+
+// ArchiveSession marks the Session archived unless the Agent program is working
+// (ErrSessionBusy). Archiving twice keeps the first time.
+func (s *Store) ArchiveSession(ctx context.Context, sessionID string) (Session, error) {
+	return s.lifecycleChange(ctx, "archive session", sessionID, map[string]any{"archived_at": gormExpr("COALESCE(archived_at, now())")})
+}
+
+// DeleteSession moves the Session to its terminal deleted state unless the Agent
+// program is working (ErrSessionBusy).
+func (s *Store) DeleteSession(ctx context.Context, sessionID string) (Session, error) {
+	return s.lifecycleChange(ctx, "delete session", sessionID, map[string]any{
+		"lifecycle": LifecycleDeleted, "deleted_at": gormExpr("COALESCE(deleted_at, now())"),
+	})
+}
+
+// lifecycleChange applies changes only while the program is not working; the check
+// and the write are one statement, so a status report in between cannot slip past.
+func (s *Store) lifecycleChange(ctx context.Context, what, sessionID string, changes map[string]any) (Session, error) {
+	sess, err := s.updateSession(ctx, what, sessionID, "runtime_status IS DISTINCT FROM ?", []any{RuntimeWorking}, changes)
+	if err == nil || !isNotFoundErr(err) {
+		return sess, err
+	}
+	current, getErr := s.GetSessionByID(ctx, sessionID)
+	if getErr != nil {
+		return Session{}, getErr
+	}
+	if current.RuntimeStatus != nil && *current.RuntimeStatus == RuntimeWorking {
+		return Session{}, fmt.Errorf("%s %s: %w", what, sessionID, ErrSessionBusy)
+	}
+	return Session{}, err
+}
+
+// updateSession updates one Session matching the extra condition and returns it, or
+// ErrNotFound when no row matched.
+func (s *Store) updateSession(ctx context.Context, what, sessionID, cond string, args []any, changes map[string]any) (Session, error) {
+	changes["updated_at"] = gormExpr("now()")
+	var saved []Session
+	q := s.conn(ctx).Model(&saved).Clauses(clause.Returning{}).Where("id = ?", sessionID)
+	if cond != "" {
+		q = q.Where(cond, args...)
+	}
+	res := q.Updates(changes)
+	if res.Error != nil {
+		return Session{}, mapError(what, res.Error)
+	}
+	if len(saved) == 0 {
+		return Session{}, fmt.Errorf("%s %s: %w", what, sessionID, ErrNotFound)
+	}
+	return saved[0], nil
+}
