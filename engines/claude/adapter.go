@@ -188,7 +188,8 @@ func (a *Adapter) ActivateRuntime(ctx context.Context, sc engines.EngineStartupC
 		proc = p
 	}
 	client, err := NewClient(ClientConfig{Box: box, Process: proc, Identity: sc.RuntimeIdentity, SessionID: sc.SessionID,
-		ClaudeSession: claudeSession, TranscriptPath: transcript, Capabilities: a.Capabilities()})
+		ClaudeSession: claudeSession, TranscriptPath: transcript, Capabilities: a.Capabilities(),
+		CheckpointPath: CheckpointPath(paths.ConfigDir, proc.Name())})
 	if err != nil {
 		return engines.SessionRuntime{}, fmt.Errorf("activate claude code: %w", err)
 	}

@@ -1,6 +1,7 @@
 package claude
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -25,7 +26,10 @@ type Client struct {
 	generation    string
 	caps          engines.EngineRuntimeCapabilities
 	transcript    string
-	admissions    *admissionIndex
+	// checkpointPath is where Committed saves the state before freeing output.
+	checkpointPath string
+	commitEvery    int64
+	admissions     *admissionIndex
 	// pollInterval spaces transcript checks while inputs wait for admission and Claude
 	// prints nothing.
 	pollInterval time.Duration
@@ -36,8 +40,9 @@ type Client struct {
 	tail atomic.Int64
 	seq  atomic.Int64
 
-	mu      sync.Mutex
-	version string
+	mu         sync.Mutex
+	version    string
+	checkpoint *checkpoint
 }
 
 var (
@@ -58,6 +63,12 @@ type ClientConfig struct {
 	ClaudeSession string
 	// TranscriptPath is Claude's transcript file in the box (TranscriptPath).
 	TranscriptPath string
+	// CheckpointPath, when set, is where Committed saves the translation state before
+	// a process session that implements OutputCommitter frees recorded output.
+	CheckpointPath string
+	// CommitEvery is how many lines a commit must advance before output is freed
+	// (default 256).
+	CommitEvery int64
 	// Capabilities is the adapter's declaration.
 	Capabilities engines.EngineRuntimeCapabilities
 }
@@ -70,7 +81,8 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	c := &Client{
 		box: cfg.Box, proc: cfg.Process, identity: cfg.Identity, sessionID: cfg.SessionID,
 		claudeSession: cfg.ClaudeSession, generation: generationOf(cfg.Process.Name(), cfg.ClaudeSession),
-		caps: cfg.Capabilities, transcript: cfg.TranscriptPath,
+		caps: cfg.Capabilities, transcript: cfg.TranscriptPath, checkpointPath: cfg.CheckpointPath,
+		commitEvery:  cmp.Or(cfg.CommitEvery, defaultCommitEvery),
 		admissions:   newAdmissionIndex(cfg.Box, cfg.Identity, cfg.TranscriptPath),
 		pollInterval: 100 * time.Millisecond,
 	}
@@ -89,10 +101,6 @@ func (c *Client) EngineSessionKey() string { return c.claudeSession }
 
 // Generation is the cursor generation of this process session.
 func (c *Client) Generation() string { return c.generation }
-
-// Committed implements engines.RuntimeClient. The runner keeps the journal for the
-// life of the process, so nothing is released.
-func (c *Client) Committed(context.Context, engines.RuntimeCursor) error { return nil }
 
 // Close implements engines.RuntimeClient. Claude Code keeps running.
 func (c *Client) Close() error {
@@ -123,6 +131,20 @@ func (c *Client) Events(ctx context.Context, after *engines.RuntimeCursor) iter.
 				return
 			}
 			pos = p
+		}
+		base, err := c.baseCheckpoint(ctx)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		if pos.Line < base.Line {
+			cur := engines.RuntimeCursor{Generation: c.generation}
+			if after != nil {
+				cur = *after
+			}
+			yield(nil, &engines.RuntimeCursorExpired{Cursor: cur,
+				Reason: fmt.Sprintf("journal lines before %d were freed after the platform recorded them", base.Line)})
+			return
 		}
 		c.replay(ctx, pos, true, yield)
 	}
@@ -223,8 +245,12 @@ func (c *Client) replay(ctx context.Context, pos position, follow bool, yield fu
 // State implements engines.RuntimeClient: Claude's account of itself, read by
 // translating its whole journal, with the inputs its transcript durably holds.
 func (c *Client) State(ctx context.Context) (engines.RuntimeState, error) {
+	base, err := c.baseCheckpoint(ctx)
+	if err != nil {
+		return engines.RuntimeState{}, fmt.Errorf("claude state: %w", err)
+	}
 	var failure error
-	st, next := c.replay(ctx, position{}, false, func(_ engines.Event, err error) bool {
+	st, next := c.replay(ctx, position{Line: base.Line, State: base.State}, false, func(_ engines.Event, err error) bool {
 		if err != nil {
 			failure = err
 			return false
