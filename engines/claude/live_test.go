@@ -5,6 +5,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/astrabox/astrabox/engines"
 	"github.com/astrabox/astrabox/engines/claude"
+	"github.com/astrabox/astrabox/engines/enginetest"
 	"github.com/astrabox/astrabox/internal/agentbin"
 	"github.com/astrabox/astrabox/internal/devmodel"
 	"github.com/astrabox/astrabox/internal/uicheck"
@@ -250,8 +252,19 @@ func TestLiveConversationInABox(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, st.OpenResponses, "the new process reports no open response: the platform ends the lost one as runtime_lost")
 	r = start(client, nil)
-	require.NoError(t, client.Submit(ctx, engines.TextInput(uuidFor(t), "after the kill")))
+	afterKill := uuidFor(t)
+	require.NoError(t, client.Submit(ctx, engines.TextInput(afterKill, "after the kill")))
 	require.Equal(t, engines.OutcomeCompleted, ended(r).Outcome)
+	admits := func(ev engines.Event) bool {
+		a, ok := ev.(engines.InputAdmitted)
+		return ok && a.InputID == afterKill
+	}
+	if !slices.ContainsFunc(r.seen, admits) {
+		r.until("admission after the kill", admits)
+	}
+	// With every input admitted the transcript no longer changes what is translated:
+	// the real journal reads back the same from every cursor.
+	enginetest.CheckClientCursorDeterminism(t, client, len(r.seen), 30*time.Second)
 
 	// The box removed; the conversation resumes in a new box from the mirrored transcript.
 	paths := e.adapter.PathsFor(sc)
