@@ -157,6 +157,10 @@ func TestLiveConversationInABox(t *testing.T) {
 	require.NoError(t, err)
 	client := rt.EngineClient
 	key := client.EngineSessionKey()
+	info, err := client.(engines.ServerInfoProvider).ServerInfo(ctx)
+	require.NoError(t, err)
+	require.NoError(t, info.Validate())
+	require.Equal(t, agentbin.ClaudeVersion, *info.RuntimeVersions.Components[0].Version, "the version Claude Code reports itself")
 	var readers []*reader
 	start := func(c engines.RuntimeClient, after *engines.RuntimeCursor) *reader {
 		rd := startReader(t, ctx, c, after)
