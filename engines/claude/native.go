@@ -100,7 +100,7 @@ type controlResponse struct {
 	Subtype   string          `json:"subtype"`
 	RequestID string          `json:"request_id"`
 	Response  json.RawMessage `json:"response"`
-	Error     string          `json:"error"`
+	Error     string          `json:"error,omitempty"`
 }
 
 // permissionResult is Claude's answer shape for can_use_tool.
