@@ -221,7 +221,9 @@ func (a *Adapter) attachRunning(ctx context.Context, sc engines.EngineStartupCon
 	if json.Unmarshal(sc.ResumeMaterial, &m) != nil || m.Process == "" {
 		return nil
 	}
-	// Starting an existing name attaches; the command is what it would have been.
+	// Starting an existing name attaches. Should the name be unknown to this box (its
+	// runner started again), the placeholder that starts instead prints nothing and
+	// exits: Claude's own session has journalled at least its initialize answer.
 	p, err := box.StartProcess(ctx, engines.ProcessSpec{Name: m.Process, Command: []string{"/bin/false"}, Identity: sc.RuntimeIdentity})
 	if err != nil {
 		return nil
@@ -229,7 +231,11 @@ func (a *Adapter) attachRunning(ctx context.Context, sc engines.EngineStartupCon
 	if st, err := p.ExitStatus(ctx); err != nil || st != nil {
 		return nil
 	}
-	return p
+	for range p.ReadOutput(ctx, 0, false) {
+		// A line, or output already freed after the platform recorded it: Claude's.
+		return p
+	}
+	return nil
 }
 
 // processSpec is Claude Code's headless command: stream-json both ways, partial
