@@ -16,6 +16,8 @@ const (
 	ScriptBash  = "bash"
 	ScriptWrite = "write"
 	ScriptError = "error"
+	// ScriptTask delegates to a sub-agent through the program's Task (or Agent) tool.
+	ScriptTask = "task"
 	// ScriptSide is not a directive: it names the short reply given to side
 	// requests (title or summary calls on a small model) so they never run a
 	// script meant for the main conversation.
@@ -143,6 +145,9 @@ func (s *scripter) run(d directive, prompt string, t turn, conv *conversation) (
 		p, err = toolPlan(d, t, conv, calls, cerr)
 	case ScriptWrite:
 		calls, cerr := writeCall(d, conv)
+		p, err = toolPlan(d, t, conv, calls, cerr)
+	case ScriptTask:
+		calls, cerr := taskCall(d, conv)
 		p, err = toolPlan(d, t, conv, calls, cerr)
 	case ScriptError:
 		p, err = s.errorPlan(d, prompt, t)
@@ -302,6 +307,25 @@ func writeCall(d directive, conv *conversation) ([]toolCall, error) {
 	default:
 		return []toolCall{jsonCall(name, map[string]string{"path": path, "content": content})}, nil
 	}
+}
+
+// taskCall builds one sub-agent call for Claude Code's Task (Agent in later
+// releases). The sub-agent's own request has no directive, so it gets the default
+// reply to its prompt.
+func taskCall(d directive, conv *conversation) ([]toolCall, error) {
+	prompt := d.str("prompt", "")
+	if prompt == "" {
+		return nil, fmt.Errorf("task needs prompt=")
+	}
+	name, ok := conv.offers("Task", "Agent")
+	if !ok {
+		return nil, nil
+	}
+	args := map[string]string{"description": d.str("description", "Scripted sub-agent"), "prompt": prompt}
+	if kind := d.str("subagent_type", ""); kind != "" {
+		args["subagent_type"] = kind
+	}
+	return []toolCall{jsonCall(name, args)}, nil
 }
 
 func jsonCall(name string, args any) toolCall {
