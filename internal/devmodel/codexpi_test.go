@@ -3,6 +3,7 @@ package devmodel_test
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
@@ -131,6 +132,15 @@ func TestCodexAppServerTextAndShellTool(t *testing.T) {
 	require.Equal(t, []string{devmodel.APIOpenAIResponses, devmodel.APIOpenAIResponses, devmodel.APIOpenAIResponses}, apis)
 	require.Equal(t, "exec_command", srv.Requests()[1].ToolCall)
 
+	// Codex retries server errors itself, but not a 429 (observed with 0.169.0:
+	// one request, then "exceeded retry limit, last status: 429" and a failed
+	// turn), so its retry case uses a 500.
+	status, messages = codexTurn(t, ctx, proc, 5, started.Thread.ID, `[[script:error status=500 times=1 text="codex retried"]]`)
+	require.Equal(t, "completed", status)
+	require.Equal(t, []string{"codex retried"}, messages)
+	reqs := srv.Requests()
+	require.Equal(t, http.StatusInternalServerError, reqs[len(reqs)-2].Status)
+
 	require.NoError(t, proc.CloseStdin())
 	code, err := proc.Wait(ctx)
 	require.NoError(t, err)
@@ -204,6 +214,12 @@ func TestPiRPCTextAndBashTool(t *testing.T) {
 	require.Equal(t, "pi-ran\n", string(data))
 	require.Equal(t, "bash", srv.Requests()[1].ToolCall)
 	require.Equal(t, devmodel.APIOpenAIChat, srv.Requests()[1].API)
+
+	stop, reply = piTurn(t, ctx, proc, "c3", `[[script:error status=429 times=1 retry_after=0 text="pi retried"]]`)
+	require.Equal(t, "stop", stop)
+	require.Equal(t, "pi retried", reply)
+	reqs := srv.Requests()
+	require.Equal(t, http.StatusTooManyRequests, reqs[len(reqs)-2].Status)
 
 	session, err := os.ReadFile(cfg.SessionFile)
 	require.NoError(t, err, "pi writes the session file it was given")
