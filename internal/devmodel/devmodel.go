@@ -36,6 +36,9 @@ type Options struct {
 	// SlowDelay is the pause between chunks of the slow script; zero means
 	// DefaultSlowDelay.
 	SlowDelay time.Duration
+	// RequestLogSize is how many requests Requests keeps; zero means
+	// DefaultRequestLogSize.
+	RequestLogSize int
 }
 
 // Server is the scripted model server. Create it with New, then either Start it
@@ -71,7 +74,7 @@ func New(opts Options) *Server {
 	s := &Server{
 		log:      logger.Named("devmodel"),
 		scripter: newScripter(slow),
-		requests: newRequestLog(),
+		requests: newRequestLog(opts.RequestLogSize),
 		ctx:      ctx,
 		cancel:   cancel,
 	}
@@ -142,7 +145,8 @@ func (s *Server) Close() error {
 	return nil
 }
 
-// Requests returns a copy of the request log, oldest first.
+// Requests returns a copy of the request log (the newest RequestLogSize
+// requests), oldest first.
 func (s *Server) Requests() []Request { return s.requests.snapshot() }
 
 // WaitFor blocks until a logged request satisfies match (checking those already

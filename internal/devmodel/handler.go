@@ -94,13 +94,11 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, f wireFormat
 	rec.Status = http.StatusOK
 	seq := s.requests.add(rec)
 	werr := f.writeReply(r.Context(), w, conv, p, estimateTokens(body))
-	s.requests.update(seq, func(e *Request) {
-		e.Outcome, e.Duration = OutcomeCompleted, time.Since(start)
-		if werr != nil {
-			e.Outcome = OutcomeCancelled
-		}
-		rec = *e
-	})
+	rec.Outcome, rec.Duration = OutcomeCompleted, time.Since(start)
+	if werr != nil {
+		rec.Outcome = OutcomeCancelled
+	}
+	s.requests.update(seq, func(e *Request) { e.Outcome, e.Duration = rec.Outcome, rec.Duration })
 	s.logRequest(rec, werr)
 }
 
