@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -141,10 +142,41 @@ func TestCodexAppServerTextAndShellTool(t *testing.T) {
 	reqs := srv.Requests()
 	require.Equal(t, http.StatusInternalServerError, reqs[len(reqs)-2].Status)
 
+	// A bundled model slug makes Codex offer apply_patch as a freeform tool.
+	require.NoError(t, proc.Send(agentrun.CodexRequest(6, "thread/start", map[string]any{
+		"cwd": cfg.Workdir, "approvalPolicy": "never", "sandbox": "danger-full-access", "model": "gpt-5.5",
+	})))
+	line, _, err = proc.WaitLine(ctx, 0, agentrun.IsCodexResponse(6))
+	require.NoError(t, err)
+	m, _ = agentrun.ParseCodexLine(line)
+	require.NoError(t, json.Unmarshal(m.Result, &started))
+	status, messages = codexTurn(t, ctx, proc, 7, started.Thread.ID,
+		`[[script:write path=patched.txt content="from a patch\n" think="Write the file." final="Patched."]]`)
+	require.Equal(t, "completed", status)
+	require.Equal(t, []string{"Patched."}, messages)
+	data, err = os.ReadFile(filepath.Join(cfg.Workdir, "patched.txt"))
+	require.NoError(t, err)
+	require.Equal(t, "from a patch\n", string(data))
+	reqs = srv.Requests()
+	require.Equal(t, "apply_patch", reqs[len(reqs)-2].ToolCall)
+	require.True(t, completedItem(proc, "reasoning"), "the thinking block reaches Codex as a reasoning item")
+	require.True(t, completedItem(proc, "fileChange"), "the patch shows as a fileChange item")
+
 	require.NoError(t, proc.CloseStdin())
 	code, err := proc.Wait(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 0, code)
+}
+
+// completedItem reports whether Codex has completed an item of type typ.
+func completedItem(proc *agentrun.Process, typ string) bool {
+	for _, l := range proc.Lines() {
+		if m, ok := agentrun.ParseCodexLine(l); ok && m.Method == "item/completed" &&
+			strings.Contains(string(m.Params), `"type":"`+typ+`"`) {
+			return true
+		}
+	}
+	return false
 }
 
 // piTurn sends a prompt and returns the text of the last assistant message once
