@@ -223,3 +223,20 @@ func TestAnthropicSlowReplyStopsWhenTheClientGoesAway(t *testing.T) {
 	require.Equal(t, devmodel.ScriptSlow, req.Script)
 	require.Less(t, req.Duration, 5*time.Second, "a cancelled slow reply stops at once instead of running its 20 s")
 }
+
+func TestAnthropicErrorMidStream(t *testing.T) {
+	t.Parallel()
+	srv := startServer(t)
+	stream := anthropicClient(srv, 0).Messages.NewStreaming(t.Context(), anthropic.MessageNewParams{
+		Model: "claude-opus-5-5", MaxTokens: 1024,
+		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock(
+			`[[script:error status=529 midstream partial="half a reply" message="overloaded now"]]`))},
+	})
+	var msg anthropic.Message
+	for stream.Next() {
+		require.NoError(t, msg.Accumulate(stream.Current()))
+	}
+	require.ErrorContains(t, stream.Err(), "overloaded now")
+	require.Equal(t, "half a reply", msg.Content[0].Text, "the partial text arrived before the error")
+	require.Equal(t, devmodel.OutcomeFailed, srv.Requests()[0].Outcome)
+}

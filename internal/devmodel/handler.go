@@ -85,6 +85,9 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, f wireFormat
 			rec.ToolCall = b.call.name
 		}
 	}
+	if p.err == nil && p.streamErr != nil && !conv.stream {
+		p.err = p.streamErr
+	}
 	if p.err != nil {
 		rec.Status, rec.Outcome = p.err.status, OutcomeFailed
 		s.finish(rec, start)
@@ -96,8 +99,11 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, f wireFormat
 	rec.Seq = seq
 	werr := f.writeReply(r.Context(), w, conv, p, estimateTokens(body))
 	rec.Outcome, rec.Duration = OutcomeCompleted, time.Since(start)
-	if werr != nil {
+	switch {
+	case werr != nil:
 		rec.Outcome = OutcomeCancelled
+	case p.streamErr != nil:
+		rec.Outcome = OutcomeFailed
 	}
 	s.requests.update(seq, func(e *Request) { e.Outcome, e.Duration = rec.Outcome, rec.Duration })
 	s.logRequest(rec, werr)

@@ -61,7 +61,10 @@ type plan struct {
 	script string
 	step   int
 	err    *scriptedError
-	blocks []block
+	// streamErr ends a streamed reply with an error event after its blocks
+	// instead of a normal stop (a non-streaming request gets it as HTTP error).
+	streamErr *scriptedError
+	blocks    []block
 	// toolUse is true when the reply ends by asking for tool calls.
 	toolUse bool
 	// delay paces the chunks; zero sends them back to back.
@@ -234,7 +237,13 @@ func (s *scripter) errorPlan(d directive, prompt string, t turn) (plan, error) {
 		return textPlan(d.name, d.str("text", fmt.Sprintf("Recovered after %d scripted errors.", served))), nil
 	}
 	msg := d.str("message", fmt.Sprintf("scripted error %d (%d of %s)", status, served+1, timesLabel(times)))
-	return plan{err: &scriptedError{status: status, message: msg, retryAfter: retryAfter}}, nil
+	e := &scriptedError{status: status, message: msg, retryAfter: retryAfter}
+	if d.str("midstream", "") == "true" {
+		p := textPlan(d.name, d.str("partial", "Partial reply before a stream error."))
+		p.streamErr = e
+		return p, nil
+	}
+	return plan{err: e}, nil
 }
 
 func timesLabel(times int) string {

@@ -3,7 +3,6 @@ package recordclaude
 import (
 	"fmt"
 	"strings"
-
 	"github.com/astrabox/astrabox/internal/devmodel"
 )
 
@@ -166,6 +165,14 @@ var cases = []scenario{
 				return fmt.Errorf("result after a 400 is not an error: %s", res.Result)
 			}
 			return nil
+		},
+	},
+	{
+		name:        "stream_error",
+		description: "The reply breaks off with an overloaded_error event after partial text, once; " +
+			"Claude Code retries the request without streaming and succeeds.",
+		run: func(s *session) error {
+			return s.turn(`[[script:error status=529 midstream times=1 partial="Half a reply" text="Whole reply after the retry."]]`)
 		},
 	},
 	{
