@@ -2,8 +2,8 @@ package recordclaude
 
 import (
 	"fmt"
-	"strings"
 	"github.com/astrabox/astrabox/internal/devmodel"
+	"strings"
 )
 
 // scenario is one recorded case.
@@ -168,7 +168,7 @@ var cases = []scenario{
 		},
 	},
 	{
-		name:        "stream_error",
+		name: "stream_error",
 		description: "The reply breaks off with an overloaded_error event after partial text, once; " +
 			"Claude Code retries the request without streaming and succeeds.",
 		run: func(s *session) error {
