@@ -2,8 +2,9 @@ package recordclaude
 
 import (
 	"fmt"
-	"github.com/astrabox/astrabox/internal/devmodel"
 	"strings"
+
+	"github.com/astrabox/astrabox/internal/devmodel"
 )
 
 // scenario is one recorded case.
