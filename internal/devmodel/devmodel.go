@@ -39,6 +39,9 @@ type Options struct {
 	// RequestLogSize is how many requests Requests keeps; zero means
 	// DefaultRequestLogSize.
 	RequestLogSize int
+	// OnListening, if set, is called by Run once the listener is open, with the
+	// server's base URL, so a caller can wait for readiness instead of polling.
+	OnListening func(url string)
 }
 
 // Server is the scripted model server. Create it with New, then either Start it
@@ -165,6 +168,9 @@ func Run(ctx context.Context, opts Options) error {
 	s := New(opts)
 	if err := s.Start(ctx, addr); err != nil {
 		return err
+	}
+	if opts.OnListening != nil {
+		opts.OnListening(s.URL())
 	}
 	<-ctx.Done()
 	return s.Close()
