@@ -257,3 +257,30 @@ func TestPiRPCTextAndBashTool(t *testing.T) {
 	require.NoError(t, err, "pi writes the session file it was given")
 	require.Contains(t, string(session), "Tool finished: finished")
 }
+
+func TestPiOverAnthropicMessages(t *testing.T) {
+	t.Parallel()
+	prog := locate(t, agentbin.Pi)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	srv := startServer(t)
+	base := t.TempDir()
+	cfg := agentrun.PiConfig{Command: prog.Command, BaseURL: srv.URL() + "/v1", Provider: agentrun.PiProviderAnthropic,
+		Home: filepath.Join(base, "home"), AgentDir: filepath.Join(base, "pi-agent"), Workdir: filepath.Join(base, "work")}
+	for _, dir := range []string{cfg.Home, cfg.Workdir} {
+		require.NoError(t, os.MkdirAll(dir, 0o700))
+	}
+	spec, err := agentrun.PiSpec(cfg)
+	require.NoError(t, err)
+	proc, err := agentrun.Start(ctx, spec)
+	require.NoError(t, err)
+	dumpOnFailure(t, proc)
+
+	stop, reply := piTurn(t, ctx, proc, "c1", `[[script:bash cmd="echo over-anthropic"]]`)
+	require.Equal(t, "stop", stop)
+	require.Equal(t, "Tool finished: over-anthropic", reply)
+	reqs := srv.Requests()
+	require.Len(t, reqs, 2)
+	require.Equal(t, devmodel.APIAnthropicMessages, reqs[0].API)
+	require.Equal(t, "bash", reqs[0].ToolCall)
+}
