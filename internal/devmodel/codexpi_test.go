@@ -142,6 +142,32 @@ func TestCodexAppServerTextAndShellTool(t *testing.T) {
 	reqs := srv.Requests()
 	require.Equal(t, http.StatusInternalServerError, reqs[len(reqs)-2].Status)
 
+	// An interrupt while the reply streams cancels the model request.
+	from := len(proc.Lines())
+	require.NoError(t, proc.Send(agentrun.CodexRequest(8, "turn/start", map[string]any{
+		"threadId": started.Thread.ID, "input": []any{map[string]any{"type": "text", "text": "[[script:slow chunks=500]]", "text_elements": []any{}}},
+	})))
+	line, _, err = proc.WaitLine(ctx, from, agentrun.IsCodexResponse(8))
+	require.NoError(t, err)
+	m, _ = agentrun.ParseCodexLine(line)
+	var turnStarted struct {
+		Turn struct {
+			ID string `json:"id"`
+		} `json:"turn"`
+	}
+	require.NoError(t, json.Unmarshal(m.Result, &turnStarted))
+	_, _, err = proc.WaitLine(ctx, from, agentrun.IsCodexNotification("item/agentMessage/delta"))
+	require.NoError(t, err)
+	require.NoError(t, proc.Send(agentrun.CodexRequest(9, "turn/interrupt", map[string]any{"threadId": started.Thread.ID, "turnId": turnStarted.Turn.ID})))
+	line, _, err = proc.WaitLine(ctx, from, agentrun.IsCodexNotification("turn/completed"))
+	require.NoError(t, err)
+	require.Contains(t, line.Text, `"status":"interrupted"`)
+	slow, err := srv.WaitFor(ctx, func(r devmodel.Request) bool {
+		return r.Script == devmodel.ScriptSlow && r.Outcome != devmodel.OutcomeActive
+	})
+	require.NoError(t, err)
+	require.Equal(t, devmodel.OutcomeCancelled, slow.Outcome)
+
 	// A bundled model slug makes Codex offer apply_patch as a freeform tool.
 	require.NoError(t, proc.Send(agentrun.CodexRequest(6, "thread/start", map[string]any{
 		"cwd": cfg.Workdir, "approvalPolicy": "never", "sandbox": "danger-full-access", "model": "gpt-5.5",
