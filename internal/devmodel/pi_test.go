@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -113,6 +114,23 @@ func TestPiRPCTextAndBashTool(t *testing.T) {
 	require.Equal(t, "pi retried", reply)
 	reqs := srv.Requests()
 	require.Equal(t, http.StatusTooManyRequests, reqs[len(reqs)-2].Status)
+
+	// An abort while the reply streams cancels the model request.
+	from := len(proc.Lines())
+	require.NoError(t, proc.Send(map[string]any{"id": "c4", "type": "prompt", "message": "[[script:slow chunks=500]]"}))
+	_, _, err = proc.WaitLine(ctx, from, func(l agentrun.Line) bool {
+		e, ok := agentrun.ParsePiLine(l)
+		return ok && e.Type == "message_update" && strings.Contains(l.Text, `"text_delta"`)
+	})
+	require.NoError(t, err)
+	require.NoError(t, proc.Send(map[string]any{"id": "c5", "type": "abort"}))
+	_, _, err = proc.WaitLine(ctx, from, agentrun.IsPiType("agent_end"))
+	require.NoError(t, err)
+	slow, err := srv.WaitFor(ctx, func(r devmodel.Request) bool {
+		return r.Script == devmodel.ScriptSlow && r.Outcome != devmodel.OutcomeActive
+	})
+	require.NoError(t, err)
+	require.Equal(t, devmodel.OutcomeCancelled, slow.Outcome)
 
 	session, err := os.ReadFile(cfg.SessionFile)
 	require.NoError(t, err, "pi writes the session file it was given")
