@@ -59,8 +59,12 @@ type Server struct {
 	cancel context.CancelFunc
 	http   *http.Server
 
-	mu  sync.Mutex
-	url string
+	mu     sync.Mutex
+	url    string
+	closed bool
+	// inflight counts handlers still running, so Close returns only after the
+	// last one has logged.
+	inflight sync.WaitGroup
 }
 
 // New builds a Server; it listens on nothing until Start or Serve.
@@ -81,7 +85,7 @@ func New(opts Options) *Server {
 		ctx:      ctx,
 		cancel:   cancel,
 	}
-	s.handler = s.routes()
+	s.handler = s.track(s.routes())
 	s.http = &http.Server{
 		Handler:           s.handler,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -139,13 +143,35 @@ func (s *Server) URL() string {
 	return s.url
 }
 
-// Close stops every listener and cancels replies still streaming.
+// Close stops every listener, cancels replies still streaming and waits for
+// their handlers to finish.
 func (s *Server) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
 	s.cancel()
-	if err := s.http.Close(); err != nil {
+	err := s.http.Close()
+	s.inflight.Wait()
+	if err != nil {
 		return fmt.Errorf("close scripted model server: %w", err)
 	}
 	return nil
+}
+
+// track counts running handlers and refuses new requests once Close began.
+func (s *Server) track(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			http.Error(w, "scripted model server is closing", http.StatusServiceUnavailable)
+			return
+		}
+		s.inflight.Add(1)
+		s.mu.Unlock()
+		defer s.inflight.Done()
+		next.ServeHTTP(w, r)
+	})
 }
 
 // Requests returns a copy of the request log (the newest RequestLogSize
