@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // Script names accepted in a directive. docs/devmodel.md describes each one.
@@ -20,6 +21,9 @@ const (
 	// requests (title or summary calls on a small model) so they never run a
 	// script meant for the main conversation.
 	ScriptSide = "side"
+	// ScriptInvalid is not a directive either: it names the text reply that
+	// reports a malformed directive or an unknown script.
+	ScriptInvalid = "invalid"
 )
 
 // blockKind is the kind of one content block of a scripted reply.
@@ -88,21 +92,22 @@ func newScripter(slowDelay time.Duration) *scripter {
 // decide picks the reply for conv. It never fails: a bad directive becomes a text
 // reply that says what is wrong, so a person sees it in the program's output.
 func (s *scripter) decide(conv *conversation) plan {
-	t := conv.currentTurn()
-	d, _, found, err := findDirective(t.prompt)
-	if err != nil {
-		return textPlan("invalid", fmt.Sprintf("Script error: %v", err))
-	}
-	_, prompt, _, _ := findDirective(t.latest)
 	if isSideRequest(conv) {
 		return textPlan(ScriptSide, "Scripted side reply.")
 	}
+	t := conv.currentTurn()
+	d, _, found, err := findDirective(t.prompt)
+	if err != nil {
+		return textPlan(ScriptInvalid, fmt.Sprintf("Script error: %v", err))
+	}
+	// The newest prompt entry parsed, since t.prompt did, without error.
+	_, prompt, _, _ := findDirective(t.latest)
 	if !found {
 		return textPlan(ScriptText, defaultReply(prompt))
 	}
 	p, err := s.run(d, prompt, t, conv)
 	if err != nil {
-		return textPlan("invalid", fmt.Sprintf("Script error: %s: %v", d.name, err))
+		return textPlan(ScriptInvalid, fmt.Sprintf("Script error: %s: %v", d.name, err))
 	}
 	p.script = d.name
 	p.step = t.toolResults
@@ -117,11 +122,7 @@ func isSideRequest(conv *conversation) bool {
 
 // defaultReply is the plain reply to a prompt without a directive.
 func defaultReply(prompt string) string {
-	prompt = strings.Join(strings.Fields(prompt), " ")
-	if len(prompt) > 200 {
-		prompt = prompt[:200] + "…"
-	}
-	return "Scripted reply to: " + prompt
+	return "Scripted reply to: " + cut(strings.Join(strings.Fields(prompt), " "), 200)
 }
 
 func (s *scripter) run(d directive, prompt string, t turn, conv *conversation) (plan, error) {
@@ -366,8 +367,17 @@ func firstLine(s string) string {
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
 		s = s[:i]
 	}
-	if len(s) > 200 {
-		s = s[:200] + "…"
+	return cut(s, 200)
+}
+
+// cut shortens s to at most n bytes without splitting a character, marking the
+// cut with an ellipsis.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
 	}
-	return s
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }

@@ -121,3 +121,10 @@ func TestJSONPiecesKeepCharactersWhole(t *testing.T) {
 	}
 	require.Equal(t, args, joined)
 }
+
+func TestCutKeepsCharactersWhole(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, "ab…", cut("abcdef", 2))
+	require.Equal(t, "é…", cut("éé", 3))
+	require.Equal(t, "short", cut("short", 10))
+}
