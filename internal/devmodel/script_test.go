@@ -128,3 +128,15 @@ func TestCutKeepsCharactersWhole(t *testing.T) {
 	require.Equal(t, "é…", cut("éé", 3))
 	require.Equal(t, "short", cut("short", 10))
 }
+
+func TestDirectiveRoundTrips(t *testing.T) {
+	t.Parallel()
+	cmd := "printf 'a\\tb\\n' > \"out file.txt\" && echo ]] done\nsecond line"
+	text := "run " + Directive("bash", "cmd", cmd, "cmd", "ls", "final", "ok")
+	d, rest, ok, err := findDirective(text)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, "run", rest)
+	require.Equal(t, []string{cmd, "ls"}, d.all("cmd"))
+	require.Equal(t, "ok", d.str("final", ""))
+}
