@@ -212,6 +212,14 @@ var cases = []scenario{
 		},
 	},
 	{
+		name: "stream_error",
+		description: "The reply breaks off with an overloaded_error event after partial text, once; " +
+			"Claude Code retries the request without streaming and succeeds.",
+		run: func(s *session) error {
+			return s.turn(`[[script:error status=529 midstream times=1 partial="Half a reply" text="Whole reply after the retry."]]`)
+		},
+	},
+	{
 		name:        "rate_limit_retry",
 		description: "The model answers 429 once; Claude Code retries (system/api_retry) and succeeds.",
 		run: func(s *session) error {
