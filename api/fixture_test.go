@@ -14,6 +14,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
 
 	"github.com/astrabox/astrabox/engines"
 	"github.com/astrabox/astrabox/internal/testutil"
@@ -175,7 +177,7 @@ func newFixture(t testing.TB, tune ...func(*Options)) *fixture {
 	t.Cleanup(func() { _ = db.Close(context.Background()) })
 
 	f := &fixture{t: t, ctx: ctx, st: st, db: db, signals: &recordingSignaler{}, registry: reg}
-	opts := Options{Logger: testutil.Logger(t), Store: st, Output: listener, Signaler: f.signals, Registry: reg}
+	opts := Options{Logger: zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)), Store: st, Output: listener, Signaler: f.signals, Registry: reg}
 	for _, fn := range tune {
 		fn(&opts)
 	}
