@@ -86,11 +86,19 @@ func (a *assembler) add(f engines.Frame) {
 		a.mergeMetadata(f, "messageMetadata")
 	case "finish", "message-metadata":
 		a.mergeMetadata(f, "messageMetadata")
+	case "error":
+		// The SDK reports an error chunk without storing it; history keeps the failure
+		// notice with the message so it stays visible outside any fold.
+		a.msg.Metadata["error_text"] = f.StringField("errorText")
 	case "start-step":
 		a.push(map[string]any{"type": "step-start"})
 	case "text-start", "reasoning-start":
 		kind := strings.TrimSuffix(typ, "-start")
 		p := map[string]any{"type": kind, "text": "", "state": "streaming"}
+		if kind == "reasoning" {
+			// The SDK keeps a reasoning part's id, not a text part's.
+			p["id"] = f.StringField("id")
+		}
 		a.copyFields(f, p, "providerMetadata")
 		a.texts[kind+"/"+f.StringField("id")] = a.push(p)
 	case "text-delta", "reasoning-delta":
