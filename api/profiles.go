@@ -3,6 +3,7 @@ package api
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -81,8 +82,11 @@ func (s *Server) createProfile(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	for field, v := range map[string]*string{"name": req.Name, "engine_kind": req.EngineKind, "sandbox_backend": req.SandboxBackend} {
-		if err := requiredString(field, v); err != nil {
+	for _, required := range []struct {
+		field string
+		value *string
+	}{{"name", req.Name}, {"engine_kind", req.EngineKind}, {"sandbox_backend", req.SandboxBackend}} {
+		if err := requiredString(required.field, required.value); err != nil {
 			s.fail(c, err)
 			return
 		}
@@ -167,13 +171,16 @@ func (s *Server) applyProfileRequest(spec *profileSpec, req profileRequest) erro
 	if req.SandboxTenancy != nil {
 		spec.tenancy = *req.SandboxTenancy
 	}
-	for field, raw := range map[string]json.RawMessage{"resources": req.Resources, "network_policy": req.NetworkPolicy} {
-		if raw == nil {
+	for _, doc := range []struct {
+		field string
+		raw   json.RawMessage
+	}{{"resources", req.Resources}, {"network_policy", req.NetworkPolicy}} {
+		if doc.raw == nil {
 			continue
 		}
 		var obj map[string]json.RawMessage
-		if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {
-			return InvalidRequest(field, "must be a JSON object")
+		if err := json.Unmarshal(doc.raw, &obj); err != nil || obj == nil {
+			return InvalidRequest(doc.field, "must be a JSON object")
 		}
 	}
 	if req.Resources != nil {
@@ -203,6 +210,7 @@ func (s *Server) applyProfileRequest(spec *profileSpec, req profileRequest) erro
 		for n := range s.sandboxBackends {
 			names = append(names, n)
 		}
+		slices.Sort(names)
 		return InvalidRequest("sandbox_backend", "%q is not an available sandbox backend (available: %s)", spec.backend, fmtList(names))
 	}
 	return s.registry.ValidateRuntimeProfile(engines.RuntimeProfileSpec{

@@ -3,6 +3,7 @@ package api
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -90,7 +91,7 @@ type streamFollower struct {
 }
 
 // errStreamDone ends a stream after its finishing part.
-var errStreamDone = fmt.Errorf("stream done")
+var errStreamDone = errors.New("stream done")
 
 func (f *streamFollower) run(ctx context.Context) error {
 	keepAlive := time.NewTimer(f.s.keepAlive)
@@ -99,7 +100,7 @@ func (f *streamFollower) run(ctx context.Context) error {
 	f.flush()
 	for {
 		err := f.drain(ctx)
-		if err == errStreamDone {
+		if errors.Is(err, errStreamDone) {
 			return f.send("[DONE]")
 		}
 		if err != nil {
@@ -126,6 +127,7 @@ func (f *streamFollower) waitForHint(ctx context.Context, keepAlive *time.Timer)
 				// The listener closed: end the stream so the client resumes elsewhere.
 				return false, fmt.Errorf("output listener closed")
 			}
+			f.coalesceHints()
 			return true, nil
 		case <-f.sub.Dropped():
 			return true, nil
@@ -138,6 +140,20 @@ func (f *streamFollower) waitForHint(ctx context.Context, keepAlive *time.Timer)
 			}
 			f.flush()
 			keepAlive.Reset(f.s.keepAlive)
+		}
+	}
+}
+
+// coalesceHints takes the notifications already queued: one re-read covers them all.
+func (f *streamFollower) coalesceHints() {
+	for {
+		select {
+		case _, ok := <-f.sub.C():
+			if !ok {
+				return
+			}
+		default:
+			return
 		}
 	}
 }
