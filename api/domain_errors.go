@@ -31,6 +31,10 @@ func domainErrors(err error) (*Error, bool) {
 		return &Error{Status: http.StatusConflict, Code: CodeSessionBusy, Message: "the Agent program is working; interrupt the work first or wait for it to finish"}, true
 	case errors.Is(err, store.ErrInteractionNotOpen):
 		return &Error{Status: http.StatusConflict, Code: CodeInteractionNotOpen, Message: "the interaction was already answered, withdrawn or expired"}, true
+	case errors.Is(err, store.ErrImportAfterConversation):
+		return &Error{Status: http.StatusConflict, Code: CodeHistoryImportAfterConversation, Message: "the conversation has started; history cannot be placed before its messages"}, true
+	case errors.Is(err, store.ErrImportConflict):
+		return &Error{Status: http.StatusConflict, Code: CodeHistoryImportConflict, Message: "the import does not continue the recorded one: send the messages already imported first, unchanged, then the new ones"}, true
 	case errors.Is(err, store.ErrWrongLifecycle):
 		return &Error{Status: http.StatusConflict, Code: CodeConflict, Message: "the Session's lifecycle does not allow this operation"}, true
 	}

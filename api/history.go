@@ -3,6 +3,7 @@ package api
 import (
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"sort"
 	"strconv"
 	"strings"
@@ -23,8 +24,9 @@ const (
 // when it was accepted or started.
 type timelineItem struct {
 	at       time.Time
-	kind     int // 0 input, 1 response: an input sorts before a response started with it
+	kind     int // -1 imported, 0 input, 1 response: an input sorts before a response started with it
 	id       string
+	imported *store.ImportedMessage
 	input    *store.Input
 	response *store.ResponseRecord
 }
@@ -101,7 +103,15 @@ func (s *Server) messagePage(c *gin.Context) (messagePage, map[string][]engines.
 	if err != nil {
 		return messagePage{}, nil, err
 	}
-	items := make([]timelineItem, 0, len(inputs)+len(responses))
+	imported, err := s.store.ListImportedMessages(ctx, sess.ID)
+	if err != nil {
+		return messagePage{}, nil, err
+	}
+	items := make([]timelineItem, 0, len(imported)+len(inputs)+len(responses))
+	// Imported history comes before the conversation, in its import order.
+	for i := range imported {
+		items = append(items, timelineItem{kind: -1, id: fmt.Sprintf("%08d", imported[i].Position), imported: &imported[i]})
+	}
 	for i := range inputs {
 		items = append(items, timelineItem{at: inputs[i].AcceptedAt, kind: 0, id: inputs[i].ID, input: &inputs[i]})
 	}
@@ -135,6 +145,10 @@ func (s *Server) messagePage(c *gin.Context) (messagePage, map[string][]engines.
 	}
 	out := messagePage{Messages: make([]uiMessage, len(pageItems)), HasMore: start > 0}
 	for i, it := range pageItems {
+		if it.imported != nil {
+			out.Messages[i] = importedUIMessage(*it.imported)
+			continue
+		}
 		if it.input != nil {
 			out.Messages[i] = inputMessage(*it.input)
 			continue

@@ -38,10 +38,14 @@ var requestBodies = map[string]map[string]any{
 		"name", "runtime_profile_id"),
 	"PATCH /agents/{agent_id}": obj(map[string]any{"version": intS, "name": str, "description": str, "runtime_profile_id": str,
 		"config": objAny, "permission_mode": str}, "version"),
-	"POST /agents/{agent_id}/conversations":                            obj(map[string]any{}),
-	"PATCH /sessions/{session_id}":                                     obj(map[string]any{"title": map[string]any{"type": "string", "maxLength": maxTitleLen}}, "title"),
-	"POST /sessions/{session_id}/permission-mode":                      obj(map[string]any{"permission_mode": str}, "permission_mode"),
-	"POST /sessions/{session_id}/inputs":                               obj(map[string]any{"content": str, "client_message_id": str}, "content"),
+	"POST /agents/{agent_id}/conversations":       obj(map[string]any{}),
+	"PATCH /sessions/{session_id}":                obj(map[string]any{"title": map[string]any{"type": "string", "maxLength": maxTitleLen}}, "title"),
+	"POST /sessions/{session_id}/permission-mode": obj(map[string]any{"permission_mode": str}, "permission_mode"),
+	"POST /sessions/{session_id}/inputs":          obj(map[string]any{"content": str, "client_message_id": str}, "content"),
+	"POST /admin/sessions/{session_id}/history-import": obj(map[string]any{"messages": map[string]any{"type": "array", "maxItems": maxImportMessages,
+		"items": obj(map[string]any{"source_id": str, "role": map[string]any{"type": "string", "enum": []string{"user", "assistant"}},
+			"created_at": map[string]any{"type": "string", "format": "date-time"}, "completion": map[string]any{"type": "string", "enum": []string{"completed", "failed", "cancelled", "unknown"}},
+			"parent_source_id": str, "blocks": map[string]any{"type": "array", "items": objAny}}, "source_id", "role", "created_at", "blocks")}}, "messages"),
 	"POST /sessions/{session_id}/interactions/{interaction_id}/answer": obj(map[string]any{"answer": obj(map[string]any{"decision": str, "reason": str, "values": objAny})}, "answer"),
 }
 
@@ -72,7 +76,8 @@ func openAPIPath(ginPath string) (string, []string) {
 func openAPIDocument() map[string]any {
 	envelope := obj(map[string]any{"code": str, "message": str, "data": map[string]any{}}, "code", "message", "data")
 	errorCodes := []string{CodeInvalidRequest, CodeUnauthorized, CodeForbidden, CodeNotFound, CodeConflict, CodeAgentRuntimeError,
-		CodeSessionBusy, CodeInteractionNotOpen, CodePendingInputsNotCancelled, CodeAdmissionDenied, CodeServiceUnavailable, CodeInternal}
+		CodeSessionBusy, CodeInteractionNotOpen, CodePendingInputsNotCancelled, CodeAdmissionDenied, CodeHistoryImportAfterConversation,
+		CodeHistoryImportConflict, CodeServiceUnavailable, CodeInternal}
 	paths := map[string]any{}
 	for _, r := range apiRoutes {
 		p, params := openAPIPath(r.path)

@@ -118,11 +118,11 @@ func (s *Server) listSessions(c *gin.Context) {
 		}
 		q.After, paged = &after, true
 	}
-	def := int64(defaultListLimit)
+	def, most := int64(defaultListLimit), int64(maxListLimit)
 	if !paged {
-		def = maxUnpagedSessions
+		def, most = maxUnpagedSessions, maxUnpagedSessions
 	}
-	limit, err := queryInt(c, "limit", def, 1, map[bool]int64{true: maxListLimit, false: maxUnpagedSessions}[paged])
+	limit, err := queryInt(c, "limit", def, 1, most)
 	if err != nil {
 		s.fail(c, err)
 		return

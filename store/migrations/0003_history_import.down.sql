@@ -1,0 +1,1 @@
+DROP TABLE IF EXISTS imported_messages;
