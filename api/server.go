@@ -16,7 +16,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/astrabox/astrabox/engines"
-	"github.com/astrabox/astrabox/store"
 )
 
 // Options configures a Server. The health routes need only Logger; the public API
@@ -29,8 +28,8 @@ type Options struct {
 	// registry's errors are always mapped after these.
 	ErrorMappers []ErrorMapper
 
-	// Store is the database; nil serves only the health routes.
-	Store *store.Store
+	// Store is the database (*store.Store); nil serves only the health routes.
+	Store Store
 	// Output wakes stream followers when parts are committed (store/pubsub).
 	Output OutputSubscriber
 	// Signaler hands work to each Session's workflow after its row is written.
@@ -61,7 +60,7 @@ type Server struct {
 	engine          *gin.Engine
 	checks          []Check
 	errorMappers    []ErrorMapper
-	store           *store.Store
+	store           Store
 	output          OutputSubscriber
 	signaler        SessionSignaler
 	registry        *engines.Registry
