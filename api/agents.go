@@ -151,11 +151,7 @@ func (s *Server) updateAgent(c *gin.Context) {
 		}
 		upd.Name = &name
 	}
-	profileID := agent.RuntimeProfileID
-	if req.RuntimeProfileID != nil {
-		profileID = *req.RuntimeProfileID
-	}
-	profile, caps, err := s.offeredProfile(c, profileID)
+	profile, caps, err := s.updatedProfile(c, agent, req.RuntimeProfileID)
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -188,6 +184,25 @@ func (s *Server) updateAgent(c *gin.Context) {
 		return
 	}
 	writeOK(c, newAgentView(saved))
+}
+
+// updatedProfile returns the RuntimeProfile an updated Agent selects. A newly selected
+// one must be offered; the Agent's current one is kept even when it was disabled since,
+// so other fields stay editable, but its Agent program must still be installed to check
+// the configuration.
+func (s *Server) updatedProfile(c *gin.Context, agent store.Agent, newID *string) (store.RuntimeProfile, engines.EngineRuntimeCapabilities, error) {
+	if newID != nil && *newID != agent.RuntimeProfileID {
+		return s.offeredProfile(c, *newID)
+	}
+	profile, err := s.store.GetRuntimeProfileByID(c.Request.Context(), agent.RuntimeProfileID)
+	if err != nil {
+		return store.RuntimeProfile{}, engines.EngineRuntimeCapabilities{}, err
+	}
+	adapter, ok := s.registry.Adapter(profile.EngineKind)
+	if !ok {
+		return store.RuntimeProfile{}, engines.EngineRuntimeCapabilities{}, InvalidRequest("runtime_profile_id", "the Agent program %q of RuntimeProfile %q is not installed", profile.EngineKind, profile.Name)
+	}
+	return profile, adapter.Capabilities(), nil
 }
 
 // loadAgent returns the path's Agent.

@@ -63,6 +63,15 @@ func TestAgentLifecycle(t *testing.T) {
 	f.call("PATCH", "/api/v1/agents/"+a.AgentID, f.other, map[string]any{"version": 2, "description": "not mine"}).
 		refused(t, http.StatusForbidden, CodeForbidden)
 	f.call("PATCH", "/api/v1/agents/"+a.AgentID, f.admin, map[string]any{"version": 2, "name": "admin-renamed"}).ok(t)
+	// The Agent's own profile may be disabled since; the Agent stays editable, but it
+	// cannot move back to a disabled profile.
+	var p2 profileView
+	f.call("POST", "/api/v1/runtime-profiles", f.admin, map[string]any{"name": "p2", "engine_kind": testEngine, "sandbox_backend": "local"}).ok(t).into(t, &p2)
+	f.call("POST", "/api/v1/runtime-profiles/"+f.profile.ID+"/disable", f.admin, nil).ok(t)
+	f.call("PATCH", "/api/v1/agents/"+f.agent.ID, f.admin, map[string]any{"version": 1, "description": "still editable"}).ok(t)
+	f.call("PATCH", "/api/v1/agents/"+a.AgentID, f.member, map[string]any{"version": 3, "runtime_profile_id": p2.RuntimeProfileID}).ok(t)
+	f.call("PATCH", "/api/v1/agents/"+a.AgentID, f.member, map[string]any{"version": 4, "runtime_profile_id": f.profile.ID}).
+		refused(t, http.StatusBadRequest, CodeInvalidRequest, "disabled")
 	f.call("GET", "/api/v1/agents/00000000-0000-0000-0000-000000000000", f.member, nil).refused(t, http.StatusNotFound, CodeNotFound)
 	f.call("GET", "/api/v1/agents/not-a-uuid", f.member, nil).refused(t, http.StatusNotFound, CodeNotFound)
 }
