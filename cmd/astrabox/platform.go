@@ -90,6 +90,7 @@ func (p *platform) runAPI(ctx context.Context) error {
 		Signaler:      &api.TemporalSignaler{Client: p.temporal, TaskQueue: p.cfg.Temporal.TaskQueue},
 		Registry:      engines.NewRegistry(),
 		MaxInputBytes: p.cfg.HTTP.MaxInputBytes,
+		MaxHeldInputs: p.cfg.HTTP.MaxHeldInputs,
 	})
 	p.log.Info("api listening", zap.String("url", p.cfg.HTTP.APIURL()))
 	return srv.Serve(ctx, ln, p.cfg.HTTP.ShutdownTimeout)
