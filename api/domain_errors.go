@@ -27,9 +27,9 @@ func domainErrors(err error) (*Error, bool) {
 		return &Error{Status: http.StatusConflict, Code: CodeConflict, Message: "the resource was changed by someone else; reload it and retry with its current version"}, true
 	case errors.Is(err, store.ErrDuplicate):
 		return &Error{Status: http.StatusConflict, Code: CodeConflict, Message: "a resource with this name already exists"}, true
-	case errors.Is(err, store.ErrSessionBusy):
+	case errors.Is(err, store.ErrProgramWorking):
 		return &Error{Status: http.StatusConflict, Code: CodeSessionBusy, Message: "the Agent program is working; interrupt the work first or wait for it to finish"}, true
-	case errors.Is(err, store.ErrInteractionNotOpen):
+	case errors.Is(err, store.ErrInteractionClosed):
 		return &Error{Status: http.StatusConflict, Code: CodeInteractionNotOpen, Message: "the interaction was already answered, withdrawn or expired"}, true
 	case errors.Is(err, store.ErrImportAfterConversation):
 		return &Error{Status: http.StatusConflict, Code: CodeHistoryImportAfterConversation, Message: "the conversation has started; history cannot be placed before its messages"}, true

@@ -26,7 +26,7 @@ type timelineItem struct {
 	at       time.Time
 	kind     int // -1 imported, 0 input, 1 response: an input sorts before a response started with it
 	id       string
-	imported *store.ImportedMessage
+	imported *store.HistoryMessage
 	input    *store.Input
 	response *store.ResponseRecord
 }
@@ -103,7 +103,7 @@ func (s *Server) messagePage(c *gin.Context) (messagePage, map[string][]engines.
 	if err != nil {
 		return messagePage{}, nil, err
 	}
-	imported, err := s.store.ListImportedMessages(ctx, sess.ID)
+	imported, err := s.store.ListHistoryMessages(ctx, sess.ID)
 	if err != nil {
 		return messagePage{}, nil, err
 	}

@@ -76,11 +76,7 @@ func (s *Server) importHistory(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	user := currentUser(c)
-	for i := range msgs {
-		msgs[i].ImportedBy = &user.ID
-	}
-	added, err := s.store.ImportHistory(c.Request.Context(), sess.ID, msgs)
+	added, err := s.store.ImportHistoryMessages(c.Request.Context(), sess.ID, msgs)
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -89,7 +85,7 @@ func (s *Server) importHistory(c *gin.Context) {
 }
 
 // parseImport validates every message and block, naming the field of the first problem.
-func parseImport(req importRequest) ([]store.ImportedMessage, error) {
+func parseImport(req importRequest) ([]store.HistoryMessage, error) {
 	if len(req.Messages) == 0 {
 		return nil, InvalidRequest("messages", "lists no message")
 	}
@@ -97,7 +93,7 @@ func parseImport(req importRequest) ([]store.ImportedMessage, error) {
 		return nil, InvalidRequest("messages", "lists %d messages; at most %d per call", len(req.Messages), maxImportMessages)
 	}
 	seen := map[string]bool{}
-	out := make([]store.ImportedMessage, 0, len(req.Messages))
+	out := make([]store.HistoryMessage, 0, len(req.Messages))
 	for i, raw := range req.Messages {
 		field := fmt.Sprintf("messages[%d].", i)
 		var m importMessage
@@ -140,7 +136,7 @@ func parseImport(req importRequest) ([]store.ImportedMessage, error) {
 		_ = json.Compact(&blocks, encoded)
 		hashed, _ := json.Marshal([]any{*m.Role, created.UTC().Format(time.RFC3339Nano), m.Completion, m.ParentSourceID, json.RawMessage(blocks.Bytes())})
 		sum := sha256.Sum256(hashed)
-		out = append(out, store.ImportedMessage{
+		out = append(out, store.HistoryMessage{
 			SourceID: *m.SourceID, Role: *m.Role, SourceCreatedAt: created.UTC(), Completion: m.Completion,
 			ParentSourceID: m.ParentSourceID, Blocks: blocks.Bytes(), ContentHash: sum[:],
 		})
@@ -212,7 +208,7 @@ func oneOf(v string, options ...string) bool {
 
 // importedUIMessage shows an imported message like any other, with history_import
 // naming its source_id, completion and parent_source_id.
-func importedUIMessage(m store.ImportedMessage) uiMessage {
+func importedUIMessage(m store.HistoryMessage) uiMessage {
 	msg := uiMessage{ID: "import:" + m.SourceID, Role: m.Role, Parts: []map[string]any{}, Metadata: map[string]any{
 		"created_at":     m.SourceCreatedAt.UTC(),
 		"history_import": map[string]any{"source_id": m.SourceID, "completion": m.Completion, "parent_source_id": m.ParentSourceID},

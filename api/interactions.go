@@ -14,6 +14,9 @@ import (
 	"github.com/astrabox/astrabox/workflows"
 )
 
+// interactionOpen is the state of an interaction the runtime has not closed.
+const interactionOpen = "open"
+
 // answerRequest is the body of POST .../interactions/{interaction_id}/answer; the
 // answer's shape follows the interaction's presentation.
 type answerRequest struct {
@@ -55,8 +58,8 @@ func (s *Server) answerInteraction(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	if rec.State != store.InteractionOpen || rec.AnswerSavedAt != nil {
-		s.fail(c, store.ErrInteractionNotOpen)
+	if rec.State != interactionOpen || rec.AnswerSavedAt != nil {
+		s.fail(c, store.ErrInteractionClosed)
 		return
 	}
 	var contract engines.InteractionContract
@@ -69,7 +72,7 @@ func (s *Server) answerInteraction(c *gin.Context) {
 		return
 	}
 	stored, _ := json.Marshal(answer)
-	saved, err := s.store.SaveInteractionAnswer(ctx, sess.ID, id, stored, currentUser(c).ID)
+	saved, err := s.store.SaveAnswerIfOpen(ctx, sess.ID, id, stored, currentUser(c).ID)
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -126,13 +129,13 @@ func (s *Server) interrupt(c *gin.Context) {
 // archiveSession takes the Session out of the active list (409 SESSION_BUSY while the
 // program works), then tells the workflow to release its runtime.
 func (s *Server) archiveSession(c *gin.Context) {
-	s.lifecycle(c, workflows.LifecycleArchive, s.store.ArchiveSession)
+	s.lifecycle(c, workflows.LifecycleArchive, s.store.ArchiveSessionUnlessWorking)
 }
 
 // deleteSession moves the Session to DELETED (409 SESSION_BUSY while the program
 // works), then tells the workflow.
 func (s *Server) deleteSession(c *gin.Context) {
-	s.lifecycle(c, workflows.LifecycleDelete, s.store.DeleteSession)
+	s.lifecycle(c, workflows.LifecycleDelete, s.store.DeleteSessionUnlessWorking)
 }
 
 // recoverSession brings a TERMINATED Session back to CREATING so a runtime is prepared

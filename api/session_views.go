@@ -117,7 +117,7 @@ func facts(sess store.Session, openResponses, openInteractions, held int) sessio
 	return f
 }
 
-func newSessionDetails(sess store.Session, f store.SessionFacts) sessionDetails {
+func newSessionDetails(sess store.Session, f store.SessionDetails) sessionDetails {
 	state := sessionstate.Derive(facts(sess, len(f.OpenResponses), len(f.OpenInteractions), len(f.HeldInputs)))
 	d := sessionDetails{
 		sessionSummary:   newSessionSummary(sess, state),

@@ -207,7 +207,7 @@ func (s *Server) renameSession(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	saved, err := s.store.RenameSession(c.Request.Context(), sess.ID, title)
+	saved, err := s.store.SetSessionTitle(c.Request.Context(), sess.ID, title)
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -265,7 +265,7 @@ func (s *Server) setPermissionMode(c *gin.Context) {
 		s.fail(c, InvalidRequest("permission_mode", "%q is not a permission mode of %s (accepted: %s)", *req.PermissionMode, agent.EngineKind, fmtList(caps.PermissionModes)))
 		return
 	}
-	saved, err := s.store.SetSessionPermissionMode(c.Request.Context(), sess.ID, *req.PermissionMode)
+	saved, err := s.store.SaveSessionPermissionMode(c.Request.Context(), sess.ID, *req.PermissionMode)
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -281,7 +281,7 @@ func (s *Server) markRead(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	saved, err := s.store.MarkSessionRead(c.Request.Context(), sess.ID)
+	saved, err := s.store.MarkSessionReadNow(c.Request.Context(), sess.ID)
 	if err != nil {
 		s.fail(c, err)
 		return

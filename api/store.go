@@ -34,13 +34,13 @@ type AgentStore interface {
 type SessionStore interface {
 	CreateSessionIdempotent(ctx context.Context, in store.NewSession) (store.Session, bool, error)
 	GetSessionByID(ctx context.Context, id string) (store.Session, error)
-	GetSessionFacts(ctx context.Context, sessionID string) (store.SessionFacts, error)
+	GetSessionFacts(ctx context.Context, sessionID string) (store.SessionDetails, error)
 	ListSessionSummaries(ctx context.Context, q store.SessionListQuery) ([]store.SessionSummary, error)
-	RenameSession(ctx context.Context, sessionID, title string) (store.Session, error)
-	SetSessionPermissionMode(ctx context.Context, sessionID, mode string) (store.Session, error)
-	MarkSessionRead(ctx context.Context, sessionID string) (store.Session, error)
-	ArchiveSession(ctx context.Context, sessionID string) (store.Session, error)
-	DeleteSession(ctx context.Context, sessionID string) (store.Session, error)
+	SetSessionTitle(ctx context.Context, sessionID, title string) (store.Session, error)
+	SaveSessionPermissionMode(ctx context.Context, sessionID, mode string) (store.Session, error)
+	MarkSessionReadNow(ctx context.Context, sessionID string) (store.Session, error)
+	ArchiveSessionUnlessWorking(ctx context.Context, sessionID string) (store.Session, error)
+	DeleteSessionUnlessWorking(ctx context.Context, sessionID string) (store.Session, error)
 	RecoverSession(ctx context.Context, sessionID string) (store.Session, error)
 }
 
@@ -66,13 +66,13 @@ type OutputStore interface {
 // InteractionStore keeps answers to approvals and questions.
 type InteractionStore interface {
 	GetInteraction(ctx context.Context, sessionID, interactionID string) (store.InteractionRecord, error)
-	SaveInteractionAnswer(ctx context.Context, sessionID, interactionID string, answer json.RawMessage, userID string) (store.InteractionRecord, error)
+	SaveAnswerIfOpen(ctx context.Context, sessionID, interactionID string, answer json.RawMessage, userID string) (store.InteractionRecord, error)
 }
 
 // ImportStore keeps imported earlier history.
 type ImportStore interface {
-	ImportHistory(ctx context.Context, sessionID string, msgs []store.ImportedMessage) (int, error)
-	ListImportedMessages(ctx context.Context, sessionID string) ([]store.ImportedMessage, error)
+	ImportHistoryMessages(ctx context.Context, sessionID string, msgs []store.HistoryMessage) (int, error)
+	ListHistoryMessages(ctx context.Context, sessionID string) ([]store.HistoryMessage, error)
 }
 
 // Store is everything the API reads and writes.

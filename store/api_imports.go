@@ -19,30 +19,30 @@ var (
 	ErrImportConflict = errors.New("history import conflict")
 )
 
-// ImportedMessage is a row of imported_messages: one message of earlier history.
-type ImportedMessage struct {
+// HistoryMessage is a row of imported_messages (migration 0002): one message of
+// earlier history. SourceCreatedAt is the old system's time (column created_at).
+type HistoryMessage struct {
 	SessionID       string          `gorm:"column:session_id;primaryKey"`
 	Position        int             `gorm:"column:position;primaryKey"`
 	SourceID        string          `gorm:"column:source_id"`
 	Role            string          `gorm:"column:role"`
-	SourceCreatedAt time.Time       `gorm:"column:source_created_at"`
+	SourceCreatedAt time.Time       `gorm:"column:created_at;autoCreateTime:false"`
 	Completion      *string         `gorm:"column:completion"`
 	ParentSourceID  *string         `gorm:"column:parent_source_id"`
 	Blocks          json.RawMessage `gorm:"column:blocks"`
-	ContentHash     []byte          `gorm:"column:content_hash"`
-	ImportedBy      *string         `gorm:"column:imported_by"`
+	ContentHash     []byte          `gorm:"column:content_sha256"`
 	ImportedAt      time.Time       `gorm:"column:imported_at"`
 }
 
 // TableName is the imported_messages table.
-func (ImportedMessage) TableName() string { return "imported_messages" }
+func (HistoryMessage) TableName() string { return "imported_messages" }
 
-// ImportHistory records msgs (Position, ImportedAt are set here) as the Session's
+// ImportHistoryMessages records msgs (Position, ImportedAt are set here) as the Session's
 // earlier history. The messages already imported must come first, unchanged; only the
 // ones after them are added, so running the same import again changes nothing. It
 // holds the Session's row lock, so it cannot interleave with an accepted input. It
 // returns how many messages were added.
-func (s *Store) ImportHistory(ctx context.Context, sessionID string, msgs []ImportedMessage) (int, error) {
+func (s *Store) ImportHistoryMessages(ctx context.Context, sessionID string, msgs []HistoryMessage) (int, error) {
 	added := 0
 	err := s.InTx(ctx, func(tx *Store) error {
 		if _, err := tx.lockSession(ctx, sessionID); err != nil {
@@ -56,7 +56,7 @@ func (s *Store) ImportHistory(ctx context.Context, sessionID string, msgs []Impo
 		if started > 0 {
 			return fmt.Errorf("import history into session %s: %w", sessionID, ErrImportAfterConversation)
 		}
-		var existing []ImportedMessage
+		var existing []HistoryMessage
 		if err := tx.conn(ctx).Where("session_id = ?", sessionID).Order("position").Find(&existing).Error; err != nil {
 			return mapError("list imported messages", err)
 		}
@@ -87,9 +87,9 @@ func (s *Store) ImportHistory(ctx context.Context, sessionID string, msgs []Impo
 	return added, nil
 }
 
-// ListImportedMessages returns the Session's imported history in order.
-func (s *Store) ListImportedMessages(ctx context.Context, sessionID string) ([]ImportedMessage, error) {
-	var out []ImportedMessage
+// ListHistoryMessages returns the Session's imported history in order.
+func (s *Store) ListHistoryMessages(ctx context.Context, sessionID string) ([]HistoryMessage, error) {
+	var out []HistoryMessage
 	err := s.conn(ctx).Where("session_id = ?", sessionID).Order("position").Find(&out).Error
 	return out, mapError("list imported messages", err)
 }

@@ -5,9 +5,9 @@ import (
 	"fmt"
 )
 
-// ListHeldInputs returns the Session's accepted inputs the program has not admitted
+// ListHeldInputsBySession returns the Session's accepted inputs the program has not admitted
 // yet (pending or delivered), in accepted order.
-func (s *Store) ListHeldInputs(ctx context.Context, sessionID string) ([]Input, error) {
+func (s *Store) ListHeldInputsBySession(ctx context.Context, sessionID string) ([]Input, error) {
 	var out []Input
 	err := s.conn(ctx).Where("session_id = ? AND state IN ?", sessionID, []string{InputPending, InputDelivered}).
 		Order("seq").Find(&out).Error

@@ -15,14 +15,14 @@ func (s *Store) GetInteraction(ctx context.Context, sessionID, interactionID str
 	return r, mapError("get interaction", err)
 }
 
-// SaveInteractionAnswer records a person's answer to an open interaction that has no
+// SaveAnswerIfOpen records a person's answer to an open interaction that has no
 // answer yet; the row stays open until the runtime closes it. An interaction that was
-// answered (or has an answer saved), withdrawn or expired is ErrInteractionNotOpen;
+// answered (or has an answer saved), withdrawn or expired is ErrInteractionClosed;
 // the check and the write are one statement, so two answers cannot both be saved.
-func (s *Store) SaveInteractionAnswer(ctx context.Context, sessionID, interactionID string, answer json.RawMessage, userID string) (InteractionRecord, error) {
+func (s *Store) SaveAnswerIfOpen(ctx context.Context, sessionID, interactionID string, answer json.RawMessage, userID string) (InteractionRecord, error) {
 	var saved []InteractionRecord
 	res := s.conn(ctx).Model(&saved).Clauses(clause.Returning{}).
-		Where("session_id = ? AND interaction_id = ? AND state = ? AND answer_saved_at IS NULL", sessionID, interactionID, InteractionOpen).
+		Where("session_id = ? AND interaction_id = ? AND state = ? AND answer_saved_at IS NULL", sessionID, interactionID, interactionStateOpen).
 		Updates(map[string]any{"answer": answer, "answered_by": userID, "answer_saved_at": gormExpr("now()")})
 	if res.Error != nil {
 		return InteractionRecord{}, mapError("save interaction answer", res.Error)
@@ -34,7 +34,7 @@ func (s *Store) SaveInteractionAnswer(ctx context.Context, sessionID, interactio
 	if err != nil {
 		return InteractionRecord{}, fmt.Errorf("save interaction answer: %w", err)
 	}
-	return InteractionRecord{}, fmt.Errorf("save answer to interaction %s in state %s: %w", interactionID, current.State, ErrInteractionNotOpen)
+	return InteractionRecord{}, fmt.Errorf("save answer to interaction %s in state %s: %w", interactionID, current.State, ErrInteractionClosed)
 }
 
 // ListChildRuns returns the Session's child runs in creation order.

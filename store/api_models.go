@@ -8,23 +8,18 @@ import (
 
 // Sentinels of the Sessions API's writes; check them with errors.Is.
 var (
-	// ErrSessionBusy: the Agent program reports it is working, so the Session cannot be
+	// ErrProgramWorking: the Agent program reports it is working, so the Session cannot be
 	// archived or deleted now.
-	ErrSessionBusy = errors.New("session busy")
-	// ErrInteractionNotOpen: the interaction was already answered, withdrawn or expired.
-	ErrInteractionNotOpen = errors.New("interaction not open")
+	ErrProgramWorking = errors.New("session busy")
+	// ErrInteractionClosed: the interaction was already answered, withdrawn or expired.
+	ErrInteractionClosed = errors.New("interaction not open")
 	// ErrWrongLifecycle: the Session's lifecycle does not allow the operation (e.g.
 	// recovering a Session that is not terminated).
 	ErrWrongLifecycle = errors.New("wrong session lifecycle")
 )
 
-// Interaction states, as the interactions table's CHECK spells them.
-const (
-	InteractionOpen      = "open"
-	InteractionAnswered  = "answered"
-	InteractionWithdrawn = "withdrawn"
-	InteractionExpired   = "expired"
-)
+// interactionStateOpen is the state of an interaction the runtime has not closed.
+const interactionStateOpen = "open"
 
 // ResponseRecord is a row of responses: one response as the runtime reported it. An
 // open response has a nil Outcome.
@@ -83,8 +78,8 @@ type ChildRunRecord struct {
 // TableName is the child_runs table.
 func (ChildRunRecord) TableName() string { return "child_runs" }
 
-// SessionFacts are the rows a Session's derived state and details come from.
-type SessionFacts struct {
+// SessionDetails are the rows a Session's derived state and details come from.
+type SessionDetails struct {
 	OpenResponses    []ResponseRecord
 	LastResponse     *ResponseRecord
 	OpenInteractions []InteractionRecord

@@ -65,66 +65,66 @@ func (s *Store) ListSessionSummaries(ctx context.Context, q SessionListQuery) ([
 
 // GetSessionFacts reads what a Session's details show besides its row: the open
 // responses, the latest ended response, the open interactions and the held inputs.
-func (s *Store) GetSessionFacts(ctx context.Context, sessionID string) (SessionFacts, error) {
-	var f SessionFacts
+func (s *Store) GetSessionFacts(ctx context.Context, sessionID string) (SessionDetails, error) {
+	var f SessionDetails
 	db := s.conn(ctx)
 	if err := db.Where("session_id = ? AND outcome IS NULL", sessionID).Order("started_seq").Find(&f.OpenResponses).Error; err != nil {
-		return SessionFacts{}, mapError("list open responses", err)
+		return SessionDetails{}, mapError("list open responses", err)
 	}
 	var last []ResponseRecord
 	if err := db.Where("session_id = ? AND outcome IS NOT NULL", sessionID).Order("ended_seq DESC").Limit(1).Find(&last).Error; err != nil {
-		return SessionFacts{}, mapError("get last response", err)
+		return SessionDetails{}, mapError("get last response", err)
 	}
 	if len(last) == 1 {
 		f.LastResponse = &last[0]
 	}
-	if err := db.Where("session_id = ? AND state = ?", sessionID, InteractionOpen).Order("opened_at, interaction_id").Find(&f.OpenInteractions).Error; err != nil {
-		return SessionFacts{}, mapError("list open interactions", err)
+	if err := db.Where("session_id = ? AND state = ?", sessionID, interactionStateOpen).Order("opened_at, interaction_id").Find(&f.OpenInteractions).Error; err != nil {
+		return SessionDetails{}, mapError("list open interactions", err)
 	}
-	held, err := s.ListHeldInputs(ctx, sessionID)
+	held, err := s.ListHeldInputsBySession(ctx, sessionID)
 	if err != nil {
-		return SessionFacts{}, err
+		return SessionDetails{}, err
 	}
 	f.HeldInputs = held
 	return f, nil
 }
 
-// RenameSession sets a title its owner chose. It leaves last_activity_at alone, so
+// SetSessionTitle sets a title its owner chose. It leaves last_activity_at alone, so
 // renaming does not move the Session in the list.
-func (s *Store) RenameSession(ctx context.Context, sessionID, title string) (Session, error) {
-	return s.updateSession(ctx, "rename session", sessionID, "deleted_at IS NULL", false, map[string]any{
+func (s *Store) SetSessionTitle(ctx context.Context, sessionID, title string) (Session, error) {
+	return s.updateSessionWhere(ctx, "rename session", sessionID, "deleted_at IS NULL", false, map[string]any{
 		"title": title, "title_source": "user", "updated_at": gormExpr("now()"),
 	})
 }
 
-// SetSessionPermissionMode stores the Session's permission mode; the workflow applies
+// SaveSessionPermissionMode stores the Session's permission mode; the workflow applies
 // it to a running program or hands it to the next one.
-func (s *Store) SetSessionPermissionMode(ctx context.Context, sessionID, mode string) (Session, error) {
-	return s.updateSession(ctx, "set session permission mode", sessionID, "deleted_at IS NULL", false, map[string]any{
+func (s *Store) SaveSessionPermissionMode(ctx context.Context, sessionID, mode string) (Session, error) {
+	return s.updateSessionWhere(ctx, "set session permission mode", sessionID, "deleted_at IS NULL", false, map[string]any{
 		"permission_mode": mode, "updated_at": gormExpr("now()"),
 	})
 }
 
-// MarkSessionRead records that the owner read the Session now.
-func (s *Store) MarkSessionRead(ctx context.Context, sessionID string) (Session, error) {
-	return s.updateSession(ctx, "mark session read", sessionID, "deleted_at IS NULL", false, map[string]any{
+// MarkSessionReadNow records that the owner read the Session now.
+func (s *Store) MarkSessionReadNow(ctx context.Context, sessionID string) (Session, error) {
+	return s.updateSessionWhere(ctx, "mark session read", sessionID, "deleted_at IS NULL", false, map[string]any{
 		"read_at": gormExpr("now()"),
 	})
 }
 
-// ArchiveSession records the Session as archived (keeping the first time). It refuses
-// with ErrSessionBusy while the program reports working; the check and the write are
+// ArchiveSessionUnlessWorking records the Session as archived (keeping the first time). It refuses
+// with ErrProgramWorking while the program reports working; the check and the write are
 // one statement.
-func (s *Store) ArchiveSession(ctx context.Context, sessionID string) (Session, error) {
-	return s.updateSession(ctx, "archive session", sessionID,
+func (s *Store) ArchiveSessionUnlessWorking(ctx context.Context, sessionID string) (Session, error) {
+	return s.updateSessionWhere(ctx, "archive session", sessionID,
 		"deleted_at IS NULL AND runtime_status IS DISTINCT FROM 'working'", true,
 		map[string]any{"archived_at": gormExpr("COALESCE(archived_at, now())"), "updated_at": gormExpr("now()")})
 }
 
-// DeleteSession moves the Session to the terminal deleted lifecycle. It refuses with
-// ErrSessionBusy while the program reports working; deleting twice keeps the first.
-func (s *Store) DeleteSession(ctx context.Context, sessionID string) (Session, error) {
-	sess, err := s.updateSession(ctx, "delete session", sessionID,
+// DeleteSessionUnlessWorking moves the Session to the terminal deleted lifecycle. It refuses with
+// ErrProgramWorking while the program reports working; deleting twice keeps the first.
+func (s *Store) DeleteSessionUnlessWorking(ctx context.Context, sessionID string) (Session, error) {
+	sess, err := s.updateSessionWhere(ctx, "delete session", sessionID,
 		"runtime_status IS DISTINCT FROM 'working' OR deleted_at IS NOT NULL", true,
 		map[string]any{
 			"lifecycle":  LifecycleDeleted,
@@ -137,7 +137,7 @@ func (s *Store) DeleteSession(ctx context.Context, sessionID string) (Session, e
 // RecoverSession moves a terminated Session back to creating so its workflow prepares
 // a runtime again; any other lifecycle is ErrWrongLifecycle.
 func (s *Store) RecoverSession(ctx context.Context, sessionID string) (Session, error) {
-	return s.updateSession(ctx, "recover session", sessionID, "lifecycle = 'terminated'", false, map[string]any{
+	return s.updateSessionWhere(ctx, "recover session", sessionID, "lifecycle = 'terminated'", false, map[string]any{
 		"lifecycle": LifecycleCreating, "updated_at": gormExpr("now()"),
 	})
 }
@@ -158,10 +158,10 @@ func (s *Store) BumpSessionActivity(ctx context.Context, sessionID string) error
 	return nil
 }
 
-// updateSession applies changes where guard holds and returns the saved row. When no
-// row matches it tells why: ErrNotFound, ErrSessionBusy (the program is working,
+// updateSessionWhere applies changes where guard holds and returns the saved row. When no
+// row matches it tells why: ErrNotFound, ErrProgramWorking (the program is working,
 // when busyRefuses) or ErrWrongLifecycle.
-func (s *Store) updateSession(ctx context.Context, what, sessionID, guard string, busyRefuses bool, changes map[string]any) (Session, error) {
+func (s *Store) updateSessionWhere(ctx context.Context, what, sessionID, guard string, busyRefuses bool, changes map[string]any) (Session, error) {
 	var saved []Session
 	res := s.conn(ctx).Model(&saved).Clauses(clause.Returning{}).
 		Where("id = ?", sessionID).Where("(" + guard + ")").Updates(changes)
@@ -176,7 +176,7 @@ func (s *Store) updateSession(ctx context.Context, what, sessionID, guard string
 		return Session{}, fmt.Errorf("%s: %w", what, err)
 	}
 	if busyRefuses && current.RuntimeStatus != nil && *current.RuntimeStatus == "working" && current.DeletedAt == nil {
-		return Session{}, fmt.Errorf("%s %s: the program is working: %w", what, sessionID, ErrSessionBusy)
+		return Session{}, fmt.Errorf("%s %s: the program is working: %w", what, sessionID, ErrProgramWorking)
 	}
 	return Session{}, fmt.Errorf("%s %s in lifecycle %s: %w", what, sessionID, current.Lifecycle, ErrWrongLifecycle)
 }
