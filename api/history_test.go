@@ -175,15 +175,62 @@ func TestHistoryBlocksFoldWork(t *testing.T) {
 	// Text only, no tool call: nothing to fold.
 	assert.NotEqual(t, "data-process-block", plain.Parts[0]["type"])
 
-	// Opening a header returns exactly the folded parts.
-	var opened struct {
-		Parts []map[string]any `json:"parts"`
+	// Opening the whole-response header restores its body text and process groups;
+	// opening a group shows its tool and reasoning entries. Nothing is discarded.
+	open := func(b map[string]any) []map[string]any {
+		var opened struct {
+			Parts []map[string]any `json:"parts"`
+		}
+		f.call("GET", "/api/v1/sessions/"+id+"/history-blocks/"+b["block_id"].(string)+"?cursor="+b["cursor"].(string), f.member, nil).ok(t).into(t, &opened)
+		return opened.Parts
 	}
-	f.call("GET", "/api/v1/sessions/"+id+"/history-blocks/"+block["block_id"].(string)+"?cursor="+block["cursor"].(string), f.member, nil).ok(t).into(t, &opened)
-	assert.Len(t, opened.Parts, int(block["part_count"].(float64)))
+	assert.Equal(t, "response", block["kind"])
+	work := open(block)
+	require.Len(t, work, 1)
+	require.Equal(t, "data-process-block", work[0]["type"])
+	group := work[0]["data"].(map[string]any)
+	assert.Equal(t, "group", group["kind"])
+	entries := open(group)
+	assert.Len(t, entries, int(group["part_count"].(float64)))
+	var entryTypes []any
+	for _, p := range entries {
+		entryTypes = append(entryTypes, p["type"])
+	}
+	assert.Equal(t, []any{"step-start", "reasoning", "dynamic-tool"}, entryTypes)
 	var full messagePage
 	f.call("GET", "/api/v1/sessions/"+id+"/messages", f.member, nil).ok(t).into(t, &full)
-	assert.Equal(t, len(full.Messages[0].Parts), len(opened.Parts)+len(ok.Parts)-1, "folding discards nothing")
+	assert.Equal(t, len(full.Messages[0].Parts), len(entries)+len(ok.Parts)-1, "folding discards nothing")
 	f.call("GET", "/api/v1/sessions/"+id+"/history-blocks/"+block["block_id"].(string)+"?cursor=bad", f.member, nil).refused(t, http.StatusBadRequest, CodeInvalidRequest, "cursor")
 	f.call("GET", "/api/v1/sessions/"+id+"/history-blocks/r-plain.work?cursor="+blockCursor("r-plain"), f.member, nil).refused(t, http.StatusNotFound, CodeNotFound)
+}
+
+func TestHistoryBlocksGroupWorkOfOpenResponsesButKeepApprovalsVisible(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	id := f.newSession(f.member)
+	r := f.relay(id)
+	frames := toolResponse("r-open", engines.OutcomeCompleted)
+	f.recordResponse(r, "r-open", nil, frames[:14], "")
+	seg, err := engines.InteractionSegmentFrames("r-wait", "int-1", engines.ToolApprovalContract(engines.NativeRequest{Type: "permission", ID: "n"}, "c-9", "Bash", json.RawMessage(`{}`)))
+	require.NoError(t, err)
+	waiting := append([]engines.Frame{
+		engines.ResponseStartFrame(engines.ResponseMetadata{ResponseID: "r-wait", Origin: engines.OriginInput}),
+		engines.PublicFrame(engines.MustFrame(engines.ToolInputAvailableChunk{ToolCallID: "c-9", ToolName: "Bash", Input: json.RawMessage(`{}`)})),
+	}, seg...)
+	f.recordResponse(r, "r-wait", nil, waiting, "")
+
+	var page messagePage
+	f.call("GET", "/api/v1/sessions/"+id+"/history-blocks", f.member, nil).ok(t).into(t, &page)
+	require.Len(t, page.Messages, 2)
+	open := page.Messages[0]
+	var headers []any
+	for _, p := range open.Parts {
+		if p["type"] == "data-process-block" {
+			headers = append(headers, p["data"].(map[string]any)["kind"])
+		}
+	}
+	assert.Equal(t, []any{"group"}, headers, "an open response is not folded whole, its work is grouped")
+	for _, p := range page.Messages[1].Parts {
+		assert.NotEqual(t, "data-process-block", p["type"], "a tool awaiting approval stays answerable")
+	}
 }
