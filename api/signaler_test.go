@@ -46,8 +46,11 @@ func TestSignalsReachTheSessionWorkflow(t *testing.T) {
 	require.NoError(t, w.Start())
 	t.Cleanup(w.Stop)
 
-	f := newFixture(t, func(o *Options) { o.Signaler = &TemporalSignaler{Client: c, TaskQueue: queue} })
+	signaler := &TemporalSignaler{Client: c, TaskQueue: queue}
+	f := newFixture(t, func(o *Options) { o.Signaler = signaler })
 	id := f.newSession(f.member)
+	// Starting again (a repeated Idempotency-Key does) keeps the running workflow.
+	require.NoError(t, signaler.StartSession(f.ctx, id))
 	var receipt inputReceipt
 	f.call("POST", "/api/v1/sessions/"+id+"/inputs", f.member, map[string]any{"content": "hello", "client_message_id": "m-1"}).ok(t).into(t, &receipt)
 
