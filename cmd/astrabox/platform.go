@@ -11,8 +11,10 @@ import (
 
 	"github.com/astrabox/astrabox/api"
 	"github.com/astrabox/astrabox/config"
+	"github.com/astrabox/astrabox/engines"
 	"github.com/astrabox/astrabox/internal/temporalconn"
 	"github.com/astrabox/astrabox/store"
+	"github.com/astrabox/astrabox/store/pubsub"
 	"github.com/astrabox/astrabox/worker"
 )
 
@@ -74,10 +76,21 @@ func (p *platform) runAPI(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	listener, err := pubsub.Start(ctx, p.cfg.Database.DSN(), p.log.Named("api"), pubsub.Options{})
+	if err != nil {
+		return fmt.Errorf("listen for session output: %w", err)
+	}
+	defer listener.Close()
 	srv := api.New(api.Options{
-		Logger:       p.log.Named("api"),
-		Checks:       p.checks(),
-		ErrorMappers: []api.ErrorMapper{storeErrors},
+		Logger:        p.log.Named("api"),
+		Checks:        p.checks(),
+		ErrorMappers:  []api.ErrorMapper{storeErrors},
+		Store:         p.store,
+		Output:        listener,
+		Signaler:      &api.TemporalSignaler{Client: p.temporal, TaskQueue: p.cfg.Temporal.TaskQueue},
+		Registry:      engines.NewRegistry(),
+		MaxInputBytes: p.cfg.HTTP.MaxInputBytes,
+		MaxHeldInputs: p.cfg.HTTP.MaxHeldInputs,
 	})
 	p.log.Info("api listening", zap.String("url", p.cfg.HTTP.APIURL()))
 	return srv.Serve(ctx, ln, p.cfg.HTTP.ShutdownTimeout)
