@@ -17,7 +17,7 @@ GOTEST_FLAGS ?= -count=1 -timeout 45m
 export ASTRABOX_REPO_ROOT := $(CURDIR)
 export ASTRABOX_TEMPORAL_BIN := $(TEMPORAL)
 
-.PHONY: all build run test test-unit vet bench deps deps-system deps-npm deps-agents clean help
+.PHONY: all build run test test-unit vet bench deps deps-system deps-npm deps-agents clean help record-claude
 
 all: build
 
@@ -25,6 +25,7 @@ help:
 	@echo "make run    - install what is missing, build, start the whole platform locally"
 	@echo "make test   - install what is missing, run go vet, unit and integration tests"
 	@echo "make bench  - run the benchmarks and print their figures"
+	@echo "make record-claude - re-record the pinned Claude Code into engines/claude/testdata/native and refresh the translated goldens"
 
 ## deps: everything the platform and its tests need on this machine.
 deps: deps-system $(TEMPORAL) deps-npm deps-agents
@@ -83,6 +84,12 @@ test-unit:
 
 bench: deps build
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./...
+
+## record-claude: re-record the pinned Claude Code against the scripted model (CASES=... for some),
+## then rewrite engines/claude/testdata/*.events.jsonl from the new recordings; review the diff.
+record-claude: deps-agents deps-npm
+	$(GO) run ./internal/devmodel/cmd/record-claude $(CASES)
+	$(GO) test -count=1 -run TestTranslateNativeRecordings ./engines/claude/ -update
 
 clean:
 	rm -rf $(BIN)/astrabox $(BIN)/astrabox-runner

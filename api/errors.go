@@ -23,7 +23,12 @@ const (
 	CodeAdmissionDenied           = "ADMISSION_DENIED"
 	CodePayloadTooLarge           = "PAYLOAD_TOO_LARGE"
 	CodeServiceUnavailable        = "SERVICE_UNAVAILABLE"
-	CodeInternal                  = "INTERNAL_ERROR"
+	// CodeHistoryImportAfterConversation refuses an import once the Session has a
+	// message of its own.
+	CodeHistoryImportAfterConversation = "HISTORY_IMPORT_AFTER_CONVERSATION"
+	// CodeHistoryImportConflict refuses an import that does not continue the recorded one.
+	CodeHistoryImportConflict = "HISTORY_IMPORT_CONFLICT"
+	CodeInternal              = "INTERNAL_ERROR"
 )
 
 // Error is the one error type handlers return to the client. The mapper writes

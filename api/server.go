@@ -14,32 +14,100 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"go.uber.org/zap"
+
+	"github.com/astrabox/astrabox/engines"
 )
 
-// Options configures a Server.
+// Options configures a Server. The health routes need only Logger; the public API
+// under /api/v1 is served when Store is set.
 type Options struct {
 	Logger *zap.Logger
 	// Checks are the dependencies /readyz reports on.
 	Checks []Check
-	// ErrorMappers translate domain errors into envelopes.
+	// ErrorMappers translate domain errors into envelopes. The store's and the engine
+	// registry's errors are always mapped after these.
 	ErrorMappers []ErrorMapper
+
+	// Store is the database (*store.Store); nil serves only the health routes.
+	Store Store
+	// Output wakes stream followers when parts are committed (store/pubsub).
+	Output OutputSubscriber
+	// Signaler hands work to each Session's workflow after its row is written.
+	Signaler SessionSignaler
+	// Registry holds the installed engine adapters Agents and RuntimeProfiles are
+	// validated against.
+	Registry *engines.Registry
+	// SandboxBackends are the capabilities of the sandbox backends a RuntimeProfile may
+	// select, by name; nil means DefaultSandboxBackends.
+	SandboxBackends map[string]engines.SandboxBackendCapabilities
+	// Admission decides whether a Session takes one more input; nil admits up to
+	// MaxHeldInputs held inputs.
+	Admission AdmissionPolicy
+	// MaxHeldInputs caps the inputs a Session may hold for the default admission
+	// policy; zero means no cap.
+	MaxHeldInputs int
+	// MaxInputBytes caps one message's content (http.max_input_bytes); zero means 256 KiB.
+	MaxInputBytes int
+	// KeepAlive is the idle interval after which a stream sends a comment; zero means 15 s.
+	KeepAlive time.Duration
+	// Now is the clock for token expiry; nil means time.Now.
+	Now func() time.Time
 }
 
 // Server owns the Gin engine and its routes.
 type Server struct {
-	log          *zap.Logger
-	engine       *gin.Engine
-	checks       []Check
-	errorMappers []ErrorMapper
+	log             *zap.Logger
+	engine          *gin.Engine
+	checks          []Check
+	errorMappers    []ErrorMapper
+	store           Store
+	output          OutputSubscriber
+	signaler        SessionSignaler
+	registry        *engines.Registry
+	sandboxBackends map[string]engines.SandboxBackendCapabilities
+	admission       AdmissionPolicy
+	maxInputBytes   int
+	keepAlive       time.Duration
+	now             func() time.Time
 }
 
 // New builds the server and its routes.
 func New(opts Options) *Server {
 	s := &Server{
-		log:          opts.Logger,
-		engine:       gin.New(),
-		checks:       opts.Checks,
-		errorMappers: opts.ErrorMappers,
+		log:             opts.Logger,
+		engine:          gin.New(),
+		checks:          opts.Checks,
+		errorMappers:    append(append([]ErrorMapper(nil), opts.ErrorMappers...), domainErrors),
+		store:           opts.Store,
+		output:          opts.Output,
+		signaler:        opts.Signaler,
+		registry:        opts.Registry,
+		sandboxBackends: opts.SandboxBackends,
+		admission:       opts.Admission,
+		maxInputBytes:   opts.MaxInputBytes,
+		keepAlive:       opts.KeepAlive,
+		now:             opts.Now,
+	}
+	if s.log == nil {
+		s.log = zap.NewNop()
+	}
+	if s.registry == nil {
+		s.registry = engines.NewRegistry()
+	}
+	if s.sandboxBackends == nil {
+		s.sandboxBackends = DefaultSandboxBackends()
+	}
+	if s.maxInputBytes <= 0 {
+		s.maxInputBytes = 256 << 10
+	}
+	if s.keepAlive <= 0 {
+		s.keepAlive = 15 * time.Second
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.admission == nil {
+		s.admission = MaxHeldInputs{Limit: opts.MaxHeldInputs}
 	}
 	s.engine.HandleMethodNotAllowed = true
 	s.engine.Use(s.requestContext, s.recoverPanic)
@@ -49,6 +117,11 @@ func New(opts Options) *Server {
 	})
 	s.engine.GET("/healthz", s.healthz)
 	s.engine.GET("/readyz", s.readyz)
+	s.engine.GET("/openapi.json", s.openAPI)
+	s.engine.GET("/docs", s.docs)
+	if s.store != nil {
+		s.routes(s.engine.Group("/api/v1", s.authenticate))
+	}
 	return s
 }
 

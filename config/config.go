@@ -41,6 +41,9 @@ type HTTP struct {
 	ShutdownTimeout time.Duration `mapstructure:"shutdown_timeout"`
 	// MaxInputBytes limits the size of one message's content.
 	MaxInputBytes int `mapstructure:"max_input_bytes"`
+	// MaxHeldInputs caps the accepted messages a Session may hold before the Agent
+	// program takes them; one more is refused with 429 ADMISSION_DENIED. Zero admits all.
+	MaxHeldInputs int `mapstructure:"max_held_inputs"`
 }
 
 // Database locates PostgreSQL.

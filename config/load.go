@@ -215,6 +215,7 @@ func builtinDefaults() map[string]any {
 		"http.public_url":           "",
 		"http.shutdown_timeout":     10 * time.Second,
 		"http.max_input_bytes":      256 * 1024,
+		"http.max_held_inputs":      0,
 		"database.host":             "127.0.0.1",
 		"database.port":             5432,
 		"database.user":             "astrabox",

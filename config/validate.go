@@ -18,6 +18,12 @@ func (c *Config) Validate() error {
 		func() error { return optionalURL("http.public_url", c.HTTP.PublicURL) },
 		func() error { return positiveDuration("http.shutdown_timeout", int64(c.HTTP.ShutdownTimeout)) },
 		func() error { return positive("http.max_input_bytes", c.HTTP.MaxInputBytes) },
+		func() error {
+			if c.HTTP.MaxHeldInputs < 0 {
+				return &Error{Key: "http.max_held_inputs", Reason: fmt.Sprintf("expected zero (no cap) or a positive integer, got %d", c.HTTP.MaxHeldInputs)}
+			}
+			return nil
+		},
 		func() error { return nonEmpty("database.host", c.Database.Host) },
 		func() error { return port("database.port", c.Database.Port) },
 		func() error { return nonEmpty("database.user", c.Database.User) },

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -49,7 +50,7 @@ func TestDevStack(t *testing.T) {
 	)
 	envFile := filepath.Join(dataDir, "dev.env")
 
-	first := startDev(t, bin, env)
+	first := startProcess(t, bin, env, "dev")
 	vars := waitForDevEnv(t, first, envFile)
 	require.Equal(t, "http://127.0.0.1:"+strconv.Itoa(ports[0]), vars["SERVICE_URL"])
 	require.NotEmpty(t, vars["ACCESS_TOKEN"])
@@ -74,7 +75,7 @@ func TestDevStack(t *testing.T) {
 	assert.True(t, os.IsNotExist(err), "postgres left running")
 
 	// The next start reuses the data: the same Agent and a still-valid token.
-	again := startDev(t, bin, env)
+	again := startProcess(t, bin, env, "dev")
 	revisited := waitForDevEnv(t, again, envFile)
 	assert.Equal(t, vars["AGENT_ID"], revisited["AGENT_ID"])
 	assert.Equal(t, vars["ACCESS_TOKEN"], revisited["ACCESS_TOKEN"])
@@ -84,19 +85,21 @@ func TestDevStack(t *testing.T) {
 
 type devProcess struct {
 	cmd    *exec.Cmd
-	output *bytes.Buffer
+	output *syncBuffer
 	exited chan struct{}
 }
 
-func startDev(t *testing.T, bin string, env []string) *devProcess {
+// startProcess starts the binary with args and interrupts it, if still
+// running, when the test ends.
+func startProcess(t *testing.T, bin string, env []string, args ...string) *devProcess {
 	t.Helper()
-	var out bytes.Buffer
-	cmd := exec.Command(bin, "dev")
+	out := &syncBuffer{}
+	cmd := exec.Command(bin, args...)
 	cmd.Env = env
-	cmd.Stdout = &out
-	cmd.Stderr = &out
+	cmd.Stdout = out
+	cmd.Stderr = out
 	require.NoError(t, cmd.Start())
-	p := &devProcess{cmd: cmd, output: &out, exited: make(chan struct{})}
+	p := &devProcess{cmd: cmd, output: out, exited: make(chan struct{})}
 	go func() { _ = cmd.Wait(); close(p.exited) }()
 	t.Cleanup(func() {
 		select {
@@ -229,4 +232,22 @@ func portFree(port int) error {
 		return err
 	}
 	return ln.Close()
+}
+
+// syncBuffer collects a child's output while the test reads it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/astrabox/astrabox/sandbox/enginebox"
 	"github.com/astrabox/astrabox/sandbox/local"
 	"github.com/astrabox/astrabox/store"
+	"github.com/astrabox/astrabox/store/pubsub"
 	"github.com/astrabox/astrabox/worker"
 	"github.com/astrabox/astrabox/workflows"
 )
@@ -80,10 +81,21 @@ func (p *platform) runAPI(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	listener, err := pubsub.Start(ctx, p.cfg.Database.DSN(), p.log.Named("api"), pubsub.Options{})
+	if err != nil {
+		return fmt.Errorf("listen for session output: %w", err)
+	}
+	defer listener.Close()
 	srv := api.New(api.Options{
-		Logger:       p.log.Named("api"),
-		Checks:       p.checks(),
-		ErrorMappers: []api.ErrorMapper{storeErrors},
+		Logger:        p.log.Named("api"),
+		Checks:        p.checks(),
+		ErrorMappers:  []api.ErrorMapper{storeErrors},
+		Store:         p.store,
+		Output:        listener,
+		Signaler:      &api.TemporalSignaler{Client: p.temporal, TaskQueue: p.cfg.Temporal.TaskQueue},
+		Registry:      engines.NewRegistry(),
+		MaxInputBytes: p.cfg.HTTP.MaxInputBytes,
+		MaxHeldInputs: p.cfg.HTTP.MaxHeldInputs,
 	})
 	p.log.Info("api listening", zap.String("url", p.cfg.HTTP.APIURL()))
 	return srv.Serve(ctx, ln, p.cfg.HTTP.ShutdownTimeout)

@@ -105,14 +105,29 @@ type PiConfig struct {
 	// Home, AgentDir and Workdir are HOME, PI_CODING_AGENT_DIR and the working
 	// directory; SessionFile, when set, is passed as --session.
 	Home, AgentDir, Workdir, SessionFile string
+	// Provider is PiProviderChat (the default) or PiProviderAnthropic.
+	Provider string
 }
 
+// Pi providers PiModelsJSON defines.
+const (
+	// PiProviderChat reaches the scripted server over Chat Completions.
+	PiProviderChat = "devmodel"
+	// PiProviderAnthropic reaches it over Anthropic Messages.
+	PiProviderAnthropic = "devmodel-anthropic"
+)
+
 // PiModelsJSON is the models.json that makes the scripted server Pi's
-// "devmodel" provider over Chat Completions.
+// providers: baseURL is the OpenAI base URL (ending in /v1); the Anthropic
+// provider uses it without /v1, as the Anthropic client adds that itself.
 func PiModelsJSON(baseURL string) string {
-	return `{"providers":{"devmodel":{"baseUrl":"` + baseURL + `","api":"openai-completions","apiKey":"DEVMODEL_API_KEY",` +
+	anthropicURL := strings.TrimSuffix(baseURL, "/v1")
+	return `{"providers":{` +
+		`"devmodel":{"baseUrl":"` + baseURL + `","api":"openai-completions","apiKey":"DEVMODEL_API_KEY",` +
 		`"compat":{"supportsDeveloperRole":false,"supportsReasoningEffort":false},` +
-		`"models":[{"id":"devmodel","name":"AstraBox scripted model","reasoning":false,"input":["text"],"contextWindow":128000,"maxTokens":4096}]}}}`
+		`"models":[{"id":"devmodel","name":"AstraBox scripted model","reasoning":false,"input":["text"],"contextWindow":128000,"maxTokens":4096}]},` +
+		`"devmodel-anthropic":{"baseUrl":"` + anthropicURL + `","api":"anthropic-messages","apiKey":"DEVMODEL_API_KEY",` +
+		`"models":[{"id":"devmodel","name":"AstraBox scripted model","contextWindow":200000,"maxTokens":4096}]}}}`
 }
 
 // PiSpec writes models.json into cfg.AgentDir and builds the RPC-mode command.
@@ -124,7 +139,11 @@ func PiSpec(cfg PiConfig) (Spec, error) {
 		return Spec{}, fmt.Errorf("write pi models.json: %w", err)
 	}
 	args := append([]string(nil), cfg.Command...)
-	args = append(args, "--mode", "rpc", "--provider", "devmodel", "--model", "devmodel")
+	provider := cfg.Provider
+	if provider == "" {
+		provider = PiProviderChat
+	}
+	args = append(args, "--mode", "rpc", "--provider", provider, "--model", "devmodel")
 	if cfg.SessionFile != "" {
 		args = append(args, "--session", cfg.SessionFile)
 	}

@@ -218,7 +218,10 @@ func (anthropicFormat) writeReply(ctx context.Context, w http.ResponseWriter, co
 		return err
 	}
 	for i, b := range p.blocks {
-		if err := writeAnthropicBlock(s, i, b, content[i], p.delay); err != nil {
+		// A stream error cuts the last block off before its stop, as an
+		// overloaded service does mid-reply.
+		stop := p.streamErr == nil || i < len(p.blocks)-1
+		if err := writeAnthropicBlock(s, i, b, content[i], p.delay, stop); err != nil {
 			return err
 		}
 		if i == 0 {
@@ -226,6 +229,9 @@ func (anthropicFormat) writeReply(ctx context.Context, w http.ResponseWriter, co
 				return err
 			}
 		}
+	}
+	if e := p.streamErr; e != nil {
+		return s.event("error", map[string]any{"type": "error", "error": map[string]string{"type": anthropicErrorType(e.status), "message": e.message}})
 	}
 	if err := s.event("message_delta", map[string]any{
 		"type":  "message_delta",
@@ -239,7 +245,7 @@ func (anthropicFormat) writeReply(ctx context.Context, w http.ResponseWriter, co
 }
 
 // writeAnthropicBlock streams one content block: start, deltas paced by delay, stop.
-func writeAnthropicBlock(s *sseWriter, index int, b block, rendered map[string]any, delay time.Duration) error {
+func writeAnthropicBlock(s *sseWriter, index int, b block, rendered map[string]any, delay time.Duration, stop bool) error {
 	var start map[string]any
 	var deltas []map[string]any
 	switch b.kind {
@@ -270,6 +276,9 @@ func writeAnthropicBlock(s *sseWriter, index int, b block, rendered map[string]a
 		if err := s.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": index, "delta": d}); err != nil {
 			return err
 		}
+	}
+	if !stop {
+		return nil
 	}
 	return s.event("content_block_stop", map[string]any{"type": "content_block_stop", "index": index})
 }

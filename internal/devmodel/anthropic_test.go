@@ -26,6 +26,17 @@ func startServer(t *testing.T) *devmodel.Server {
 	return srv
 }
 
+// settled waits until request seq has finished on the server: a client can see
+// the end of a stream before the server has logged the outcome.
+func settled(t *testing.T, srv *devmodel.Server, seq int) devmodel.Request {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	r, err := srv.WaitFor(ctx, func(r devmodel.Request) bool { return r.Seq == seq && r.Outcome != devmodel.OutcomeActive })
+	require.NoError(t, err)
+	return r
+}
+
 func anthropicClient(srv *devmodel.Server, retries int) *anthropic.Client {
 	c := anthropic.NewClient(option.WithBaseURL(srv.URL()), option.WithAPIKey("sk-ant-test"), option.WithMaxRetries(retries))
 	return &c
@@ -73,7 +84,7 @@ func TestAnthropicStreamsPlainText(t *testing.T) {
 	reqs := srv.Requests()
 	require.Len(t, reqs, 1)
 	require.Equal(t, devmodel.APIAnthropicMessages, reqs[0].API)
-	require.Equal(t, devmodel.OutcomeCompleted, reqs[0].Outcome)
+	require.Equal(t, devmodel.OutcomeCompleted, settled(t, srv, 1).Outcome)
 	// The Go SDK sends the key as a bearer token; Claude Code sends x-api-key.
 	require.Equal(t, "[redacted]", reqs[0].Header.Get("Authorization"))
 	require.NotContains(t, fmt.Sprint(reqs[0].Header), "sk-ant-test")
@@ -222,4 +233,21 @@ func TestAnthropicSlowReplyStopsWhenTheClientGoesAway(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, devmodel.ScriptSlow, req.Script)
 	require.Less(t, req.Duration, 5*time.Second, "a cancelled slow reply stops at once instead of running its 20 s")
+}
+
+func TestAnthropicErrorMidStream(t *testing.T) {
+	t.Parallel()
+	srv := startServer(t)
+	stream := anthropicClient(srv, 0).Messages.NewStreaming(t.Context(), anthropic.MessageNewParams{
+		Model: "claude-opus-5-5", MaxTokens: 1024,
+		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock(
+			`[[script:error status=529 midstream partial="half a reply" message="overloaded now"]]`))},
+	})
+	var msg anthropic.Message
+	for stream.Next() {
+		require.NoError(t, msg.Accumulate(stream.Current()))
+	}
+	require.ErrorContains(t, stream.Err(), "overloaded now")
+	require.Equal(t, "half a reply", msg.Content[0].Text, "the partial text arrived before the error")
+	require.Equal(t, devmodel.OutcomeFailed, settled(t, srv, 1).Outcome)
 }

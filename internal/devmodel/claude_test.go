@@ -158,7 +158,7 @@ func TestClaudeBashToolCall(t *testing.T) {
 	defer cancel()
 	r := startClaude(t, ctx, "bypassPermissions")
 	marker := filepath.Join(r.cfg.Workdir, "marker.txt")
-	res := r.turn(ctx, `run it [[script:bash cmd="echo tool-ran > `+marker+` && echo done-`+r.session[:8]+`"]]`)
+	res := r.turn(ctx, "run it "+devmodel.Directive("bash", "cmd", "echo tool-ran > '"+marker+"' && echo done-"+r.session[:8]))
 	require.Equal(t, "success", res.Subtype, res.Result)
 	require.False(t, res.IsError)
 	require.Equal(t, "Tool finished: done-"+r.session[:8], res.Result)

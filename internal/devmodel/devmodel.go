@@ -36,6 +36,12 @@ type Options struct {
 	// SlowDelay is the pause between chunks of the slow script; zero means
 	// DefaultSlowDelay.
 	SlowDelay time.Duration
+	// RequestLogSize is how many requests Requests keeps; zero means
+	// DefaultRequestLogSize.
+	RequestLogSize int
+	// OnListening, if set, is called by Run once the listener is open, with the
+	// server's base URL, so a caller can wait for readiness instead of polling.
+	OnListening func(url string)
 }
 
 // Server is the scripted model server. Create it with New, then either Start it
@@ -53,8 +59,12 @@ type Server struct {
 	cancel context.CancelFunc
 	http   *http.Server
 
-	mu  sync.Mutex
-	url string
+	mu     sync.Mutex
+	url    string
+	closed bool
+	// inflight counts handlers still running, so Close returns only after the
+	// last one has logged.
+	inflight sync.WaitGroup
 }
 
 // New builds a Server; it listens on nothing until Start or Serve.
@@ -71,11 +81,11 @@ func New(opts Options) *Server {
 	s := &Server{
 		log:      logger.Named("devmodel"),
 		scripter: newScripter(slow),
-		requests: newRequestLog(),
+		requests: newRequestLog(opts.RequestLogSize),
 		ctx:      ctx,
 		cancel:   cancel,
 	}
-	s.handler = s.routes()
+	s.handler = s.track(s.routes())
 	s.http = &http.Server{
 		Handler:           s.handler,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -133,16 +143,39 @@ func (s *Server) URL() string {
 	return s.url
 }
 
-// Close stops every listener and cancels replies still streaming.
+// Close stops every listener, cancels replies still streaming and waits for
+// their handlers to finish.
 func (s *Server) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
 	s.cancel()
-	if err := s.http.Close(); err != nil {
+	err := s.http.Close()
+	s.inflight.Wait()
+	if err != nil {
 		return fmt.Errorf("close scripted model server: %w", err)
 	}
 	return nil
 }
 
-// Requests returns a copy of the request log, oldest first.
+// track counts running handlers and refuses new requests once Close began.
+func (s *Server) track(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			http.Error(w, "scripted model server is closing", http.StatusServiceUnavailable)
+			return
+		}
+		s.inflight.Add(1)
+		s.mu.Unlock()
+		defer s.inflight.Done()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// Requests returns a copy of the request log (the newest RequestLogSize
+// requests), oldest first.
 func (s *Server) Requests() []Request { return s.requests.snapshot() }
 
 // WaitFor blocks until a logged request satisfies match (checking those already
@@ -161,6 +194,9 @@ func Run(ctx context.Context, opts Options) error {
 	s := New(opts)
 	if err := s.Start(ctx, addr); err != nil {
 		return err
+	}
+	if opts.OnListening != nil {
+		opts.OnListening(s.URL())
 	}
 	<-ctx.Done()
 	return s.Close()

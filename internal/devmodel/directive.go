@@ -177,3 +177,28 @@ func (d directive) duration(key string, def time.Duration) (time.Duration, error
 	}
 	return dur, nil
 }
+
+// Directive writes a `[[script:NAME key=value ...]]` directive for a prompt,
+// quoting each value so the server reads it back unchanged; kv alternates keys
+// and values (a key may repeat, as cmd does for a multi-step bash script).
+// Tests of other packages use it instead of hand-quoting shell commands:
+//
+//	devmodel.Directive("bash", "cmd", `echo "hi" > out.txt`)
+func Directive(name string, kv ...string) string {
+	if len(kv)%2 != 0 {
+		panic("devmodel.Directive: keys and values must come in pairs")
+	}
+	var b strings.Builder
+	b.WriteString(directiveOpen + name)
+	for i := 0; i < len(kv); i += 2 {
+		b.WriteString(" " + kv[i] + "=" + quoteValue(kv[i+1]))
+	}
+	b.WriteString("]]")
+	return b.String()
+}
+
+// quoteValue double-quotes v with the escapes parseValue understands.
+func quoteValue(v string) string {
+	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`, "\t", `\t`)
+	return `"` + r.Replace(v) + `"`
+}

@@ -85,6 +85,9 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, f wireFormat
 			rec.ToolCall = b.call.name
 		}
 	}
+	if p.err == nil && p.streamErr != nil && !conv.stream {
+		p.err = p.streamErr
+	}
 	if p.err != nil {
 		rec.Status, rec.Outcome = p.err.status, OutcomeFailed
 		s.finish(rec, start)
@@ -93,30 +96,33 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, f wireFormat
 	}
 	rec.Status = http.StatusOK
 	seq := s.requests.add(rec)
+	rec.Seq = seq
 	werr := f.writeReply(r.Context(), w, conv, p, estimateTokens(body))
-	s.requests.update(seq, func(e *Request) {
-		e.Outcome, e.Duration = OutcomeCompleted, time.Since(start)
-		if werr != nil {
-			e.Outcome = OutcomeCancelled
-		}
-		rec = *e
-	})
+	rec.Outcome, rec.Duration = OutcomeCompleted, time.Since(start)
+	switch {
+	case werr != nil:
+		rec.Outcome = OutcomeCancelled
+	case p.streamErr != nil:
+		rec.Outcome = OutcomeFailed
+	}
+	s.requests.update(seq, func(e *Request) { e.Outcome, e.Duration = rec.Outcome, rec.Duration })
 	s.logRequest(rec, werr)
 }
 
 // finish logs a request that is answered at once (errors).
 func (s *Server) finish(rec Request, start time.Time) {
 	rec.Duration = time.Since(start)
-	s.requests.add(rec)
+	rec.Seq = s.requests.add(rec)
 	s.logRequest(rec, nil)
 }
 
 func (s *Server) logRequest(rec Request, err error) {
 	fields := []zap.Field{
-		zap.String("api", rec.API), zap.String("path", rec.Path), zap.String("model", rec.Model),
+		zap.Int("seq", rec.Seq), zap.String("api", rec.API), zap.String("path", rec.Path), zap.String("model", rec.Model),
 		zap.Bool("stream", rec.Stream), zap.String("script", rec.Script), zap.Int("step", rec.Step),
 		zap.Int("status", rec.Status), zap.String("outcome", rec.Outcome), zap.Duration("duration", rec.Duration),
 		zap.String("prompt", firstLine(rec.Prompt)), zap.Int("tools", len(rec.Tools)),
+		zap.String("user_agent", rec.Header.Get("User-Agent")), zap.Int("body_bytes", len(rec.Body)),
 	}
 	if rec.ToolCall != "" {
 		fields = append(fields, zap.String("tool_call", rec.ToolCall))
@@ -125,6 +131,8 @@ func (s *Server) logRequest(rec Request, err error) {
 		fields = append(fields, zap.NamedError("stream_error", err))
 	}
 	s.log.Info("model request", fields...)
+	// The whole body only at debug level: Claude Code's are over 100 KB.
+	s.log.Debug("model request body", zap.Int("seq", rec.Seq), zap.ByteString("body", rec.Body))
 }
 
 // serveCountTokens answers Anthropic's token counting with an estimate.

@@ -218,3 +218,32 @@ func TestChatCompletionsNonStreamingAndAuth(t *testing.T) {
 	require.True(t, errors.As(err, &apiErr), "%v", err)
 	require.Equal(t, http.StatusUnauthorized, apiErr.StatusCode)
 }
+
+func TestOpenAIErrorsMidStream(t *testing.T) {
+	t.Parallel()
+	srv := startServer(t)
+	client := openAIClient(srv, 0)
+	stream := client.Responses.NewStreaming(t.Context(), responses.ResponseNewParams{
+		Model: "stub-model",
+		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String(`[[script:error status=500 midstream message="broke mid-reply"]]`)},
+	})
+	var failed responses.Response
+	for stream.Next() {
+		if ev := stream.Current(); ev.Type == "response.failed" {
+			failed = ev.AsResponseFailed().Response
+		}
+	}
+	require.NoError(t, stream.Err())
+	require.Equal(t, responses.ResponseStatusFailed, failed.Status)
+	require.Equal(t, "broke mid-reply", failed.Error.Message)
+
+	chat := client.Chat.Completions.NewStreaming(t.Context(), openai.ChatCompletionNewParams{
+		Model:    "stub-model",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage(`[[script:error status=500 midstream message="chat broke"]]`)},
+	})
+	var acc openai.ChatCompletionAccumulator
+	for chat.Next() {
+		acc.AddChunk(chat.Current())
+	}
+	require.ErrorContains(t, chat.Err(), "chat broke")
+}

@@ -65,33 +65,52 @@ type Request struct {
 	Duration time.Duration
 }
 
-// requestLog keeps the requests and wakes waiters whenever one is added or
-// changes.
+// DefaultRequestLogSize is how many requests the log keeps unless Options say
+// otherwise. Bodies are kept whole (Claude Code sends over 100 KB a request),
+// so a long-running server forgets the oldest.
+const DefaultRequestLogSize = 500
+
+// requestLog keeps the newest requests and wakes waiters whenever one is added
+// or changes.
 type requestLog struct {
+	size int
+
 	mu      sync.Mutex
 	entries []Request
+	// dropped counts the oldest entries forgotten to stay within size.
+	dropped int
 	changed chan struct{}
 }
 
-func newRequestLog() *requestLog {
-	return &requestLog{changed: make(chan struct{})}
+func newRequestLog(size int) *requestLog {
+	if size <= 0 {
+		size = DefaultRequestLogSize
+	}
+	return &requestLog{size: size, changed: make(chan struct{})}
 }
 
 // add logs a new request and returns its sequence number.
 func (l *requestLog) add(r Request) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	r.Seq = len(l.entries) + 1
+	r.Seq = l.dropped + len(l.entries) + 1
 	l.entries = append(l.entries, r)
+	if len(l.entries) > l.size {
+		n := len(l.entries) - l.size
+		l.entries = append([]Request(nil), l.entries[n:]...)
+		l.dropped += n
+	}
 	l.notifyLocked()
 	return r.Seq
 }
 
-// update changes the entry seq in place.
+// update changes the entry seq in place, unless it was already forgotten.
 func (l *requestLog) update(seq int, change func(*Request)) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	change(&l.entries[seq-1])
+	if i := seq - 1 - l.dropped; i >= 0 {
+		change(&l.entries[i])
+	}
 	l.notifyLocked()
 }
 

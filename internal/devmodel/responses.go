@@ -118,8 +118,8 @@ func openAIText(raw json.RawMessage) string {
 	return strings.Join(texts, "\n")
 }
 
-// openAIError is the error body both OpenAI APIs use.
-func openAIError(w http.ResponseWriter, status int, message string, retryAfter time.Duration) {
+// openAIErrorBody is the error object both OpenAI APIs use.
+func openAIErrorBody(status int, message string) map[string]any {
 	errType, code := "server_error", any(nil)
 	switch {
 	case status == 401:
@@ -129,9 +129,24 @@ func openAIError(w http.ResponseWriter, status int, message string, retryAfter t
 	case status < 500:
 		errType = "invalid_request_error"
 	}
+	return map[string]any{"message": message, "type": errType, "param": nil, "code": code}
+}
+
+// openAIErrorType names a status the way response.failed reports it.
+func openAIErrorType(status int) string {
+	if status == 429 {
+		return "rate_limit_exceeded"
+	}
+	if status < 500 {
+		return "invalid_request_error"
+	}
+	return "server_error"
+}
+
+func openAIError(w http.ResponseWriter, status int, message string, retryAfter time.Duration) {
 	setRetryAfter(w, retryAfter)
 	w.Header().Set("x-request-id", newID("req_"))
-	writeJSON(w, status, map[string]any{"error": map[string]any{"message": message, "type": errType, "param": nil, "code": code}})
+	writeJSON(w, status, map[string]any{"error": openAIErrorBody(status, message)})
 }
 
 func (responsesFormat) writeError(w http.ResponseWriter, status int, message string, retryAfter time.Duration) {
@@ -281,6 +296,11 @@ func (responsesFormat) writeReply(ctx context.Context, w http.ResponseWriter, co
 		if err := send("response.output_item.done", map[string]any{"output_index": i, "item": it.done}); err != nil {
 			return err
 		}
+	}
+	if e := p.streamErr; e != nil {
+		failed := responseObject(respID, conv, "failed", output, responsesUsage(inputTokens, p))
+		failed["error"] = map[string]any{"code": openAIErrorType(e.status), "message": e.message}
+		return send("response.failed", map[string]any{"response": failed})
 	}
 	return send("response.completed", map[string]any{"response": responseObject(respID, conv, "completed", output, responsesUsage(inputTokens, p))})
 }

@@ -1,11 +1,11 @@
 package devmodel
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // Script names accepted in a directive. docs/devmodel.md describes each one.
@@ -16,10 +16,15 @@ const (
 	ScriptBash  = "bash"
 	ScriptWrite = "write"
 	ScriptError = "error"
+	// ScriptTask delegates to a sub-agent through the program's Task (or Agent) tool.
+	ScriptTask = "task"
 	// ScriptSide is not a directive: it names the short reply given to side
 	// requests (title or summary calls on a small model) so they never run a
 	// script meant for the main conversation.
 	ScriptSide = "side"
+	// ScriptInvalid is not a directive either: it names the text reply that
+	// reports a malformed directive or an unknown script.
+	ScriptInvalid = "invalid"
 )
 
 // blockKind is the kind of one content block of a scripted reply.
@@ -61,7 +66,10 @@ type plan struct {
 	script string
 	step   int
 	err    *scriptedError
-	blocks []block
+	// streamErr ends a streamed reply with an error event after its blocks
+	// instead of a normal stop (a non-streaming request gets it as HTTP error).
+	streamErr *scriptedError
+	blocks    []block
 	// toolUse is true when the reply ends by asking for tool calls.
 	toolUse bool
 	// delay paces the chunks; zero sends them back to back.
@@ -85,21 +93,22 @@ func newScripter(slowDelay time.Duration) *scripter {
 // decide picks the reply for conv. It never fails: a bad directive becomes a text
 // reply that says what is wrong, so a person sees it in the program's output.
 func (s *scripter) decide(conv *conversation) plan {
-	t := conv.currentTurn()
-	d, _, found, err := findDirective(t.prompt)
-	if err != nil {
-		return textPlan("invalid", fmt.Sprintf("Script error: %v", err))
-	}
-	_, prompt, _, _ := findDirective(t.latest)
 	if isSideRequest(conv) {
 		return textPlan(ScriptSide, "Scripted side reply.")
 	}
+	t := conv.currentTurn()
+	d, _, found, err := findDirective(t.prompt)
+	if err != nil {
+		return textPlan(ScriptInvalid, fmt.Sprintf("Script error: %v", err))
+	}
+	// The newest prompt entry parsed, since t.prompt did, without error.
+	_, prompt, _, _ := findDirective(t.latest)
 	if !found {
 		return textPlan(ScriptText, defaultReply(prompt))
 	}
 	p, err := s.run(d, prompt, t, conv)
 	if err != nil {
-		return textPlan("invalid", fmt.Sprintf("Script error: %s: %v", d.name, err))
+		return textPlan(ScriptInvalid, fmt.Sprintf("Script error: %s: %v", d.name, err))
 	}
 	p.script = d.name
 	p.step = t.toolResults
@@ -114,11 +123,7 @@ func isSideRequest(conv *conversation) bool {
 
 // defaultReply is the plain reply to a prompt without a directive.
 func defaultReply(prompt string) string {
-	prompt = strings.Join(strings.Fields(prompt), " ")
-	if len(prompt) > 200 {
-		prompt = prompt[:200] + "…"
-	}
-	return "Scripted reply to: " + prompt
+	return "Scripted reply to: " + cut(strings.Join(strings.Fields(prompt), " "), 200)
 }
 
 func (s *scripter) run(d directive, prompt string, t turn, conv *conversation) (plan, error) {
@@ -143,6 +148,9 @@ func (s *scripter) run(d directive, prompt string, t turn, conv *conversation) (
 		p, err = toolPlan(d, t, conv, calls, cerr)
 	case ScriptWrite:
 		calls, cerr := writeCall(d, conv)
+		p, err = toolPlan(d, t, conv, calls, cerr)
+	case ScriptTask:
+		calls, cerr := taskCall(d, conv)
 		p, err = toolPlan(d, t, conv, calls, cerr)
 	case ScriptError:
 		p, err = s.errorPlan(d, prompt, t)
@@ -234,7 +242,13 @@ func (s *scripter) errorPlan(d directive, prompt string, t turn) (plan, error) {
 		return textPlan(d.name, d.str("text", fmt.Sprintf("Recovered after %d scripted errors.", served))), nil
 	}
 	msg := d.str("message", fmt.Sprintf("scripted error %d (%d of %s)", status, served+1, timesLabel(times)))
-	return plan{err: &scriptedError{status: status, message: msg, retryAfter: retryAfter}}, nil
+	e := &scriptedError{status: status, message: msg, retryAfter: retryAfter}
+	if d.str("midstream", "") == "true" {
+		p := textPlan(d.name, d.str("partial", "Partial reply before a stream error."))
+		p.streamErr = e
+		return p, nil
+	}
+	return plan{err: e}, nil
 }
 
 func timesLabel(times int) string {
@@ -242,75 +256,6 @@ func timesLabel(times int) string {
 		return "always"
 	}
 	return fmt.Sprint(times)
-}
-
-// bashCall builds one shell call per cmd= argument for whichever shell tool the
-// program offers: Claude Code's Bash, Pi's bash, Codex's exec_command or shell.
-func bashCall(d directive, conv *conversation) ([]toolCall, error) {
-	cmds := d.all("cmd")
-	if len(cmds) == 0 {
-		return nil, fmt.Errorf("bash needs cmd=")
-	}
-	name, ok := conv.offers("Bash", "bash", "exec_command", "shell")
-	if !ok {
-		return nil, nil
-	}
-	calls := make([]toolCall, 0, len(cmds))
-	for _, cmd := range cmds {
-		var args any
-		switch name {
-		case "Bash":
-			args = map[string]string{"command": cmd, "description": d.str("description", "Run scripted command")}
-		case "exec_command":
-			args = map[string]string{"cmd": cmd}
-		case "shell":
-			args = map[string][]string{"command": {"bash", "-lc", cmd}}
-		default:
-			args = map[string]string{"command": cmd}
-		}
-		calls = append(calls, jsonCall(name, args))
-	}
-	return calls, nil
-}
-
-// writeCall builds a file write for Claude Code's Write, Pi's write, or Codex's
-// apply_patch (freeform or function), whichever the program offers.
-func writeCall(d directive, conv *conversation) ([]toolCall, error) {
-	path := d.str("path", "")
-	if path == "" {
-		return nil, fmt.Errorf("write needs path=")
-	}
-	content := d.str("content", "written by the scripted model\n")
-	name, ok := conv.offers("Write", "write", "apply_patch")
-	if !ok {
-		return nil, nil
-	}
-	switch {
-	case name == "apply_patch":
-		var patch strings.Builder
-		patch.WriteString("*** Begin Patch\n*** Add File: " + path + "\n")
-		for _, line := range strings.SplitAfter(strings.TrimSuffix(content, "\n"), "\n") {
-			patch.WriteString("+" + strings.TrimSuffix(line, "\n") + "\n")
-		}
-		patch.WriteString("*** End Patch\n")
-		if conv.customTools[name] {
-			return []toolCall{{name: name, arguments: patch.String(), freeform: true}}, nil
-		}
-		return []toolCall{jsonCall(name, map[string]string{"input": patch.String()})}, nil
-	case name == "Write":
-		return []toolCall{jsonCall(name, map[string]string{"file_path": path, "content": content})}, nil
-	default:
-		return []toolCall{jsonCall(name, map[string]string{"path": path, "content": content})}, nil
-	}
-}
-
-func jsonCall(name string, args any) toolCall {
-	b, err := json.Marshal(args)
-	if err != nil {
-		// The arguments are maps of strings, which always marshal.
-		panic(fmt.Sprintf("marshal tool arguments: %v", err))
-	}
-	return toolCall{name: name, arguments: string(b)}
 }
 
 // words splits text into chunks of one word with its following space, so a reply
@@ -357,8 +302,17 @@ func firstLine(s string) string {
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
 		s = s[:i]
 	}
-	if len(s) > 200 {
-		s = s[:200] + "…"
+	return cut(s, 200)
+}
+
+// cut shortens s to at most n bytes without splitting a character, marking the
+// cut with an ellipsis.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
 	}
-	return s
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }

@@ -121,3 +121,22 @@ func TestJSONPiecesKeepCharactersWhole(t *testing.T) {
 	}
 	require.Equal(t, args, joined)
 }
+
+func TestCutKeepsCharactersWhole(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, "ab…", cut("abcdef", 2))
+	require.Equal(t, "é…", cut("éé", 3))
+	require.Equal(t, "short", cut("short", 10))
+}
+
+func TestDirectiveRoundTrips(t *testing.T) {
+	t.Parallel()
+	cmd := "printf 'a\\tb\\n' > \"out file.txt\" && echo ]] done\nsecond line"
+	text := "run " + Directive("bash", "cmd", cmd, "cmd", "ls", "final", "ok")
+	d, rest, ok, err := findDirective(text)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, "run", rest)
+	require.Equal(t, []string{cmd, "ls"}, d.all("cmd"))
+	require.Equal(t, "ok", d.str("final", ""))
+}

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -165,24 +164,26 @@ func TestStartRefusesNonLoopbackAddresses(t *testing.T) {
 
 func TestRunServesUntilCancelled(t *testing.T) {
 	t.Parallel()
-	// Find a free loopback port, then let Run take it.
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := l.Addr().String()
-	require.NoError(t, l.Close())
 	ctx, cancel := context.WithCancel(t.Context())
+	listening := make(chan string, 1)
 	done := make(chan error, 1)
-	go func() { done <- devmodel.Run(ctx, devmodel.Options{Addr: addr}) }()
-	require.Eventually(t, func() bool {
-		resp, err := http.Get("http://" + addr + "/v1/models")
-		if err != nil {
-			return false
-		}
-		_ = resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	}, 10*time.Second, 20*time.Millisecond)
+	go func() {
+		done <- devmodel.Run(ctx, devmodel.Options{Addr: "127.0.0.1:0", OnListening: func(url string) { listening <- url }})
+	}()
+	var url string
+	select {
+	case url = <-listening:
+	case err := <-done:
+		t.Fatalf("run ended before listening: %v", err)
+	}
+	resp, err := http.Get(url + "/v1/models")
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	require.Equal(t, http.StatusOK, resp.StatusCode)
 	cancel()
 	require.NoError(t, <-done)
+	_, err = http.Get(url + "/v1/models")
+	require.Error(t, err, "the server is gone once the context ends")
 }
 
 func TestSideRequestsAndProbesGetShortAnswers(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/astrabox/astrabox/engines/claude"
 	"github.com/astrabox/astrabox/store"
 )
 
@@ -15,7 +16,7 @@ const (
 	seedAdminEmail  = "admin@astrabox.local"
 	seedProfileName = "local-claude"
 	seedAgentName   = "code-reviewer"
-	seedEngineKind  = "claude"
+	seedEngineKind  = claude.EngineKind
 )
 
 // SeedOptions says where dev.env goes and what it points at.

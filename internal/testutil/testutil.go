@@ -9,10 +9,12 @@ package testutil
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 )
@@ -30,6 +32,23 @@ const deadlineMargin = 10 * time.Second
 func Main(m *testing.M) {
 	code := m.Run()
 	shared.shutdown()
+	os.Exit(code)
+}
+
+// MainNoLeaks is Main for packages that own goroutines (listeners, followers):
+// after the tests pass and the fixtures stop, any goroutine still running fails
+// the package.
+//
+//	func TestMain(m *testing.M) { testutil.MainNoLeaks(m) }
+func MainNoLeaks(m *testing.M) {
+	code := m.Run()
+	shared.shutdown()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintf(os.Stderr, "goroutines leaked: %v\n", err)
+			code = 1
+		}
+	}
 	os.Exit(code)
 }
 

@@ -155,6 +155,16 @@ func (p *process) ReadOutput(ctx context.Context, offset int64, follow bool) ite
 	}
 }
 
+// CommitOutput lets the box free the journalled lines through the given offset:
+// the platform has recorded everything they produced. Runtime clients whose
+// vendor keeps history only until its reader has it call it from Committed.
+func (p *process) CommitOutput(ctx context.Context, through int64) error {
+	if err := p.h.CommitOutput(ctx, p.name, through); err != nil {
+		return fmt.Errorf("commit output of %s through %d: %w", p.name, through, err)
+	}
+	return nil
+}
+
 // Signal implements engines.ProcessSession; "INT" and "SIGINT" both work.
 func (p *process) Signal(ctx context.Context, signal string) error {
 	name := strings.ToUpper(signal)

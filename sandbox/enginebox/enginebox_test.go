@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/astrabox/astrabox/engines"
+	"github.com/astrabox/astrabox/engines/claude"
 	"github.com/astrabox/astrabox/sandbox"
 	"github.com/astrabox/astrabox/sandbox/enginebox"
 	"github.com/astrabox/astrabox/sandbox/local/localtest"
@@ -97,4 +98,28 @@ func TestFilesAndIdentity(t *testing.T) {
 
 	_, err = box.StartProcess(ctx, engines.ProcessSpec{Name: "p", Command: []string{"/bin/true"}, Identity: incomplete})
 	require.Error(t, err)
+}
+
+// TestCommitOutputFreesRecordedLines checks the bridge serves runtime clients
+// that free the journal once the platform recorded it (engines/claude does).
+func TestCommitOutputFreesRecordedLines(t *testing.T) {
+	ctx, box := newBox(t)
+	p, err := box.StartProcess(ctx, engines.ProcessSpec{Name: "seq", Command: []string{"/bin/sh", "-c", "seq 1 5; exec cat"}})
+	require.NoError(t, err)
+	lines := collect(t, ctx, p, 0, 5)
+
+	var committer claude.OutputCommitter
+	require.Implements(t, &committer, p)
+	committer = p.(claude.OutputCommitter)
+	require.NoError(t, committer.CommitOutput(ctx, lines[2].Offset))
+
+	var readErr error
+	for _, err := range p.ReadOutput(ctx, lines[0].Offset, false) {
+		readErr = err
+		break
+	}
+	require.ErrorIs(t, readErr, sandbox.ErrOutputReleased, "freed lines cannot be read again")
+	rest := collect(t, ctx, p, lines[2].Offset+1, 2)
+	assert.Equal(t, "4", string(rest[0].Data))
+	assert.Equal(t, "5", string(rest[1].Data))
 }

@@ -15,7 +15,7 @@ import (
 	"github.com/astrabox/astrabox/store/pubsub"
 )
 
-func TestMain(m *testing.M) { testutil.Main(m) }
+func TestMain(m *testing.M) { testutil.MainNoLeaks(m) }
 
 func uniq(prefix string) string {
 	b := make([]byte, 6)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/astrabox/astrabox/internal/agentrun"
 	"github.com/astrabox/astrabox/internal/devmodel"
 )
 
@@ -44,6 +45,25 @@ var cases = []scenario{
 		},
 	},
 	{
+		name:           "write_file_update",
+		description:    "Write creates a file, then a second Write replaces its content: Claude reports the structured patch.",
+		permissionMode: "acceptEdits",
+		run: func(s *session) error {
+			if err := s.turn(`[[script:write path="` + s.workdir + `/notes.md" content="# notes\nfirst line\n" final="Created."]]`); err != nil {
+				return err
+			}
+			return s.turn(`[[script:write path="` + s.workdir + `/notes.md" content="# notes\nsecond line\n" final="Updated."]]`)
+		},
+	},
+	{
+		name:           "subagent",
+		description:    "A Task call: the sub-agent's own messages (parent_tool_use_id), then its result and the final text.",
+		permissionMode: "bypassPermissions",
+		run: func(s *session) error {
+			return s.turn(`[[script:task description="Look around" prompt="say hello from the sub-agent" subagent_type="general-purpose"]]`)
+		},
+	},
+	{
 		name:        "approval_allow",
 		description: "A Bash call that needs approval: can_use_tool, answered allow.",
 		run: func(s *session) error {
@@ -64,6 +84,29 @@ var cases = []scenario{
 				return err
 			}
 			_, _, err := s.result(from, "success")
+			return err
+		},
+	},
+	{
+		name:        "interrupt_while_approval_pending",
+		description: "Interrupt while can_use_tool waits for an answer: Claude withdraws it with control_cancel_request.",
+		run: func(s *session) error {
+			from := s.send(`[[script:bash cmd="touch never.txt"]]`)
+			if _, _, err := s.await(from, "can_use_tool", func(cl agentrun.ClaudeLine) bool {
+				return cl.Type == "control_request" && strings.Contains(string(cl.Request), `"can_use_tool"`)
+			}); err != nil {
+				return err
+			}
+			s.note("send interrupt while the approval is pending")
+			if _, err := s.control(map[string]any{"subtype": "interrupt"}); err != nil {
+				return err
+			}
+			if _, _, err := s.await(from, "control_cancel_request", func(cl agentrun.ClaudeLine) bool {
+				return cl.Type == "control_cancel_request"
+			}); err != nil {
+				return err
+			}
+			_, _, err := s.result(from, "error_during_execution")
 			return err
 		},
 	},
@@ -166,6 +209,14 @@ var cases = []scenario{
 				return fmt.Errorf("result after a 400 is not an error: %s", res.Result)
 			}
 			return nil
+		},
+	},
+	{
+		name: "stream_error",
+		description: "The reply breaks off with an overloaded_error event after partial text, once; " +
+			"Claude Code retries the request without streaming and succeeds.",
+		run: func(s *session) error {
+			return s.turn(`[[script:error status=529 midstream times=1 partial="Half a reply" text="Whole reply after the retry."]]`)
 		},
 	},
 	{

@@ -1,0 +1,177 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/astrabox/astrabox/internal/sessionstate"
+	"github.com/astrabox/astrabox/store"
+	"github.com/astrabox/astrabox/workflows"
+)
+
+// maxClientMessageIDLen caps a client_message_id.
+const maxClientMessageIDLen = 200
+
+// AdmissionRequest is what an admission policy decides on: one more input for a
+// Session that already holds HeldInputs.
+type AdmissionRequest struct {
+	SessionID    string
+	UserID       string
+	HeldInputs   int
+	ContentBytes int
+}
+
+// AdmissionPolicy is a deployment's admission policy. A non-nil error refuses the
+// input with 429 ADMISSION_DENIED; its text is the message the caller sees.
+type AdmissionPolicy interface {
+	Admit(ctx context.Context, req AdmissionRequest) error
+}
+
+// MaxHeldInputs is the default admission policy: it admits while the Session holds
+// fewer than Limit inputs the program has not taken; a Limit of zero admits all.
+type MaxHeldInputs struct {
+	Limit int
+}
+
+var _ AdmissionPolicy = MaxHeldInputs{}
+
+// Admit implements AdmissionPolicy.
+func (p MaxHeldInputs) Admit(_ context.Context, req AdmissionRequest) error {
+	if p.Limit > 0 && req.HeldInputs >= p.Limit {
+		return fmt.Errorf("the Session already holds %d messages the Agent program has not taken (limit %d)", req.HeldInputs, p.Limit)
+	}
+	return nil
+}
+
+// inputRequest is the body of POST /sessions/{id}/inputs.
+type inputRequest struct {
+	Content         *string `json:"content"`
+	ClientMessageID *string `json:"client_message_id"`
+}
+
+// inputReceipt names an accepted message. A repeated client_message_id returns the
+// first receipt with duplicate true and the message's current state and recorded
+// failure. OutputSeq is the Session's output position when the message was accepted:
+// follow the stream from it to read the response.
+type inputReceipt struct {
+	SessionID       string        `json:"session_id"`
+	InputID         string        `json:"input_id"`
+	ClientMessageID *string       `json:"client_message_id"`
+	AcceptedAt      time.Time     `json:"accepted_at"`
+	State           string        `json:"state"`
+	Duplicate       bool          `json:"duplicate"`
+	Failure         *inputFailure `json:"failure"`
+	OutputSeq       int64         `json:"output_seq"`
+}
+
+func newReceipt(in store.Input, duplicate bool, outputSeq int64) inputReceipt {
+	r := inputReceipt{SessionID: in.SessionID, InputID: in.ID, ClientMessageID: in.ClientMessageID,
+		AcceptedAt: in.AcceptedAt.UTC(), State: in.State, Duplicate: duplicate, OutputSeq: outputSeq}
+	if in.FailureCode != nil {
+		r.Failure = &inputFailure{Code: *in.FailureCode}
+		if in.FailureMessage != nil {
+			r.Failure.Message = *in.FailureMessage
+		}
+	}
+	return r
+}
+
+// sendInput accepts one message into custody and returns its receipt at once: the row
+// is committed before the receipt, then the Session's workflow is signalled.
+func (s *Server) sendInput(c *gin.Context) {
+	sess, err := s.loadSession(c, ownerAccess)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	// JSON escapes can take six bytes per content byte; the content's own limit is
+	// checked after decoding, naming the field.
+	var req inputRequest
+	if err := decodeBody(c, int64(6*s.maxInputBytes+4096), &req, false); err != nil {
+		s.fail(c, err)
+		return
+	}
+	if err := s.validateInput(req); err != nil {
+		s.fail(c, err)
+		return
+	}
+	ctx := c.Request.Context()
+	if req.ClientMessageID != nil {
+		prior, err := s.store.GetInputByClientMessageID(ctx, sess.ID, *req.ClientMessageID)
+		if err == nil {
+			s.answerDuplicate(c, prior, sess.OutputSeq)
+			return
+		}
+		if !errors.Is(err, store.ErrNotFound) {
+			s.fail(c, err)
+			return
+		}
+	}
+	if state := sessionstate.Derive(facts(sess, 0, 0, 0)); !state.AcceptsInput() {
+		s.fail(c, &Error{Status: http.StatusConflict, Code: CodeAgentRuntimeError,
+			Message: fmt.Sprintf("the Session is %s; recover a TERMINATED Session before sending messages", state)})
+		return
+	}
+	held, err := s.store.CountHeldInputs(ctx, sess.ID)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	if err := s.admission.Admit(ctx, AdmissionRequest{SessionID: sess.ID, UserID: currentUser(c).ID, HeldInputs: held, ContentBytes: len(*req.Content)}); err != nil {
+		s.fail(c, &Error{Status: http.StatusTooManyRequests, Code: CodeAdmissionDenied, Message: err.Error(), Err: err})
+		return
+	}
+	in, duplicate, err := s.store.InsertInput(ctx, store.NewInput{SessionID: sess.ID, ClientMessageID: req.ClientMessageID, Content: *req.Content})
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	if duplicate {
+		s.answerDuplicate(c, in, sess.OutputSeq)
+		return
+	}
+	s.signal(c, sess.ID, workflows.SignalInputAccepted, workflows.InputAccepted{InputID: in.ID})
+	writeOK(c, newReceipt(in, false, sess.OutputSeq))
+}
+
+// answerDuplicate returns the first receipt of a repeated client_message_id. A message
+// still held is signalled again, which is harmless and recovers a lost first signal.
+func (s *Server) answerDuplicate(c *gin.Context, in store.Input, outputSeq int64) {
+	if in.State == store.InputPending || in.State == store.InputDelivered {
+		s.signal(c, in.SessionID, workflows.SignalInputAccepted, workflows.InputAccepted{InputID: in.ID})
+	}
+	writeOK(c, newReceipt(in, true, outputSeq))
+}
+
+func (s *Server) validateInput(req inputRequest) error {
+	if req.Content == nil {
+		return InvalidRequest("content", "is required")
+	}
+	if strings.TrimSpace(*req.Content) == "" {
+		return InvalidRequest("content", "must not be empty")
+	}
+	if len(*req.Content) > s.maxInputBytes {
+		return InvalidRequest("content", "is %d bytes, more than the limit of %d", len(*req.Content), s.maxInputBytes)
+	}
+	if !utf8.ValidString(*req.Content) || strings.ContainsRune(*req.Content, 0) {
+		return InvalidRequest("content", "is not valid UTF-8 text (NUL characters are refused)")
+	}
+	if id := req.ClientMessageID; id != nil {
+		switch {
+		case strings.TrimSpace(*id) == "":
+			return InvalidRequest("client_message_id", "must not be empty when present")
+		case strings.ContainsRune(*id, 0) || !utf8.ValidString(*id):
+			return InvalidRequest("client_message_id", "is not valid UTF-8 text")
+		case utf8.RuneCountInString(*id) > maxClientMessageIDLen:
+			return InvalidRequest("client_message_id", "must be at most %d characters", maxClientMessageIDLen)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,139 @@
+package api
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/astrabox/astrabox/workflows"
+)
+
+func (f *fixture) countInputs(sessionID string) int {
+	f.t.Helper()
+	var n int
+	require.NoError(f.t, f.db.QueryRow(f.ctx, "SELECT count(*) FROM inputs WHERE session_id = $1", sessionID).Scan(&n))
+	return n
+}
+
+func TestSendInputReturnsTheReceipt(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	id := f.newSession(f.member)
+	path := "/api/v1/sessions/" + id + "/inputs"
+	var r inputReceipt
+	f.call("POST", path, f.member, map[string]any{"content": "Analyze the code.", "client_message_id": "analysis-1"}).ok(t).into(t, &r)
+	assert.Equal(t, id, r.SessionID)
+	assert.Equal(t, "pending", r.State)
+	assert.False(t, r.Duplicate)
+	assert.Equal(t, "analysis-1", *r.ClientMessageID)
+	assert.False(t, r.AcceptedAt.IsZero())
+	sig := f.signals.named(workflows.SignalInputAccepted)
+	require.Len(t, sig, 1, "the workflow is signalled after the row is written")
+	assert.Equal(t, workflows.InputAccepted{InputID: r.InputID}, sig[0].Payload)
+
+	// The same client_message_id names the same message, with its recorded failure.
+	f.exec(`UPDATE inputs SET state = 'failed', failure_code = 'INPUT_REFUSED', failure_message = 'too long', failed_at = now() WHERE id = $1`, r.InputID)
+	var again inputReceipt
+	f.call("POST", path, f.member, map[string]any{"content": "something else", "client_message_id": "analysis-1"}).ok(t).into(t, &again)
+	assert.True(t, again.Duplicate)
+	assert.Equal(t, r.InputID, again.InputID)
+	assert.Equal(t, "failed", again.State)
+	require.NotNil(t, again.Failure)
+	assert.Equal(t, inputFailure{Code: "INPUT_REFUSED", Message: "too long"}, *again.Failure)
+	assert.Equal(t, 1, f.countInputs(id))
+
+	// Without a client_message_id every message is new. A message sent while the
+	// Session is CREATING is kept.
+	f.call("POST", path, f.member, map[string]any{"content": "one"}).ok(t)
+	f.call("POST", path, f.member, map[string]any{"content": "one"}).ok(t)
+	assert.Equal(t, 3, f.countInputs(id))
+	assert.Len(t, f.session(id, f.member).HeldInputs, 2)
+}
+
+func TestSendInputRefusals(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, func(o *Options) { o.MaxInputBytes = 64 })
+	id := f.newSession(f.member)
+	path := "/api/v1/sessions/" + id + "/inputs"
+	cases := []struct {
+		body  any
+		field string
+	}{
+		{`{"content":`, "body"},
+		{``, "body"},
+		{`"text"`, "body"},
+		{map[string]any{}, "content"},
+		{map[string]any{"content": "  "}, "content"},
+		{map[string]any{"content": 7}, "content"},
+		{map[string]any{"content": strings.Repeat("x", 65)}, "content"},
+		{map[string]any{"content": "hi", "client_message_id": ""}, "client_message_id"},
+		{map[string]any{"content": "hi", "client_message_id": strings.Repeat("c", 201)}, "client_message_id"},
+		{map[string]any{"content": "hi", "attachments": []string{}}, "attachments"},
+		{map[string]any{"content": "nul\u0000byte"}, "content"},
+		{`{"content":"a"} {"content":"b"}`, "body"},
+	}
+	for _, tc := range cases {
+		r := f.call("POST", path, f.member, tc.body).refused(t, http.StatusBadRequest, CodeInvalidRequest)
+		assert.Contains(t, r.Message, tc.field, "%v", tc.body)
+	}
+	f.call("POST", path, f.member, strings.Repeat(" ", 8000)).refused(t, http.StatusBadRequest, CodeInvalidRequest, "body")
+	f.call("POST", path, f.other, map[string]any{"content": "hi"}).refused(t, http.StatusNotFound, CodeNotFound)
+	f.call("POST", path, "", map[string]any{"content": "hi"}).refused(t, http.StatusUnauthorized, CodeUnauthorized)
+	f.call("POST", path, f.member, map[string]any{"content": strings.Repeat("x", 64)}).ok(t)
+	assert.Equal(t, 1, f.countInputs(id), "refused messages wrote nothing")
+
+	f.exec(`UPDATE sessions SET lifecycle = 'terminated' WHERE id = $1`, id)
+	f.call("POST", path, f.member, map[string]any{"content": "hi"}).refused(t, http.StatusConflict, CodeAgentRuntimeError, "TERMINATED")
+	f.exec(`UPDATE sessions SET lifecycle = 'deleted', deleted_at = now() WHERE id = $1`, id)
+	f.call("POST", path, f.member, map[string]any{"content": "hi"}).refused(t, http.StatusConflict, CodeAgentRuntimeError, "DELETED")
+	assert.Equal(t, 1, f.countInputs(id))
+}
+
+func TestAdmissionPolicyRefusesWith429(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, func(o *Options) { o.MaxHeldInputs = 2 })
+	id := f.newSession(f.member)
+	path := "/api/v1/sessions/" + id + "/inputs"
+	var first inputReceipt
+	f.call("POST", path, f.member, map[string]any{"content": "1", "client_message_id": "m1"}).ok(t).into(t, &first)
+	f.call("POST", path, f.member, map[string]any{"content": "2"}).ok(t)
+	f.call("POST", path, f.member, map[string]any{"content": "3"}).refused(t, http.StatusTooManyRequests, CodeAdmissionDenied, "limit 2")
+	// A repeated message is not a new one: it still gets its receipt.
+	var dup inputReceipt
+	f.call("POST", path, f.member, map[string]any{"content": "1", "client_message_id": "m1"}).ok(t).into(t, &dup)
+	assert.True(t, dup.Duplicate)
+	// Once the program takes a message, there is room again.
+	f.exec(`UPDATE inputs SET state = 'admitted', admitted_at = now() WHERE id = $1`, first.InputID)
+	f.call("POST", path, f.member, map[string]any{"content": "3"}).ok(t)
+	assert.Equal(t, 3, f.countInputs(id))
+}
+
+func TestParallelSendsWithOneClientMessageIDMakeOneInput(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	id := f.newSession(f.member)
+	path := "/api/v1/sessions/" + id + "/inputs"
+	const n = 50
+	receipts := make([]inputReceipt, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			f.call("POST", path, f.member, map[string]any{"content": fmt.Sprintf("attempt %d", i), "client_message_id": "same"}).ok(t).into(t, &receipts[i])
+		})
+	}
+	wg.Wait()
+	assert.Equal(t, 1, f.countInputs(id))
+	fresh := 0
+	for _, r := range receipts {
+		assert.Equal(t, receipts[0].InputID, r.InputID)
+		if !r.Duplicate {
+			fresh++
+		}
+	}
+	assert.Equal(t, 1, fresh, "exactly one receipt is the original")
+}

@@ -1,0 +1,61 @@
+package api
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+
+	"github.com/astrabox/astrabox/internal/testutil"
+)
+
+// TestOpenAPIDescribesEveryRoute compares the served routes with the document, so a
+// route added without a description fails here.
+func TestOpenAPIDescribesEveryRoute(t *testing.T) {
+	t.Parallel()
+	st, _ := testutil.NewDB(t)
+	s := New(Options{Logger: zap.NewNop(), Store: st, Signaler: &recordingSignaler{}})
+	rec := do(s.Handler(), http.MethodGet, "/openapi.json", nil)
+	require.Equal(t, http.StatusOK, rec.Code)
+	var doc struct {
+		OpenAPI string                               `json:"openapi"`
+		Paths   map[string]map[string]map[string]any `json:"paths"`
+	}
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &doc))
+	assert.Equal(t, "3.1.0", doc.OpenAPI)
+
+	served := 0
+	for _, r := range s.engine.Routes() {
+		if !strings.HasPrefix(r.Path, "/api/v1/") {
+			continue
+		}
+		served++
+		p, _ := openAPIPath(r.Path)
+		op, ok := doc.Paths[p][strings.ToLower(r.Method)]
+		require.True(t, ok, "%s %s is not described", r.Method, p)
+		assert.NotEmpty(t, op["summary"])
+		assert.NotEmpty(t, op["security"])
+	}
+	assert.Equal(t, len(apiRoutes), served)
+	inputs := doc.Paths["/api/v1/sessions/{session_id}/inputs"]["post"]["requestBody"].(map[string]any)
+	assert.Contains(t, mustJSON(t, inputs), `"client_message_id"`)
+
+	page := do(s.Handler(), http.MethodGet, "/docs", nil)
+	require.Equal(t, http.StatusOK, page.Code)
+	assert.Contains(t, page.Header().Get("Content-Type"), "text/html")
+	for _, r := range apiRoutes {
+		p, _ := openAPIPath(r.path)
+		assert.Contains(t, page.Body.String(), "/api/v1"+p)
+	}
+}
+
+func mustJSON(t testing.TB, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	return string(b)
+}

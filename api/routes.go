@@ -1,0 +1,59 @@
+package api
+
+import "github.com/gin-gonic/gin"
+
+// route is one public API route; the OpenAPI document is generated from the same table,
+// so every route is described.
+type route struct {
+	method  string
+	path    string // Gin syntax, relative to /api/v1
+	summary string
+	handler func(*Server) gin.HandlerFunc
+}
+
+func h(f func(*Server, *gin.Context)) func(*Server) gin.HandlerFunc {
+	return func(s *Server) gin.HandlerFunc { return func(c *gin.Context) { f(s, c) } }
+}
+
+// apiRoutes is the public API under /api/v1. Every route needs a bearer token.
+var apiRoutes = []route{
+	{"POST", "/runtime-profiles", "Create a RuntimeProfile (admin)", h((*Server).createProfile)},
+	{"GET", "/runtime-profiles", "List the RuntimeProfiles Agents may select (include_disabled=true: all, admin)", h((*Server).listProfiles)},
+	{"GET", "/runtime-profiles/:profile_id", "Get a RuntimeProfile", h((*Server).getProfile)},
+	{"PATCH", "/runtime-profiles/:profile_id", "Update a RuntimeProfile (admin)", h((*Server).updateProfile)},
+	{"POST", "/runtime-profiles/:profile_id/enable", "Enable a RuntimeProfile (admin)", h((*Server).enableProfile)},
+	{"POST", "/runtime-profiles/:profile_id/disable", "Disable a RuntimeProfile (admin)", h((*Server).disableProfile)},
+
+	{"POST", "/agents", "Create an Agent", h((*Server).createAgent)},
+	{"GET", "/agents", "List Agents", h((*Server).listAgents)},
+	{"GET", "/agents/:agent_id", "Get an Agent", h((*Server).getAgent)},
+	{"PATCH", "/agents/:agent_id", "Update an Agent (send its current version)", h((*Server).updateAgent)},
+	{"POST", "/agents/:agent_id/conversations", "Create a Session from an Agent (Idempotency-Key header)", h((*Server).createSession)},
+
+	{"GET", "/sessions", "List Sessions (page=1&limit=N: paged; archived=true: archived ones)", h((*Server).listSessions)},
+	{"GET", "/sessions/:session_id", "Get a Session's complete current details", h((*Server).getSession)},
+	{"PATCH", "/sessions/:session_id", "Rename a Session (owner)", h((*Server).renameSession)},
+	{"DELETE", "/sessions/:session_id", "Delete a Session (owner; 409 SESSION_BUSY while working)", h((*Server).deleteSession)},
+	{"POST", "/sessions/:session_id/permission-mode", "Set the Session's permission mode (owner)", h((*Server).setPermissionMode)},
+	{"POST", "/sessions/:session_id/read", "Mark the Session read (owner)", h((*Server).markRead)},
+	{"POST", "/sessions/:session_id/archive", "Archive a Session (owner; 409 SESSION_BUSY while working)", h((*Server).archiveSession)},
+	{"POST", "/sessions/:session_id/recover", "Recover a TERMINATED Session (owner)", h((*Server).recoverSession)},
+	{"POST", "/sessions/:session_id/interrupt", "Interrupt the response in progress (owner)", h((*Server).interrupt)},
+	{"POST", "/sessions/:session_id/inputs", "Send a message (owner); returns the receipt at once", h((*Server).sendInput)},
+	{"GET", "/sessions/:session_id/stream", "Follow the Session's output (SSE, AI SDK UI Message Stream) after after_seq", h((*Server).streamSession)},
+	{"GET", "/sessions/:session_id/messages", "Read the recorded conversation as UI messages, paging back with before", h((*Server).listMessages)},
+	{"GET", "/sessions/:session_id/history-blocks", "Read the conversation with folded work as data-process-block headers", h((*Server).listHistoryBlocks)},
+	{"GET", "/sessions/:session_id/history-blocks/:block_id", "Read the parts folded under one header (cursor=)", h((*Server).getHistoryBlock)},
+	{"POST", "/sessions/:session_id/interactions/:interaction_id/answer", "Answer an approval or question (owner)", h((*Server).answerInteraction)},
+	{"GET", "/sessions/:session_id/child-runs", "List the Session's child runs", h((*Server).listChildRuns)},
+	{"GET", "/sessions/:session_id/child-runs/:child_run_id/messages", "Read a child run's messages", h((*Server).childRunMessages)},
+	{"POST", "/sessions/:session_id/child-runs/:child_run_id/stop", "Stop a child run (owner)", h((*Server).stopChildRun)},
+	{"POST", "/admin/sessions/:session_id/history-import", "Import a Session's earlier history, for reading only (admin)", h((*Server).importHistory)},
+}
+
+// routes registers the public API on g.
+func (s *Server) routes(g *gin.RouterGroup) {
+	for _, r := range apiRoutes {
+		g.Handle(r.method, r.path, r.handler(s))
+	}
+}

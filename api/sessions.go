@@ -1,0 +1,309 @@
+package api
+
+import (
+	"encoding/base64"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/gin-gonic/gin"
+	"go.uber.org/zap"
+
+	"github.com/astrabox/astrabox/internal/sessionstate"
+	"github.com/astrabox/astrabox/store"
+	"github.com/astrabox/astrabox/workflows"
+)
+
+const (
+	// maxTitleLen is the longest Session title, in characters.
+	maxTitleLen = 200
+	// maxIdempotencyKeyLen caps the Idempotency-Key header.
+	maxIdempotencyKeyLen = 200
+	// defaultListLimit and maxListLimit bound a page of the conversation list.
+	defaultListLimit = 20
+	maxListLimit     = 100
+	// maxUnpagedSessions caps the console's unpaged array.
+	maxUnpagedSessions = 1000
+)
+
+// createdSession is the data of a successful Session creation.
+type createdSession struct {
+	SessionID      string `json:"session_id"`
+	AgentID        string `json:"agent_id"`
+	DeploymentName string `json:"deployment_name"`
+}
+
+// createSession starts a Session from the path's Agent. The body is {}: the Agent
+// selects the RuntimeProfile, and nothing else is accepted. The same Idempotency-Key
+// for the same user and Agent returns the same Session.
+func (s *Server) createSession(c *gin.Context) {
+	agent, err := s.loadAgent(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	var body struct{}
+	if err := decodeBody(c, defaultBodyLimit, &body, true); err != nil {
+		s.fail(c, err)
+		return
+	}
+	key := strings.TrimSpace(c.GetHeader("Idempotency-Key"))
+	if utf8.RuneCountInString(key) > maxIdempotencyKeyLen {
+		s.fail(c, InvalidRequest("Idempotency-Key", "must be at most %d characters", maxIdempotencyKeyLen))
+		return
+	}
+	sess, created, err := s.store.CreateSessionIdempotent(c.Request.Context(), store.NewSession{
+		UserID: currentUser(c).ID, AgentID: agent.ID, IdempotencyKey: key,
+	})
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	// The row is the truth: a failed start is logged, and the next signal (any input)
+	// starts the workflow anyway.
+	if err := s.signaler.StartSession(c.Request.Context(), sess.ID); err != nil {
+		RequestLogger(c, s.log).Warn("start session workflow", zap.String("session_id", sess.ID), zap.Error(err))
+	}
+	RequestLogger(c, s.log).Debug("session created", zap.String("session_id", sess.ID), zap.Bool("new", created))
+	writeOK(c, createdSession{SessionID: sess.ID, AgentID: agent.ID, DeploymentName: agent.Name})
+}
+
+func (s *Server) getSession(c *gin.Context) {
+	sess, err := s.loadSession(c, readAccess)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	f, err := s.store.GetSessionFacts(c.Request.Context(), sess.ID)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	writeOK(c, newSessionDetails(sess, f))
+}
+
+// sessionPage is a paged conversation list.
+type sessionPage struct {
+	Sessions   []sessionSummary `json:"sessions"`
+	HasMore    bool             `json:"has_more"`
+	NextCursor *string          `json:"next_cursor"`
+}
+
+// listSessions lists the user's conversations, newest activity first. With page (or
+// cursor) it returns a page {sessions, has_more, next_cursor}; without, the console's
+// unpaged array. Archived Sessions are listed only with archived=true.
+func (s *Server) listSessions(c *gin.Context) {
+	if err := knownQuery(c, "page", "limit", "cursor", "archived"); err != nil {
+		s.fail(c, err)
+		return
+	}
+	archived, err := queryBool(c, "archived")
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	_, paged := c.GetQuery("page")
+	page, err := queryInt(c, "page", 1, 1, 1_000_000)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	q := store.SessionListQuery{UserID: currentUser(c).ID, Archived: archived}
+	if raw, ok := c.GetQuery("cursor"); ok {
+		after, err := decodeListCursor(raw)
+		if err != nil {
+			s.fail(c, err)
+			return
+		}
+		q.After, paged = &after, true
+	}
+	def, most := int64(defaultListLimit), int64(maxListLimit)
+	if !paged {
+		def, most = maxUnpagedSessions, maxUnpagedSessions
+	}
+	limit, err := queryInt(c, "limit", def, 1, most)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	q.Limit = int(limit) + 1
+	if q.After == nil {
+		q.Offset = int((page - 1) * limit)
+	}
+	rows, err := s.store.ListSessionSummaries(c.Request.Context(), q)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	hasMore := len(rows) > int(limit)
+	if hasMore {
+		rows = rows[:limit]
+	}
+	out := make([]sessionSummary, len(rows))
+	for i, r := range rows {
+		out[i] = newSessionSummary(r.Session, sessionstate.Derive(facts(r.Session, r.OpenResponses, r.OpenInteractions, r.HeldInputs)))
+	}
+	if !paged {
+		writeOK(c, out)
+		return
+	}
+	result := sessionPage{Sessions: out, HasMore: hasMore}
+	if hasMore {
+		last := rows[len(rows)-1]
+		cursor := encodeListCursor(store.SessionListCursor{LastActivityAt: last.LastActivityAt, ID: last.ID})
+		result.NextCursor = &cursor
+	}
+	writeOK(c, result)
+}
+
+// encodeListCursor makes the opaque next_cursor of a list page.
+func encodeListCursor(cur store.SessionListCursor) string {
+	raw := strconv.FormatInt(cur.LastActivityAt.UnixMicro(), 10) + "." + cur.ID
+	return base64.RawURLEncoding.EncodeToString([]byte(raw))
+}
+
+func decodeListCursor(s string) (store.SessionListCursor, error) {
+	bad := InvalidRequest("cursor", "is not a cursor this list returned")
+	raw, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return store.SessionListCursor{}, bad
+	}
+	micros, id, ok := strings.Cut(string(raw), ".")
+	if !ok || !isUUID(id) {
+		return store.SessionListCursor{}, bad
+	}
+	us, err := strconv.ParseInt(micros, 10, 64)
+	if err != nil {
+		return store.SessionListCursor{}, bad
+	}
+	return store.SessionListCursor{LastActivityAt: time.UnixMicro(us).UTC(), ID: id}, nil
+}
+
+// renameRequest is the body of PATCH /sessions/{id}.
+type renameRequest struct {
+	Title *string `json:"title"`
+}
+
+// renameSession sets the Session's title: one line of at most 200 characters, runs
+// of whitespace (line breaks included) stored as one space. The list order is kept.
+func (s *Server) renameSession(c *gin.Context) {
+	sess, err := s.loadSession(c, ownerAccess)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	var req renameRequest
+	if err := decodeBody(c, defaultBodyLimit, &req, false); err != nil {
+		s.fail(c, err)
+		return
+	}
+	if req.Title == nil {
+		s.fail(c, InvalidRequest("title", "is required"))
+		return
+	}
+	title, err := foldTitle(*req.Title)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	saved, err := s.store.SetSessionTitle(c.Request.Context(), sess.ID, title)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	s.writeSession(c, saved)
+}
+
+// foldTitle stores runs of whitespace as one space and refuses an empty or overlong
+// title.
+func foldTitle(raw string) (string, error) {
+	title := strings.Join(strings.Fields(raw), " ")
+	switch {
+	case title == "":
+		return "", InvalidRequest("title", "must not be empty")
+	case utf8.RuneCountInString(title) > maxTitleLen:
+		return "", InvalidRequest("title", "must be at most %d characters", maxTitleLen)
+	}
+	return title, nil
+}
+
+// permissionModeRequest is the body of POST /sessions/{id}/permission-mode.
+type permissionModeRequest struct {
+	PermissionMode *string `json:"permission_mode"`
+}
+
+// setPermissionMode stores a mode the Session's Agent program declares, then tells the
+// workflow, which applies it to a running program or to the next one.
+func (s *Server) setPermissionMode(c *gin.Context) {
+	sess, err := s.loadSession(c, ownerAccess)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	var req permissionModeRequest
+	if err := decodeBody(c, defaultBodyLimit, &req, false); err != nil {
+		s.fail(c, err)
+		return
+	}
+	if err := requiredString("permission_mode", req.PermissionMode); err != nil {
+		s.fail(c, err)
+		return
+	}
+	agent, err := s.store.GetAgentByID(c.Request.Context(), sess.AgentID)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	adapter, ok := s.registry.Adapter(agent.EngineKind)
+	if !ok {
+		s.fail(c, InvalidRequest("permission_mode", "the Agent program %q is not installed", agent.EngineKind))
+		return
+	}
+	caps := adapter.Capabilities()
+	if !caps.HasPermissionMode(*req.PermissionMode) {
+		s.fail(c, InvalidRequest("permission_mode", "%q is not a permission mode of %s (accepted: %s)", *req.PermissionMode, agent.EngineKind, fmtList(caps.PermissionModes)))
+		return
+	}
+	saved, err := s.store.SaveSessionPermissionMode(c.Request.Context(), sess.ID, *req.PermissionMode)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	s.signal(c, sess.ID, workflows.SignalPermissionModeChanged, workflows.PermissionModeChanged{PermissionMode: *req.PermissionMode})
+	s.writeSession(c, saved)
+}
+
+// markRead records that the owner read the Session now.
+func (s *Server) markRead(c *gin.Context) {
+	sess, err := s.loadSession(c, ownerAccess)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	saved, err := s.store.MarkSessionReadNow(c.Request.Context(), sess.ID)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	s.writeSession(c, saved)
+}
+
+// writeSession answers with the Session's complete current details.
+func (s *Server) writeSession(c *gin.Context, sess store.Session) {
+	f, err := s.store.GetSessionFacts(c.Request.Context(), sess.ID)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	writeOK(c, newSessionDetails(sess, f))
+}
+
+// signal hands a signal to the Session's workflow after its row was written. A failed
+// signal is logged, not returned: the row is the truth, and the workflow re-reads it on
+// its next signal (a retried request signals again).
+func (s *Server) signal(c *gin.Context, sessionID, name string, payload any) {
+	if err := s.signaler.SignalSession(c.Request.Context(), sessionID, name, payload); err != nil {
+		RequestLogger(c, s.log).Warn("signal session workflow", zap.String("session_id", sessionID), zap.String("signal", name), zap.Error(err))
+	}
+}

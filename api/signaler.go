@@ -1,0 +1,66 @@
+package api
+
+import (
+	"context"
+	"fmt"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+
+	"github.com/astrabox/astrabox/store/pubsub"
+	"github.com/astrabox/astrabox/workflows"
+)
+
+// SessionSignaler hands work to a Session's workflow. Handlers write the row first and
+// signal afterwards: the workflow re-reads PostgreSQL, so a lost or repeated signal
+// does no harm and the row is the truth.
+type SessionSignaler interface {
+	// StartSession starts the Session's workflow, or does nothing when it runs.
+	StartSession(ctx context.Context, sessionID string) error
+	// SignalSession delivers signalName with payload, starting the workflow first when
+	// it is not running.
+	SignalSession(ctx context.Context, sessionID, signalName string, payload any) error
+}
+
+// OutputSubscriber subscribes to PostgreSQL notifications (store/pubsub.Listener).
+type OutputSubscriber interface {
+	Subscribe(ctx context.Context, channel string) (*pubsub.Subscription, error)
+}
+
+var _ OutputSubscriber = (*pubsub.Listener)(nil)
+
+// TemporalSignaler is the SessionSignaler over a Temporal client: SignalWithStart on
+// the workflow id session/<session_id>, so the first signal of a Session whose workflow
+// is not running starts it on the shared task queue.
+type TemporalSignaler struct {
+	Client    client.Client
+	TaskQueue string
+}
+
+var _ SessionSignaler = (*TemporalSignaler)(nil)
+
+// startOptions places the workflow; SignalWithStart already joins a running one.
+func (t *TemporalSignaler) startOptions(sessionID string) client.StartWorkflowOptions {
+	return client.StartWorkflowOptions{ID: workflows.SessionWorkflowID(sessionID), TaskQueue: t.TaskQueue}
+}
+
+// StartSession starts the Session's workflow; a running one is kept.
+func (t *TemporalSignaler) StartSession(ctx context.Context, sessionID string) error {
+	opts := t.startOptions(sessionID)
+	opts.WorkflowIDConflictPolicy = enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING
+	_, err := t.Client.ExecuteWorkflow(ctx, opts, workflows.SessionWorkflowName, workflows.SessionStart{SessionID: sessionID})
+	if err != nil {
+		return fmt.Errorf("start workflow of session %s: %w", sessionID, err)
+	}
+	return nil
+}
+
+// SignalSession signals the Session's workflow, starting it when needed.
+func (t *TemporalSignaler) SignalSession(ctx context.Context, sessionID, signalName string, payload any) error {
+	_, err := t.Client.SignalWithStartWorkflow(ctx, workflows.SessionWorkflowID(sessionID), signalName, payload,
+		t.startOptions(sessionID), workflows.SessionWorkflowName, workflows.SessionStart{SessionID: sessionID})
+	if err != nil {
+		return fmt.Errorf("signal %s to session %s: %w", signalName, sessionID, err)
+	}
+	return nil
+}

@@ -1,0 +1,89 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/astrabox/astrabox/store"
+)
+
+// The handlers' view of the database, one small interface per resource; *store.Store
+// implements them all. Tests run them against a real PostgreSQL, since the guarantees
+// they rely on (unique constraints, row locks, gapless seqs) live there.
+
+// TokenStore authenticates bearer tokens.
+type TokenStore interface {
+	GetUserByAPIToken(ctx context.Context, plaintext string, now time.Time) (store.User, store.APIToken, error)
+}
+
+// AgentStore keeps Agents and RuntimeProfiles.
+type AgentStore interface {
+	CreateAgent(ctx context.Context, in store.NewAgent) (store.Agent, error)
+	GetAgentByID(ctx context.Context, id string) (store.Agent, error)
+	ListAgents(ctx context.Context) ([]store.Agent, error)
+	UpdateAgent(ctx context.Context, id string, expectedVersion int64, upd store.AgentUpdate) (store.Agent, error)
+	CreateRuntimeProfile(ctx context.Context, in store.NewRuntimeProfile) (store.RuntimeProfile, error)
+	GetRuntimeProfileByID(ctx context.Context, id string) (store.RuntimeProfile, error)
+	ListRuntimeProfiles(ctx context.Context, enabledOnly bool) ([]store.RuntimeProfile, error)
+	UpdateRuntimeProfile(ctx context.Context, id string, upd store.RuntimeProfileUpdate) (store.RuntimeProfile, error)
+	SetRuntimeProfileEnabled(ctx context.Context, id string, enabled bool) error
+}
+
+// SessionStore keeps Sessions and the facts their state derives from.
+type SessionStore interface {
+	CreateSessionIdempotent(ctx context.Context, in store.NewSession) (store.Session, bool, error)
+	GetSessionByID(ctx context.Context, id string) (store.Session, error)
+	GetSessionFacts(ctx context.Context, sessionID string) (store.SessionDetails, error)
+	ListSessionSummaries(ctx context.Context, q store.SessionListQuery) ([]store.SessionSummary, error)
+	SetSessionTitle(ctx context.Context, sessionID, title string) (store.Session, error)
+	SaveSessionPermissionMode(ctx context.Context, sessionID, mode string) (store.Session, error)
+	MarkSessionReadNow(ctx context.Context, sessionID string) (store.Session, error)
+	ArchiveSessionUnlessWorking(ctx context.Context, sessionID string) (store.Session, error)
+	DeleteSessionUnlessWorking(ctx context.Context, sessionID string) (store.Session, error)
+	RecoverSession(ctx context.Context, sessionID string) (store.Session, error)
+}
+
+// InputStore keeps the messages in the platform's custody.
+type InputStore interface {
+	InsertInput(ctx context.Context, in store.NewInput) (store.Input, bool, error)
+	GetInputByClientMessageID(ctx context.Context, sessionID, clientMessageID string) (store.Input, error)
+	CountHeldInputs(ctx context.Context, sessionID string) (int, error)
+	ListInputsBySession(ctx context.Context, sessionID string) ([]store.Input, error)
+}
+
+// OutputStore reads the output log, responses and child runs.
+type OutputStore interface {
+	ListOutputPartsAfter(ctx context.Context, sessionID string, afterSeq int64, limit int) ([]store.OutputPart, error)
+	ResponseOpenAt(ctx context.Context, sessionID string, seq int64) (bool, error)
+	ListResponses(ctx context.Context, sessionID string) ([]store.ResponseRecord, error)
+	ListResponseParts(ctx context.Context, sessionID string, responseIDs []string) ([]store.OutputPart, error)
+	ListChildRuns(ctx context.Context, sessionID string) ([]store.ChildRunRecord, error)
+	GetChildRun(ctx context.Context, sessionID, childRunID string) (store.ChildRunRecord, error)
+	ListChildRunMessageParts(ctx context.Context, sessionID, childRunID string) ([]store.OutputPart, error)
+}
+
+// InteractionStore keeps answers to approvals and questions.
+type InteractionStore interface {
+	GetInteraction(ctx context.Context, sessionID, interactionID string) (store.InteractionRecord, error)
+	SaveAnswerIfOpen(ctx context.Context, sessionID, interactionID string, answer json.RawMessage, userID string) (store.InteractionRecord, error)
+}
+
+// ImportStore keeps imported earlier history.
+type ImportStore interface {
+	ImportHistoryMessages(ctx context.Context, sessionID string, msgs []store.HistoryMessage) (int, error)
+	ListHistoryMessages(ctx context.Context, sessionID string) ([]store.HistoryMessage, error)
+}
+
+// Store is everything the API reads and writes.
+type Store interface {
+	TokenStore
+	AgentStore
+	SessionStore
+	InputStore
+	OutputStore
+	InteractionStore
+	ImportStore
+}
+
+var _ Store = (*store.Store)(nil)

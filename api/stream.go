@@ -1,0 +1,232 @@
+package api
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"go.uber.org/zap"
+
+	"github.com/astrabox/astrabox/engines"
+	"github.com/astrabox/astrabox/store"
+	"github.com/astrabox/astrabox/store/pubsub"
+)
+
+// streamBatch is how many parts one read of the output log takes.
+const streamBatch = 500
+
+// streamSession follows the Session's output log from after_seq as an AI SDK UI
+// Message Stream over SSE: each part as `data: <json>\n\n`, followed by a
+// data-resume-cursor part carrying its seq. The stream ends after the part that
+// finishes a response (or reports a refused input outside any response), then sends
+// `data: [DONE]`.
+//
+// Postgres is the truth and NOTIFY a hint: the follower subscribes before it reads the
+// backlog, so nothing committed in between is missed, and it re-reads the log after
+// every notification and after every dropped listener signal. Idle streams get a
+// keep-alive comment. Last-Event-ID is not used: the cursor is after_seq.
+func (s *Server) streamSession(c *gin.Context) {
+	sess, err := s.loadSession(c, readAccess)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	if err := knownQuery(c, "after_seq"); err != nil {
+		s.fail(c, err)
+		return
+	}
+	after, err := queryInt(c, "after_seq", 0, 0, 1<<62)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	if after > sess.OutputSeq {
+		s.fail(c, InvalidRequest("after_seq", "%d is beyond the Session's output position %d", after, sess.OutputSeq))
+		return
+	}
+	if s.output == nil {
+		s.fail(c, Unavailable("streaming is not configured", nil))
+		return
+	}
+	ctx := c.Request.Context()
+	sub, err := s.output.Subscribe(ctx, pubsub.SessionOutputChannel(sess.ID))
+	if err != nil {
+		s.fail(c, fmt.Errorf("subscribe to session output: %w", err))
+		return
+	}
+	defer sub.Close()
+	inResponse, err := s.store.ResponseOpenAt(ctx, sess.ID, after)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+
+	h := c.Writer.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Connection", "keep-alive")
+	h.Set("X-Accel-Buffering", "no")
+	h.Set("x-vercel-ai-ui-message-stream", "v1")
+	c.Status(http.StatusOK)
+	f := &streamFollower{s: s, sub: sub, sessionID: sess.ID, cursor: after, inResponse: inResponse,
+		w: bufio.NewWriter(c.Writer), flush: c.Writer.Flush}
+	if err := f.run(ctx); err != nil && ctx.Err() == nil {
+		RequestLogger(c, s.log).Warn("stream ended early", zap.String("session_id", sess.ID), zap.Int64("cursor", f.cursor), zap.Error(err))
+	}
+}
+
+// streamFollower is one SSE follower of one Session.
+type streamFollower struct {
+	s          *Server
+	sub        *pubsub.Subscription
+	sessionID  string
+	cursor     int64
+	inResponse bool
+	w          *bufio.Writer
+	flush      func()
+}
+
+// errStreamDone ends a stream after its finishing part.
+var errStreamDone = errors.New("stream done")
+
+func (f *streamFollower) run(ctx context.Context) error {
+	keepAlive := time.NewTimer(f.s.keepAlive)
+	defer keepAlive.Stop()
+	// Headers go out at once, so a client sees the stream open before any part.
+	f.flush()
+	for {
+		err := f.drain(ctx)
+		if errors.Is(err, errStreamDone) {
+			return f.send("[DONE]")
+		}
+		if err != nil {
+			return err
+		}
+		more, err := f.waitForHint(ctx, keepAlive)
+		if !more || err != nil {
+			return err
+		}
+	}
+}
+
+// waitForHint waits for a notification or a dropped-listener signal, after which the
+// log must be re-read, sending keep-alive comments while idle. It returns false when
+// the client went away.
+func (f *streamFollower) waitForHint(ctx context.Context, keepAlive *time.Timer) (bool, error) {
+	keepAlive.Reset(f.s.keepAlive)
+	for {
+		select {
+		case <-ctx.Done():
+			return false, nil
+		case _, ok := <-f.sub.C():
+			if !ok {
+				// The listener closed: end the stream so the client resumes elsewhere.
+				return false, fmt.Errorf("output listener closed")
+			}
+			f.coalesceHints()
+			return true, nil
+		case <-f.sub.Dropped():
+			return true, nil
+		case <-keepAlive.C:
+			if _, err := f.w.WriteString(": keep-alive\n\n"); err != nil {
+				return false, err
+			}
+			if err := f.w.Flush(); err != nil {
+				return false, err
+			}
+			f.flush()
+			keepAlive.Reset(f.s.keepAlive)
+		}
+	}
+}
+
+// coalesceHints takes the notifications already queued: one re-read covers them all.
+func (f *streamFollower) coalesceHints() {
+	for {
+		select {
+		case _, ok := <-f.sub.C():
+			if !ok {
+				return
+			}
+		default:
+			return
+		}
+	}
+}
+
+// drain sends every committed part after the cursor; it returns errStreamDone after
+// the part that ends the stream.
+func (f *streamFollower) drain(ctx context.Context) error {
+	for {
+		parts, err := f.s.store.ListOutputPartsAfter(ctx, f.sessionID, f.cursor, streamBatch)
+		if err != nil {
+			return err
+		}
+		for _, p := range parts {
+			done, err := f.sendPart(p)
+			if err != nil {
+				return err
+			}
+			if done {
+				return errStreamDone
+			}
+		}
+		if len(parts) > 0 {
+			if err := f.w.Flush(); err != nil {
+				return err
+			}
+			f.flush()
+		}
+		if len(parts) < streamBatch {
+			return nil
+		}
+	}
+}
+
+// sendPart writes one part and its resume cursor and reports whether the stream ends
+// after it.
+func (f *streamFollower) sendPart(p store.OutputPart) (bool, error) {
+	frame, err := engines.ParseFrame(p.Frame)
+	if err != nil {
+		return false, fmt.Errorf("output part %d: %w", p.Seq, err)
+	}
+	raw, err := frame.MarshalJSON()
+	if err != nil {
+		return false, fmt.Errorf("output part %d: %w", p.Seq, err)
+	}
+	if err := f.send(string(raw)); err != nil {
+		return false, err
+	}
+	cursor, _ := engines.ResumeCursorFrame(p.Seq).MarshalJSON()
+	if err := f.send(string(cursor)); err != nil {
+		return false, err
+	}
+	f.cursor = p.Seq
+	switch {
+	case engines.FinishesResponse(frame):
+		return true, nil
+	case frame.Type() == "start":
+		f.inResponse = true
+	case frame.Type() == "data-input-failed" && !f.inResponse:
+		// A refused input starts no response: its report is all the client waits for.
+		return true, nil
+	}
+	return false, nil
+}
+
+func (f *streamFollower) send(data string) error {
+	if _, err := f.w.WriteString("data: " + data + "\n\n"); err != nil {
+		return err
+	}
+	if data == "[DONE]" {
+		if err := f.w.Flush(); err != nil {
+			return err
+		}
+		f.flush()
+	}
+	return nil
+}

@@ -1,0 +1,271 @@
+package claude
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/astrabox/astrabox/engines"
+)
+
+// Client is one connection to a Claude Code process session: it writes inputs,
+// answers and control requests to Claude's stdin and translates the journal of its
+// stdout into runtime events.
+type Client struct {
+	box           engines.Box
+	proc          engines.ProcessSession
+	identity      *engines.RuntimeIdentity
+	sessionID     string // the AstraBox Session id
+	claudeSession string
+	generation    string
+	caps          engines.EngineRuntimeCapabilities
+	transcript    string
+	// checkpointPath is where Committed saves the state before freeing output.
+	checkpointPath string
+	commitEvery    int64
+	admissions     *admissionIndex
+	// pollInterval spaces transcript checks while inputs wait for admission and Claude
+	// prints nothing.
+	pollInterval time.Duration
+
+	live atomic.Bool
+	// tail is the newest journal offset any read has seen: control responses are
+	// searched for from there.
+	tail atomic.Int64
+	seq  atomic.Int64
+
+	mu         sync.Mutex
+	version    string
+	checkpoint *checkpoint
+}
+
+var (
+	_ engines.RuntimeClient        = (*Client)(nil)
+	_ engines.PermissionModeSetter = (*Client)(nil)
+	_ engines.ServerInfoProvider   = (*Client)(nil)
+)
+
+// ClientConfig is what a Client connects to.
+type ClientConfig struct {
+	// Box is the conversation's box and Process the Claude Code process session in it.
+	Box     engines.Box
+	Process engines.ProcessSession
+	// Identity is the runtime identity files are read as (nil: the box account).
+	Identity *engines.RuntimeIdentity
+	// SessionID is the AstraBox Session id; ClaudeSession is Claude's session id.
+	SessionID     string
+	ClaudeSession string
+	// TranscriptPath is Claude's transcript file in the box (TranscriptPath).
+	TranscriptPath string
+	// CheckpointPath, when set, is where Committed saves the translation state before
+	// a process session that implements OutputCommitter frees recorded output.
+	CheckpointPath string
+	// CommitEvery is how many lines a commit must advance before output is freed
+	// (default 256).
+	CommitEvery int64
+	// Capabilities is the adapter's declaration.
+	Capabilities engines.EngineRuntimeCapabilities
+}
+
+// NewClient connects to a running Claude Code process session.
+func NewClient(cfg ClientConfig) (*Client, error) {
+	if cfg.Box == nil || cfg.Process == nil || cfg.ClaudeSession == "" || cfg.TranscriptPath == "" {
+		return nil, errors.New("claude client: box, process, claude session and transcript path are required")
+	}
+	c := &Client{
+		box: cfg.Box, proc: cfg.Process, identity: cfg.Identity, sessionID: cfg.SessionID,
+		claudeSession: cfg.ClaudeSession, generation: generationOf(cfg.Process.Name(), cfg.ClaudeSession),
+		caps: cfg.Capabilities, transcript: cfg.TranscriptPath, checkpointPath: cfg.CheckpointPath,
+		commitEvery:  cmp.Or(cfg.CommitEvery, defaultCommitEvery),
+		admissions:   newAdmissionIndex(cfg.Box, cfg.Identity, cfg.TranscriptPath),
+		pollInterval: 100 * time.Millisecond,
+	}
+	c.live.Store(true)
+	return c, nil
+}
+
+// EngineKind implements engines.RuntimeClient.
+func (c *Client) EngineKind() string { return EngineKind }
+
+// IsLive implements engines.RuntimeClient.
+func (c *Client) IsLive() bool { return c.live.Load() }
+
+// EngineSessionKey implements engines.RuntimeClient: Claude's session id.
+func (c *Client) EngineSessionKey() string { return c.claudeSession }
+
+// Generation is the cursor generation of this process session.
+func (c *Client) Generation() string { return c.generation }
+
+// Close implements engines.RuntimeClient. Claude Code keeps running.
+func (c *Client) Close() error {
+	c.live.Store(false)
+	return nil
+}
+
+// Capabilities implements engines.RuntimeClient.
+func (c *Client) Capabilities(context.Context) (engines.EngineCapabilityManifest, error) {
+	return engines.EngineCapabilityManifest{
+		EngineKind:        EngineKind,
+		PermissionModes:   append([]string{}, c.caps.PermissionModes...),
+		InputContentTypes: []engines.InputContentType{engines.InputText, engines.InputImage},
+		Controls: []engines.Control{engines.ControlInterrupt, engines.ControlInterruptCancelQueued,
+			engines.ControlSetPermissionMode},
+	}, nil
+}
+
+// Events implements engines.RuntimeClient: the translated journal after the cursor,
+// following Claude's output until ctx ends or the process exits.
+func (c *Client) Events(ctx context.Context, after *engines.RuntimeCursor) iter.Seq2[engines.Event, error] {
+	return func(yield func(engines.Event, error) bool) {
+		var pos position
+		if after != nil {
+			p, err := decodeCursor(c.generation, *after)
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			pos = p
+		}
+		base, err := c.baseCheckpoint(ctx)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		if pos.Line < base.Line {
+			cur := engines.RuntimeCursor{Generation: c.generation}
+			if after != nil {
+				cur = *after
+			}
+			yield(nil, &engines.RuntimeCursorExpired{Cursor: cur,
+				Reason: fmt.Sprintf("journal lines before %d were freed after the platform recorded them", base.Line)})
+			return
+		}
+		c.replay(ctx, pos, true, yield)
+	}
+}
+
+type outputItem struct {
+	line engines.OutputLine
+	err  error
+}
+
+// replay translates the journal from pos. With follow it waits for new lines (and
+// checks the transcript for pending admissions in between) until ctx ends or the
+// process exits; otherwise it stops at the current end.
+func (c *Client) replay(ctx context.Context, pos position, follow bool, yield func(engines.Event, error) bool) (transState, int64) {
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	tr := &translator{sessionID: c.sessionID, st: pos.State.clone(),
+		admitted: func(id string) bool { return c.admissions.holds(rctx, id) }}
+	lines := make(chan outputItem)
+	go func() {
+		defer close(lines)
+		for line, err := range c.proc.ReadOutput(rctx, pos.Line, follow) {
+			select {
+			case lines <- outputItem{line, err}:
+			case <-rctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	skip, first := pos.Skip, true
+	next := pos.Line
+	ticker := time.NewTicker(c.pollInterval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return tr.st, next
+		case <-ticker.C:
+			if !follow || len(tr.st.Pending) == 0 {
+				continue
+			}
+			before := len(tr.st.Pending)
+			tr.out = nil
+			tr.admit()
+			if len(tr.st.Pending) == before {
+				continue
+			}
+			state, _ := json.Marshal(tr.st)
+			for _, ev := range tr.out {
+				if !yield(withCursor(ev, cursorAt(c.generation, next, 0, state)), nil) {
+					return tr.st, next
+				}
+			}
+		case item, ok := <-lines:
+			if !ok {
+				if follow && ctx.Err() == nil {
+					// The journal ends only when the process exited: this connection
+					// has nothing more to drive.
+					c.live.Store(false)
+					yield(nil, fmt.Errorf("claude code process %s ended: %w", c.proc.Name(), engines.ErrRuntimeConnectionLost))
+				}
+				return tr.st, next
+			}
+			if item.err != nil {
+				if ctx.Err() == nil {
+					yield(nil, fmt.Errorf("read claude code output: %w: %w", engines.ErrRuntimeConnectionLost, item.err))
+				}
+				return tr.st, next
+			}
+			line := item.line
+			if first && skip > 0 && line.Offset != pos.Line {
+				yield(nil, &engines.RuntimeCursorExpired{Cursor: cursorAt(c.generation, pos.Line, pos.Skip, json.RawMessage("null")),
+					Reason: fmt.Sprintf("journal line %d is no longer retained", pos.Line)})
+				return tr.st, next
+			}
+			if line.Offset > c.tail.Load() {
+				c.tail.Store(line.Offset)
+			}
+			stateBefore, _ := json.Marshal(tr.st)
+			events := tr.apply(line)
+			next = line.Offset + 1
+			for i, ev := range events {
+				if first && i < skip {
+					continue
+				}
+				if !yield(withCursor(ev, cursorAt(c.generation, line.Offset, i+1, stateBefore)), nil) {
+					return tr.st, next
+				}
+			}
+			first = false
+		}
+	}
+}
+
+// State implements engines.RuntimeClient: Claude's account of itself, read by
+// translating its whole journal, with the inputs its transcript durably holds.
+func (c *Client) State(ctx context.Context) (engines.RuntimeState, error) {
+	base, err := c.baseCheckpoint(ctx)
+	if err != nil {
+		return engines.RuntimeState{}, fmt.Errorf("claude state: %w", err)
+	}
+	var failure error
+	st, next := c.replay(ctx, position{Line: base.Line, State: base.State}, false, func(_ engines.Event, err error) bool {
+		if err != nil {
+			failure = err
+			return false
+		}
+		return true
+	})
+	if failure != nil {
+		return engines.RuntimeState{}, fmt.Errorf("claude state: %w", failure)
+	}
+	rs := st.runtimeState()
+	rs.AdmittedInputIDs = c.admissions.all(ctx)
+	if next > 0 {
+		stateJSON, _ := json.Marshal(st)
+		cur := cursorAt(c.generation, next, 0, stateJSON)
+		rs.Cursor = &cur
+	}
+	return rs, nil
+}
