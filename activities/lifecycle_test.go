@@ -102,3 +102,36 @@ func TestArchiveFailsHeldInputsAndEndsTheWorkflow(t *testing.T) {
 	require.Equal(t, store.InputFailed, in.State)
 	require.Equal(t, store.InputFailureConversationEnded, *in.FailureCode)
 }
+
+func TestApprovalAnsweredAfterTheReaderReconnects(t *testing.T) {
+	s := newStack(t)
+	stopA := s.startWorker("host-a-" + uniq())
+	id := s.newSession()
+
+	in := s.send(id, "ask")
+	interaction := "ask-" + in
+	s.eventually("the question", func() bool {
+		it, err := s.st.GetInteractionByID(s.ctx, id, interaction)
+		return err == nil && it.State == store.InteractionOpen
+	})
+	s.eventually("WAITING_INPUT", func() bool {
+		f, err := s.st.GetSessionFactsByID(s.ctx, id)
+		require.NoError(t, err)
+		return f.State() == store.StateWaitingInput
+	})
+	stopA()
+	s.startWorker("host-b-" + uniq())
+
+	// What the API does: save the answer, then signal.
+	_, err := s.st.SaveInteractionAnswer(s.ctx, id, interaction, json.RawMessage(`{"decision":"yes"}`), nil)
+	require.NoError(t, err)
+	s.signal(id, workflows.SignalInteractionAnswered, workflows.InteractionAnswered{InteractionID: interaction})
+
+	r := s.waitEnded(id, "resp-"+in)
+	require.Equal(t, store.OutcomeCompleted, *r.Outcome)
+	it, err := s.st.GetInteractionByID(s.ctx, id, interaction)
+	require.NoError(t, err)
+	require.Equal(t, store.InteractionAnswered, it.State, "closed on the runtime's receipt")
+	require.Equal(t, wantDeltas(3), s.deltas(id, "resp-"+in))
+	s.requireGaplessLog(id)
+}

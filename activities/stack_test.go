@@ -236,11 +236,15 @@ func (s *stack) deltas(sessionID, responseID string) []string {
 	return out
 }
 
-// requireGaplessLog checks that the Session's seqs run 1..n.
+// requireGaplessLog checks that the Session's seqs run 1..n and that every part is
+// a valid ai@7 UI message chunk.
 func (s *stack) requireGaplessLog(sessionID string) {
 	s.t.Helper()
 	for i, p := range s.parts(sessionID) {
 		require.Equal(s.t, int64(i+1), p.Seq)
+		f, err := engines.ParseFrame(p.Frame)
+		require.NoError(s.t, err)
+		require.NoError(s.t, engines.ValidateFrame(f), "part %d: %s", p.Seq, p.Frame)
 	}
 }
 

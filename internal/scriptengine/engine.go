@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"iter"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -225,6 +226,11 @@ func (c *Client) State(ctx context.Context) (engines.RuntimeState, error) {
 				}
 			case engines.ResponseEnded:
 				delete(open, e.ResponseID)
+			case engines.InteractionOpened:
+				st.PendingInteractions = append(st.PendingInteractions, engines.PendingInteraction{ResponseID: e.ResponseID, InteractionID: e.InteractionID, Contract: e.Contract})
+			case engines.InteractionClosed:
+				st.PendingInteractions = slices.DeleteFunc(st.PendingInteractions, func(p engines.PendingInteraction) bool { return p.InteractionID == e.InteractionID })
+				st.ClosedInteractions = append(st.ClosedInteractions, engines.ClosedInteraction{InteractionID: e.InteractionID, Reason: e.Reason})
 			case engines.StatusChanged:
 				st.Status = e.Status
 			}
@@ -243,9 +249,27 @@ func (c *Client) State(ctx context.Context) (engines.RuntimeState, error) {
 	return st, nil
 }
 
-// Answer implements engines.RuntimeClient; scriptagent asks no questions.
-func (c *Client) Answer(_ context.Context, interactionID string, _ engines.InteractionAnswer) error {
-	return &engines.InteractionNotOpen{InteractionID: interactionID}
+// Answer passes an answer to the question scriptagent waits on. A redelivery returns
+// nil when the journal holds the program's receipt; a question it does not wait on
+// gives InteractionNotOpen.
+func (c *Client) Answer(ctx context.Context, interactionID string, answer engines.InteractionAnswer) error {
+	st, err := c.State(ctx)
+	if err != nil {
+		return err
+	}
+	for _, closed := range st.ClosedInteractions {
+		if closed.InteractionID == interactionID && closed.Reason == engines.ClosureAnswered {
+			return nil
+		}
+	}
+	if !slices.ContainsFunc(st.PendingInteractions, func(p engines.PendingInteraction) bool { return p.InteractionID == interactionID }) {
+		return &engines.InteractionNotOpen{InteractionID: interactionID}
+	}
+	line, _ := json.Marshal(map[string]string{"op": "answer", "interaction_id": interactionID, "decision": answer.Decision})
+	if err := c.proc.WriteStdin(ctx, "answer-"+interactionID, append(line, '\n')); err != nil {
+		return fmt.Errorf("%w: answer: %w", engines.ErrRuntimeConnectionLost, err)
+	}
+	return nil
 }
 
 // Interrupt stops the response in progress.
@@ -291,6 +315,23 @@ type vendorEvent struct {
 	Outcome      string   `json:"outcome"`
 	NativeReason string   `json:"native_reason"`
 	AtMicros     int64    `json:"at_us"`
+	TextID       string   `json:"text_id"`
+	Interaction  string   `json:"interaction_id"`
+	Decision     string   `json:"decision"`
+}
+
+// textID is the text part id of the event's segment.
+func (v vendorEvent) textID() string {
+	if v.TextID == "" {
+		return "t"
+	}
+	return v.TextID
+}
+
+// askContract is the contract of scriptagent's question, carrying its request verbatim.
+func askContract(interactionID string, raw []byte) engines.InteractionContract {
+	return engines.DecisionContract(engines.NativeRequest{Type: "ask", ID: interactionID, Payload: json.RawMessage(raw)},
+		"Continue?", engines.DecisionOption{ID: "yes", Label: "Yes"}, engines.DecisionOption{ID: "no", Label: "No"})
 }
 
 // translate turns one journal line into its runtime events; each event's cursor is
@@ -311,16 +352,36 @@ func (c *Client) translate(line engines.OutputLine) []engines.Event {
 		return c.withCursors(line.Offset,
 			engines.ResponseStarted{ResponseID: r, Origin: engines.OriginInput, InputIDs: v.InputIDs},
 			engines.NewResponseOutput(engines.RuntimeCursor{}, r, engines.ResponseStartFrame(engines.ResponseMetadata{ResponseID: r, InputIDs: v.InputIDs, Origin: engines.OriginInput})),
-			engines.NewResponseOutput(engines.RuntimeCursor{}, r, engines.MustFrame(engines.TextStartChunk{ID: "t"})))
+			engines.NewResponseOutput(engines.RuntimeCursor{}, r, engines.MustFrame(engines.TextStartChunk{ID: v.textID()})))
+	case "ask":
+		contract := askContract(v.Interaction, line.Data)
+		evs := []engines.Event{
+			engines.NewResponseOutput(engines.RuntimeCursor{}, r, engines.MustFrame(engines.TextEndChunk{ID: v.textID()})),
+			engines.InteractionOpened{ResponseID: r, InteractionID: v.Interaction, Contract: contract},
+		}
+		frames, err := engines.InteractionSegmentFrames(r, v.Interaction, contract)
+		if err != nil {
+			panic(fmt.Errorf("scriptengine: %w", err))
+		}
+		for _, f := range frames {
+			evs = append(evs, engines.NewResponseOutput(engines.RuntimeCursor{}, r, f))
+		}
+		return c.withCursors(line.Offset, append(evs, engines.StatusChanged{Status: engines.StatusWaiting})...)
+	case "answered":
+		return c.withCursors(line.Offset,
+			engines.InteractionClosed{InteractionID: v.Interaction, Reason: engines.ClosureAnswered},
+			engines.StatusChanged{Status: engines.StatusWorking},
+			engines.NewResponseOutput(engines.RuntimeCursor{}, r, engines.ResponseStartFrame(engines.ResponseMetadata{ResponseID: r, InputIDs: v.InputIDs, Origin: engines.OriginInput})),
+			engines.NewResponseOutput(engines.RuntimeCursor{}, r, engines.MustFrame(engines.TextStartChunk{ID: v.textID()})))
 	case "delta":
-		delta := engines.TextDeltaChunk{ID: "t", Delta: v.Text}
+		delta := engines.TextDeltaChunk{ID: v.textID(), Delta: v.Text}
 		if v.AtMicros > 0 {
 			delta.ProviderMetadata = engines.ProviderMetadata{"scriptagent": {"at_us": v.AtMicros}}
 		}
 		return c.withCursors(line.Offset, engines.NewResponseOutput(engines.RuntimeCursor{}, r, engines.MustFrame(delta)))
 	case "ended":
 		ended := engines.ResponseEnded{ResponseID: r, Outcome: engines.ResponseOutcome(v.Outcome), NativeReason: v.NativeReason}
-		evs := []engines.Event{engines.NewResponseOutput(engines.RuntimeCursor{}, r, engines.MustFrame(engines.TextEndChunk{ID: "t"}))}
+		evs := []engines.Event{engines.NewResponseOutput(engines.RuntimeCursor{}, r, engines.MustFrame(engines.TextEndChunk{ID: v.textID()}))}
 		for _, f := range engines.ResponseEndFrames(ended) {
 			evs = append(evs, engines.NewResponseOutput(engines.RuntimeCursor{}, r, f))
 		}
@@ -355,6 +416,12 @@ func setCursor(ev engines.Event, cur engines.RuntimeCursor) engines.Event {
 		e.Cursor = cur
 		return e
 	case engines.StatusChanged:
+		e.Cursor = cur
+		return e
+	case engines.InteractionOpened:
+		e.Cursor = cur
+		return e
+	case engines.InteractionClosed:
 		e.Cursor = cur
 		return e
 	case engines.RuntimeDiagnostic:

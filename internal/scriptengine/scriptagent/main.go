@@ -4,9 +4,12 @@
 // works waits in its own queue), and stops a response on interrupt. It runs in a real
 // box under the in-box runner, whose journal is its replayable record.
 //
-// Input lines: {"op":"submit","input_id":..,"text":..} and
-// {"op":"interrupt","cancel_queued":bool}. A text "slow:N:MS" answers with N parts
-// MS milliseconds apart; any other text with three parts at once.
+// Input lines: {"op":"submit","input_id":..,"text":..},
+// {"op":"interrupt","cancel_queued":bool} and
+// {"op":"answer","interaction_id":..,"decision":..}. A text "slow:N:MS" answers with N
+// parts MS milliseconds apart; "ask" first asks a question (interaction
+// ask-<input_id>) and continues once answered; any other text answers with three
+// parts at once.
 //
 // Completed turns are appended to $SCRIPTAGENT_HOME/<conversation>.jsonl, the
 // program's native conversation log.
@@ -32,6 +35,8 @@ type command struct {
 	InputID      string `json:"input_id"`
 	Text         string `json:"text"`
 	CancelQueued bool   `json:"cancel_queued"`
+	Interaction  string `json:"interaction_id"`
+	Decision     string `json:"decision"`
 }
 
 type event map[string]any
@@ -42,7 +47,13 @@ type response struct {
 	left    int
 	gap     time.Duration
 	n       int
+	// asking is the interaction the response waits on; segment numbers its text parts.
+	asking  string
+	ask     bool
+	segment int
 }
+
+func (r *response) textID() string { return fmt.Sprintf("t%d", r.segment) }
 
 func main() {
 	conversation := "default"
@@ -82,12 +93,18 @@ func main() {
 		if cur == nil && len(queue) > 0 {
 			next := queue[0]
 			queue = queue[1:]
-			cur = &response{id: "resp-" + next.InputID, inputID: next.InputID, left: 3}
+			cur = &response{id: "resp-" + next.InputID, inputID: next.InputID, left: 3, segment: 1, ask: next.Text == "ask"}
 			if n, gap, ok := parseSlow(next.Text); ok {
 				cur.left, cur.gap = n, gap
 			}
 			emit(event{"ev": "status", "status": "working"})
-			emit(event{"ev": "started", "response_id": cur.id, "input_ids": []string{cur.inputID}})
+			emit(event{"ev": "started", "response_id": cur.id, "input_ids": []string{cur.inputID}, "text_id": cur.textID()})
+			if cur.ask {
+				// Ask before any output; the response waits for the answer.
+				cur.asking = "ask-" + cur.inputID
+				emit(event{"ev": "ask", "response_id": cur.id, "interaction_id": cur.asking, "text_id": cur.textID()})
+				continue
+			}
 			timer.Reset(0)
 		}
 		select {
@@ -103,12 +120,20 @@ func main() {
 				admitted[c.InputID] = true
 				emit(event{"ev": "admitted", "input_id": c.InputID})
 				queue = append(queue, c)
+			case "answer":
+				if cur == nil || cur.asking == "" || cur.asking != c.Interaction {
+					continue
+				}
+				cur.asking = ""
+				cur.segment++
+				emit(event{"ev": "answered", "response_id": cur.id, "interaction_id": c.Interaction, "decision": c.Decision, "input_ids": []string{cur.inputID}, "text_id": cur.textID()})
+				timer.Reset(0)
 			case "interrupt":
 				if c.CancelQueued {
 					queue = nil
 				}
 				if cur != nil {
-					emit(event{"ev": "ended", "response_id": cur.id, "outcome": "cancelled", "native_reason": "interrupted"})
+					emit(event{"ev": "ended", "response_id": cur.id, "outcome": "cancelled", "native_reason": "interrupted", "text_id": cur.textID()})
 					cur = nil
 					if len(queue) == 0 {
 						emit(event{"ev": "status", "status": "idle"})
@@ -116,11 +141,11 @@ func main() {
 				}
 			}
 		case <-timer.C:
-			if cur == nil {
+			if cur == nil || cur.asking != "" {
 				continue
 			}
 			cur.n++
-			emit(event{"ev": "delta", "response_id": cur.id, "text": fmt.Sprintf("part-%d ", cur.n), "at_us": time.Now().UnixMicro()})
+			emit(event{"ev": "delta", "response_id": cur.id, "text": fmt.Sprintf("part-%d ", cur.n), "at_us": time.Now().UnixMicro(), "text_id": cur.textID()})
 			cur.left--
 			if cur.left > 0 {
 				timer.Reset(cur.gap)
@@ -129,7 +154,7 @@ func main() {
 			// The turn is in the transcript before the program reports it ended: a
 			// restart (or a replacement box given this transcript) resumes after it.
 			record(transcript, event{"input_id": cur.inputID, "response_id": cur.id})
-			emit(event{"ev": "ended", "response_id": cur.id, "outcome": "completed", "native_reason": "end_turn"})
+			emit(event{"ev": "ended", "response_id": cur.id, "outcome": "completed", "native_reason": "end_turn", "text_id": cur.textID()})
 			cur = nil
 			if len(queue) == 0 {
 				emit(event{"ev": "status", "status": "idle"})
