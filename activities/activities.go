@@ -20,6 +20,7 @@ import (
 	"github.com/astrabox/astrabox/engines"
 	"github.com/astrabox/astrabox/sandbox"
 	"github.com/astrabox/astrabox/store"
+	"github.com/astrabox/astrabox/store/pubsub"
 )
 
 // BoxOpener turns a sandbox handle into the engines.Box an adapter works with.
@@ -27,6 +28,15 @@ type BoxOpener func(ctx context.Context, h sandbox.Handle) (engines.Box, error)
 
 // SpecBuilder builds the box spec for an Agent's RuntimeProfile and engine.
 type SpecBuilder func(profile store.RuntimeProfile, agent store.Agent, adapter engines.EngineAdapter) (sandbox.Spec, error)
+
+// InputNotices subscribes to PostgreSQL notifications (store/pubsub.Listener). A
+// Relay listens on its Session's inputs channel and hands a new input over at once;
+// the workflow's Deliver stays the path that never depends on a notice arriving.
+type InputNotices interface {
+	Subscribe(ctx context.Context, channel string) (*pubsub.Subscription, error)
+}
+
+var _ InputNotices = (*pubsub.Listener)(nil)
 
 // Settings tunes the activities; zero values take the documented defaults.
 type Settings struct {
@@ -67,6 +77,8 @@ type Deps struct {
 	OpenBox  BoxOpener
 	// SpecFor builds box specs; nil uses DefaultSpec.
 	SpecFor SpecBuilder
+	// Notices, when set, wakes Relays on new inputs (optional).
+	Notices InputNotices
 	// HostTaskQueue is this process's host task queue (worker.HostTaskQueue).
 	HostTaskQueue string
 	Logger        *zap.Logger

@@ -28,7 +28,8 @@ import (
 //
 // ASTRABOX_BENCH_SESSIONS sets the number of Sessions (default 100); run it with
 // -benchtime=1x. Each Session first answers a warm-up input (its box starts: the
-// cold_start figure), then one input with 50 deltas 10 ms apart, which is measured.
+// cold_start figure), then one input with 50 deltas ASTRABOX_BENCH_GAP_MS apart
+// (default 10), which is measured: n*50/gap parts per second are offered at once.
 func BenchmarkConcurrentSessions(b *testing.B) {
 	n := 100
 	if v := os.Getenv("ASTRABOX_BENCH_SESSIONS"); v != "" {
@@ -36,12 +37,18 @@ func BenchmarkConcurrentSessions(b *testing.B) {
 		n, err = strconv.Atoi(v)
 		require.NoError(b, err)
 	}
+	gapMS := 10
+	if v := os.Getenv("ASTRABOX_BENCH_GAP_MS"); v != "" {
+		var err error
+		gapMS, err = strconv.Atoi(v)
+		require.NoError(b, err)
+	}
 	for range b.N {
-		runConcurrentSessions(b, n)
+		runConcurrentSessions(b, n, gapMS)
 	}
 }
 
-func runConcurrentSessions(b *testing.B, n int) {
+func runConcurrentSessions(b *testing.B, n, gapMS int) {
 	s := newStack(b)
 	s.startWorker("bench-" + uniq())
 	const deltasPer = 50
@@ -71,7 +78,7 @@ func runConcurrentSessions(b *testing.B, n int) {
 	}
 	start := time.Now()
 	for i := range ids {
-		wg.Go(func() { inputs[i] = s.send(ids[i], fmt.Sprintf("slow:%d:10", deltasPer)) })
+		wg.Go(func() { inputs[i] = s.send(ids[i], fmt.Sprintf("slow:%d:%d", deltasPer, gapMS)) })
 	}
 	wg.Wait()
 	for i := range ids {

@@ -26,6 +26,8 @@ func (a *Activities) Deliver(ctx context.Context, ref RuntimeRef) (DeliverResult
 }
 
 func (a *Activities) deliverHeld(ctx context.Context, l *liveRuntime) (DeliverResult, error) {
+	l.deliverMu.Lock()
+	defer l.deliverMu.Unlock()
 	inputs, err := a.deps.Store.ListDeliverableInputs(ctx, l.sessionID, l.generation)
 	if err != nil {
 		return DeliverResult{}, err

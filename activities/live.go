@@ -23,6 +23,10 @@ type liveRuntime struct {
 	caps     engines.EngineRuntimeCapabilities
 	identity *engines.RuntimeIdentity
 
+	// deliverMu serialises hand-overs (the Deliver activity and the Relay's notices)
+	// so inputs reach the runtime in accepted order.
+	deliverMu sync.Mutex
+
 	mu sync.Mutex
 	// leaseGeneration is the reader lease of the Relay reading this runtime, 0 before
 	// one runs; host activities that write parts fence them by it.

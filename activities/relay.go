@@ -12,6 +12,7 @@ import (
 
 	"github.com/astrabox/astrabox/engines"
 	"github.com/astrabox/astrabox/store"
+	"github.com/astrabox/astrabox/store/pubsub"
 )
 
 // Relay is the Session's one reader: a long-running activity on the host task queue
@@ -71,6 +72,11 @@ func (r *relayRun) run(ctx context.Context) (RelayResult, error) {
 	case errors.Is(err, store.ErrNotFound):
 	default:
 		return RelayResult{}, err
+	}
+	if r.a.deps.Notices != nil {
+		noticeCtx, stop := context.WithCancel(ctx)
+		defer stop()
+		go r.deliverOnNotice(noticeCtx)
 	}
 	for {
 		_, err := r.readFrom(ctx, cursor)
@@ -211,4 +217,35 @@ func (r *relayRun) record(ctx context.Context, batch []eventOrErr, cursor *engin
 		}
 	}
 	return last, itemErr
+}
+
+// deliverOnNotice hands held inputs over whenever PostgreSQL announces a new one (or
+// the listener reconnected and may have missed one): the reader passes a person's
+// message on over its connection without waiting for the workflow.
+func (r *relayRun) deliverOnNotice(ctx context.Context) {
+	sub, err := r.a.deps.Notices.Subscribe(ctx, pubsub.SessionInputsChannel(r.l.sessionID))
+	if err != nil {
+		if ctx.Err() == nil {
+			r.log.Warn("listen for inputs; the workflow still delivers them", zap.Error(err))
+		}
+		return
+	}
+	defer sub.Close()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case _, ok := <-sub.C():
+			if !ok {
+				return
+			}
+		case <-sub.Dropped():
+		}
+		for len(sub.C()) > 0 { // one hand-over covers every notice already queued
+			<-sub.C()
+		}
+		if _, err := r.a.deliverHeld(ctx, r.l); err != nil && ctx.Err() == nil {
+			r.log.Warn("deliver on notice; the workflow still delivers", zap.Error(err))
+		}
+	}
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/astrabox/astrabox/sandbox/local"
 	"github.com/astrabox/astrabox/sandbox/local/localtest"
 	"github.com/astrabox/astrabox/store"
+	"github.com/astrabox/astrabox/store/pubsub"
 	"github.com/astrabox/astrabox/worker"
 	"github.com/astrabox/astrabox/workflows"
 )
@@ -44,6 +45,7 @@ type stack struct {
 	tc        client.Client
 	backend   *local.Backend
 	engines   *engines.Registry
+	notices   *pubsub.Listener
 	binDir    string
 	taskQueue string
 	user      store.User
@@ -87,7 +89,11 @@ func newStack(t testing.TB) *stack {
 	binDir, err := buildAgent()
 	require.NoError(t, err)
 	s := &stack{t: t, ctx: testutil.ContextWithTimeout(t, 10*time.Minute), binDir: binDir, taskQueue: "orch-" + uniq()}
-	s.st, _ = testutil.NewDB(t)
+	var dsn string
+	s.st, dsn = testutil.NewDB(t)
+	s.notices, err = pubsub.Start(s.ctx, dsn, testutil.Logger(t).Named("pubsub"), pubsub.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.notices.Close() })
 	s.tc = testutil.TemporalDevServer(t).Client()
 	s.backend = localtest.NewBackend(t, opts)
 	s.engines = engines.NewRegistry()
@@ -115,6 +121,7 @@ func (s *stack) startWorkerWith(hostID string, set activities.Settings) (stop fu
 		Engines:  s.engines,
 		Backends: map[string]sandbox.Backend{store.SandboxLocal: s.backend},
 		OpenBox:  func(_ context.Context, h sandbox.Handle) (engines.Box, error) { return enginebox.New(h), nil },
+		Notices:  s.notices,
 		SpecFor: func(p store.RuntimeProfile, a store.Agent, ad engines.EngineAdapter) (sandbox.Spec, error) {
 			spec, err := activities.DefaultSpec(p, a, ad)
 			spec.Mounts = append(spec.Mounts, sandbox.Mount{Source: s.binDir, Target: agentMount})

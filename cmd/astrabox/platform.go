@@ -115,11 +115,20 @@ func (p *platform) runWorker(ctx context.Context) error {
 		defer backend.Close()
 		backends[store.SandboxLocal] = backend
 	}
+	var notices activities.InputNotices
+	if l, err := pubsub.Start(ctx, p.cfg.Database.DSN(), p.log.Named("pubsub"), pubsub.Options{ApplicationName: "astrabox-worker"}); err != nil {
+		// Relays then hand inputs over only through the workflow's Deliver.
+		p.log.Warn("input notices unavailable", zap.Error(err))
+	} else {
+		defer l.Close()
+		notices = l
+	}
 	acts, err := activities.New(activities.Deps{
 		Store:         p.store,
 		Engines:       engines.NewRegistry(),
 		Backends:      backends,
 		OpenBox:       func(_ context.Context, h sandbox.Handle) (engines.Box, error) { return enginebox.New(h), nil },
+		Notices:       notices,
 		HostTaskQueue: worker.HostTaskQueue(p.cfg.Temporal.TaskQueue, hostID),
 		Logger:        p.log.Named("activities"),
 	})
