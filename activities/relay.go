@@ -79,7 +79,7 @@ func (r *relayRun) run(ctx context.Context) (RelayResult, error) {
 		go r.deliverOnNotice(noticeCtx)
 	}
 	for {
-		_, err := r.readFrom(ctx, cursor)
+		err := r.readFrom(ctx, cursor)
 		switch {
 		case errors.Is(err, engines.ErrRuntimeCursorExpired):
 			r.log.Info("runtime cursor expired; reconciling from the runtime's state", zap.Error(err))
@@ -112,8 +112,8 @@ func (r *relayRun) result(end RelayEnd) RelayResult {
 }
 
 // readFrom reads and records events after cursor until the sequence ends or fails,
-// ctx ends, or a write fails. It returns the cursor after the last recorded event.
-func (r *relayRun) readFrom(ctx context.Context, cursor *engines.RuntimeCursor) (*engines.RuntimeCursor, error) {
+// ctx ends, or a write fails.
+func (r *relayRun) readFrom(ctx context.Context, cursor *engines.RuntimeCursor) error {
 	evCtx, stop := context.WithCancel(ctx)
 	items := make(chan eventOrErr, r.a.set.MaxBatch)
 	go func() {
@@ -139,18 +139,18 @@ func (r *relayRun) readFrom(ctx context.Context, cursor *engines.RuntimeCursor) 
 	for {
 		select {
 		case <-ctx.Done():
-			return cursor, nil
+			return nil
 		case <-tick.C:
 			if _, err := r.a.deps.Store.RenewReaderLease(ctx, r.l.sessionID, r.lease, r.a.set.LeaseTTL); err != nil {
 				if ctx.Err() != nil {
-					return cursor, nil
+					return nil
 				}
-				return cursor, fmt.Errorf("renew reader lease: %w", err)
+				return fmt.Errorf("renew reader lease: %w", err)
 			}
 			activity.RecordHeartbeat(ctx, RelayProgress{LeaseGeneration: r.lease, ThroughSeq: r.throughSeq})
 		case it, ok := <-items:
 			if !ok {
-				return cursor, nil
+				return nil
 			}
 			batch := []eventOrErr{it}
 		drain: // take what is already waiting, so one transaction records it all
@@ -168,7 +168,7 @@ func (r *relayRun) readFrom(ctx context.Context, cursor *engines.RuntimeCursor) 
 			next, err := r.record(ctx, batch, cursor)
 			cursor = next
 			if err != nil {
-				return cursor, err
+				return err
 			}
 		}
 	}
