@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/astrabox/astrabox/internal/reporoot"
+	"github.com/astrabox/astrabox/internal/scriptengine"
 	"github.com/astrabox/astrabox/store"
 	"github.com/astrabox/astrabox/workflows"
 )
@@ -42,6 +43,18 @@ func TestRecordedHistoryReplays(t *testing.T) {
 	run := s.tc.GetWorkflow(s.ctx, workflows.SessionWorkflowID(id), "")
 	require.NoError(t, run.Get(s.ctx, nil))
 	require.Equal(t, store.LifecycleDeleted, s.session(id).Lifecycle)
+
+	// The workflow published its identity and phase as search attributes.
+	desc, err := s.tc.DescribeWorkflowExecution(s.ctx, workflows.SessionWorkflowID(id), run.GetRunID())
+	require.NoError(t, err)
+	attrs := desc.GetWorkflowExecutionInfo().GetSearchAttributes().GetIndexedFields()
+	for name, want := range map[string]string{
+		"AstraboxSessionId": id, "AstraboxAgentId": s.agent.ID,
+		"AstraboxSessionState": string(workflows.PhaseDeleted), "AstraboxEngineKind": scriptengine.Kind,
+	} {
+		require.Contains(t, attrs, name)
+		require.Equal(t, `"`+want+`"`, string(attrs[name].GetData()), name)
+	}
 
 	var h historypb.History
 	it := s.tc.GetWorkflowHistory(s.ctx, workflows.SessionWorkflowID(id), run.GetRunID(), false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)

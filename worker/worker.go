@@ -11,11 +11,15 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"time"
 
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 	"go.uber.org/zap"
 )
+
+// hostHeartbeatThrottle bounds how long a host activity's cancellation may wait.
+const hostHeartbeatThrottle = 2 * time.Second
 
 // Registrar registers workflows and activities on a Temporal worker.
 type Registrar func(worker.Registry)
@@ -59,7 +63,13 @@ func New(c client.Client, opts Options) (*Worker, error) {
 		hostTaskQueue: HostTaskQueue(opts.SharedTaskQueue, hostID),
 		log:           opts.Logger,
 	}
-	w.host = worker.New(c, w.hostTaskQueue, worker.Options{})
+	// Relays heartbeat for hours; the server delivers a cancellation (release, archive,
+	// continue-as-new) only in a heartbeat's reply, so host activities send heartbeats
+	// at most hostHeartbeatThrottle apart instead of the SDK's 80% of the timeout.
+	w.host = worker.New(c, w.hostTaskQueue, worker.Options{
+		MaxHeartbeatThrottleInterval:     hostHeartbeatThrottle,
+		DefaultHeartbeatThrottleInterval: hostHeartbeatThrottle,
+	})
 	for _, r := range opts.Shared {
 		r(w.shared)
 	}
