@@ -70,7 +70,11 @@ func (a *Activities) PrepareRuntime(ctx context.Context, req PrepareRequest) (Pr
 			return PrepareResult{}, err
 		}
 		res.Placement = Placement{SandboxID: *sess.SandboxID, HostTaskQueue: a.deps.HostTaskQueue, RuntimeGeneration: sess.RuntimeGeneration}
-		res.AttachMode = string(engines.AttachReconnect)
+		if sess.EngineSessionKey != nil && *sess.EngineSessionKey != "" {
+			res.AttachMode = string(engines.AttachReconnect)
+		}
+		// Without a conversation key the box was placed but never activated: the
+		// program starts its conversation there as for a new Session.
 		return res, nil
 	}
 	if !profile.Enabled {

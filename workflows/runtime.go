@@ -39,8 +39,9 @@ func (w *sessionWorkflow) load(ctx workflow.Context) (done bool, err error) {
 		w.s.Phase = PhaseTerminated
 	case facts.RuntimeUnavailable:
 		w.s.Phase = PhaseReleased
-	case facts.Placement.SandboxID != "" && facts.Lifecycle == "active":
-		// An earlier run placed a runtime: connect to it again if its box lives.
+	case facts.Placement.SandboxID != "":
+		// An earlier run placed a runtime (maybe before it finished activating it):
+		// connect to it again if its box lives rather than leak it.
 		w.s.Phase, w.s.Need = PhaseCreating, NeedReconnect
 	default:
 		w.s.Phase, w.s.Need = PhaseCreating, NeedFresh

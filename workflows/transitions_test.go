@@ -189,9 +189,15 @@ func TestStartForDeletedOrArchivedSessionEnds(t *testing.T) {
 }
 
 func TestRestartedWorkflowReconnectsToPlacedRuntime(t *testing.T) {
+	for _, lifecycle := range []string{"active", "creating"} {
+		t.Run(lifecycle, func(t *testing.T) { testRestartedWorkflowReconnects(t, lifecycle) })
+	}
+}
+
+func testRestartedWorkflowReconnects(t *testing.T, lifecycle string) {
 	h := newHarness(t)
 	h.gen = 4
-	h.facts = activities.SessionFacts{Lifecycle: "active", Placement: activities.Placement{SandboxID: "box-4", RuntimeGeneration: 4}}
+	h.facts = activities.SessionFacts{Lifecycle: lifecycle, Placement: activities.Placement{SandboxID: "box-4", RuntimeGeneration: 4}}
 	h.at(step, h.signal(SignalLifecycle, Lifecycle{Action: LifecycleDelete}))
 	h.run(SessionStart{SessionID: "s-10"})
 	require.NoError(t, h.env.GetWorkflowError())
