@@ -18,6 +18,7 @@ type Config struct {
 	Temporal Temporal `mapstructure:"temporal"`
 	Sandbox  Sandbox  `mapstructure:"sandbox"`
 	Models   Models   `mapstructure:"models"`
+	Engines  Engines  `mapstructure:"engines"`
 	Dev      Dev      `mapstructure:"dev"`
 	Startup  Startup  `mapstructure:"startup"`
 }
@@ -109,6 +110,19 @@ type Models struct {
 	AnthropicBaseURL string `mapstructure:"anthropic_base_url"`
 	OpenAIAPIKey     Secret `mapstructure:"openai_api_key"`
 	OpenAIBaseURL    string `mapstructure:"openai_base_url"`
+}
+
+// Engines configures the installed Agent program adapters.
+type Engines struct {
+	Claude Claude `mapstructure:"claude"`
+}
+
+// Claude configures the Claude Code adapter.
+type Claude struct {
+	// Command is Claude Code's argv inside the box, for images that install it.
+	// Empty uses the pinned release installed in tools/agents (make deps-agents),
+	// bound read-only into local boxes.
+	Command []string `mapstructure:"command"`
 }
 
 // Dev configures `astrabox dev`, the all-in-one local stack.

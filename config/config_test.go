@@ -133,3 +133,9 @@ func TestSecretInBadValueIsNotEchoed(t *testing.T) {
 	require.Error(t, err)
 	assert.False(t, strings.Contains(err.Error(), "s3cr3t-token"), err.Error())
 }
+
+func TestListFromEnvironment(t *testing.T) {
+	cfg, err := Load(Source{Environ: []string{"ASTRABOX_ENGINES_CLAUDE_COMMAND=/opt/claude/claude --verbose"}})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"/opt/claude/claude", "--verbose"}, cfg.Engines.Claude.Command)
+}

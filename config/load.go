@@ -101,6 +101,9 @@ func Load(src Source) (*Config, error) {
 	var cfg Config
 	err := v.UnmarshalExact(&cfg, viper.DecodeHook(mapstructure.ComposeDecodeHookFunc(
 		mapstructure.StringToTimeDurationHookFunc(),
+		// A list given as one string (an environment variable or a flag) is
+		// split on spaces: ASTRABOX_ENGINES_CLAUDE_COMMAND="/opt/claude/claude".
+		mapstructure.StringToSliceHookFunc(" "),
 		secretHook,
 	)))
 	if err != nil {
@@ -242,6 +245,7 @@ func builtinDefaults() map[string]any {
 		"models.anthropic_base_url": "https://api.anthropic.com",
 		"models.openai_api_key":     "",
 		"models.openai_base_url":    "https://api.openai.com",
+		"engines.claude.command":    []string{},
 		"dev.data_dir":              "var",
 		"dev.postgres_port":         15432,
 		"dev.temporal_port":         7233,

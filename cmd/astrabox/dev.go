@@ -41,6 +41,14 @@ func runDev(ctx context.Context, cfg *config.Config, log *zap.Logger) (err error
 	}()
 	cfg.Database = stack.Database(cfg.Database)
 	cfg.Temporal = stack.Temporal(cfg.Temporal)
+	if !cfg.Models.AnthropicAPIKey.IsSet() {
+		// No model service is configured: boxes reach the scripted one.
+		cfg.Models.AnthropicBaseURL = fmt.Sprintf("http://127.0.0.1:%d", cfg.Dev.ModelPort)
+	}
+	installed, err := newInstalledEngines(cfg.Engines)
+	if err != nil {
+		return err
+	}
 
 	st, err := openStore(ctx, cfg, log)
 	if err != nil {
@@ -70,11 +78,11 @@ func runDev(ctx context.Context, cfg *config.Config, log *zap.Logger) (err error
 		tc.Close()
 		return err
 	}
-	p := &platform{cfg: cfg, log: log, store: st, temporal: tc}
+	p := &platform{cfg: cfg, log: log, store: st, temporal: tc, engines: installed}
 	defer p.close()
 
 	parts := []func(context.Context) error{p.runAPI, p.runWorker}
-	if !cfg.Models.AnthropicAPIKey.IsSet() && !cfg.Models.OpenAIAPIKey.IsSet() {
+	if !cfg.Models.AnthropicAPIKey.IsSet() {
 		parts = append(parts, runDevModel(cfg.Dev.ModelPort, log))
 	}
 	printBanner(cfg, envFile, seeded)
@@ -104,7 +112,7 @@ Press Ctrl-C to stop everything.
 }
 
 func modelLine(cfg *config.Config) string {
-	if cfg.Models.AnthropicAPIKey.IsSet() || cfg.Models.OpenAIAPIKey.IsSet() {
+	if cfg.Models.AnthropicAPIKey.IsSet() {
 		return "the configured model service"
 	}
 	return fmt.Sprintf("scripted model server on http://127.0.0.1:%d (no model credentials configured)", cfg.Dev.ModelPort)

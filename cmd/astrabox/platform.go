@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 
 	"go.temporal.io/sdk/client"
 	"go.uber.org/zap"
@@ -29,6 +30,7 @@ type platform struct {
 	log      *zap.Logger
 	store    *store.Store
 	temporal client.Client
+	engines  *installedEngines
 }
 
 // openPlatform connects to PostgreSQL and Temporal with the configured bounded
@@ -38,12 +40,17 @@ func openPlatform(ctx context.Context, cfg *config.Config, log *zap.Logger) (*pl
 	if err != nil {
 		return nil, err
 	}
+	installed, err := newInstalledEngines(cfg.Engines)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
 	tc, err := temporalconn.Dial(ctx, cfg.Temporal, log, cfg.Startup.Timeout)
 	if err != nil {
 		st.Close()
 		return nil, err
 	}
-	return &platform{cfg: cfg, log: log, store: st, temporal: tc}, nil
+	return &platform{cfg: cfg, log: log, store: st, temporal: tc, engines: installed}, nil
 }
 
 func openStore(ctx context.Context, cfg *config.Config, log *zap.Logger) (*store.Store, error) {
@@ -93,7 +100,7 @@ func (p *platform) runAPI(ctx context.Context) error {
 		Store:         p.store,
 		Output:        listener,
 		Signaler:      &api.TemporalSignaler{Client: p.temporal, TaskQueue: p.cfg.Temporal.TaskQueue},
-		Registry:      engines.NewRegistry(),
+		Registry:      p.engines.registry,
 		MaxInputBytes: p.cfg.HTTP.MaxInputBytes,
 		MaxHeldInputs: p.cfg.HTTP.MaxHeldInputs,
 	})
@@ -107,7 +114,15 @@ func (p *platform) runWorker(ctx context.Context) error {
 	hostID := worker.NewHostID()
 	backends := map[string]sandbox.Backend{}
 	lc := p.cfg.Sandbox.Local
-	if backend, err := local.New(ctx, local.Options{StateDir: lc.StateDir, UIDFirst: lc.UIDBase, UIDCount: lc.UIDCount, RunnerPath: lc.RunnerPath, Logger: p.log.Named("sandbox")}); err != nil {
+	stateDir, err := filepath.Abs(lc.StateDir)
+	if err != nil {
+		return fmt.Errorf("sandbox.local.state_dir: %w", err)
+	}
+	egressHandlers, err := modelEgress(p.cfg.Models)
+	if err != nil {
+		return err
+	}
+	if backend, err := local.New(ctx, local.Options{StateDir: stateDir, UIDFirst: lc.UIDBase, UIDCount: lc.UIDCount, RunnerPath: lc.RunnerPath, Egress: egressHandlers, Logger: p.log.Named("sandbox")}); err != nil {
 		// A machine without bubblewrap still runs the workflows; Sessions whose
 		// RuntimeProfile needs the local backend then end TERMINATED, named in the log.
 		p.log.Warn("local sandbox backend unavailable", zap.Error(err))
@@ -125,7 +140,8 @@ func (p *platform) runWorker(ctx context.Context) error {
 	}
 	acts, err := activities.New(activities.Deps{
 		Store:         p.store,
-		Engines:       engines.NewRegistry(),
+		Engines:       p.engines.registry,
+		SpecFor:       p.engines.spec,
 		Backends:      backends,
 		OpenBox:       func(_ context.Context, h sandbox.Handle) (engines.Box, error) { return enginebox.New(h), nil },
 		Notices:       notices,

@@ -83,4 +83,3 @@ func TestServeAgainstExternalServices(t *testing.T) {
 		assert.Equal(t, 2, code)
 	})
 }
-
