@@ -13,9 +13,11 @@ import (
 	"github.com/astrabox/astrabox/sandbox"
 )
 
-// sessionLogStream is the stream name the engine's declared session log is mirrored
-// under in session_log_entries.
-const sessionLogStream = "session_log"
+// sessionLogPrefix starts the stream names the engine's declared session log is
+// mirrored under in session_log_entries; the rest is the log's path relative to the
+// engine's configuration directory, with any glob resolved, so a replacement box gets
+// it at the same place.
+const sessionLogPrefix = "session_log:"
 
 // defaultIdentity is the runtime identity of a conversation's own box as the sandbox
 // backends lay it out by default (sandbox.Spec.WithDefaults): the box account with its
@@ -31,28 +33,77 @@ func defaultIdentity() *engines.RuntimeIdentity {
 	}
 }
 
-// sessionLogPath is where the engine keeps its native JSONL log for a conversation,
-// or false when it declares none. Only literal patterns are supported so far.
-func sessionLogPath(caps engines.EngineRuntimeCapabilities, id *engines.RuntimeIdentity, key string) (string, bool) {
+// sessionLogPattern is the engine's declared log path for a conversation, relative to
+// its configuration directory, and that directory; false when it declares none.
+func sessionLogPattern(caps engines.EngineRuntimeCapabilities, id *engines.RuntimeIdentity, key string) (rel, configDir string, ok bool) {
 	if caps.SessionLog == nil || id == nil || key == "" {
-		return "", false
+		return "", "", false
 	}
-	rel := strings.ReplaceAll(caps.SessionLog.PathPattern, engines.SessionLogKeyPlaceholder, key)
-	if strings.ContainsAny(rel, "*?[") {
-		return "", false
+	rel = strings.ReplaceAll(caps.SessionLog.PathPattern, engines.SessionLogKeyPlaceholder, key)
+	return rel, path.Join(id.HomeDir, caps.Workload.ConfigDirName), true
+}
+
+// expandLog resolves shell-style globs in rel (relative to dir) against the box's
+// files and returns the matching relative paths.
+func expandLog(ctx context.Context, h sandbox.Handle, dir, rel string) ([]string, error) {
+	if !strings.ContainsAny(rel, "*?[") {
+		return []string{rel}, nil
 	}
-	return path.Join(id.HomeDir, caps.Workload.ConfigDirName, rel), true
+	first, rest, _ := strings.Cut(rel, "/")
+	if !strings.ContainsAny(first, "*?[") {
+		out, err := expandLog(ctx, h, path.Join(dir, first), rest)
+		for i := range out {
+			out[i] = path.Join(first, out[i])
+		}
+		return out, err
+	}
+	entries, err := h.ListDir(ctx, dir)
+	if err != nil {
+		return nil, nil // nothing written yet
+	}
+	var out []string
+	for _, e := range entries {
+		name := path.Base(e.Path)
+		if ok, _ := path.Match(first, name); !ok {
+			continue
+		}
+		if rest == "" {
+			out = append(out, name)
+			continue
+		}
+		sub, err := expandLog(ctx, h, path.Join(dir, name), rest)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range sub {
+			out = append(out, path.Join(name, r))
+		}
+	}
+	return out, nil
 }
 
 // mirrorSessionLog copies the entries the engine's native log gained since the last
 // mirror into PostgreSQL, in order and uninterpreted. It is at-least-once: entries are
 // numbered by their line, so a repeated mirror stores nothing twice.
 func (a *Activities) mirrorSessionLog(ctx context.Context, l *liveRuntime) error {
-	p, ok := sessionLogPath(l.caps, l.identity, l.client.EngineSessionKey())
-	if !ok || l.box == nil {
+	pattern, dir, ok := sessionLogPattern(l.caps, l.identity, l.client.EngineSessionKey())
+	if !ok || l.box == nil || l.handle == nil {
 		return nil
 	}
-	data, err := l.box.ReadFile(ctx, nil, p)
+	rels, err := expandLog(ctx, l.handle, dir, pattern)
+	if err != nil {
+		return err
+	}
+	for _, rel := range rels {
+		if err := a.mirrorFile(ctx, l, path.Join(dir, rel), sessionLogPrefix+rel); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (a *Activities) mirrorFile(ctx context.Context, l *liveRuntime, file, stream string) error {
+	data, err := l.box.ReadFile(ctx, nil, file)
 	if errors.Is(err, sandbox.ErrNotFound) || (err != nil && strings.Contains(err.Error(), "no such file")) {
 		return nil
 	}
@@ -66,34 +117,44 @@ func (a *Activities) mirrorSessionLog(ctx context.Context, l *liveRuntime) error
 			entries = append(entries, json.RawMessage(line))
 		}
 	}
-	stored, err := a.deps.Store.ListSessionLogEntries(ctx, l.sessionID, sessionLogStream)
+	stored, err := a.deps.Store.ListSessionLogEntries(ctx, l.sessionID, stream)
 	if err != nil {
 		return err
 	}
 	if len(entries) <= len(stored) {
 		return nil
 	}
-	return a.deps.Store.AppendSessionLogEntries(ctx, l.sessionID, sessionLogStream, int64(len(stored))+1, entries[len(stored):])
+	return a.deps.Store.AppendSessionLogEntries(ctx, l.sessionID, stream, int64(len(stored))+1, entries[len(stored):])
 }
 
-// restoreSessionLog writes the mirrored native log into a replacement box before the
-// adapter resumes the conversation there.
+// restoreSessionLog writes the mirrored native logs into a replacement box, at the
+// paths they were mirrored from, before the adapter resumes the conversation there.
 func (a *Activities) restoreSessionLog(ctx context.Context, box engines.Box, caps engines.EngineRuntimeCapabilities, id *engines.RuntimeIdentity, sessionID, key string) error {
-	p, ok := sessionLogPath(caps, id, key)
+	_, dir, ok := sessionLogPattern(caps, id, key)
 	if !ok {
 		return nil
 	}
-	stored, err := a.deps.Store.ListSessionLogEntries(ctx, sessionID, sessionLogStream)
-	if err != nil || len(stored) == 0 {
+	streams, err := a.deps.Store.ListSessionLogStreams(ctx, sessionID)
+	if err != nil {
 		return err
 	}
-	var buf bytes.Buffer
-	for _, e := range stored {
-		buf.Write(e.Entry)
-		buf.WriteByte('\n')
-	}
-	if err := box.WriteFile(ctx, nil, p, buf.Bytes(), 0o600); err != nil {
-		return fmt.Errorf("restore session log: %w", err)
+	for _, stream := range streams {
+		rel, ok := strings.CutPrefix(stream, sessionLogPrefix)
+		if !ok {
+			continue
+		}
+		stored, err := a.deps.Store.ListSessionLogEntries(ctx, sessionID, stream)
+		if err != nil || len(stored) == 0 {
+			return err
+		}
+		var buf bytes.Buffer
+		for _, e := range stored {
+			buf.Write(e.Entry)
+			buf.WriteByte('\n')
+		}
+		if err := box.WriteFile(ctx, nil, path.Join(dir, rel), buf.Bytes(), 0o600); err != nil {
+			return fmt.Errorf("restore session log %s: %w", rel, err)
+		}
 	}
 	return nil
 }

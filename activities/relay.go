@@ -178,7 +178,7 @@ func (r *relayRun) readFrom(ctx context.Context, cursor *engines.RuntimeCursor) 
 func (r *relayRun) record(ctx context.Context, batch []eventOrErr, cursor *engines.RuntimeCursor) (*engines.RuntimeCursor, error) {
 	var ops []store.RelayOp
 	var itemErr error
-	ended := false
+	ended := false // the batch admitted an input or ended a response
 	last := cursor
 	for _, it := range batch {
 		if it.err != nil {
@@ -191,7 +191,7 @@ func (r *relayRun) record(ctx context.Context, batch []eventOrErr, cursor *engin
 		}
 		if ok {
 			ops = append(ops, op)
-			ended = ended || op.EndResponse != nil
+			ended = ended || op.EndResponse != nil || op.AdmitInput != ""
 		} else {
 			r.log.Debug("runtime diagnostic", zap.String("event_type", string(it.ev.Type())))
 		}
@@ -209,8 +209,8 @@ func (r *relayRun) record(ctx context.Context, batch []eventOrErr, cursor *engin
 			r.log.Warn("tell runtime what is committed", zap.Error(err))
 		}
 		if ended {
-			// A response ended: its turn is in the engine's native log now. Mirror it
-			// so a replacement box can resume the conversation.
+			// An admission or a response end is in the engine's native log now. Mirror
+			// it so a replacement box can resume the conversation.
 			if err := r.a.mirrorSessionLog(ctx, r.l); err != nil {
 				r.log.Warn("mirror session log", zap.Error(err))
 			}

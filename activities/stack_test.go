@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -39,17 +40,19 @@ const agentMount = "/opt/scriptagent"
 // stack is the whole orchestration for one test: PostgreSQL, the Temporal dev server,
 // a local box backend, the scripted engine, and workers started on demand.
 type stack struct {
-	t         testing.TB
-	ctx       context.Context
-	st        *store.Store
-	tc        client.Client
-	backend   *local.Backend
-	engines   *engines.Registry
-	notices   *pubsub.Listener
-	binDir    string
-	taskQueue string
-	user      store.User
-	agent     store.Agent
+	t       testing.TB
+	ctx     context.Context
+	st      *store.Store
+	tc      client.Client
+	backend *local.Backend
+	engines *engines.Registry
+	notices *pubsub.Listener
+	mounts  []sandbox.Mount
+	// modelEgress points boxes at the model service through the "model" forward.
+	modelEgress bool
+	taskQueue   string
+	user        store.User
+	agent       store.Agent
 }
 
 var buildAgent = sync.OnceValues(func() (string, error) {
@@ -80,15 +83,36 @@ type buildError struct {
 
 func (e *buildError) Error() string { return "build scriptagent: " + e.err.Error() + ": " + e.out }
 
+// engineSetup chooses the Agent program a stack runs; the default is scriptagent.
+type engineSetup struct {
+	kind    string
+	adapter engines.EngineAdapter
+	// mounts are bound into every box; egress serves box forwards by name.
+	mounts []sandbox.Mount
+	egress map[string]http.Handler
+}
+
 func newStack(t testing.TB) *stack {
+	t.Helper()
+	binDir, err := buildAgent()
+	require.NoError(t, err)
+	return newStackWith(t, engineSetup{
+		kind:    scriptengine.Kind,
+		adapter: &scriptengine.Adapter{BinaryPath: agentMount + "/scriptagent"},
+		mounts:  []sandbox.Mount{{Source: binDir, Target: agentMount}},
+	})
+}
+
+func newStackWith(t testing.TB, setup engineSetup) *stack {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("orchestration integration tests need PostgreSQL, Temporal and boxes")
 	}
 	opts := localtest.Options(t)
-	binDir, err := buildAgent()
-	require.NoError(t, err)
-	s := &stack{t: t, ctx: testutil.ContextWithTimeout(t, 10*time.Minute), binDir: binDir, taskQueue: "orch-" + uniq()}
+	opts.Egress = setup.egress
+	var err error
+	s := &stack{t: t, ctx: testutil.ContextWithTimeout(t, 10*time.Minute), mounts: setup.mounts, taskQueue: "orch-" + uniq()}
+	_, s.modelEgress = setup.egress[activities.ModelForwardName]
 	var dsn string
 	s.st, dsn = testutil.NewDB(t)
 	s.notices, err = pubsub.Start(s.ctx, dsn, testutil.Logger(t).Named("pubsub"), pubsub.Options{})
@@ -97,12 +121,12 @@ func newStack(t testing.TB) *stack {
 	s.tc = testutil.TemporalDevServer(t).Client()
 	s.backend = localtest.NewBackend(t, opts)
 	s.engines = engines.NewRegistry()
-	require.NoError(t, s.engines.Register(scriptengine.Kind, &scriptengine.Adapter{BinaryPath: agentMount + "/scriptagent"}))
+	require.NoError(t, s.engines.Register(setup.kind, setup.adapter))
 	s.user, err = s.st.CreateUser(s.ctx, store.NewUser{Email: uniq() + "@example.com"})
 	require.NoError(t, err)
-	profile, err := s.st.CreateRuntimeProfile(s.ctx, store.NewRuntimeProfile{Name: "p-" + uniq(), EngineKind: scriptengine.Kind, Enabled: true, SandboxBackend: store.SandboxLocal})
+	profile, err := s.st.CreateRuntimeProfile(s.ctx, store.NewRuntimeProfile{Name: "p-" + uniq(), EngineKind: setup.kind, Enabled: true, SandboxBackend: store.SandboxLocal})
 	require.NoError(t, err)
-	s.agent, err = s.st.CreateAgent(s.ctx, store.NewAgent{Name: "a-" + uniq(), EngineKind: scriptengine.Kind, RuntimeProfileID: profile.ID})
+	s.agent, err = s.st.CreateAgent(s.ctx, store.NewAgent{Name: "a-" + uniq(), EngineKind: setup.kind, RuntimeProfileID: profile.ID})
 	require.NoError(t, err)
 	return s
 }
@@ -124,7 +148,10 @@ func (s *stack) startWorkerWith(hostID string, set activities.Settings) (stop fu
 		Notices:  s.notices,
 		SpecFor: func(p store.RuntimeProfile, a store.Agent, ad engines.EngineAdapter) (sandbox.Spec, error) {
 			spec, err := activities.DefaultSpec(p, a, ad)
-			spec.Mounts = append(spec.Mounts, sandbox.Mount{Source: s.binDir, Target: agentMount})
+			spec.Mounts = append(spec.Mounts, s.mounts...)
+			if s.modelEgress {
+				activities.AddModelEgress(&spec, ad.SandboxRequest())
+			}
 			return spec, err
 		},
 		HostTaskQueue: worker.HostTaskQueue(s.taskQueue, hostID),
