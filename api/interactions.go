@@ -14,9 +14,6 @@ import (
 	"github.com/astrabox/astrabox/workflows"
 )
 
-// interactionOpen is the state of an interaction the runtime has not closed.
-const interactionOpen = "open"
-
 // answerRequest is the body of POST .../interactions/{interaction_id}/answer; the
 // answer's shape follows the interaction's presentation.
 type answerRequest struct {
@@ -58,7 +55,7 @@ func (s *Server) answerInteraction(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	if rec.State != interactionOpen || rec.AnswerSavedAt != nil {
+	if rec.State != store.InteractionOpen || rec.AnswerSavedAt != nil {
 		s.fail(c, store.ErrInteractionNotOpen)
 		return
 	}

@@ -265,7 +265,7 @@ func (s *Server) markRead(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	saved, err := s.store.MarkSessionRead(c.Request.Context(), sess.ID, currentUser(c).ID, time.Now())
+	saved, err := s.store.MarkSessionRead(c.Request.Context(), sess.ID, currentUser(c).ID, time.Time{})
 	if err != nil {
 		s.fail(c, err)
 		return

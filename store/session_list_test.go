@@ -54,6 +54,17 @@ func TestSessionSummaryCountsOpenWork(t *testing.T) {
 	assert.Len(t, facts.OpenInteractions, 1)
 	assert.Len(t, facts.HeldInputs, 1)
 	assert.Nil(t, facts.LastResponse)
+
+	_, err = f.st.EndResponse(f.ctx, store.ResponseEnd{SessionID: f.session.ID, ResponseID: "r-1", Outcome: store.OutcomeCompleted, EndedSeq: 2})
+	require.NoError(t, err)
+	facts, err = f.st.GetSessionDetailsByID(f.ctx, f.session.ID)
+	require.NoError(t, err)
+	assert.Empty(t, facts.OpenResponses)
+	require.NotNil(t, facts.LastResponse)
+	assert.Equal(t, "r-1", facts.LastResponse.ResponseID)
+	all, err := f.st.ListResponsesBySession(f.ctx, f.session.ID)
+	require.NoError(t, err)
+	require.Len(t, all, 1)
 }
 
 func TestSessionWritesSayWhyTheyWereRefused(t *testing.T) {

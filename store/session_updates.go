@@ -57,11 +57,17 @@ func (s *Store) SetAutoTitle(ctx context.Context, sessionID, rawTitle string) (b
 }
 
 // MarkSessionRead records that the owner read the Session at at (read_at only moves
-// forward) and returns it. A deleted Session is ErrWrongLifecycle.
+// forward) and returns it. A zero at means now by the database's clock, the clock
+// last_output_at is set by, so a read right after new output never leaves it unread.
+// A deleted Session is ErrWrongLifecycle.
 func (s *Store) MarkSessionRead(ctx context.Context, sessionID, userID string, at time.Time) (Session, error) {
+	readAt := gormExpr("now()")
+	if !at.IsZero() {
+		readAt = gormExpr("?::timestamptz", at)
+	}
 	return s.guardedUpdate(ctx, "mark session read", sessionID, userID, false,
 		"lifecycle <> ?", []any{LifecycleDeleted},
-		map[string]any{"read_at": gormExpr("GREATEST(read_at, ?::timestamptz)", at)})
+		map[string]any{"read_at": gormExpr("GREATEST(read_at, ?)", readAt)})
 }
 
 // SetSessionPermissionMode stores the mode the Agent program should use; the workflow

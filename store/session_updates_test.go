@@ -52,6 +52,10 @@ func TestSessionTitlesReadMarkersAndLifecycle(t *testing.T) {
 	s, err := st.MarkSessionRead(ctx, id, f.user.ID, at.Add(-time.Hour))
 	require.NoError(t, err)
 	require.True(t, s.ReadAt.Equal(at), "read_at only moves forward")
+	require.NoError(t, store.ExecForTest(ctx, st, `UPDATE sessions SET read_at = now() - interval '1 hour' WHERE id = ?`, id))
+	s, err = st.MarkSessionRead(ctx, id, f.user.ID, time.Time{})
+	require.NoError(t, err)
+	require.WithinDuration(t, time.Now(), *s.ReadAt, time.Minute, "a zero time reads now")
 
 	placed, err := st.SetSessionPlacement(ctx, store.Placement{SessionID: id, SandboxID: "box-1", HostTaskQueue: "host-a", EngineSessionKey: ptr("native-1")})
 	require.NoError(t, err)
