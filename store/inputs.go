@@ -97,15 +97,6 @@ func (s *Store) ListInputsBySession(ctx context.Context, sessionID string) ([]In
 	return out, mapError("list inputs by session", err)
 }
 
-// ListHeldInputsBySession returns the Session's accepted inputs the program has not admitted
-// yet (pending or delivered), in accepted order.
-func (s *Store) ListHeldInputsBySession(ctx context.Context, sessionID string) ([]Input, error) {
-	var out []Input
-	err := s.conn(ctx).Where("session_id = ? AND state IN ?", sessionID, []string{InputPending, InputDelivered}).
-		Order("seq").Find(&out).Error
-	return out, mapError("list held inputs", err)
-}
-
 // CountHeldInputs counts the Session's held inputs (for admission policies).
 func (s *Store) CountHeldInputs(ctx context.Context, sessionID string) (int, error) {
 	var n int64
