@@ -91,9 +91,19 @@ func TestSessionWritesSayWhyTheyWereRefused(t *testing.T) {
 	_, err = f.st.MarkSessionRead(f.ctx, f.session.ID, f.user.ID, time.Now())
 	require.ErrorIs(t, err, store.ErrWrongLifecycle)
 
+	// Another user's deleted Session is not touched by deleting this one again.
+	other, _, err := f.st.CreateSessionIdempotent(f.ctx, store.NewSession{UserID: f.user.ID, AgentID: f.agent.ID})
+	require.NoError(t, err)
+	otherDeleted, err := f.st.DeleteSession(f.ctx, other.ID)
+	require.NoError(t, err)
+
 	// A deleted Session stays deleted, with its first time, whatever the program reports.
 	require.NoError(t, store.ExecForTest(f.ctx, f.st, `UPDATE sessions SET runtime_status = 'working' WHERE id = ?`, f.session.ID))
 	again, err := f.st.DeleteSession(f.ctx, f.session.ID)
 	require.NoError(t, err, "deleting twice is not refused as busy")
 	require.True(t, again.DeletedAt.Equal(*deleted.DeletedAt))
+	require.Equal(t, f.session.ID, again.ID)
+	untouched, err := f.st.GetSessionByID(f.ctx, other.ID)
+	require.NoError(t, err)
+	require.True(t, untouched.UpdatedAt.Equal(otherDeleted.UpdatedAt), "the guard's OR stays within one Session")
 }

@@ -208,7 +208,8 @@ func (s *Store) updateSession(ctx context.Context, what, sessionID, cond string,
 	var saved []Session
 	q := s.conn(ctx).Model(&saved).Clauses(clause.Returning{}).Where("id = ?", sessionID)
 	if cond != "" {
-		q = q.Where(cond, args...)
+		// Parenthesised so an OR in cond never widens the update past this Session.
+		q = q.Where("("+cond+")", args...)
 	}
 	res := q.Updates(changes)
 	if res.Error != nil {
