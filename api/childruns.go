@@ -26,7 +26,7 @@ type childRunView struct {
 	UpdatedAt        time.Time       `json:"updated_at"`
 }
 
-func newChildRunView(r store.ChildRunRecord) childRunView {
+func newChildRunView(r store.ChildRun) childRunView {
 	return childRunView{ChildRunID: r.ID, ParentChildRunID: r.ParentID, ResponseID: r.ResponseID, Name: r.Name,
 		Status: r.Status, Usage: nullJSON(r.Usage, "null"), Stoppable: r.ControlRef != nil && *r.ControlRef != "",
 		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC()}
@@ -39,7 +39,7 @@ func (s *Server) listChildRuns(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	runs, err := s.store.ListChildRuns(c.Request.Context(), sess.ID)
+	runs, err := s.store.ListChildRunsBySession(c.Request.Context(), sess.ID)
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -110,15 +110,15 @@ func (s *Server) stopChildRun(c *gin.Context) {
 	s.fail(c, Unavailable("stopping child runs is not available in this deployment yet", map[string]any{"child_run_id": run.ID}))
 }
 
-func (s *Server) loadChildRun(c *gin.Context, want access) (store.Session, store.ChildRunRecord, error) {
+func (s *Server) loadChildRun(c *gin.Context, want access) (store.Session, store.ChildRun, error) {
 	sess, err := s.loadSession(c, want)
 	if err != nil {
-		return store.Session{}, store.ChildRunRecord{}, err
+		return store.Session{}, store.ChildRun{}, err
 	}
 	id := c.Param("child_run_id")
-	run, err := s.store.GetChildRun(c.Request.Context(), sess.ID, id)
+	run, err := s.store.GetChildRunByID(c.Request.Context(), sess.ID, id)
 	if errors.Is(err, store.ErrNotFound) {
-		return store.Session{}, store.ChildRunRecord{}, NotFound("child run " + id)
+		return store.Session{}, store.ChildRun{}, NotFound("child run " + id)
 	}
 	return sess, run, err
 }

@@ -27,13 +27,13 @@ func domainErrors(err error) (*Error, bool) {
 		return &Error{Status: http.StatusConflict, Code: CodeConflict, Message: "the resource was changed by someone else; reload it and retry with its current version"}, true
 	case errors.Is(err, store.ErrDuplicate):
 		return &Error{Status: http.StatusConflict, Code: CodeConflict, Message: "a resource with this name already exists"}, true
-	case errors.Is(err, store.ErrProgramWorking):
+	case errors.Is(err, store.ErrSessionBusy):
 		return &Error{Status: http.StatusConflict, Code: CodeSessionBusy, Message: "the Agent program is working; interrupt the work first or wait for it to finish"}, true
-	case errors.Is(err, store.ErrInteractionClosed):
+	case errors.Is(err, store.ErrInteractionNotOpen):
 		return &Error{Status: http.StatusConflict, Code: CodeInteractionNotOpen, Message: "the interaction was already answered, withdrawn or expired"}, true
-	case errors.Is(err, store.ErrImportAfterConversation):
+	case errors.Is(err, store.ErrHistoryImportAfterConversation):
 		return &Error{Status: http.StatusConflict, Code: CodeHistoryImportAfterConversation, Message: "the conversation has started; history cannot be placed before its messages"}, true
-	case errors.Is(err, store.ErrImportConflict):
+	case errors.Is(err, store.ErrHistoryImportConflict):
 		return &Error{Status: http.StatusConflict, Code: CodeHistoryImportConflict, Message: "the import does not continue the recorded one: send the messages already imported first, unchanged, then the new ones"}, true
 	case errors.Is(err, store.ErrWrongLifecycle):
 		return &Error{Status: http.StatusConflict, Code: CodeConflict, Message: "the Session's lifecycle does not allow this operation"}, true

@@ -206,7 +206,7 @@ func (s *Server) getHistoryBlock(c *gin.Context) {
 		s.fail(c, InvalidRequest("cursor", "does not address block %q", block))
 		return
 	}
-	responses, err := s.store.ListResponses(c.Request.Context(), sess.ID)
+	responses, err := s.store.ListResponsesBySession(c.Request.Context(), sess.ID)
 	if err != nil {
 		s.fail(c, err)
 		return

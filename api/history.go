@@ -26,9 +26,9 @@ type timelineItem struct {
 	at       time.Time
 	kind     int // -1 imported, 0 input, 1 response: an input sorts before a response started with it
 	id       string
-	imported *store.HistoryMessage
+	imported *store.ImportedMessage
 	input    *store.Input
-	response *store.ResponseRecord
+	response *store.Response
 }
 
 func (t timelineItem) key() string {
@@ -99,11 +99,11 @@ func (s *Server) messagePage(c *gin.Context) (messagePage, map[string][]engines.
 	if err != nil {
 		return messagePage{}, nil, err
 	}
-	responses, err := s.store.ListResponses(ctx, sess.ID)
+	responses, err := s.store.ListResponsesBySession(ctx, sess.ID)
 	if err != nil {
 		return messagePage{}, nil, err
 	}
-	imported, err := s.store.ListHistoryMessages(ctx, sess.ID)
+	imported, err := s.store.ListImportedMessagesBySession(ctx, sess.ID)
 	if err != nil {
 		return messagePage{}, nil, err
 	}
@@ -205,7 +205,7 @@ func inputMessage(in store.Input) uiMessage {
 
 // responseMessage is a response as an assistant UI message, assembled from its
 // recorded parts; the recorded outcome is authoritative in its metadata.
-func responseMessage(r store.ResponseRecord, frames []engines.Frame) uiMessage {
+func responseMessage(r store.Response, frames []engines.Frame) uiMessage {
 	a := newAssembler(r.ResponseID, "assistant")
 	for _, f := range frames {
 		a.add(f)
@@ -226,7 +226,7 @@ func responseMessage(r store.ResponseRecord, frames []engines.Frame) uiMessage {
 }
 
 // responseWithParts assembles one response's UI message from its recorded parts.
-func (s *Server) responseWithParts(c *gin.Context, sessionID string, r store.ResponseRecord) (uiMessage, error) {
+func (s *Server) responseWithParts(c *gin.Context, sessionID string, r store.Response) (uiMessage, error) {
 	parts, err := s.store.ListResponseParts(c.Request.Context(), sessionID, []string{r.ResponseID})
 	if err != nil {
 		return uiMessage{}, err

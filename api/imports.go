@@ -2,7 +2,6 @@ package api
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -76,7 +75,7 @@ func (s *Server) importHistory(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	added, err := s.store.ImportHistoryMessages(c.Request.Context(), sess.ID, msgs)
+	added, err := s.store.ImportHistory(c.Request.Context(), sess.ID, msgs)
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -85,7 +84,7 @@ func (s *Server) importHistory(c *gin.Context) {
 }
 
 // parseImport validates every message and block, naming the field of the first problem.
-func parseImport(req importRequest) ([]store.HistoryMessage, error) {
+func parseImport(req importRequest) ([]store.ImportedMessage, error) {
 	if len(req.Messages) == 0 {
 		return nil, InvalidRequest("messages", "lists no message")
 	}
@@ -93,7 +92,7 @@ func parseImport(req importRequest) ([]store.HistoryMessage, error) {
 		return nil, InvalidRequest("messages", "lists %d messages; at most %d per call", len(req.Messages), maxImportMessages)
 	}
 	seen := map[string]bool{}
-	out := make([]store.HistoryMessage, 0, len(req.Messages))
+	out := make([]store.ImportedMessage, 0, len(req.Messages))
 	for i, raw := range req.Messages {
 		field := fmt.Sprintf("messages[%d].", i)
 		var m importMessage
@@ -134,11 +133,9 @@ func parseImport(req importRequest) ([]store.HistoryMessage, error) {
 		var blocks bytes.Buffer
 		encoded, _ := json.Marshal(m.Blocks)
 		_ = json.Compact(&blocks, encoded)
-		hashed, _ := json.Marshal([]any{*m.Role, created.UTC().Format(time.RFC3339Nano), m.Completion, m.ParentSourceID, json.RawMessage(blocks.Bytes())})
-		sum := sha256.Sum256(hashed)
-		out = append(out, store.HistoryMessage{
-			SourceID: *m.SourceID, Role: *m.Role, SourceCreatedAt: created.UTC(), Completion: m.Completion,
-			ParentSourceID: m.ParentSourceID, Blocks: blocks.Bytes(), ContentHash: sum[:],
+		out = append(out, store.ImportedMessage{
+			SourceID: *m.SourceID, Role: *m.Role, CreatedAt: created.UTC(), Completion: m.Completion,
+			ParentSourceID: m.ParentSourceID, Blocks: blocks.Bytes(),
 		})
 	}
 	return out, nil
@@ -208,9 +205,9 @@ func oneOf(v string, options ...string) bool {
 
 // importedUIMessage shows an imported message like any other, with history_import
 // naming its source_id, completion and parent_source_id.
-func importedUIMessage(m store.HistoryMessage) uiMessage {
+func importedUIMessage(m store.ImportedMessage) uiMessage {
 	msg := uiMessage{ID: "import:" + m.SourceID, Role: m.Role, Parts: []map[string]any{}, Metadata: map[string]any{
-		"created_at":     m.SourceCreatedAt.UTC(),
+		"created_at":     m.CreatedAt.UTC(),
 		"history_import": map[string]any{"source_id": m.SourceID, "completion": m.Completion, "parent_source_id": m.ParentSourceID},
 	}}
 	var blocks []importBlock

@@ -11,7 +11,6 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/astrabox/astrabox/internal/sessionstate"
 	"github.com/astrabox/astrabox/store"
 	"github.com/astrabox/astrabox/workflows"
 )
@@ -114,7 +113,7 @@ func (s *Server) sendInput(c *gin.Context) {
 			return
 		}
 	}
-	if state := sessionstate.Derive(facts(sess, 0, 0, 0)); !state.AcceptsInput() {
+	if state := (store.SessionFacts{Session: sess}).State(); !state.AcceptsInput() {
 		s.fail(c, &Error{Status: http.StatusConflict, Code: CodeAgentRuntimeError,
 			Message: fmt.Sprintf("the Session is %s; recover a TERMINATED Session before sending messages", state)})
 		return

@@ -14,9 +14,6 @@ import (
 	"github.com/astrabox/astrabox/workflows"
 )
 
-// interactionOpen is the state of an interaction the runtime has not closed.
-const interactionOpen = "open"
-
 // answerRequest is the body of POST .../interactions/{interaction_id}/answer; the
 // answer's shape follows the interaction's presentation.
 type answerRequest struct {
@@ -49,7 +46,7 @@ func (s *Server) answerInteraction(c *gin.Context) {
 		return
 	}
 	ctx := c.Request.Context()
-	rec, err := s.store.GetInteraction(ctx, sess.ID, id)
+	rec, err := s.store.GetInteractionByID(ctx, sess.ID, id)
 	if errors.Is(err, store.ErrNotFound) {
 		s.fail(c, NotFound("interaction "+id))
 		return
@@ -58,8 +55,8 @@ func (s *Server) answerInteraction(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	if rec.State != interactionOpen || rec.AnswerSavedAt != nil {
-		s.fail(c, store.ErrInteractionClosed)
+	if rec.State != store.InteractionOpen || rec.AnswerSavedAt != nil {
+		s.fail(c, store.ErrInteractionNotOpen)
 		return
 	}
 	var contract engines.InteractionContract
@@ -72,7 +69,8 @@ func (s *Server) answerInteraction(c *gin.Context) {
 		return
 	}
 	stored, _ := json.Marshal(answer)
-	saved, err := s.store.SaveAnswerIfOpen(ctx, sess.ID, id, stored, currentUser(c).ID)
+	answeredBy := currentUser(c).ID
+	saved, err := s.store.SaveInteractionAnswer(ctx, sess.ID, id, stored, &answeredBy)
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -103,7 +101,7 @@ func (s *Server) interrupt(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	f, err := s.store.GetSessionFacts(c.Request.Context(), sess.ID)
+	f, err := s.store.GetSessionDetailsByID(c.Request.Context(), sess.ID)
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -129,13 +127,13 @@ func (s *Server) interrupt(c *gin.Context) {
 // archiveSession takes the Session out of the active list (409 SESSION_BUSY while the
 // program works), then tells the workflow to release its runtime.
 func (s *Server) archiveSession(c *gin.Context) {
-	s.lifecycle(c, workflows.LifecycleArchive, s.store.ArchiveSessionUnlessWorking)
+	s.lifecycle(c, workflows.LifecycleArchive, s.store.ArchiveSession)
 }
 
 // deleteSession moves the Session to DELETED (409 SESSION_BUSY while the program
 // works), then tells the workflow.
 func (s *Server) deleteSession(c *gin.Context) {
-	s.lifecycle(c, workflows.LifecycleDelete, s.store.DeleteSessionUnlessWorking)
+	s.lifecycle(c, workflows.LifecycleDelete, s.store.DeleteSession)
 }
 
 // recoverSession brings a TERMINATED Session back to CREATING so a runtime is prepared

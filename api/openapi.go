@@ -8,6 +8,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"go.uber.org/zap"
+
+	"github.com/astrabox/astrabox/store"
 )
 
 // obj and str build the small JSON Schemas of the OpenAPI document.
@@ -39,7 +41,7 @@ var requestBodies = map[string]map[string]any{
 	"PATCH /agents/{agent_id}": obj(map[string]any{"version": intS, "name": str, "description": str, "runtime_profile_id": str,
 		"config": objAny, "permission_mode": str}, "version"),
 	"POST /agents/{agent_id}/conversations":       obj(map[string]any{}),
-	"PATCH /sessions/{session_id}":                obj(map[string]any{"title": map[string]any{"type": "string", "maxLength": maxTitleLen}}, "title"),
+	"PATCH /sessions/{session_id}":                obj(map[string]any{"title": map[string]any{"type": "string", "maxLength": store.MaxTitleLen}}, "title"),
 	"POST /sessions/{session_id}/permission-mode": obj(map[string]any{"permission_mode": str}, "permission_mode"),
 	"POST /sessions/{session_id}/inputs":          obj(map[string]any{"content": str, "client_message_id": str}, "content"),
 	"POST /admin/sessions/{session_id}/history-import": obj(map[string]any{"messages": map[string]any{"type": "array", "maxItems": maxImportMessages,

@@ -23,7 +23,7 @@ type responseView struct {
 	EndedAt      *time.Time      `json:"ended_at"`
 }
 
-func newResponseView(r store.ResponseRecord) responseView {
+func newResponseView(r store.Response) responseView {
 	return responseView{
 		ResponseID: r.ResponseID, Origin: r.Origin, InputIDs: nullJSON(r.InputIDs, "[]"), Outcome: r.Outcome,
 		NativeReason: r.NativeReason, Usage: nullJSON(r.Usage, "null"), Error: nullJSON(r.Error, "null"),
@@ -42,7 +42,7 @@ type interactionView struct {
 	OpenedAt      time.Time       `json:"opened_at"`
 }
 
-func newInteractionView(r store.InteractionRecord) interactionView {
+func newInteractionView(r store.Interaction) interactionView {
 	return interactionView{InteractionID: r.InteractionID, ResponseID: r.ResponseID, State: r.State,
 		Contract: r.Contract, AnswerSaved: r.AnswerSavedAt != nil, OpenedAt: r.OpenedAt.UTC()}
 }
@@ -107,18 +107,8 @@ func unread(sess store.Session) bool {
 	return sess.ReadAt == nil || sess.LastOutputAt.After(*sess.ReadAt)
 }
 
-// facts turns a Session row and the counts of its open work into the derivation's input.
-func facts(sess store.Session, openResponses, openInteractions, held int) sessionstate.Facts {
-	f := sessionstate.Facts{Lifecycle: sess.Lifecycle, Deleted: sess.DeletedAt != nil,
-		OpenResponses: openResponses, OpenInteractions: openInteractions, HeldInputs: held}
-	if sess.RuntimeStatus != nil {
-		f.RuntimeStatus = *sess.RuntimeStatus
-	}
-	return f
-}
-
 func newSessionDetails(sess store.Session, f store.SessionDetails) sessionDetails {
-	state := sessionstate.Derive(facts(sess, len(f.OpenResponses), len(f.OpenInteractions), len(f.HeldInputs)))
+	state := f.Facts(sess).State()
 	d := sessionDetails{
 		sessionSummary:   newSessionSummary(sess, state),
 		ModelName:        sess.ModelName,

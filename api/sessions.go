@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/base64"
+	"errors"
 	"strconv"
 	"strings"
 	"time"
@@ -10,14 +11,11 @@ import (
 	"github.com/gin-gonic/gin"
 	"go.uber.org/zap"
 
-	"github.com/astrabox/astrabox/internal/sessionstate"
 	"github.com/astrabox/astrabox/store"
 	"github.com/astrabox/astrabox/workflows"
 )
 
 const (
-	// maxTitleLen is the longest Session title, in characters.
-	maxTitleLen = 200
 	// maxIdempotencyKeyLen caps the Idempotency-Key header.
 	maxIdempotencyKeyLen = 200
 	// defaultListLimit and maxListLimit bound a page of the conversation list.
@@ -75,7 +73,7 @@ func (s *Server) getSession(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	f, err := s.store.GetSessionFacts(c.Request.Context(), sess.ID)
+	f, err := s.store.GetSessionDetailsByID(c.Request.Context(), sess.ID)
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -131,7 +129,7 @@ func (s *Server) listSessions(c *gin.Context) {
 	if q.After == nil {
 		q.Offset = int((page - 1) * limit)
 	}
-	rows, err := s.store.ListSessionSummaries(c.Request.Context(), q)
+	rows, err := s.store.ListSessionFactsByUser(c.Request.Context(), q)
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -142,7 +140,7 @@ func (s *Server) listSessions(c *gin.Context) {
 	}
 	out := make([]sessionSummary, len(rows))
 	for i, r := range rows {
-		out[i] = newSessionSummary(r.Session, sessionstate.Derive(facts(r.Session, r.OpenResponses, r.OpenInteractions, r.HeldInputs)))
+		out[i] = newSessionSummary(r.Session, r.State())
 	}
 	if !paged {
 		writeOK(c, out)
@@ -202,30 +200,16 @@ func (s *Server) renameSession(c *gin.Context) {
 		s.fail(c, InvalidRequest("title", "is required"))
 		return
 	}
-	title, err := foldTitle(*req.Title)
-	if err != nil {
-		s.fail(c, err)
+	saved, err := s.store.RenameSession(c.Request.Context(), sess.ID, currentUser(c).ID, *req.Title)
+	if errors.Is(err, store.ErrInvalidTitle) {
+		s.fail(c, InvalidRequest("title", "must be one line of 1 to %d characters", store.MaxTitleLen))
 		return
 	}
-	saved, err := s.store.SetSessionTitle(c.Request.Context(), sess.ID, title)
 	if err != nil {
 		s.fail(c, err)
 		return
 	}
 	s.writeSession(c, saved)
-}
-
-// foldTitle stores runs of whitespace as one space and refuses an empty or overlong
-// title.
-func foldTitle(raw string) (string, error) {
-	title := strings.Join(strings.Fields(raw), " ")
-	switch {
-	case title == "":
-		return "", InvalidRequest("title", "must not be empty")
-	case utf8.RuneCountInString(title) > maxTitleLen:
-		return "", InvalidRequest("title", "must be at most %d characters", maxTitleLen)
-	}
-	return title, nil
 }
 
 // permissionModeRequest is the body of POST /sessions/{id}/permission-mode.
@@ -265,7 +249,7 @@ func (s *Server) setPermissionMode(c *gin.Context) {
 		s.fail(c, InvalidRequest("permission_mode", "%q is not a permission mode of %s (accepted: %s)", *req.PermissionMode, agent.EngineKind, fmtList(caps.PermissionModes)))
 		return
 	}
-	saved, err := s.store.SaveSessionPermissionMode(c.Request.Context(), sess.ID, *req.PermissionMode)
+	saved, err := s.store.SetSessionPermissionMode(c.Request.Context(), sess.ID, *req.PermissionMode)
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -281,7 +265,7 @@ func (s *Server) markRead(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	saved, err := s.store.MarkSessionReadNow(c.Request.Context(), sess.ID)
+	saved, err := s.store.MarkSessionRead(c.Request.Context(), sess.ID, currentUser(c).ID, time.Time{})
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -291,7 +275,7 @@ func (s *Server) markRead(c *gin.Context) {
 
 // writeSession answers with the Session's complete current details.
 func (s *Server) writeSession(c *gin.Context, sess store.Session) {
-	f, err := s.store.GetSessionFacts(c.Request.Context(), sess.ID)
+	f, err := s.store.GetSessionDetailsByID(c.Request.Context(), sess.ID)
 	if err != nil {
 		s.fail(c, err)
 		return

@@ -34,13 +34,13 @@ type AgentStore interface {
 type SessionStore interface {
 	CreateSessionIdempotent(ctx context.Context, in store.NewSession) (store.Session, bool, error)
 	GetSessionByID(ctx context.Context, id string) (store.Session, error)
-	GetSessionFacts(ctx context.Context, sessionID string) (store.SessionDetails, error)
-	ListSessionSummaries(ctx context.Context, q store.SessionListQuery) ([]store.SessionSummary, error)
-	SetSessionTitle(ctx context.Context, sessionID, title string) (store.Session, error)
-	SaveSessionPermissionMode(ctx context.Context, sessionID, mode string) (store.Session, error)
-	MarkSessionReadNow(ctx context.Context, sessionID string) (store.Session, error)
-	ArchiveSessionUnlessWorking(ctx context.Context, sessionID string) (store.Session, error)
-	DeleteSessionUnlessWorking(ctx context.Context, sessionID string) (store.Session, error)
+	GetSessionDetailsByID(ctx context.Context, sessionID string) (store.SessionDetails, error)
+	ListSessionFactsByUser(ctx context.Context, q store.SessionListQuery) ([]store.SessionFacts, error)
+	RenameSession(ctx context.Context, sessionID, userID, rawTitle string) (store.Session, error)
+	SetSessionPermissionMode(ctx context.Context, sessionID, mode string) (store.Session, error)
+	MarkSessionRead(ctx context.Context, sessionID, userID string, at time.Time) (store.Session, error)
+	ArchiveSession(ctx context.Context, sessionID string) (store.Session, error)
+	DeleteSession(ctx context.Context, sessionID string) (store.Session, error)
 	RecoverSession(ctx context.Context, sessionID string) (store.Session, error)
 }
 
@@ -56,23 +56,23 @@ type InputStore interface {
 type OutputStore interface {
 	ListOutputPartsAfter(ctx context.Context, sessionID string, afterSeq int64, limit int) ([]store.OutputPart, error)
 	ResponseOpenAt(ctx context.Context, sessionID string, seq int64) (bool, error)
-	ListResponses(ctx context.Context, sessionID string) ([]store.ResponseRecord, error)
+	ListResponsesBySession(ctx context.Context, sessionID string) ([]store.Response, error)
 	ListResponseParts(ctx context.Context, sessionID string, responseIDs []string) ([]store.OutputPart, error)
-	ListChildRuns(ctx context.Context, sessionID string) ([]store.ChildRunRecord, error)
-	GetChildRun(ctx context.Context, sessionID, childRunID string) (store.ChildRunRecord, error)
+	ListChildRunsBySession(ctx context.Context, sessionID string) ([]store.ChildRun, error)
+	GetChildRunByID(ctx context.Context, sessionID, childRunID string) (store.ChildRun, error)
 	ListChildRunMessageParts(ctx context.Context, sessionID, childRunID string) ([]store.OutputPart, error)
 }
 
 // InteractionStore keeps answers to approvals and questions.
 type InteractionStore interface {
-	GetInteraction(ctx context.Context, sessionID, interactionID string) (store.InteractionRecord, error)
-	SaveAnswerIfOpen(ctx context.Context, sessionID, interactionID string, answer json.RawMessage, userID string) (store.InteractionRecord, error)
+	GetInteractionByID(ctx context.Context, sessionID, interactionID string) (store.Interaction, error)
+	SaveInteractionAnswer(ctx context.Context, sessionID, interactionID string, answer json.RawMessage, answeredBy *string) (store.Interaction, error)
 }
 
 // ImportStore keeps imported earlier history.
 type ImportStore interface {
-	ImportHistoryMessages(ctx context.Context, sessionID string, msgs []store.HistoryMessage) (int, error)
-	ListHistoryMessages(ctx context.Context, sessionID string) ([]store.HistoryMessage, error)
+	ImportHistory(ctx context.Context, sessionID string, msgs []store.ImportedMessage) (int, error)
+	ListImportedMessagesBySession(ctx context.Context, sessionID string) ([]store.ImportedMessage, error)
 }
 
 // Store is everything the API reads and writes.

@@ -77,3 +77,12 @@ func (s *Store) ListChildRunsBySession(ctx context.Context, sessionID string) ([
 	err := s.conn(ctx).Where("session_id = ?", sessionID).Order("created_at, id").Find(&out).Error
 	return out, mapError("list child runs", err)
 }
+
+// ListChildRunMessageParts returns the output parts that carry messages of one child
+// run (data-subagent parts with a message), in seq order.
+func (s *Store) ListChildRunMessageParts(ctx context.Context, sessionID, childRunID string) ([]OutputPart, error) {
+	var out []OutputPart
+	err := s.conn(ctx).Where("session_id = ? AND frame->>'type' = 'data-subagent' AND frame->'data'->>'child_run_id' = ? AND jsonb_typeof(frame->'data'->'message') = 'object'", sessionID, childRunID).
+		Order("seq").Find(&out).Error
+	return out, mapError("list child run messages", err)
+}

@@ -10,9 +10,10 @@ import (
 // Moves only go forward: a late or repeated receipt never moves an input back, and
 // an admitted input never fails.
 
-// ListHeldInputs returns the inputs the runtime has not admitted (pending or
-// delivered), in accepted order: what a replacement runtime must receive.
-func (s *Store) ListHeldInputs(ctx context.Context, sessionID string) ([]Input, error) {
+// ListHeldInputsBySession returns the inputs the runtime has not admitted (pending or
+// delivered), in accepted order: what a replacement runtime must receive, and what a
+// Session's details show as held.
+func (s *Store) ListHeldInputsBySession(ctx context.Context, sessionID string) ([]Input, error) {
 	var out []Input
 	err := s.conn(ctx).Where("session_id = ? AND state IN ?", sessionID, []string{InputPending, InputDelivered}).
 		Order("seq").Find(&out).Error

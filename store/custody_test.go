@@ -43,7 +43,7 @@ func TestInputCustodyMovesOnlyForward(t *testing.T) {
 	_, err = st.MarkInputDelivered(ctx, f.session.ID, "00000000-0000-0000-0000-000000000000")
 	require.ErrorIs(t, err, store.ErrNotFound)
 
-	held, err := st.ListHeldInputs(ctx, f.session.ID)
+	held, err := st.ListHeldInputsBySession(ctx, f.session.ID)
 	require.NoError(t, err)
 	require.Len(t, held, 1)
 	require.Equal(t, ids[3], held[0].ID)
@@ -75,7 +75,7 @@ func TestLeaseTxFencesEveryReaderWrite(t *testing.T) {
 	})
 	require.ErrorIs(t, err, store.ErrLeaseLost)
 	require.False(t, ran, "a zombie's closure never runs")
-	held, err := st.ListHeldInputs(ctx, f.session.ID)
+	held, err := st.ListHeldInputsBySession(ctx, f.session.ID)
 	require.NoError(t, err)
 	require.Len(t, held, 1)
 }

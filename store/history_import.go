@@ -20,18 +20,10 @@ var (
 	ErrHistoryImportConflict = errors.New("history import conflict")
 )
 
-// ImportedMessage is one message of earlier history, as the import request gives it.
+// ImportedMessage is a row of imported_messages: one message of earlier history.
+// CreatedAt is the old system's time. ImportHistory sets SessionID, Position,
+// ContentSHA256 and ImportedAt itself; callers fill in the rest.
 type ImportedMessage struct {
-	SourceID       string
-	Role           string
-	CreatedAt      time.Time
-	Blocks         json.RawMessage
-	Completion     *string
-	ParentSourceID *string
-}
-
-// importedMessageRow is a row of imported_messages.
-type importedMessageRow struct {
 	SessionID      string          `gorm:"column:session_id;primaryKey"`
 	Position       int             `gorm:"column:position;primaryKey"`
 	SourceID       string          `gorm:"column:source_id"`
@@ -41,10 +33,11 @@ type importedMessageRow struct {
 	Completion     *string         `gorm:"column:completion"`
 	ParentSourceID *string         `gorm:"column:parent_source_id"`
 	ContentSHA256  []byte          `gorm:"column:content_sha256"`
+	ImportedAt     time.Time       `gorm:"column:imported_at"`
 }
 
 // TableName is the imported_messages table.
-func (importedMessageRow) TableName() string { return "imported_messages" }
+func (ImportedMessage) TableName() string { return "imported_messages" }
 
 // ImportHistory appends earlier messages to a Session that has no messages of its own.
 // msgs must start with the messages already imported, in order and unchanged, then
@@ -61,7 +54,7 @@ func (s *Store) ImportHistory(ctx context.Context, sessionID string, msgs []Impo
 		if sess.InputSeq > 0 || sess.OutputSeq > 0 {
 			return fmt.Errorf("session %s: %w", sessionID, ErrHistoryImportAfterConversation)
 		}
-		var existing []importedMessageRow
+		var existing []ImportedMessage
 		if err := tx.conn(ctx).Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate}).
 			Where("session_id = ?", sessionID).Order("position").Find(&existing).Error; err != nil {
 			return mapError("read imported history", err)
@@ -77,7 +70,7 @@ func (s *Store) ImportHistory(ctx context.Context, sessionID string, msgs []Impo
 				}
 				continue
 			}
-			row := importedMessageRow{
+			row := ImportedMessage{
 				SessionID: sessionID, Position: i + 1, SourceID: m.SourceID, Role: m.Role, CreatedAt: m.CreatedAt,
 				Blocks: m.Blocks, Completion: m.Completion, ParentSourceID: m.ParentSourceID, ContentSHA256: sum,
 			}
@@ -91,7 +84,10 @@ func (s *Store) ImportHistory(ctx context.Context, sessionID string, msgs []Impo
 		}
 		return nil
 	})
-	return added, err
+	if err != nil {
+		return 0, fmt.Errorf("import history: %w", err)
+	}
+	return added, nil
 }
 
 // importedContentHash fingerprints what a message says, so a repeated import can be
@@ -114,6 +110,13 @@ func importedContentHash(m ImportedMessage) ([]byte, error) {
 // CountImportedMessages returns how many messages were imported into the Session.
 func (s *Store) CountImportedMessages(ctx context.Context, sessionID string) (int64, error) {
 	var n int64
-	err := s.conn(ctx).Model(&importedMessageRow{}).Where("session_id = ?", sessionID).Count(&n).Error
+	err := s.conn(ctx).Model(&ImportedMessage{}).Where("session_id = ?", sessionID).Count(&n).Error
 	return n, mapError("count imported messages", err)
+}
+
+// ListImportedMessagesBySession returns the Session's imported history in order.
+func (s *Store) ListImportedMessagesBySession(ctx context.Context, sessionID string) ([]ImportedMessage, error) {
+	var out []ImportedMessage
+	err := s.conn(ctx).Where("session_id = ?", sessionID).Order("position").Find(&out).Error
+	return out, mapError("list imported messages", err)
 }

@@ -97,6 +97,25 @@ func (s *Store) ListInputsBySession(ctx context.Context, sessionID string) ([]In
 	return out, mapError("list inputs by session", err)
 }
 
+// CountHeldInputs counts the Session's held inputs (for admission policies).
+func (s *Store) CountHeldInputs(ctx context.Context, sessionID string) (int, error) {
+	var n int64
+	err := s.conn(ctx).Model(&Input{}).Where("session_id = ? AND state IN ?", sessionID, []string{InputPending, InputDelivered}).Count(&n).Error
+	return int(n), mapError("count held inputs", err)
+}
+
+// GetInputByClientMessageID returns the Session's input with this client_message_id.
+func (s *Store) GetInputByClientMessageID(ctx context.Context, sessionID, clientMessageID string) (Input, error) {
+	found, err := s.findInputByClientMessageID(ctx, sessionID, clientMessageID)
+	if err != nil {
+		return Input{}, err
+	}
+	if found == nil {
+		return Input{}, fmt.Errorf("get input %q of session %s: %w", clientMessageID, sessionID, ErrNotFound)
+	}
+	return *found, nil
+}
+
 // notify sends a NOTIFY that PostgreSQL delivers when the transaction commits.
 func (s *Store) notify(ctx context.Context, channel, payload string) error {
 	if err := s.conn(ctx).Exec("SELECT pg_notify(?, ?)", channel, payload).Error; err != nil {

@@ -3,6 +3,8 @@ package store
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/astrabox/astrabox/internal/sessionstate"
 )
 
 // The row types mirror the tables in migrations/ column for column. They carry no
@@ -18,10 +20,12 @@ const (
 	InputAdmitted  = "admitted"
 	InputFailed    = "failed"
 
-	LifecycleCreating   = "creating"
-	LifecycleActive     = "active"
-	LifecycleTerminated = "terminated"
-	LifecycleDeleted    = "deleted"
+	// The lifecycle markers and runtime statuses are internal/sessionstate's, which
+	// derives a Session's state from them.
+	LifecycleCreating   = sessionstate.LifecycleCreating
+	LifecycleActive     = sessionstate.LifecycleActive
+	LifecycleTerminated = sessionstate.LifecycleTerminated
+	LifecycleDeleted    = sessionstate.LifecycleDeleted
 
 	SandboxLocal       = "local"
 	SandboxOpenSandbox = "opensandbox"
@@ -42,9 +46,9 @@ const (
 	InteractionWithdrawn = "withdrawn"
 	InteractionExpired   = "expired"
 
-	RuntimeIdle    = "idle"
-	RuntimeWorking = "working"
-	RuntimeWaiting = "waiting"
+	RuntimeIdle    = sessionstate.RuntimeIdle
+	RuntimeWorking = sessionstate.RuntimeWorking
+	RuntimeWaiting = sessionstate.RuntimeWaiting
 
 	// NativeReasonRuntimeLost ends a response the runtime no longer reports after it
 	// was confirmed lost (reconciliation, never a guess).

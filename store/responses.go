@@ -86,7 +86,7 @@ func (s *Store) EndResponse(ctx context.Context, in ResponseEnd) (bool, error) {
 			return err
 		}
 		ended = true
-		return tx.touchSessionActivity(ctx, in.SessionID)
+		return tx.BumpSessionActivity(ctx, in.SessionID)
 	})
 	return ended, err
 }
@@ -107,7 +107,7 @@ func (s *Store) FailOpenResponses(ctx context.Context, sessionID string, endedSe
 		if len(ended) == 0 {
 			return nil
 		}
-		return tx.touchSessionActivity(ctx, sessionID)
+		return tx.BumpSessionActivity(ctx, sessionID)
 	})
 	ids := make([]string, len(ended))
 	for i, r := range ended {
@@ -138,10 +138,32 @@ func (s *Store) GetLastEndedResponse(ctx context.Context, sessionID string) (Res
 	return r, mapError("get last ended response", err)
 }
 
-func (s *Store) touchSessionActivity(ctx context.Context, sessionID string) error {
-	err := s.conn(ctx).Model(&Session{}).Where("id = ?", sessionID).
-		Updates(map[string]any{"last_activity_at": gormExpr("now()"), "updated_at": gormExpr("now()")}).Error
-	return mapError("touch session activity", err)
+// ListResponsesBySession returns every response of a Session in the order they started.
+func (s *Store) ListResponsesBySession(ctx context.Context, sessionID string) ([]Response, error) {
+	var out []Response
+	err := s.conn(ctx).Where("session_id = ?", sessionID).Order("started_seq").Find(&out).Error
+	return out, mapError("list responses", err)
+}
+
+// ListResponseParts returns the output parts recorded for the Session's responses
+// responseIDs, in seq order.
+func (s *Store) ListResponseParts(ctx context.Context, sessionID string, responseIDs []string) ([]OutputPart, error) {
+	if len(responseIDs) == 0 {
+		return nil, nil
+	}
+	var out []OutputPart
+	err := s.conn(ctx).Where("session_id = ? AND response_id IN ?", sessionID, responseIDs).Order("seq").Find(&out).Error
+	return out, mapError("list response parts", err)
+}
+
+// ResponseOpenAt reports whether one of the Session's responses had started but not
+// ended at output position seq: a stream resuming there is inside that response.
+func (s *Store) ResponseOpenAt(ctx context.Context, sessionID string, seq int64) (bool, error) {
+	var n int64
+	err := s.conn(ctx).Model(&Response{}).
+		Where("session_id = ? AND started_seq <= ? AND (ended_seq IS NULL OR ended_seq > ?)", sessionID, seq, seq).
+		Count(&n).Error
+	return n > 0, mapError("response open at", err)
 }
 
 // nullableJSON stores SQL NULL for absent JSON.

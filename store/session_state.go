@@ -2,119 +2,147 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
+
+	"github.com/astrabox/astrabox/internal/sessionstate"
 )
 
-// Session states as the API reports them. Only CREATING, TERMINATED and DELETED are
-// stored (as lifecycle); READY, PROCESSING and WAITING_INPUT are derived.
+// Session states as the API reports them; internal/sessionstate owns their derivation.
+// Only CREATING, TERMINATED and DELETED are stored (as lifecycle); READY, PROCESSING
+// and WAITING_INPUT are derived.
 const (
-	StateCreating     = "CREATING"
-	StateReady        = "READY"
-	StateProcessing   = "PROCESSING"
-	StateWaitingInput = "WAITING_INPUT"
-	StateTerminated   = "TERMINATED"
-	StateDeleted      = "DELETED"
+	StateCreating     = sessionstate.Creating
+	StateReady        = sessionstate.Ready
+	StateProcessing   = sessionstate.Processing
+	StateWaitingInput = sessionstate.WaitingInput
+	StateTerminated   = sessionstate.Terminated
+	StateDeleted      = sessionstate.Deleted
 )
 
-// SessionFacts are the recorded facts a Session's state is derived from.
+// SessionFacts is a Session with the counts its state is derived from, read in one
+// statement so they are consistent with each other.
 type SessionFacts struct {
-	Session          Session
-	OpenResponses    int64
-	OpenInteractions int64
-	HeldInputs       int64
+	Session          `gorm:"embedded"`
+	OpenResponses    int `gorm:"column:open_responses"`
+	OpenInteractions int `gorm:"column:open_interactions"`
+	HeldInputs       int `gorm:"column:held_inputs"`
 }
 
-// State derives the Session's state from its facts: a response paused on a person (or
-// a program reporting waiting) is WAITING_INPUT; a working program, an open response
-// or a held input is PROCESSING; otherwise READY.
-func (f SessionFacts) State() string {
-	switch f.Session.Lifecycle {
-	case LifecycleDeleted:
-		return StateDeleted
-	case LifecycleTerminated:
-		return StateTerminated
-	case LifecycleCreating:
-		return StateCreating
-	}
+// State derives the Session's state from its facts (see sessionstate.Derive).
+func (f SessionFacts) State() sessionstate.State {
 	status := ""
-	if f.Session.RuntimeStatus != nil {
-		status = *f.Session.RuntimeStatus
+	if f.RuntimeStatus != nil {
+		status = *f.RuntimeStatus
 	}
-	switch {
-	case f.OpenInteractions > 0 || status == RuntimeWaiting:
-		return StateWaitingInput
-	case status == RuntimeWorking || f.OpenResponses > 0 || f.HeldInputs > 0:
-		return StateProcessing
-	default:
-		return StateReady
-	}
+	return sessionstate.Derive(sessionstate.Facts{
+		Lifecycle:        f.Lifecycle,
+		Deleted:          f.DeletedAt != nil,
+		RuntimeStatus:    status,
+		OpenResponses:    f.OpenResponses,
+		OpenInteractions: f.OpenInteractions,
+		HeldInputs:       f.HeldInputs,
+	})
 }
 
-// GetSessionFactsByID reads a Session and the counts its state is derived from, in
-// one statement so they are consistent with each other.
+// sessionFactsSelect reads sessions s with the correlated counts of SessionFacts.
+const sessionFactsSelect = `SELECT s.*,
+	(SELECT count(*) FROM responses r WHERE r.session_id = s.id AND r.outcome IS NULL) AS open_responses,
+	(SELECT count(*) FROM interactions i WHERE i.session_id = s.id AND i.state = 'open') AS open_interactions,
+	(SELECT count(*) FROM inputs n WHERE n.session_id = s.id AND n.state IN ('pending', 'delivered')) AS held_inputs
+	FROM sessions s`
+
+// GetSessionFactsByID reads a Session and the counts its state is derived from.
 func (s *Store) GetSessionFactsByID(ctx context.Context, sessionID string) (SessionFacts, error) {
-	var rows []struct {
-		Session
-		OpenResponses    int64 `gorm:"column:open_responses"`
-		OpenInteractions int64 `gorm:"column:open_interactions"`
-		HeldInputs       int64 `gorm:"column:held_inputs"`
-	}
-	err := s.conn(ctx).Raw(`
-		SELECT s.*,
-		  (SELECT count(*) FROM responses r WHERE r.session_id = s.id AND r.outcome IS NULL) AS open_responses,
-		  (SELECT count(*) FROM interactions i WHERE i.session_id = s.id AND i.state = 'open') AS open_interactions,
-		  (SELECT count(*) FROM inputs n WHERE n.session_id = s.id AND n.state IN ('pending', 'delivered')) AS held_inputs
-		FROM sessions s WHERE s.id = ?`, sessionID).Scan(&rows).Error
-	if err != nil {
+	var rows []SessionFacts
+	if err := s.conn(ctx).Raw(sessionFactsSelect+" WHERE s.id = ?", sessionID).Scan(&rows).Error; err != nil {
 		return SessionFacts{}, mapError("get session facts", err)
 	}
 	if len(rows) == 0 {
 		return SessionFacts{}, fmt.Errorf("get session facts %s: %w", sessionID, ErrNotFound)
 	}
-	r := rows[0]
-	return SessionFacts{Session: r.Session, OpenResponses: r.OpenResponses, OpenInteractions: r.OpenInteractions, HeldInputs: r.HeldInputs}, nil
+	return rows[0], nil
 }
 
-// SessionPage is a position in a user's Session list, ordered by last activity,
-// newest first.
-type SessionPage struct {
+// SessionListCursor is the position after the last Session of a page.
+type SessionListCursor struct {
 	LastActivityAt time.Time
 	ID             string
 }
 
-// ListSessionsParams selects a page of a user's Sessions.
-type ListSessionsParams struct {
-	UserID          string
-	IncludeArchived bool
-	// After continues after this position; nil starts at the newest.
-	After *SessionPage
-	// Limit is the page size; 0 means 50.
+// SessionListQuery selects a page of one user's conversation list.
+type SessionListQuery struct {
+	UserID string
+	// Archived lists the archived Sessions instead of the active ones.
+	Archived bool
+	// After continues after a previous page's last Session (keyset paging).
+	After *SessionListCursor
+	// Offset skips that many Sessions (page-number paging); ignored with After.
+	Offset int
+	// Limit caps the page; it must be positive.
 	Limit int
 }
 
-// ListSessionsByUser returns a page of the user's Sessions that are not deleted, most
-// recent activity first, and the position of the next page (nil on the last page).
-func (s *Store) ListSessionsByUser(ctx context.Context, p ListSessionsParams) ([]Session, *SessionPage, error) {
-	limit := p.Limit
-	if limit <= 0 {
-		limit = 50
+// ListSessionFactsByUser returns a page of the user's Sessions that are not deleted,
+// newest activity first, each with the counts its state is derived from. The order is
+// last_activity_at: creation sets it and a response's end moves it
+// (BumpSessionActivity), while a rename, a read mark or a permission change leaves it.
+func (s *Store) ListSessionFactsByUser(ctx context.Context, q SessionListQuery) ([]SessionFacts, error) {
+	if q.Limit <= 0 {
+		return nil, fmt.Errorf("list sessions: limit must be positive")
 	}
-	q := s.conn(ctx).Where("user_id = ? AND deleted_at IS NULL", p.UserID)
-	if !p.IncludeArchived {
-		q = q.Where("archived_at IS NULL")
+	where := " WHERE s.user_id = ? AND s.deleted_at IS NULL AND (s.archived_at IS NOT NULL) = ?"
+	args := []any{q.UserID, q.Archived}
+	if q.After != nil {
+		where += " AND (s.last_activity_at, s.id) < (?, ?)"
+		args = append(args, q.After.LastActivityAt, q.After.ID)
 	}
-	if p.After != nil {
-		q = q.Where("(last_activity_at, id) < (?, ?)", p.After.LastActivityAt, p.After.ID)
+	sql := sessionFactsSelect + where + " ORDER BY s.last_activity_at DESC, s.id DESC LIMIT ?"
+	args = append(args, q.Limit)
+	if q.After == nil && q.Offset > 0 {
+		sql += " OFFSET ?"
+		args = append(args, q.Offset)
 	}
-	var out []Session
-	if err := q.Order("last_activity_at DESC, id DESC").Limit(limit + 1).Find(&out).Error; err != nil {
-		return nil, nil, mapError("list sessions by user", err)
+	var out []SessionFacts
+	err := s.conn(ctx).Raw(sql, args...).Scan(&out).Error
+	return out, mapError("list sessions", err)
+}
+
+// SessionDetails are the rows a Session's details show besides its own: the open
+// responses, the latest ended response, the open interactions and the held inputs.
+type SessionDetails struct {
+	OpenResponses    []Response
+	LastResponse     *Response
+	OpenInteractions []Interaction
+	HeldInputs       []Input
+}
+
+// GetSessionDetailsByID reads the rows a Session's details show.
+func (s *Store) GetSessionDetailsByID(ctx context.Context, sessionID string) (SessionDetails, error) {
+	var d SessionDetails
+	var err error
+	if d.OpenResponses, err = s.ListOpenResponses(ctx, sessionID); err != nil {
+		return SessionDetails{}, err
 	}
-	if len(out) <= limit {
-		return out, nil, nil
+	last, err := s.GetLastEndedResponse(ctx, sessionID)
+	switch {
+	case err == nil:
+		d.LastResponse = &last
+	case !errors.Is(err, ErrNotFound):
+		return SessionDetails{}, err
 	}
-	out = out[:limit]
-	last := out[limit-1]
-	return out, &SessionPage{LastActivityAt: last.LastActivityAt, ID: last.ID}, nil
+	if d.OpenInteractions, err = s.ListOpenInteractions(ctx, sessionID); err != nil {
+		return SessionDetails{}, err
+	}
+	if d.HeldInputs, err = s.ListHeldInputsBySession(ctx, sessionID); err != nil {
+		return SessionDetails{}, err
+	}
+	return d, nil
+}
+
+// Facts counts the details into the facts the Session's state is derived from.
+func (d SessionDetails) Facts(sess Session) SessionFacts {
+	return SessionFacts{Session: sess, OpenResponses: len(d.OpenResponses),
+		OpenInteractions: len(d.OpenInteractions), HeldInputs: len(d.HeldInputs)}
 }

@@ -27,15 +27,16 @@ func NormalizeTitle(raw string) (string, error) {
 	return title, nil
 }
 
-// RenameSession sets the owner's title. Only the owner may rename (ErrNotFound for
-// anyone else), and renaming does not move the Session in the list.
+// RenameSession sets the owner's title, normalised by NormalizeTitle. Only the owner
+// may rename (ErrNotFound for anyone else); a deleted Session is ErrWrongLifecycle.
+// Renaming does not move the Session in the list.
 func (s *Store) RenameSession(ctx context.Context, sessionID, userID, rawTitle string) (Session, error) {
 	title, err := NormalizeTitle(rawTitle)
 	if err != nil {
 		return Session{}, err
 	}
-	return s.updateSession(ctx, "rename session", sessionID,
-		"user_id = ? AND lifecycle <> ?", []any{userID, LifecycleDeleted},
+	return s.guardedUpdate(ctx, "rename session", sessionID, userID, false,
+		"lifecycle <> ?", []any{LifecycleDeleted},
 		map[string]any{"title": title, "title_source": "user"})
 }
 
@@ -56,18 +57,25 @@ func (s *Store) SetAutoTitle(ctx context.Context, sessionID, rawTitle string) (b
 }
 
 // MarkSessionRead records that the owner read the Session at at (read_at only moves
-// forward).
-func (s *Store) MarkSessionRead(ctx context.Context, sessionID, userID string, at time.Time) error {
-	_, err := s.updateSession(ctx, "mark session read", sessionID, "user_id = ?", []any{userID},
-		map[string]any{"read_at": gormExpr("GREATEST(read_at, ?::timestamptz)", at)})
-	return err
+// forward) and returns it. A zero at means now by the database's clock, the clock
+// last_output_at is set by, so a read right after new output never leaves it unread.
+// A deleted Session is ErrWrongLifecycle.
+func (s *Store) MarkSessionRead(ctx context.Context, sessionID, userID string, at time.Time) (Session, error) {
+	readAt := gormExpr("now()")
+	if !at.IsZero() {
+		readAt = gormExpr("?::timestamptz", at)
+	}
+	return s.guardedUpdate(ctx, "mark session read", sessionID, userID, false,
+		"lifecycle <> ?", []any{LifecycleDeleted},
+		map[string]any{"read_at": gormExpr("GREATEST(read_at, ?)", readAt)})
 }
 
-// SetSessionPermissionMode stores the mode the Agent program should use; the reader
-// applies it to a running program.
+// SetSessionPermissionMode stores the mode the Agent program should use; the workflow
+// applies it to a running program or hands it to the next one. A deleted Session is
+// ErrWrongLifecycle.
 func (s *Store) SetSessionPermissionMode(ctx context.Context, sessionID, mode string) (Session, error) {
-	return s.updateSession(ctx, "set permission mode", sessionID, "lifecycle <> ?", []any{LifecycleDeleted},
-		map[string]any{"permission_mode": mode})
+	return s.guardedUpdate(ctx, "set permission mode", sessionID, "", false,
+		"lifecycle <> ?", []any{LifecycleDeleted}, map[string]any{"permission_mode": mode})
 }
 
 // SetRuntimeStatus records the Agent program's own status report (idle, working,
@@ -128,34 +136,69 @@ func (s *Store) SetSessionLifecycle(ctx context.Context, sessionID, lifecycle st
 }
 
 // ArchiveSession marks the Session archived unless the Agent program is working
-// (ErrSessionBusy). Archiving twice keeps the first time.
+// (ErrSessionBusy); a deleted Session is ErrWrongLifecycle. Archiving twice keeps the
+// first time. The check and the write are one statement, so a status report in
+// between cannot slip past.
 func (s *Store) ArchiveSession(ctx context.Context, sessionID string) (Session, error) {
-	return s.lifecycleChange(ctx, "archive session", sessionID, map[string]any{"archived_at": gormExpr("COALESCE(archived_at, now())")})
+	return s.guardedUpdate(ctx, "archive session", sessionID, "", true,
+		"lifecycle <> ? AND runtime_status IS DISTINCT FROM ?", []any{LifecycleDeleted, RuntimeWorking},
+		map[string]any{"archived_at": gormExpr("COALESCE(archived_at, now())")})
 }
 
 // DeleteSession moves the Session to its terminal deleted state unless the Agent
-// program is working (ErrSessionBusy).
+// program is working (ErrSessionBusy). Deleting twice keeps the first time.
 func (s *Store) DeleteSession(ctx context.Context, sessionID string) (Session, error) {
-	return s.lifecycleChange(ctx, "delete session", sessionID, map[string]any{
-		"lifecycle": LifecycleDeleted, "deleted_at": gormExpr("COALESCE(deleted_at, now())"),
-	})
+	return s.guardedUpdate(ctx, "delete session", sessionID, "", true,
+		"runtime_status IS DISTINCT FROM ? OR lifecycle = ?", []any{RuntimeWorking, LifecycleDeleted},
+		map[string]any{"lifecycle": LifecycleDeleted, "deleted_at": gormExpr("COALESCE(deleted_at, now())")})
 }
 
-// lifecycleChange applies changes only while the program is not working; the check
-// and the write are one statement, so a status report in between cannot slip past.
-func (s *Store) lifecycleChange(ctx context.Context, what, sessionID string, changes map[string]any) (Session, error) {
-	sess, err := s.updateSession(ctx, what, sessionID, "runtime_status IS DISTINCT FROM ?", []any{RuntimeWorking}, changes)
+// RecoverSession moves a terminated Session back to creating so its workflow prepares
+// a runtime again; any other lifecycle is ErrWrongLifecycle.
+func (s *Store) RecoverSession(ctx context.Context, sessionID string) (Session, error) {
+	return s.guardedUpdate(ctx, "recover session", sessionID, "", false,
+		"lifecycle = ?", []any{LifecycleTerminated}, map[string]any{"lifecycle": LifecycleCreating})
+}
+
+// BumpSessionActivity moves the Session to the top of its owner's conversation list.
+// EndResponse and FailOpenResponses call it in the transaction that records a
+// response's end (whatever started the response), so the list order follows finished
+// responses; a clock step back never moves a Session down.
+func (s *Store) BumpSessionActivity(ctx context.Context, sessionID string) error {
+	res := s.conn(ctx).Model(&Session{}).Where("id = ?", sessionID).
+		Updates(map[string]any{"last_activity_at": gormExpr("GREATEST(now(), last_activity_at)"), "updated_at": gormExpr("now()")})
+	if res.Error != nil {
+		return mapError("bump session activity", res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return fmt.Errorf("bump session activity of %s: %w", sessionID, ErrNotFound)
+	}
+	return nil
+}
+
+// guardedUpdate is updateSession for a write a person asks for. When the guard refuses,
+// it tells why: ErrNotFound (no such Session, or ownerID is set and not its owner),
+// ErrSessionBusy (busyRefuses and the program is working) or ErrWrongLifecycle.
+func (s *Store) guardedUpdate(ctx context.Context, what, sessionID, ownerID string, busyRefuses bool, cond string, args []any, changes map[string]any) (Session, error) {
+	if ownerID != "" {
+		cond = "user_id = ? AND (" + cond + ")"
+		args = append([]any{ownerID}, args...)
+	}
+	sess, err := s.updateSession(ctx, what, sessionID, cond, args, changes)
 	if err == nil || !isNotFoundErr(err) {
 		return sess, err
 	}
 	current, getErr := s.GetSessionByID(ctx, sessionID)
-	if getErr != nil {
-		return Session{}, getErr
+	switch {
+	case getErr != nil:
+		return Session{}, fmt.Errorf("%s: %w", what, getErr)
+	case ownerID != "" && current.UserID != ownerID:
+		return Session{}, err
+	case busyRefuses && current.RuntimeStatus != nil && *current.RuntimeStatus == RuntimeWorking && current.Lifecycle != LifecycleDeleted:
+		return Session{}, fmt.Errorf("%s %s: the program is working: %w", what, sessionID, ErrSessionBusy)
+	default:
+		return Session{}, fmt.Errorf("%s %s in lifecycle %s: %w", what, sessionID, current.Lifecycle, ErrWrongLifecycle)
 	}
-	if current.RuntimeStatus != nil && *current.RuntimeStatus == RuntimeWorking {
-		return Session{}, fmt.Errorf("%s %s: %w", what, sessionID, ErrSessionBusy)
-	}
-	return Session{}, err
 }
 
 // updateSession updates one Session matching the extra condition and returns it, or
@@ -165,7 +208,8 @@ func (s *Store) updateSession(ctx context.Context, what, sessionID, cond string,
 	var saved []Session
 	q := s.conn(ctx).Model(&saved).Clauses(clause.Returning{}).Where("id = ?", sessionID)
 	if cond != "" {
-		q = q.Where(cond, args...)
+		// Parenthesised so an OR in cond never widens the update past this Session.
+		q = q.Where("("+cond+")", args...)
 	}
 	res := q.Updates(changes)
 	if res.Error != nil {

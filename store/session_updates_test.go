@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/astrabox/astrabox/internal/sessionstate"
 	"github.com/astrabox/astrabox/store"
 )
 
@@ -46,11 +47,15 @@ func TestSessionTitlesReadMarkersAndLifecycle(t *testing.T) {
 	require.ErrorIs(t, err, store.ErrNotFound, "only the owner renames")
 
 	at := time.Now().UTC().Truncate(time.Microsecond)
-	require.NoError(t, st.MarkSessionRead(ctx, id, f.user.ID, at))
-	require.NoError(t, st.MarkSessionRead(ctx, id, f.user.ID, at.Add(-time.Hour)))
-	s, err := st.GetSessionByID(ctx, id)
+	_, err = st.MarkSessionRead(ctx, id, f.user.ID, at)
+	require.NoError(t, err)
+	s, err := st.MarkSessionRead(ctx, id, f.user.ID, at.Add(-time.Hour))
 	require.NoError(t, err)
 	require.True(t, s.ReadAt.Equal(at), "read_at only moves forward")
+	require.NoError(t, store.ExecForTest(ctx, st, `UPDATE sessions SET read_at = now() - interval '1 hour' WHERE id = ?`, id))
+	s, err = st.MarkSessionRead(ctx, id, f.user.ID, time.Time{})
+	require.NoError(t, err)
+	require.WithinDuration(t, time.Now(), *s.ReadAt, time.Minute, "a zero time reads now")
 
 	placed, err := st.SetSessionPlacement(ctx, store.Placement{SessionID: id, SandboxID: "box-1", HostTaskQueue: "host-a", EngineSessionKey: ptr("native-1")})
 	require.NoError(t, err)
@@ -85,7 +90,7 @@ func TestSessionStateIsDerivedFromFacts(t *testing.T) {
 	f := newFixture(t)
 	ctx, st := f.ctx, f.st
 	id := f.session.ID
-	state := func() string {
+	state := func() sessionstate.State {
 		t.Helper()
 		facts, err := st.GetSessionFactsByID(ctx, id)
 		require.NoError(t, err)
@@ -120,7 +125,7 @@ func TestSessionStateIsDerivedFromFacts(t *testing.T) {
 	require.Equal(t, store.StateTerminated, state())
 }
 
-func TestListSessionsByUserPagesByActivity(t *testing.T) {
+func TestListSessionFactsByUserPagesByActivity(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	ctx, st := f.ctx, f.st
@@ -139,24 +144,29 @@ func TestListSessionsByUserPagesByActivity(t *testing.T) {
 	require.NoError(t, err)
 
 	var seen []string
-	var after *store.SessionPage
+	var after *store.SessionListCursor
 	for {
-		page, next, err := st.ListSessionsByUser(ctx, store.ListSessionsParams{UserID: f.user.ID, After: after, Limit: 2})
+		page, err := st.ListSessionFactsByUser(ctx, store.SessionListQuery{UserID: f.user.ID, After: after, Limit: 2})
 		require.NoError(t, err)
 		for _, s := range page {
 			seen = append(seen, s.ID)
 		}
-		if next == nil {
+		if len(page) < 2 {
 			break
 		}
-		after = next
+		last := page[len(page)-1]
+		after = &store.SessionListCursor{LastActivityAt: last.LastActivityAt, ID: last.ID}
 	}
 	require.Len(t, seen, 4, "archived Sessions leave the list")
 	require.Equal(t, ids[0], seen[0])
 	require.NotContains(t, seen, ids[1])
 
-	all, next, err := st.ListSessionsByUser(ctx, store.ListSessionsParams{UserID: f.user.ID, IncludeArchived: true})
+	archived, err := st.ListSessionFactsByUser(ctx, store.SessionListQuery{UserID: f.user.ID, Archived: true, Limit: 10})
 	require.NoError(t, err)
-	require.Nil(t, next)
-	require.Len(t, all, 5)
+	require.Len(t, archived, 1)
+	require.Equal(t, ids[1], archived[0].ID)
+	paged, err := st.ListSessionFactsByUser(ctx, store.SessionListQuery{UserID: f.user.ID, Offset: 3, Limit: 10})
+	require.NoError(t, err)
+	require.Len(t, paged, 1, "page-number paging skips the first three")
+	require.Equal(t, seen[3], paged[0].ID)
 }

@@ -44,6 +44,9 @@ var (
 	// ErrInvalidTitle: a title is empty after normalisation or longer than 200
 	// characters.
 	ErrInvalidTitle = errors.New("invalid title")
+	// ErrWrongLifecycle: the Session's lifecycle does not allow the operation, e.g.
+	// renaming a deleted Session or recovering one that is not terminated.
+	ErrWrongLifecycle = errors.New("wrong session lifecycle")
 )
 
 // Store is the database handle. A Store from InTx is scoped to one transaction.
