@@ -76,7 +76,7 @@ func TestClaudeCodeTwoInputsOneSentWhileWorking(t *testing.T) {
 			return false
 		}
 		answered := map[string]bool{}
-		responses, err := s.st.ListResponses(s.ctx, id)
+		responses, err := s.st.ListResponsesBySession(s.ctx, id)
 		require.NoError(t, err)
 		for _, r := range responses {
 			var ids []string
@@ -87,7 +87,7 @@ func TestClaudeCodeTwoInputsOneSentWhileWorking(t *testing.T) {
 		}
 		return answered[first] && answered[second]
 	})
-	responses, err := s.st.ListResponses(s.ctx, id)
+	responses, err := s.st.ListResponsesBySession(s.ctx, id)
 	require.NoError(t, err)
 	require.NotEmpty(t, responses)
 	for _, r := range responses {
