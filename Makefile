@@ -17,7 +17,7 @@ GOTEST_FLAGS ?= -count=1 -timeout 45m
 export ASTRABOX_REPO_ROOT := $(CURDIR)
 export ASTRABOX_TEMPORAL_BIN := $(TEMPORAL)
 
-.PHONY: all build run test test-unit vet bench deps deps-system deps-npm deps-agents clean help record-claude
+.PHONY: all build run test test-unit vet workflowcheck bench deps deps-system deps-npm deps-agents clean help record-claude
 
 all: build
 
@@ -76,7 +76,13 @@ run: deps build
 vet:
 	$(GO) vet ./...
 
-test: deps build vet
+# Workflow code must be deterministic: Temporal's own analyzer checks every
+# function reachable from a workflow (time.Now, map ranging, goroutines, I/O...).
+WORKFLOWCHECK_VERSION := v0.6.0
+workflowcheck:
+	$(GO) run go.temporal.io/sdk/contrib/tools/workflowcheck@$(WORKFLOWCHECK_VERSION) ./workflows/...
+
+test: deps build vet workflowcheck
 	$(GO) test $(GOTEST_FLAGS) ./...
 
 test-unit:
