@@ -67,10 +67,10 @@ type Work struct {
 	PermissionMode bool `json:"permission_mode,omitempty"`
 	// StopChildRuns are child runs to stop, in the order asked.
 	StopChildRuns []string `json:"stop_child_runs,omitempty"`
-	Archive        bool `json:"archive,omitempty"`
-	Delete         bool `json:"delete,omitempty"`
-	Recover        bool `json:"recover,omitempty"`
-	Release        bool `json:"release,omitempty"`
+	Archive       bool     `json:"archive,omitempty"`
+	Delete        bool     `json:"delete,omitempty"`
+	Recover       bool     `json:"recover,omitempty"`
+	Release       bool     `json:"release,omitempty"`
 }
 
 // hostWork reports work that needs the live runtime.
