@@ -52,7 +52,7 @@ func (s *Server) listChildRuns(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	engineStops = engineStops && sess.ArchivedAt == nil && sess.DeletedAt == nil
+	engineStops = engineStops && runtimeHoldsChildRuns(sess)
 	out := make([]childRunView, len(runs))
 	for i, r := range runs {
 		out[i] = newChildRunView(r, engineStops)
@@ -121,6 +121,13 @@ func childRunEnded(r store.ChildRun) bool {
 	return false
 }
 
+// runtimeHoldsChildRuns reports whether the Session's runtime may still run child runs:
+// an archived or deleted Session, a released box or a terminated runtime took them
+// with it (the workflow drops a stop it can no longer hand over).
+func runtimeHoldsChildRuns(sess store.Session) bool {
+	return sess.ArchivedAt == nil && sess.DeletedAt == nil && !sess.RuntimeUnavailable && sess.Lifecycle != "terminated"
+}
+
 // stopChildRun asks the Agent program to stop one child run. It only signals the
 // Session's workflow, which passes the request to the live runtime by the child's
 // control reference; the child's new status arrives through the program's own
@@ -149,7 +156,7 @@ func (s *Server) stopChildRun(c *gin.Context) {
 	case run.ControlRef == nil || *run.ControlRef == "":
 		s.fail(c, &Error{Status: http.StatusConflict, Code: CodeConflict, Message: "the Agent program reported no way to stop this child run", Data: data})
 		return
-	case childRunEnded(run) || sess.ArchivedAt != nil || sess.DeletedAt != nil:
+	case childRunEnded(run) || !runtimeHoldsChildRuns(sess):
 		s.fail(c, &Error{Status: http.StatusConflict, Code: CodeConflict, Message: "the child run has already ended", Data: data})
 		return
 	}

@@ -101,8 +101,10 @@ func TestStopChildRunRefusals(t *testing.T) {
 	}
 	assert.Equal(t, map[string]bool{noRef: false, ended: false, running: true}, stoppable)
 
-	// An archived Session's runtime is gone, and its child runs with it.
-	f.exec(`UPDATE sessions SET archived_at = now() WHERE id = $1`, id)
+	// A released box or an archived Session took its child runs with it.
+	f.exec(`UPDATE sessions SET runtime_unavailable = true WHERE id = $1`, id)
+	stop(id, running, f.member).refused(t, http.StatusConflict, CodeConflict)
+	f.exec(`UPDATE sessions SET runtime_unavailable = false, archived_at = now() WHERE id = $1`, id)
 	stop(id, running, f.member).refused(t, http.StatusConflict, CodeConflict)
 	assert.Empty(t, f.signals.named(workflows.SignalStopChildRun))
 }

@@ -67,7 +67,7 @@ var routeResponses = map[string]map[string]string{
 	"POST /sessions/{session_id}/child-runs/{child_run_id}/stop": {
 		"200": "data {status: accepted, child_run_id}: the request was passed to the Session's workflow, which asks the running Agent program to stop the child run (now, or once its runtime connects again); the child run's status changes when the program reports it",
 		"404": "NOT_FOUND: no such Session or child run of the caller",
-		"409": "CONFLICT: the Agent program does not support stopping child runs, reported no control reference for this child run, or the child run (or its Session) has already ended",
+		"409": "CONFLICT: the Agent program does not support stopping child runs, reported no control reference for this child run, or the child run has already ended (a final status, or its Session archived, released or terminated)",
 		"503": "SERVICE_UNAVAILABLE: the Session's workflow could not be reached; try again",
 	},
 }
