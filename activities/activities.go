@@ -131,6 +131,7 @@ func (a *Activities) RegisterHost(r worker.Registry) {
 	r.RegisterActivity(a.Answer)
 	r.RegisterActivity(a.Interrupt)
 	r.RegisterActivity(a.SetPermissionMode)
+	r.RegisterActivity(a.StopChildRun)
 	r.RegisterActivity(a.Disconnect)
 }
 

@@ -21,6 +21,10 @@ const (
 	// ErrTypeConfiguration: the Agent, RuntimeProfile or engine cannot run (disabled,
 	// unknown engine kind, invalid sandbox spec). Retrying does not help.
 	ErrTypeConfiguration = "Configuration"
+	// ErrTypeChildRunNotStoppable: the child run cannot be stopped (no control
+	// reference, a runtime client without ChildRunStopper, or a reference the runtime
+	// rejects). Retrying does not help; the workflow records it and drops the request.
+	ErrTypeChildRunNotStoppable = "ChildRunNotStoppable"
 )
 
 // SessionRef names a Session.
@@ -138,6 +142,14 @@ type InterruptRequest struct {
 	SessionID         string `json:"session_id"`
 	RuntimeGeneration int64  `json:"runtime_generation"`
 	CancelQueued      bool   `json:"cancel_queued"`
+}
+
+// StopChildRunRequest asks the runtime to stop one child run; the control reference is
+// read from PostgreSQL by the activity, never carried in the history.
+type StopChildRunRequest struct {
+	SessionID         string `json:"session_id"`
+	RuntimeGeneration int64  `json:"runtime_generation"`
+	ChildRunID        string `json:"child_run_id"`
 }
 
 // ReconcileRequest settles the records of a runtime confirmed lost.

@@ -3,17 +3,20 @@ package api
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/astrabox/astrabox/engines"
 	"github.com/astrabox/astrabox/store"
+	"github.com/astrabox/astrabox/workflows"
 )
 
 // childRunView is a child run as the Session's child-run endpoints show it; Status is
-// the engine's own word.
+// the engine's own word. Stoppable says a stop request would be accepted now.
 type childRunView struct {
 	ChildRunID       string          `json:"child_run_id"`
 	ParentChildRunID *string         `json:"parent_child_run_id"`
@@ -26,9 +29,9 @@ type childRunView struct {
 	UpdatedAt        time.Time       `json:"updated_at"`
 }
 
-func newChildRunView(r store.ChildRun) childRunView {
+func newChildRunView(r store.ChildRun, engineStops bool) childRunView {
 	return childRunView{ChildRunID: r.ID, ParentChildRunID: r.ParentID, ResponseID: r.ResponseID, Name: r.Name,
-		Status: r.Status, Usage: nullJSON(r.Usage, "null"), Stoppable: r.ControlRef != nil && *r.ControlRef != "",
+		Status: r.Status, Usage: nullJSON(r.Usage, "null"), Stoppable: engineStops && r.ControlRef != nil && *r.ControlRef != "" && !childRunEnded(r),
 		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC()}
 }
 
@@ -44,9 +47,15 @@ func (s *Server) listChildRuns(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
+	engineStops, err := s.engineStopsChildRuns(c, sess)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	engineStops = engineStops && runtimeHoldsChildRuns(sess)
 	out := make([]childRunView, len(runs))
 	for i, r := range runs {
-		out[i] = newChildRunView(r)
+		out[i] = newChildRunView(r, engineStops)
 	}
 	writeOK(c, out)
 }
@@ -93,21 +102,84 @@ func (s *Server) childRunMessages(c *gin.Context) {
 	writeOK(c, map[string]any{"child_run_id": run.ID, "messages": out})
 }
 
-// stopChildRun asks the Agent program to stop one child run. A child run without a
-// control reference cannot be stopped (409).
+// stopChildRunResult is the data of an accepted child-run stop.
+type stopChildRunResult struct {
+	Status     string `json:"status"`
+	ChildRunID string `json:"child_run_id"`
+}
+
+// childRunEnded reports whether the child run's engine-native status is a final one.
+// Engines report their own words; these are the final words the installed engines
+// use, so a stop of a child that already ended is refused rather than sent.
+func childRunEnded(r store.ChildRun) bool {
+	switch strings.ToLower(r.Status) {
+	case "completed", "complete", "done", "succeeded", "success",
+		"failed", "error", "errored",
+		"stopped", "cancelled", "canceled", "killed", "interrupted", "aborted":
+		return true
+	}
+	return false
+}
+
+// runtimeHoldsChildRuns reports whether the Session's runtime may still run child runs:
+// an archived or deleted Session, a released box or a terminated runtime took them
+// with it (the workflow drops a stop it can no longer hand over).
+func runtimeHoldsChildRuns(sess store.Session) bool {
+	return sess.ArchivedAt == nil && sess.DeletedAt == nil && !sess.RuntimeUnavailable && sess.Lifecycle != "terminated"
+}
+
+// stopChildRun asks the Agent program to stop one child run. It only signals the
+// Session's workflow, which passes the request to the live runtime by the child's
+// control reference; the child's new status arrives through the program's own
+// reports. 409 when the engine cannot stop child runs, the child has no control
+// reference, or it already ended.
 func (s *Server) stopChildRun(c *gin.Context) {
-	_, run, err := s.loadChildRun(c, ownerAccess)
+	sess, run, err := s.loadChildRun(c, ownerAccess)
 	if err != nil {
 		s.fail(c, err)
 		return
 	}
-	if run.ControlRef == nil || *run.ControlRef == "" {
-		s.fail(c, &Error{Status: http.StatusConflict, Code: CodeConflict, Message: "the Agent program does not support stopping this child run"})
+	if err := decodeBody(c, defaultBodyLimit, &struct{}{}, true); err != nil {
+		s.fail(c, err)
 		return
 	}
-	// The Session workflow declares no child-run stop signal yet, so the request cannot
-	// reach the program; say so rather than pretend it was passed on.
-	s.fail(c, Unavailable("stopping child runs is not available in this deployment yet", map[string]any{"child_run_id": run.ID}))
+	supported, err := s.engineStopsChildRuns(c, sess)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	data := map[string]any{"child_run_id": run.ID, "status": run.Status}
+	switch {
+	case !supported:
+		s.fail(c, &Error{Status: http.StatusConflict, Code: CodeConflict, Message: "the Agent program does not support stopping child runs", Data: data})
+		return
+	case run.ControlRef == nil || *run.ControlRef == "":
+		s.fail(c, &Error{Status: http.StatusConflict, Code: CodeConflict, Message: "the Agent program reported no way to stop this child run", Data: data})
+		return
+	case childRunEnded(run) || !runtimeHoldsChildRuns(sess):
+		s.fail(c, &Error{Status: http.StatusConflict, Code: CodeConflict, Message: "the child run has already ended", Data: data})
+		return
+	}
+	// Nothing is written: the request lives only in the signal, so a signal that did
+	// not reach the workflow is reported rather than logged away.
+	if err := s.signaler.SignalSession(c.Request.Context(), sess.ID, workflows.SignalStopChildRun, workflows.StopChildRun{ChildRunID: run.ID}); err != nil {
+		e := Unavailable("the Session's workflow could not be reached; try again", data)
+		e.Err = err
+		s.fail(c, e)
+		return
+	}
+	writeOK(c, stopChildRunResult{Status: "accepted", ChildRunID: run.ID})
+}
+
+// engineStopsChildRuns reports whether the Session's Agent program declares child-run
+// stop support.
+func (s *Server) engineStopsChildRuns(c *gin.Context, sess store.Session) (bool, error) {
+	agent, err := s.store.GetAgentByID(c.Request.Context(), sess.AgentID)
+	if err != nil {
+		return false, fmt.Errorf("load agent of session %s: %w", sess.ID, err)
+	}
+	adapter, ok := s.registry.Adapter(agent.EngineKind)
+	return ok && adapter.Capabilities().SupportsChildRunStop, nil
 }
 
 func (s *Server) loadChildRun(c *gin.Context, want access) (store.Session, store.ChildRun, error) {

@@ -94,11 +94,13 @@ func (*testClient) Capabilities(context.Context) (engines.EngineCapabilityManife
 }
 func (*testClient) Close() error                                    { return nil }
 func (*testClient) SetPermissionMode(context.Context, string) error { return nil }
+func (*testClient) StopChildRun(context.Context, string) error      { return nil }
 
 var (
 	_ engines.EngineAdapter        = (*testAdapter)(nil)
 	_ engines.RuntimeClient        = (*testClient)(nil)
 	_ engines.PermissionModeSetter = (*testClient)(nil)
+	_ engines.ChildRunStopper      = (*testClient)(nil)
 )
 
 // sentSignal is one signal the recording signaler received.

@@ -61,6 +61,17 @@ var queryParams = map[string][]string{
 	"GET /sessions/{session_id}/history-blocks/{block_id}": {"cursor"},
 }
 
+// routeResponses are the outcomes a route documents beyond the generic success and
+// error envelopes, by "METHOD path" and HTTP status.
+var routeResponses = map[string]map[string]string{
+	"POST /sessions/{session_id}/child-runs/{child_run_id}/stop": {
+		"200": "data {status: accepted, child_run_id}: the request was passed to the Session's workflow, which asks the running Agent program to stop the child run (now, or once its runtime connects again); the child run's status changes when the program reports it",
+		"404": "NOT_FOUND: no such Session or child run of the caller",
+		"409": "CONFLICT: the Agent program does not support stopping child runs, reported no control reference for this child run, or the child run has already ended (a final status, or its Session archived, released or terminated)",
+		"503": "SERVICE_UNAVAILABLE: the Session's workflow could not be reached; try again",
+	},
+}
+
 // openAPIPath turns a Gin path into an OpenAPI path and its path parameters.
 func openAPIPath(ginPath string) (string, []string) {
 	var params []string
@@ -112,6 +123,10 @@ func openAPIDocument() map[string]any {
 		if strings.HasSuffix(p, "/stream") {
 			op["responses"].(map[string]any)["200"] = map[string]any{"description": "AI SDK UI Message Stream (x-vercel-ai-ui-message-stream: v1): data: <chunk> events, each followed by a data-resume-cursor part; ends after the part that finishes a response, then data: [DONE]",
 				"content": map[string]any{"text/event-stream": map[string]any{"schema": str}}}
+		}
+		for status, desc := range routeResponses[key] {
+			op["responses"].(map[string]any)[status] = map[string]any{"description": desc,
+				"content": map[string]any{"application/json": map[string]any{"schema": map[string]any{"$ref": "#/components/schemas/Envelope"}}}}
 		}
 		item, _ := paths["/api/v1"+p].(map[string]any)
 		if item == nil {

@@ -43,6 +43,10 @@ func TestOpenAPIDescribesEveryRoute(t *testing.T) {
 	assert.Equal(t, len(apiRoutes), served)
 	inputs := doc.Paths["/api/v1/sessions/{session_id}/inputs"]["post"]["requestBody"].(map[string]any)
 	assert.Contains(t, mustJSON(t, inputs), `"client_message_id"`)
+	stop := doc.Paths["/api/v1/sessions/{session_id}/child-runs/{child_run_id}/stop"]["post"]["responses"].(map[string]any)
+	for _, status := range []string{"200", "404", "409"} {
+		assert.Contains(t, stop, status, "the stop route documents %s", status)
+	}
 
 	page := do(s.Handler(), http.MethodGet, "/docs", nil)
 	require.Equal(t, http.StatusOK, page.Code)

@@ -47,7 +47,7 @@ var apiRoutes = []route{
 	{"POST", "/sessions/:session_id/interactions/:interaction_id/answer", "Answer an approval or question (owner)", h((*Server).answerInteraction)},
 	{"GET", "/sessions/:session_id/child-runs", "List the Session's child runs", h((*Server).listChildRuns)},
 	{"GET", "/sessions/:session_id/child-runs/:child_run_id/messages", "Read a child run's messages", h((*Server).childRunMessages)},
-	{"POST", "/sessions/:session_id/child-runs/:child_run_id/stop", "Stop a child run (owner)", h((*Server).stopChildRun)},
+	{"POST", "/sessions/:session_id/child-runs/:child_run_id/stop", "Ask the Agent program to stop a child run (owner)", h((*Server).stopChildRun)},
 	{"POST", "/admin/sessions/:session_id/history-import", "Import a Session's earlier history, for reading only (admin)", h((*Server).importHistory)},
 }
 

@@ -20,6 +20,10 @@ var (
 	// is not a lost sandbox: the platform checks the sandbox and, while it lives, opens a
 	// new client that resumes from the recorded cursor.
 	ErrRuntimeConnectionLost = errors.New("runtime connection lost")
+	// ErrChildRunNotStoppable: ChildRunStopper.StopChildRun was given a control
+	// reference the runtime does not know or whose child run already ended. Asking again
+	// does not help.
+	ErrChildRunNotStoppable = errors.New("child run not stoppable")
 )
 
 // RuntimeInputRefused is returned by Submit when the runtime declines an input. The

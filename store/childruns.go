@@ -2,18 +2,19 @@ package store
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 
 	"gorm.io/gorm/clause"
+
+	"github.com/astrabox/astrabox/engines"
 )
 
 // ChildRunID mints the public id of a child run from its Session and native reference.
 // The same report always names the same child, and the native reference stays private.
+// It is the engines' minting, so a row and the data-subagent parts the program
+// reported name the child alike.
 func ChildRunID(sessionID, nativeRef string) string {
-	sum := sha256.Sum256([]byte(sessionID + "\x00" + nativeRef))
-	return "cr_" + hex.EncodeToString(sum[:12])
+	return engines.ChildRunID(sessionID, nativeRef)
 }
 
 // ChildRunReport is a child run's state as the runtime reported it.

@@ -185,7 +185,8 @@ func (w *sessionWorkflow) relayEnded(ctx workflow.Context) {
 }
 
 // handOver passes the work signals asked for to the live runtime: interrupt first (it
-// does not withdraw held inputs), then the permission mode, answers, and held inputs.
+// does not withdraw held inputs), then the permission mode, answers, child-run stops,
+// and held inputs.
 // A host that no longer answers means the connection is gone: reconnect and keep the work.
 func (w *sessionWorkflow) handOver(ctx workflow.Context) {
 	hctx := withHost(ctx, w.s.Placement.HostTaskQueue, time.Minute)
@@ -214,6 +215,19 @@ func (w *sessionWorkflow) handOver(ctx workflow.Context) {
 			return
 		}
 		w.s.Work.Answers = w.s.Work.Answers[1:]
+	}
+	for len(w.s.Work.StopChildRuns) > 0 {
+		id := w.s.Work.StopChildRuns[0]
+		err := workflow.ExecuteActivity(hctx, act.StopChildRun, activities.StopChildRunRequest{
+			SessionID: ref.SessionID, RuntimeGeneration: ref.RuntimeGeneration, ChildRunID: id,
+		}).Get(ctx, nil)
+		if errorType(err) == activities.ErrTypeChildRunNotStoppable {
+			// Asking again cannot help: keep the reason for operators and drop the request.
+			workflow.GetLogger(ctx).Warn("child run not stoppable", "child_run_id", id, "error", err)
+		} else if w.hostGone(ctx, err) {
+			return
+		}
+		w.s.Work.StopChildRuns = w.s.Work.StopChildRuns[1:]
 	}
 	if w.s.Work.Deliver {
 		w.s.Work.Deliver = false

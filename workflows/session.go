@@ -24,6 +24,7 @@ type sessionWorkflow struct {
 	answers      workflow.ReceiveChannel
 	interrupts   workflow.ReceiveChannel
 	permissions  workflow.ReceiveChannel
+	stops        workflow.ReceiveChannel
 	lifecycles   workflow.ReceiveChannel
 	startedFresh bool
 }
@@ -55,6 +56,7 @@ func newSessionWorkflow(ctx workflow.Context, start SessionStart) (*sessionWorkf
 		answers:     workflow.GetSignalChannel(ctx, SignalInteractionAnswered),
 		interrupts:  workflow.GetSignalChannel(ctx, SignalInterrupt),
 		permissions: workflow.GetSignalChannel(ctx, SignalPermissionModeChanged),
+		stops:       workflow.GetSignalChannel(ctx, SignalStopChildRun),
 		lifecycles:  workflow.GetSignalChannel(ctx, SignalLifecycle),
 	}
 	if start.Carry != nil {
@@ -70,6 +72,7 @@ func newSessionWorkflow(ctx workflow.Context, start SessionStart) (*sessionWorkf
 	listen(ctx, w.answers, func(a InteractionAnswered) { w.s.Work.addAnswer(a.InteractionID) })
 	listen(ctx, w.interrupts, func(in Interrupt) { w.s.Work.addInterrupt(in) })
 	listen(ctx, w.permissions, func(PermissionModeChanged) { w.s.Work.PermissionMode = true })
+	listen(ctx, w.stops, w.stopChildRun)
 	listen(ctx, w.lifecycles, func(l Lifecycle) { w.s.Work.addLifecycle(l) })
 	return w, nil
 }
@@ -92,7 +95,17 @@ func (w *sessionWorkflow) drainSignals() {
 	drain(w.answers, func(a InteractionAnswered) { w.s.Work.addAnswer(a.InteractionID) })
 	drain(w.interrupts, func(in Interrupt) { w.s.Work.addInterrupt(in) })
 	drain(w.permissions, func(PermissionModeChanged) { w.s.Work.PermissionMode = true })
+	drain(w.stops, w.stopChildRun)
 	drain(w.lifecycles, func(l Lifecycle) { w.s.Work.addLifecycle(l) })
+}
+
+// stopChildRun records a child run to stop. A released or terminated runtime took
+// its child runs with it, so there is nothing left to stop.
+func (w *sessionWorkflow) stopChildRun(r StopChildRun) {
+	if w.s.Phase == PhaseReleased || w.s.Phase == PhaseTerminated {
+		return
+	}
+	w.s.Work.addStopChildRun(r.ChildRunID)
 }
 
 func drain[T any](ch workflow.ReceiveChannel, apply func(T)) {
@@ -154,9 +167,10 @@ func (w *sessionWorkflow) run(ctx workflow.Context) error {
 		}
 		w.s.Work.Recover = false
 		if w.s.Phase == PhaseReleased || w.s.Phase == PhaseTerminated {
-			// Nothing can reach a runtime that is not there; the stored mode is
-			// applied when the next runtime connects.
+			// Nothing can reach a runtime that is not there (its child runs went with
+			// it); the stored mode is applied when the next runtime connects.
 			w.s.Work.Answers, w.s.Work.Interrupt, w.s.Work.PermissionMode = nil, nil, false
+			w.s.Work.StopChildRuns = nil
 		}
 		if err := w.wait(ctx); err != nil {
 			return err

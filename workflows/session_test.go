@@ -37,6 +37,7 @@ type harness struct {
 	relay   func(context.Context, activities.RuntimeRef) (activities.RelayResult, error)
 	deliver func(context.Context, activities.RuntimeRef) (activities.DeliverResult, error)
 	answer  func(context.Context, activities.AnswerRequest) error
+	stop    func(context.Context, activities.StopChildRunRequest) error
 }
 
 type relayEnd struct {
@@ -114,6 +115,13 @@ func newHarness(t *testing.T) *harness {
 			return h.answer(ctx, req)
 		}
 		h.record("Answer:" + req.InteractionID)
+		return nil
+	}).Maybe()
+	h.env.OnActivity(act.StopChildRun, mock.Anything, mock.Anything).Return(func(ctx context.Context, req activities.StopChildRunRequest) error {
+		h.record(fmt.Sprintf("StopChildRun:%s:%d", req.ChildRunID, req.RuntimeGeneration))
+		if h.stop != nil {
+			return h.stop(ctx, req)
+		}
 		return nil
 	}).Maybe()
 	h.env.OnActivity(act.Disconnect, mock.Anything, mock.Anything).Return(func(context.Context, activities.SessionRef) error {

@@ -21,6 +21,8 @@ const (
 	SignalInterrupt = "interrupt"
 	// SignalPermissionModeChanged: the Session's stored permission mode changed.
 	SignalPermissionModeChanged = "permission-mode-changed"
+	// SignalStopChildRun: stop one child run (sub-agent) of the running conversation.
+	SignalStopChildRun = "stop-child-run"
 	// SignalLifecycle: archive, delete, recover or release the Session's runtime.
 	SignalLifecycle = "lifecycle"
 )
@@ -54,6 +56,12 @@ type Interrupt struct {
 // PermissionModeChanged is the payload of SignalPermissionModeChanged.
 type PermissionModeChanged struct {
 	PermissionMode string `json:"permission_mode"`
+}
+
+// StopChildRun is the payload of SignalStopChildRun. The workflow's activity reads the
+// child run's control reference from PostgreSQL.
+type StopChildRun struct {
+	ChildRunID string `json:"child_run_id"`
 }
 
 // LifecycleAction is what a lifecycle signal asks for.

@@ -65,15 +65,17 @@ type Work struct {
 	Interrupt *Interrupt `json:"interrupt,omitempty"`
 	// PermissionMode: apply the Session's stored mode.
 	PermissionMode bool `json:"permission_mode,omitempty"`
-	Archive        bool `json:"archive,omitempty"`
-	Delete         bool `json:"delete,omitempty"`
-	Recover        bool `json:"recover,omitempty"`
-	Release        bool `json:"release,omitempty"`
+	// StopChildRuns are child runs to stop, in the order asked.
+	StopChildRuns []string `json:"stop_child_runs,omitempty"`
+	Archive       bool     `json:"archive,omitempty"`
+	Delete        bool     `json:"delete,omitempty"`
+	Recover       bool     `json:"recover,omitempty"`
+	Release       bool     `json:"release,omitempty"`
 }
 
 // hostWork reports work that needs the live runtime.
 func (w Work) hostWork() bool {
-	return w.Deliver || len(w.Answers) > 0 || w.Interrupt != nil || w.PermissionMode
+	return w.Deliver || len(w.Answers) > 0 || w.Interrupt != nil || w.PermissionMode || len(w.StopChildRuns) > 0
 }
 
 // ending reports an archive or delete request.
@@ -87,6 +89,16 @@ func (w *Work) addAnswer(id string) {
 		}
 	}
 	w.Answers = append(w.Answers, id)
+}
+
+// addStopChildRun records a child run to stop once.
+func (w *Work) addStopChildRun(id string) {
+	for _, have := range w.StopChildRuns {
+		if have == id {
+			return
+		}
+	}
+	w.StopChildRuns = append(w.StopChildRuns, id)
 }
 
 // addInterrupt merges an interrupt request: cancel_queued sticks once asked.

@@ -243,6 +243,7 @@ func TestDrainSignalsMovesBufferedSignalsIntoState(t *testing.T) {
 			answers:     workflow.GetSignalChannel(ctx, SignalInteractionAnswered),
 			interrupts:  workflow.GetSignalChannel(ctx, SignalInterrupt),
 			permissions: workflow.GetSignalChannel(ctx, SignalPermissionModeChanged),
+			stops:       workflow.GetSignalChannel(ctx, SignalStopChildRun),
 			lifecycles:  workflow.GetSignalChannel(ctx, SignalLifecycle),
 		}
 		// No listener runs here: only the drain can read the buffered signals.
@@ -259,6 +260,8 @@ func TestDrainSignalsMovesBufferedSignalsIntoState(t *testing.T) {
 		env.SignalWorkflow(SignalInterrupt, Interrupt{CancelQueued: true})
 		env.SignalWorkflow(SignalInterrupt, Interrupt{})
 		env.SignalWorkflow(SignalPermissionModeChanged, PermissionModeChanged{})
+		env.SignalWorkflow(SignalStopChildRun, StopChildRun{ChildRunID: "cr-1"})
+		env.SignalWorkflow(SignalStopChildRun, StopChildRun{ChildRunID: "cr-1"})
 		env.SignalWorkflow(SignalLifecycle, Lifecycle{Action: LifecycleArchive})
 	}, time.Second)
 	env.ExecuteWorkflow("drain")
@@ -269,6 +272,7 @@ func TestDrainSignalsMovesBufferedSignalsIntoState(t *testing.T) {
 	require.Equal(t, []string{"i-1", "i-2"}, s.Work.Answers)
 	require.True(t, s.Work.Interrupt.CancelQueued, "cancel_queued sticks once asked")
 	require.True(t, s.Work.PermissionMode)
+	require.Equal(t, []string{"cr-1"}, s.Work.StopChildRuns, "a repeated stop is recorded once")
 	require.True(t, s.Work.Archive)
 }
 

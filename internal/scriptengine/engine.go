@@ -33,8 +33,9 @@ type Adapter struct {
 }
 
 var (
-	_ engines.EngineAdapter = (*Adapter)(nil)
-	_ engines.RuntimeClient = (*Client)(nil)
+	_ engines.EngineAdapter   = (*Adapter)(nil)
+	_ engines.RuntimeClient   = (*Client)(nil)
+	_ engines.ChildRunStopper = (*Client)(nil)
 )
 
 // Capabilities implements engines.EngineAdapter.
@@ -48,6 +49,7 @@ func (a *Adapter) Capabilities() engines.EngineRuntimeCapabilities {
 		Extensions:              engines.EngineExtensions{MCPTransports: []engines.MCPTransport{engines.MCPTransportStdio}},
 		RequiresProcessSessions: true,
 		SessionLog:              &engines.SessionLogDeclaration{PathPattern: engines.SessionLogKeyPlaceholder + ".jsonl"},
+		SupportsChildRunStop:    true,
 	}
 }
 
@@ -85,7 +87,7 @@ func (a *Adapter) ActivateRuntime(ctx context.Context, sc engines.EngineStartupC
 	if err != nil {
 		return engines.SessionRuntime{}, fmt.Errorf("start scriptagent: %w", err)
 	}
-	c := &Client{proc: proc, key: key, generation: box.ID() + "/" + ProcessName}
+	c := &Client{proc: proc, key: key, sessionID: sc.SessionID, generation: box.ID() + "/" + ProcessName}
 	c.live.Store(true)
 	manifest, err := engines.InitializeRuntimeClient(ctx, c, a.Capabilities(), sc.ResumeSessionKey)
 	if err != nil {
@@ -112,6 +114,7 @@ func configDir(id *engines.RuntimeIdentity) string {
 type Client struct {
 	proc       engines.ProcessSession
 	key        string
+	sessionID  string
 	generation string
 	live       atomic.Bool
 	mu         sync.Mutex
@@ -284,6 +287,31 @@ func (c *Client) Interrupt(ctx context.Context, cancelQueued bool) error {
 	return nil
 }
 
+// StopChildRun asks the program to stop the child agent with this control reference.
+// A reference the journal shows no running child for gives ErrChildRunNotStoppable;
+// the child's stopped status arrives as its own report.
+func (c *Client) StopChildRun(ctx context.Context, controlRef string) error {
+	running := false
+	for line, err := range c.proc.ReadOutput(ctx, 0, false) {
+		if err != nil {
+			return fmt.Errorf("%w: read journal: %w", engines.ErrRuntimeConnectionLost, err)
+		}
+		var v vendorEvent
+		if line.Stream != engines.Stdout || json.Unmarshal(line.Data, &v) != nil || v.Ev != "child" || v.ControlRef != controlRef {
+			continue
+		}
+		running = v.Status == "running"
+	}
+	if !running {
+		return fmt.Errorf("%w: no running child agent has control reference %q", engines.ErrChildRunNotStoppable, controlRef)
+	}
+	line, _ := json.Marshal(map[string]string{"op": "stop_child", "control_ref": controlRef})
+	if err := c.proc.WriteStdin(ctx, "stop-child-"+controlRef, append(line, '\n')); err != nil {
+		return fmt.Errorf("%w: stop child run: %w", engines.ErrRuntimeConnectionLost, err)
+	}
+	return nil
+}
+
 // Committed implements engines.RuntimeClient; the runner keeps the journal.
 func (c *Client) Committed(context.Context, engines.RuntimeCursor) error { return nil }
 
@@ -293,7 +321,7 @@ func (c *Client) Capabilities(context.Context) (engines.EngineCapabilityManifest
 		EngineKind:        Kind,
 		PermissionModes:   []string{},
 		InputContentTypes: []engines.InputContentType{engines.InputText},
-		Controls:          []engines.Control{engines.ControlInterrupt, engines.ControlInterruptCancelQueued},
+		Controls:          []engines.Control{engines.ControlInterrupt, engines.ControlInterruptCancelQueued, engines.ControlStopChildRun},
 	}, nil
 }
 

@@ -22,6 +22,8 @@ type vendorEvent struct {
 	TextID       string   `json:"text_id"`
 	Interaction  string   `json:"interaction_id"`
 	Decision     string   `json:"decision"`
+	Child        string   `json:"child"`
+	ControlRef   string   `json:"control_ref"`
 }
 
 // textID is the text part id of the event's segment.
@@ -83,6 +85,14 @@ func (c *Client) translate(line engines.OutputLine) []engines.Event {
 			delta.ProviderMetadata = engines.ProviderMetadata{"scriptagent": {"at_us": v.AtMicros}}
 		}
 		return c.withCursors(line.Offset, engines.NewResponseOutput(engines.RuntimeCursor{}, r, engines.MustFrame(delta)))
+	case "child":
+		// A child's running report belongs to the response that started it; later
+		// reports belong to no response.
+		f, err := engines.SubagentFrame(c.sessionID, engines.ChildRun{NativeRef: v.Child, Status: v.Status, Title: v.Text, ControlRef: v.ControlRef})
+		if err != nil {
+			panic(fmt.Errorf("scriptengine: %w", err))
+		}
+		return c.withCursors(line.Offset, engines.NewResponseOutput(engines.RuntimeCursor{}, r, f))
 	case "ended":
 		ended := engines.ResponseEnded{ResponseID: r, Outcome: engines.ResponseOutcome(v.Outcome), NativeReason: v.NativeReason}
 		evs := []engines.Event{engines.NewResponseOutput(engines.RuntimeCursor{}, r, engines.MustFrame(engines.TextEndChunk{ID: v.textID()}))}

@@ -5,16 +5,19 @@
 // box under the in-box runner, whose journal is its replayable record.
 //
 // Input lines: {"op":"submit","input_id":..,"text":..},
-// {"op":"interrupt","cancel_queued":bool} and
-// {"op":"answer","interaction_id":..,"decision":..}. A text "slow:N:MS" answers with N
-// parts MS milliseconds apart; "ask" first asks a question (interaction
-// ask-<input_id>) and continues once answered; any other text answers with three
-// parts at once.
+// {"op":"interrupt","cancel_queued":bool},
+// {"op":"answer","interaction_id":..,"decision":..} and
+// {"op":"stop_child","control_ref":..}. A text "slow:N:MS" answers with N parts MS
+// milliseconds apart; "ask" first asks a question (interaction ask-<input_id>) and
+// continues once answered; "delegate" starts a child agent (child-<input_id>, control
+// reference ctl-<input_id>) that keeps running after the response until stopped; any
+// other text answers with three parts at once.
 //
 // Completed turns are appended to $SCRIPTAGENT_HOME/<conversation>.jsonl, the
 // program's native conversation log.
 //
-// Output lines (one vendor event each): admitted, status, started, delta, ended. A
+// Output lines (one vendor event each): admitted, status, started, delta, ended, child
+// (a child agent's status: running, then stopped). A
 // delta carries at_us, when it was written, so benchmarks can measure the platform's
 // event-to-committed-part latency.
 package main
@@ -37,6 +40,7 @@ type command struct {
 	CancelQueued bool   `json:"cancel_queued"`
 	Interaction  string `json:"interaction_id"`
 	Decision     string `json:"decision"`
+	ControlRef   string `json:"control_ref"`
 }
 
 type event map[string]any
@@ -88,6 +92,8 @@ func main() {
 	var queue []command
 	var cur *response
 	admitted := map[string]bool{}
+	// children are the running child agents by control reference.
+	children := map[string]string{}
 	timer := time.NewTimer(time.Hour)
 	for {
 		if cur == nil && len(queue) > 0 {
@@ -104,6 +110,11 @@ func main() {
 				cur.asking = "ask-" + cur.inputID
 				emit(event{"ev": "ask", "response_id": cur.id, "interaction_id": cur.asking, "text_id": cur.textID()})
 				continue
+			}
+			if next.Text == "delegate" {
+				child, ref := "child-"+next.InputID, "ctl-"+next.InputID
+				children[ref] = child
+				emit(event{"ev": "child", "response_id": cur.id, "child": child, "control_ref": ref, "status": "running", "text": "explore"})
 			}
 			timer.Reset(0)
 		}
@@ -128,6 +139,13 @@ func main() {
 				cur.segment++
 				emit(event{"ev": "answered", "response_id": cur.id, "interaction_id": c.Interaction, "decision": c.Decision, "input_ids": []string{cur.inputID}, "text_id": cur.textID()})
 				timer.Reset(0)
+			case "stop_child":
+				child, ok := children[c.ControlRef]
+				if !ok {
+					continue
+				}
+				delete(children, c.ControlRef)
+				emit(event{"ev": "child", "child": child, "control_ref": c.ControlRef, "status": "stopped", "text": "explore"})
 			case "interrupt":
 				if c.CancelQueued {
 					queue = nil
