@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"errors"
 
 	"gorm.io/gorm/clause"
 
@@ -17,14 +18,27 @@ func ChildRunID(sessionID, nativeRef string) string {
 	return engines.ChildRunID(sessionID, nativeRef)
 }
 
-// ChildRunReport is a child run's state as the runtime reported it.
+// ChildRunReport is a child run's state as the runtime reported it. A report names
+// the child by its public ID, or by its private NativeRef when the caller holds one
+// (the ID is then minted from it); the parent likewise.
 type ChildRunReport struct {
 	SessionID string
+	// ID is the child's public id; empty means ChildRunID(SessionID, NativeRef).
+	ID string
+	// NativeRef is the native reference, empty when the report carries only the
+	// public id (as data-subagent parts do).
 	NativeRef string
-	// ParentNativeRef names the parent child run; nil for a child of the Session.
+	// ParentID is the parent child run's public id; nil for a child of the Session
+	// (or when ParentNativeRef names the parent).
+	ParentID *string
+	// ParentNativeRef names the parent child run by its native reference.
 	ParentNativeRef *string
 	ResponseID      *string
-	Name            string
+	// Name is the child's title.
+	Name      string
+	AgentType string
+	// ParentToolCallID is the tool call that started the child, if any.
+	ParentToolCallID *string
 	// Status is the engine's own word for the child's state.
 	Status     string
 	Usage      json.RawMessage
@@ -32,37 +46,72 @@ type ChildRunReport struct {
 }
 
 // UpsertChildRun records a child run report: the first creates the row, later ones
-// update status, usage, name and control reference. A parent must be reported first
-// (ErrNotFound otherwise).
+// update it (see upsertChildRun for what a later report keeps). A parent must be
+// reported first (ErrNotFound otherwise).
 func (s *Store) UpsertChildRun(ctx context.Context, r ChildRunReport) (ChildRun, error) {
+	id, err := s.upsertChildRun(ctx, r)
+	if err != nil {
+		return ChildRun{}, err
+	}
+	return s.GetChildRunByID(ctx, r.SessionID, id)
+}
+
+// upsertChildRun writes a report and returns the child's public id. The last report
+// wins: status and control reference are taken as reported (a child that can no
+// longer be stopped reports no control reference); title, agent type, parent tool
+// call and usage are kept when a report leaves them out; the parent and the response
+// the child started in are kept once known; updated_at bumps. A report can only
+// update a row of its own Session.
+func (s *Store) upsertChildRun(ctx context.Context, r ChildRunReport) (string, error) {
 	row := ChildRun{
-		ID:         ChildRunID(r.SessionID, r.NativeRef),
-		SessionID:  r.SessionID,
-		NativeRef:  r.NativeRef,
-		ResponseID: r.ResponseID,
-		Name:       r.Name,
-		Status:     r.Status,
-		Usage:      r.Usage,
-		ControlRef: r.ControlRef,
+		ID:               r.ID,
+		SessionID:        r.SessionID,
+		ParentID:         r.ParentID,
+		ResponseID:       r.ResponseID,
+		Name:             r.Name,
+		AgentType:        r.AgentType,
+		ParentToolCallID: r.ParentToolCallID,
+		Status:           r.Status,
+		Usage:            r.Usage,
+		ControlRef:       r.ControlRef,
+	}
+	if r.NativeRef != "" {
+		ref := r.NativeRef
+		row.NativeRef = &ref
+		if row.ID == "" {
+			row.ID = ChildRunID(r.SessionID, r.NativeRef)
+		}
+	}
+	if row.ID == "" {
+		return "", errors.New("upsert child run: neither public id nor native reference")
 	}
 	if r.ParentNativeRef != nil {
 		parent := ChildRunID(r.SessionID, *r.ParentNativeRef)
 		row.ParentID = &parent
 	}
+	if row.ControlRef != nil && *row.ControlRef == "" {
+		row.ControlRef = nil
+	}
 	err := s.conn(ctx).Omit("CreatedAt", "UpdatedAt").Clauses(clause.OnConflict{
 		Columns: []clause.Column{{Name: "id"}},
+		Where:   clause.Where{Exprs: []clause.Expression{gormExpr("child_runs.session_id = excluded.session_id")}},
 		DoUpdates: clause.Assignments(map[string]any{
-			"status":      row.Status,
-			"usage":       gormExpr("COALESCE(excluded.usage, child_runs.usage)"),
-			"name":        gormExpr("COALESCE(NULLIF(excluded.name, ''), child_runs.name)"),
-			"control_ref": gormExpr("COALESCE(excluded.control_ref, child_runs.control_ref)"),
-			"updated_at":  gormExpr("now()"),
+			"status":              gormExpr("excluded.status"),
+			"control_ref":         gormExpr("excluded.control_ref"),
+			"usage":               gormExpr("COALESCE(excluded.usage, child_runs.usage)"),
+			"name":                gormExpr("COALESCE(NULLIF(excluded.name, ''), child_runs.name)"),
+			"agent_type":          gormExpr("COALESCE(NULLIF(excluded.agent_type, ''), child_runs.agent_type)"),
+			"parent_tool_call_id": gormExpr("COALESCE(excluded.parent_tool_call_id, child_runs.parent_tool_call_id)"),
+			"parent_id":           gormExpr("COALESCE(child_runs.parent_id, excluded.parent_id)"),
+			"response_id":         gormExpr("COALESCE(child_runs.response_id, excluded.response_id)"),
+			"native_ref":          gormExpr("COALESCE(child_runs.native_ref, excluded.native_ref)"),
+			"updated_at":          gormExpr("now()"),
 		}),
 	}).Create(&row).Error
 	if err != nil {
-		return ChildRun{}, mapError("upsert child run", err)
+		return "", mapError("upsert child run", err)
 	}
-	return s.GetChildRunByID(ctx, r.SessionID, row.ID)
+	return row.ID, nil
 }
 
 // GetChildRunByID returns one child run of the Session.

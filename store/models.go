@@ -255,17 +255,25 @@ func (Interaction) TableName() string { return "interactions" }
 
 // ChildRun is a sub-agent run an Agent program reported.
 type ChildRun struct {
-	ID         string          `gorm:"column:id;primaryKey"`
-	SessionID  string          `gorm:"column:session_id"`
-	NativeRef  string          `gorm:"column:native_ref"`
-	ParentID   *string         `gorm:"column:parent_id"`
-	ResponseID *string         `gorm:"column:response_id"`
-	Name       string          `gorm:"column:name"`
-	Status     string          `gorm:"column:status"`
-	Usage      json.RawMessage `gorm:"column:usage"`
-	ControlRef *string         `gorm:"column:control_ref"`
-	CreatedAt  time.Time       `gorm:"column:created_at"`
-	UpdatedAt  time.Time       `gorm:"column:updated_at"`
+	// ID is the public id (engines.ChildRunID), the identity AstraBox keeps.
+	ID        string `gorm:"column:id;primaryKey"`
+	SessionID string `gorm:"column:session_id"`
+	// NativeRef is the private native reference, nil when the child was reported by
+	// its public id only (the Relay never sees native references).
+	NativeRef  *string `gorm:"column:native_ref"`
+	ParentID   *string `gorm:"column:parent_id"`
+	ResponseID *string `gorm:"column:response_id"`
+	// Name is the child's title as the program reported it.
+	Name string `gorm:"column:name"`
+	// AgentType is the program's name for the kind of child agent, if any.
+	AgentType string `gorm:"column:agent_type"`
+	// ParentToolCallID is the tool call that started the child, if known.
+	ParentToolCallID *string         `gorm:"column:parent_tool_call_id"`
+	Status           string          `gorm:"column:status"`
+	Usage            json.RawMessage `gorm:"column:usage"`
+	ControlRef       *string         `gorm:"column:control_ref"`
+	CreatedAt        time.Time       `gorm:"column:created_at"`
+	UpdatedAt        time.Time       `gorm:"column:updated_at"`
 }
 
 // TableName is the child_runs table.

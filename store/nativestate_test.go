@@ -28,6 +28,7 @@ func TestChildRunsKeepOneRowPerNativeRef(t *testing.T) {
 	require.Equal(t, parent.ID, updated.ID)
 	require.Equal(t, "completed", updated.Status)
 	require.Equal(t, "research", updated.Name, "an empty name keeps the reported one")
+	require.Equal(t, "agent-7", *updated.NativeRef, "a report with a native reference keeps it")
 
 	runs, err := st.ListChildRunsBySession(ctx, f.session.ID)
 	require.NoError(t, err)

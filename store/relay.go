@@ -23,6 +23,9 @@ type RelayOp struct {
 	EndResponse *ResponseEnd
 	// Status is the runtime's own status (idle, working, waiting).
 	Status string
+	// ChildRun records a child run's lifecycle report (a data-subagent part with a
+	// run), by its public id; the Part op of the same report comes with it.
+	ChildRun *ChildRunReport
 }
 
 // InteractionClosing is InteractionClosed as the runtime reported it: the state it
@@ -43,7 +46,7 @@ type RelayBatch struct {
 }
 
 // ApplyRelayBatch records a Relay's batch in one transaction fenced by its lease
-// generation (InLeaseTx): admissions, responses, interactions, status and parts, with
+// generation (InLeaseTx): admissions, responses, interactions, status, child runs and parts, with
 // the cursor after the last event and a NOTIFY at commit. A superseded generation
 // writes nothing and gets ErrLeaseLost, so a zombie Relay cannot write.
 func (s *Store) ApplyRelayBatch(ctx context.Context, b RelayBatch) (AppendResult, error) {
@@ -100,6 +103,27 @@ func (s *Store) applyOp(ctx context.Context, sessionID string, op RelayOp, nextS
 		return err
 	case op.Status != "":
 		return s.SetRuntimeStatus(ctx, sessionID, op.Status)
+	case op.ChildRun != nil:
+		return s.recordReportedChildRun(ctx, sessionID, *op.ChildRun)
 	}
 	return nil
+}
+
+// recordReportedChildRun upserts a child run the Agent program reported. A parent not
+// recorded yet is left out rather than failing the batch (a failed batch would stall
+// the Relay on a program's ordering): every report of the child names its parent, so
+// a later one fills it in.
+func (s *Store) recordReportedChildRun(ctx context.Context, sessionID string, r ChildRunReport) error {
+	r.SessionID = sessionID
+	if r.ParentID != nil {
+		var n int64
+		if err := s.conn(ctx).Model(&ChildRun{}).Where("session_id = ? AND id = ?", sessionID, *r.ParentID).Count(&n).Error; err != nil {
+			return mapError("find parent child run", err)
+		}
+		if n == 0 {
+			r.ParentID = nil
+		}
+	}
+	_, err := s.upsertChildRun(ctx, r)
+	return err
 }
