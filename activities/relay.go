@@ -185,15 +185,16 @@ func (r *relayRun) record(ctx context.Context, batch []eventOrErr, cursor *engin
 			itemErr = it.err
 			break
 		}
-		op, ok, err := opFor(it.ev)
+		evOps, err := opsFor(it.ev)
 		if err != nil {
 			return cursor, err
 		}
-		if ok {
+		if len(evOps) == 0 {
+			r.log.Debug("runtime diagnostic", zap.String("event_type", string(it.ev.Type())))
+		}
+		for _, op := range evOps {
 			ops = append(ops, op)
 			ended = ended || op.EndResponse != nil || op.AdmitInput != ""
-		} else {
-			r.log.Debug("runtime diagnostic", zap.String("event_type", string(it.ev.Type())))
 		}
 		c := it.ev.EventCursor()
 		last = &c

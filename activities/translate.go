@@ -8,8 +8,61 @@ import (
 	"github.com/astrabox/astrabox/store"
 )
 
-// opFor translates one runtime event into the fact the Relay records; ok is false
-// for events that reach no table (diagnostics, which go to the log only).
+// opsFor translates one runtime event into the facts the Relay records; none for
+// events that reach no table (diagnostics, which go to the log only).
+func opsFor(ev engines.Event) ([]store.RelayOp, error) {
+	op, ok, err := opFor(ev)
+	if err != nil || !ok {
+		return nil, err
+	}
+	ops := []store.RelayOp{op}
+	if out, isOutput := ev.(engines.ResponseOutput); isOutput {
+		if child := reportedChildRun(out.Frame, op.Part.ResponseID); child != nil {
+			ops = append(ops, store.RelayOp{ChildRun: child})
+		}
+	}
+	return ops, nil
+}
+
+// reportedChildRun is the child run a data-subagent part with a run reports, or nil
+// for any other part. The part names the child by its public id only; a report that
+// does not decode is still recorded as a part, it just makes no row.
+func reportedChildRun(frame engines.Frame, responseID *string) *store.ChildRunReport {
+	if frame.Type() != "data-subagent" {
+		return nil
+	}
+	raw, ok := frame.Field("data")
+	if !ok {
+		return nil
+	}
+	var data engines.SubagentData
+	if json.Unmarshal(raw, &data) != nil || data.Run == nil || data.ChildRunID == "" {
+		return nil
+	}
+	run := data.Run
+	return &store.ChildRunReport{
+		ID:               data.ChildRunID,
+		ParentID:         optional(data.ParentChildRunID),
+		ResponseID:       responseID,
+		Name:             run.Title,
+		AgentType:        run.AgentType,
+		ParentToolCallID: optional(run.ParentToolCallID),
+		Status:           run.Status,
+		Usage:            run.Usage,
+		ControlRef:       optional(run.ControlRef),
+	}
+}
+
+// optional is s as a nullable column value: nil when empty.
+func optional(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// opFor translates one runtime event into its main fact; ok is false for events that
+// reach no table.
 func opFor(ev engines.Event) (op store.RelayOp, ok bool, err error) {
 	switch e := ev.(type) {
 	case engines.InputAdmitted:
