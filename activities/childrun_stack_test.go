@@ -50,12 +50,14 @@ func TestStopChildRunReachesTheProgram(t *testing.T) {
 	require.Equal(t, "resp-"+in, *started.ResponseID)
 	require.NotEmpty(t, started.ControlRef)
 
-	// The child's facts as the program reported them (the relay does not record
-	// child_runs rows from the output yet).
-	ref := started.ControlRef
-	row, err := s.st.UpsertChildRun(s.ctx, store.ChildRunReport{SessionID: id, NativeRef: "child-" + in, Status: started.Status, ControlRef: &ref})
+	// The Relay recorded the child from the program's report: its public id, never
+	// the native reference.
+	row, err := s.st.GetChildRunByID(s.ctx, id, started.ChildRunID)
 	require.NoError(t, err)
-	require.Equal(t, started.ChildRunID, row.ID, "the public id minted from the native reference")
+	require.Nil(t, row.NativeRef)
+	require.Equal(t, "running", row.Status)
+	require.Equal(t, started.ControlRef, *row.ControlRef)
+	require.Equal(t, "resp-"+in, *row.ResponseID)
 
 	s.signal(id, workflows.SignalStopChildRun, workflows.StopChildRun{ChildRunID: row.ID})
 	s.eventually("the program to report the child stopped", func() bool { return len(s.childReports(id)) == 2 })
@@ -63,6 +65,10 @@ func TestStopChildRunReachesTheProgram(t *testing.T) {
 	require.Equal(t, row.ID, stopped.ChildRunID)
 	require.Equal(t, "stopped", stopped.Status)
 	require.Nil(t, stopped.ResponseID, "the report belongs to no response")
+	row, err = s.st.GetChildRunByID(s.ctx, id, row.ID)
+	require.NoError(t, err)
+	require.Equal(t, "stopped", row.Status, "the Relay recorded the program's last report")
+	require.Equal(t, "resp-"+in, *row.ResponseID, "the child keeps the response it started in")
 
 	// A second stop is refused by the program (the child has ended) and dropped; the
 	// conversation goes on over the same connection.
@@ -71,6 +77,10 @@ func TestStopChildRunReachesTheProgram(t *testing.T) {
 	r2 := s.waitEnded(id, "resp-"+next)
 	require.Equal(t, store.OutcomeCompleted, *r2.Outcome)
 	require.Len(t, s.childReports(id), 2, "nothing more was stopped")
+	runs, err := s.st.ListChildRunsBySession(s.ctx, id)
+	require.NoError(t, err)
+	require.Len(t, runs, 1)
+	require.Equal(t, "stopped", runs[0].Status)
 	require.Equal(t, int64(1), s.session(id).RuntimeGeneration, "the refused stop kept the runtime")
 	s.requireGaplessLog(id)
 }
