@@ -50,6 +50,8 @@ type stack struct {
 	taskQueue string
 	user      store.User
 	agent     store.Agent
+	// extendSpec, if set, adds to every box spec what another engine's program needs.
+	extendSpec func(*sandbox.Spec, engines.EngineAdapter)
 }
 
 var buildAgent = sync.OnceValues(func() (string, error) {
@@ -80,12 +82,16 @@ type buildError struct {
 
 func (e *buildError) Error() string { return "build scriptagent: " + e.err.Error() + ": " + e.out }
 
-func newStack(t testing.TB) *stack {
+// newStack builds the stack; setup may change the box backend's options first.
+func newStack(t testing.TB, setup ...func(*local.Options)) *stack {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("orchestration integration tests need PostgreSQL, Temporal and boxes")
 	}
 	opts := localtest.Options(t)
+	for _, f := range setup {
+		f(&opts)
+	}
 	binDir, err := buildAgent()
 	require.NoError(t, err)
 	s := &stack{t: t, ctx: testutil.ContextWithTimeout(t, 10*time.Minute), binDir: binDir, taskQueue: "orch-" + uniq()}
@@ -125,6 +131,9 @@ func (s *stack) startWorkerWith(hostID string, set activities.Settings) (stop fu
 		SpecFor: func(p store.RuntimeProfile, a store.Agent, ad engines.EngineAdapter) (sandbox.Spec, error) {
 			spec, err := activities.DefaultSpec(p, a, ad)
 			spec.Mounts = append(spec.Mounts, sandbox.Mount{Source: s.binDir, Target: agentMount})
+			if s.extendSpec != nil {
+				s.extendSpec(&spec, ad)
+			}
 			return spec, err
 		},
 		HostTaskQueue: worker.HostTaskQueue(s.taskQueue, hostID),
