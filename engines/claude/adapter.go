@@ -94,7 +94,10 @@ func (a *Adapter) Capabilities() engines.EngineRuntimeCapabilities {
 				ProtectedKeys: []string{"apiKeyHelper", "env", "permissions", "defaultMode", "forceLoginMethod", "model", "hooks", "sandbox"},
 			}},
 		},
-		SessionLog:              &engines.SessionLogDeclaration{PathPattern: "projects/*/" + engines.SessionLogKeyPlaceholder + ".jsonl"},
+		// Claude keeps the log under a directory named after its working directory.
+		// The platform can only locate a literal path in a box (it cannot list one),
+		// so the pattern names the directory of the configured workspace.
+		SessionLog:              &engines.SessionLogDeclaration{PathPattern: TranscriptPath("", a.cfg.WorkspaceDir, engines.SessionLogKeyPlaceholder)},
 		RequiresProcessSessions: true,
 		SupportsServerInfo:      true,
 	}
