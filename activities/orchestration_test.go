@@ -12,7 +12,8 @@ import (
 
 // These tests run the real SessionWorkflow on a Temporal dev server, with real
 // PostgreSQL and real local boxes, against the scripted test engine (scriptengine).
-// The same scenarios against Claude Code remain to be written with its adapter.
+// The same scenarios run against the real Claude Code in claude_test.go and
+// claude_stack_test.go.
 
 func wantDeltas(n int) []string {
 	out := make([]string, n)
