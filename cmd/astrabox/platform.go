@@ -122,7 +122,11 @@ func (p *platform) runWorker(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if backend, err := local.New(ctx, local.Options{StateDir: stateDir, UIDFirst: lc.UIDBase, UIDCount: lc.UIDCount, RunnerPath: lc.RunnerPath, Egress: egressHandlers, Logger: p.log.Named("sandbox")}); err != nil {
+	pools, err := p.prewarmPools(ctx)
+	if err != nil {
+		return err
+	}
+	if backend, err := local.New(ctx, local.Options{StateDir: stateDir, UIDFirst: lc.UIDBase, UIDCount: lc.UIDCount, RunnerPath: lc.RunnerPath, Egress: egressHandlers, Prewarm: pools, Logger: p.log.Named("sandbox")}); err != nil {
 		// A machine without bubblewrap still runs the workflows; Sessions whose
 		// RuntimeProfile needs the local backend then end TERMINATED, named in the log.
 		p.log.Warn("local sandbox backend unavailable", zap.Error(err))
@@ -187,4 +191,31 @@ func storeErrors(err error) (*api.Error, bool) {
 		return &api.Error{Status: 409, Code: api.CodeConflict, Message: "the resource was changed by someone else; reload it and retry with its current version"}, true
 	}
 	return nil, false
+}
+
+// prewarmPools builds a pool of ready boxes for every enabled RuntimeProfile on
+// the local backend that asks for one (prewarm_size). Pools are made when the
+// worker starts; a profile saved later gets its pool at the next start.
+func (p *platform) prewarmPools(ctx context.Context) ([]local.PrewarmProfile, error) {
+	profiles, err := p.store.ListRuntimeProfiles(ctx, true)
+	if err != nil {
+		return nil, fmt.Errorf("list runtime profiles for prewarming: %w", err)
+	}
+	var pools []local.PrewarmProfile
+	for _, profile := range profiles {
+		if profile.PrewarmSize <= 0 || profile.SandboxBackend != store.SandboxLocal {
+			continue
+		}
+		adapter, ok := p.engines.registry.Adapter(profile.EngineKind)
+		if !ok {
+			p.log.Warn("not prewarming: engine kind not installed", zap.String("runtime_profile", profile.Name), zap.String("engine_kind", profile.EngineKind))
+			continue
+		}
+		spec, err := p.engines.spec(profile, store.Agent{EngineKind: profile.EngineKind}, adapter)
+		if err != nil {
+			return nil, fmt.Errorf("prewarm spec for runtime profile %s: %w", profile.Name, err)
+		}
+		pools = append(pools, local.PrewarmProfile{Key: profile.ID, Spec: spec, Size: profile.PrewarmSize})
+	}
+	return pools, nil
 }
