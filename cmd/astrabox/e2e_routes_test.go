@@ -125,17 +125,17 @@ func TestSessionRoutesEndToEnd(t *testing.T) {
 	c.call(http.MethodGet, "/sessions/"+newer+"/messages", ``, "", http.StatusOK)
 
 	// A message to an archived Session is taken into custody (the API answers
-	// its receipt); the contract then fails it with CONVERSATION_ENDED. Today a
-	// runtime takes and runs it instead, so the test waits for either outcome
-	// before deleting and logs which one happened.
-	sent := c.call(http.MethodPost, "/sessions/"+newer+"/inputs", `{"content":"Anyone there?","client_message_id":"after-archive"}`, "", http.StatusOK)
+	// its receipt), then fails with CONVERSATION_ENDED: the runtime still being
+	// torn down must not run it.
+	const late = `{"content":"Anyone there?","client_message_id":"after-archive"}`
+	sent := c.call(http.MethodPost, "/sessions/"+newer+"/inputs", late, "", http.StatusOK)
 	assert.Equal(t, false, sent["duplicate"])
+	c.dev.waitUntil(t, time.Minute, "the message to the archived Session to fail", func() bool {
+		return c.call(http.MethodPost, "/sessions/"+newer+"/inputs", late, "", http.StatusOK)["state"] == "failed"
+	})
+	failure, _ := c.call(http.MethodPost, "/sessions/"+newer+"/inputs", late, "", http.StatusOK)["failure"].(map[string]any)
+	assert.Equal(t, "CONVERSATION_ENDED", failure["code"])
 	c.waitState(newer, "READY")
-	settled := c.call(http.MethodPost, "/sessions/"+newer+"/inputs", `{"content":"Anyone there?","client_message_id":"after-archive"}`, "", http.StatusOK)
-	assert.Contains(t, []any{"failed", "admitted"}, settled["state"])
-	if settled["state"] != "failed" {
-		t.Logf("the archived Session ran a new message (state %v), not CONVERSATION_ENDED", settled["state"])
-	}
 
 	// Deleted is terminal: the Session reads as DELETED and takes no message.
 	deleted := c.call(http.MethodDelete, "/sessions/"+newer, ``, "", http.StatusOK)
