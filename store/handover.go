@@ -16,11 +16,15 @@ const InputFailureConversationEnded = "CONVERSATION_ENDED"
 // runtimeGeneration, in accepted order: pending inputs, and inputs delivered to an
 // earlier runtime that never admitted them (a replacement receives them). An input
 // already delivered to this generation is not listed, so it is never sent twice to
-// the same runtime; admitted and failed inputs are never listed.
+// the same runtime; admitted and failed inputs are never listed. An archived or
+// deleted Session lists nothing: its runtime may still be live while the workflow
+// tears it down, and its held inputs are to fail with CONVERSATION_ENDED rather
+// than run.
 func (s *Store) ListDeliverableInputs(ctx context.Context, sessionID string, runtimeGeneration int64) ([]Input, error) {
 	var out []Input
 	err := s.conn(ctx).
 		Where("session_id = ?", sessionID).
+		Where("NOT EXISTS (SELECT 1 FROM sessions WHERE sessions.id = inputs.session_id AND (sessions.archived_at IS NOT NULL OR sessions.lifecycle = ?))", LifecycleDeleted).
 		Where("state = ? OR (state = ? AND (delivered_runtime_generation IS NULL OR delivered_runtime_generation < ?))",
 			InputPending, InputDelivered, runtimeGeneration).
 		Order("seq").Find(&out).Error

@@ -261,3 +261,34 @@ func TestPlaceRuntimeFencesActivationOfAnOlderGeneration(t *testing.T) {
 	require.Equal(t, "q2", *sess.HostTaskQueue)
 	require.JSONEq(t, `{"a":1}`, string(sess.ResumeMaterial))
 }
+
+func TestArchivedOrDeletedSessionsDeliverNothing(t *testing.T) {
+	t.Parallel()
+	for _, end := range []string{"archive", "delete"} {
+		t.Run(end, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t)
+			ctx, st := f.ctx, f.st
+			held, _, err := st.InsertInput(ctx, store.NewInput{SessionID: f.session.ID, Content: "before"})
+			require.NoError(t, err)
+			in, err := st.ListDeliverableInputs(ctx, f.session.ID, 1)
+			require.NoError(t, err)
+			require.Len(t, in, 1)
+			if end == "archive" {
+				_, err = st.ArchiveSession(ctx, f.session.ID)
+			} else {
+				_, err = st.DeleteSession(ctx, f.session.ID)
+			}
+			require.NoError(t, err)
+			_, _, err = st.InsertInput(ctx, store.NewInput{SessionID: f.session.ID, Content: "after"})
+			require.NoError(t, err)
+			in, err = st.ListDeliverableInputs(ctx, f.session.ID, 1)
+			require.NoError(t, err)
+			require.Empty(t, in, "a live runtime being torn down must not take them")
+			failed, err := st.FailHeldInputs(ctx, f.session.ID, store.InputFailureConversationEnded, "ended")
+			require.NoError(t, err)
+			require.Len(t, failed, 2)
+			require.Equal(t, held.ID, failed[0])
+		})
+	}
+}
