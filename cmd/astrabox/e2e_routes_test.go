@@ -147,8 +147,9 @@ func TestSessionRoutesEndToEnd(t *testing.T) {
 	c.dev.interrupt(t)
 }
 
-// startRoutesStack starts `astrabox dev` with real local boxes, as the
-// conversation test does, and returns a client for the dev user.
+// startRoutesStack starts `astrabox dev` with real local boxes running the
+// pinned Claude Code, and returns a client for the dev user, the seeded Agent's
+// id and the stream validator.
 func startRoutesStack(t *testing.T) (*apiClient, string, *uicheck.Validator) {
 	t.Helper()
 	boxes := localtest.Options(t)

@@ -7,9 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -18,7 +15,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/astrabox/astrabox/internal/uicheck"
-	"github.com/astrabox/astrabox/sandbox/local/localtest"
 )
 
 // TestConversationEndToEnd follows the Sessions document's conversation
@@ -30,38 +26,13 @@ func TestConversationEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts the whole platform")
 	}
-	boxes := localtest.Options(t)
-	validator, err := uicheck.New()
-	require.NoError(t, err, "run `make deps-npm`")
-	bin := buildAstrabox(t)
-
-	dataDir := t.TempDir()
-	require.NoError(t, os.Chmod(dataDir, 0o711))
-	require.NoError(t, os.Chmod(filepath.Dir(dataDir), 0o711))
-	ports := freePorts(t, 5)
-	env := append(os.Environ(),
-		"ASTRABOX_DEV_DATA_DIR="+dataDir,
-		"ASTRABOX_DEV_TEMPORAL_BIN="+temporalBinary(t),
-		"ASTRABOX_HTTP_ADDR=127.0.0.1:"+strconv.Itoa(ports[0]),
-		"ASTRABOX_DEV_POSTGRES_PORT="+strconv.Itoa(ports[1]),
-		"ASTRABOX_DEV_TEMPORAL_PORT="+strconv.Itoa(ports[2]),
-		"ASTRABOX_DEV_TEMPORAL_UI_PORT="+strconv.Itoa(ports[3]),
-		"ASTRABOX_DEV_MODEL_PORT="+strconv.Itoa(ports[4]),
-		"ASTRABOX_SANDBOX_LOCAL_STATE_DIR="+boxes.StateDir,
-		"ASTRABOX_SANDBOX_LOCAL_UID_BASE="+strconv.Itoa(boxes.UIDFirst),
-		"ASTRABOX_SANDBOX_LOCAL_UID_COUNT="+strconv.Itoa(boxes.UIDCount),
-		"ASTRABOX_SANDBOX_LOCAL_RUNNER_PATH="+boxes.RunnerPath,
-		"ASTRABOX_STARTUP_TIMEOUT=60s",
-	)
-	dev := startProcess(t, bin, env, "dev")
-	vars := waitForDevEnv(t, dev, filepath.Join(dataDir, "dev.env"))
-	c := &apiClient{t: t, base: vars["SERVICE_URL"] + "/api/v1", token: vars["ACCESS_TOKEN"], dev: dev}
+	c, agentID, validator := startRoutesStack(t)
 
 	// Create a Session; the same Idempotency-Key returns the same one.
-	created := c.call(http.MethodPost, "/agents/"+vars["AGENT_ID"]+"/conversations", `{}`, "create-e2e", http.StatusOK)
+	created := c.call(http.MethodPost, "/agents/"+agentID+"/conversations", `{}`, "create-e2e", http.StatusOK)
 	sessionID := created["session_id"].(string)
 	assert.Equal(t, "code-reviewer", created["deployment_name"])
-	again := c.call(http.MethodPost, "/agents/"+vars["AGENT_ID"]+"/conversations", `{}`, "create-e2e", http.StatusOK)
+	again := c.call(http.MethodPost, "/agents/"+agentID+"/conversations", `{}`, "create-e2e", http.StatusOK)
 	assert.Equal(t, sessionID, again["session_id"])
 
 	// Message 1, then its response on the stream from a new Session's 0.
@@ -110,7 +81,7 @@ func TestConversationEndToEnd(t *testing.T) {
 	msgs, ok := history["messages"].([]any)
 	require.True(t, ok, "messages: %v", history)
 	assert.Len(t, msgs, 6)
-	dev.interrupt(t)
+	c.dev.interrupt(t)
 }
 
 type apiClient struct {
