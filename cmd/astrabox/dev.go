@@ -12,6 +12,7 @@ import (
 	"github.com/astrabox/astrabox/config"
 	"github.com/astrabox/astrabox/internal/devstack"
 	"github.com/astrabox/astrabox/internal/temporalconn"
+	"github.com/astrabox/astrabox/store"
 )
 
 func newDevCommand() *cobra.Command {
@@ -54,28 +55,19 @@ func runDev(ctx context.Context, cfg *config.Config, log *zap.Logger) (err error
 	if err != nil {
 		return err
 	}
-	if _, err := st.MigrateUp(ctx); err != nil {
-		st.Close()
-		return fmt.Errorf("migrate: %w", err)
-	}
 	envFile := filepath.Join(stack.DataDir(), "dev.env")
-	seeded, err := devstack.Seed(ctx, st, devstack.SeedOptions{
+	seeded, err := migrateAndSeed(ctx, st, devstack.SeedOptions{
 		EnvFile:       envFile,
 		ServiceURL:    cfg.HTTP.APIURL(),
 		TemporalUIURL: cfg.Temporal.UIURL,
 	})
-	st.Close()
 	if err != nil {
-		return fmt.Errorf("seed: %w", err)
-	}
-
-	tc, err := temporalconn.Dial(ctx, cfg.Temporal, log, cfg.Startup.Timeout)
-	if err != nil {
+		st.Close()
 		return err
 	}
-	st, err = openStore(ctx, cfg, log)
+	tc, err := temporalconn.Dial(ctx, cfg.Temporal, log, cfg.Startup.Timeout)
 	if err != nil {
-		tc.Close()
+		st.Close()
 		return err
 	}
 	p := &platform{cfg: cfg, log: log, store: st, temporal: tc, engines: installed}
@@ -94,6 +86,19 @@ func runDev(ctx context.Context, cfg *config.Config, log *zap.Logger) (err error
 			return fmt.Errorf("the Temporal dev server exited: %v (see %s)", err, filepath.Join(stack.DataDir(), "temporal", "temporal.log"))
 		}
 	})...)
+}
+
+// migrateAndSeed brings the managed database's schema up to date and makes sure
+// the first user, RuntimeProfile and Agent exist.
+func migrateAndSeed(ctx context.Context, st *store.Store, opts devstack.SeedOptions) (*devstack.Seeded, error) {
+	if _, err := st.MigrateUp(ctx); err != nil {
+		return nil, fmt.Errorf("migrate: %w", err)
+	}
+	seeded, err := devstack.Seed(ctx, st, opts)
+	if err != nil {
+		return nil, fmt.Errorf("seed: %w", err)
+	}
+	return seeded, nil
 }
 
 func printBanner(cfg *config.Config, envFile string, seeded *devstack.Seeded) {
