@@ -50,6 +50,9 @@ func decodeStrict(data []byte, dst any, prefix string) error {
 		}
 		return InvalidRequest(name, "must be a JSON object")
 	}
+	if err := checkJSONText(trimmed, prefix); err != nil {
+		return err
+	}
 	dec := json.NewDecoder(bytes.NewReader(trimmed))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {

@@ -120,7 +120,7 @@ func New(opts Options) *Server {
 	s.engine.GET("/openapi.json", s.openAPI)
 	s.engine.GET("/docs", s.docs)
 	if s.store != nil {
-		s.routes(s.engine.Group("/api/v1", s.authenticate))
+		s.routes(s.engine.Group("/api/v1", s.authenticate, s.checkRequestText))
 	}
 	return s
 }

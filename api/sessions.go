@@ -16,6 +16,8 @@ import (
 )
 
 const (
+	// idempotencyKeyHeader names the key that makes Session creation idempotent.
+	idempotencyKeyHeader = "Idempotency-Key"
 	// maxIdempotencyKeyLen caps the Idempotency-Key header.
 	maxIdempotencyKeyLen = 200
 	// defaultListLimit and maxListLimit bound a page of the conversation list.
@@ -46,9 +48,13 @@ func (s *Server) createSession(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	key := strings.TrimSpace(c.GetHeader("Idempotency-Key"))
+	key, err := headerText(c, idempotencyKeyHeader)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
 	if utf8.RuneCountInString(key) > maxIdempotencyKeyLen {
-		s.fail(c, InvalidRequest("Idempotency-Key", "must be at most %d characters", maxIdempotencyKeyLen))
+		s.fail(c, InvalidRequest(idempotencyKeyHeader, "must be at most %d characters", maxIdempotencyKeyLen))
 		return
 	}
 	sess, created, err := s.store.CreateSessionIdempotent(c.Request.Context(), store.NewSession{
