@@ -3,6 +3,7 @@ package api
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"io"
 	"iter"
@@ -66,7 +67,7 @@ func testCaps(kind string, sessionKinds ...engines.SessionKind) engines.EngineRu
 		PermissionModes:        []string{"default", "acceptEdits", "plan"},
 		PermissionModeDefaults: defaults,
 		Extensions: engines.EngineExtensions{
-			MCPTransports:      []engines.MCPTransport{engines.MCPTransportStdio},
+			MCPTransports:      []engines.MCPTransport{engines.MCPTransportStdio, engines.MCPTransportSSE},
 			Skills:             &engines.SkillsDiscovery{Directories: []string{"skills"}},
 			NativePackageKinds: []string{"plugin"},
 		},
@@ -167,7 +168,14 @@ type fixture struct {
 func newFixture(t testing.TB, tune ...func(*Options)) *fixture {
 	t.Helper()
 	ctx := testutil.Context(t)
-	st, dsn := testutil.NewDB(t)
+	_, dsn := testutil.NewDB(t)
+	// The server's store seals secret values, as a configured deployment does.
+	key := make([]byte, 32)
+	_, err := rand.Read(key)
+	require.NoError(t, err)
+	st, err := store.Open(ctx, dsn, testutil.Logger(t), store.Options{SecretsKey: key})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
 	reg := engines.NewRegistry()
 	require.NoError(t, reg.Register(testEngine, &testAdapter{caps: testCaps(testEngine, engines.SessionKindAgentChat)}))
 	require.NoError(t, reg.Register("assistantonly", &testAdapter{caps: testCaps("assistantonly", engines.SessionKindAssistantChat)}))

@@ -21,6 +21,7 @@ type TokenStore interface {
 type AgentStore interface {
 	CreateAgent(ctx context.Context, in store.NewAgent) (store.Agent, error)
 	GetAgentByID(ctx context.Context, id string) (store.Agent, error)
+	GetAgentSecrets(ctx context.Context, id string) (store.AgentSecrets, error)
 	ListAgents(ctx context.Context) ([]store.Agent, error)
 	UpdateAgent(ctx context.Context, id string, expectedVersion int64, upd store.AgentUpdate) (store.Agent, error)
 	CreateRuntimeProfile(ctx context.Context, in store.NewRuntimeProfile) (store.RuntimeProfile, error)

@@ -57,6 +57,7 @@ func openStore(ctx context.Context, cfg *config.Config, log *zap.Logger) (*store
 	st, err := store.Open(ctx, cfg.Database.DSN(), log.Named("store"), store.Options{
 		ConnectTimeout: cfg.Startup.Timeout,
 		MaxOpenConns:   cfg.Database.MaxOpenConns,
+		SecretsKey:     cfg.Secrets.KeyBytes(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("connect to PostgreSQL: %w", err)
