@@ -81,7 +81,7 @@ type agentRequest struct {
 
 func (s *Server) createAgent(c *gin.Context) {
 	var req agentRequest
-	if err := decodeBody(c, defaultBodyLimit, &req, false); err != nil {
+	if err := decodeBody(c, s.maxBodyBytes, &req, false); err != nil {
 		s.fail(c, err)
 		return
 	}
@@ -170,7 +170,7 @@ func (s *Server) updateAgent(c *gin.Context) {
 		return
 	}
 	var req agentRequest
-	if err := decodeBody(c, defaultBodyLimit, &req, false); err != nil {
+	if err := decodeBody(c, s.maxBodyBytes, &req, false); err != nil {
 		s.fail(c, err)
 		return
 	}

@@ -44,7 +44,7 @@ func (s *Server) createSession(c *gin.Context) {
 		return
 	}
 	var body struct{}
-	if err := decodeBody(c, defaultBodyLimit, &body, true); err != nil {
+	if err := decodeBody(c, s.maxBodyBytes, &body, true); err != nil {
 		s.fail(c, err)
 		return
 	}
@@ -198,7 +198,7 @@ func (s *Server) renameSession(c *gin.Context) {
 		return
 	}
 	var req renameRequest
-	if err := decodeBody(c, defaultBodyLimit, &req, false); err != nil {
+	if err := decodeBody(c, s.maxBodyBytes, &req, false); err != nil {
 		s.fail(c, err)
 		return
 	}
@@ -232,7 +232,7 @@ func (s *Server) setPermissionMode(c *gin.Context) {
 		return
 	}
 	var req permissionModeRequest
-	if err := decodeBody(c, defaultBodyLimit, &req, false); err != nil {
+	if err := decodeBody(c, s.maxBodyBytes, &req, false); err != nil {
 		s.fail(c, err)
 		return
 	}

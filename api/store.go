@@ -15,6 +15,7 @@ import (
 // TokenStore authenticates bearer tokens.
 type TokenStore interface {
 	GetUserByAPIToken(ctx context.Context, plaintext string, now time.Time) (store.User, store.APIToken, error)
+	TouchAPIToken(ctx context.Context, id string, now time.Time, every time.Duration) error
 }
 
 // AgentStore keeps Agents and RuntimeProfiles.
