@@ -154,10 +154,10 @@ func openAPIDocument() map[string]any {
 	}
 	return map[string]any{
 		"openapi": "3.1.0",
-		"info":    map[string]any{"title": "AstraBox API", "version": "v1", "description": "Agents, RuntimeProfiles and Sessions. Every response is the envelope {code, message, data}. " +
+		"info": map[string]any{"title": "AstraBox API", "version": "v1", "description": "Agents, RuntimeProfiles and Sessions. Every response is the envelope {code, message, data}. " +
 			"Every string in a request (body fields and member names, path and query values, the Idempotency-Key header) must be valid UTF-8 without the NUL character, or the request is 400 INVALID_REQUEST naming the field; text is stored exactly as sent. " +
 			"A body larger than http.max_body_bytes (messages: http.max_input_bytes) is 413 PAYLOAD_TOO_LARGE; one not received within http.read_timeout is 408."},
-		"paths":   paths,
+		"paths": paths,
 		"components": map[string]any{
 			"securitySchemes": map[string]any{"bearer": map[string]any{"type": "http", "scheme": "bearer"}},
 			"schemas":         map[string]any{"Envelope": envelope},
