@@ -60,7 +60,7 @@ func (s *Server) streamSession(c *gin.Context) {
 	defer release()
 	// The request is read: lift the server's read timeout, which would otherwise end the
 	// stream (net/http cancels a request whose connection read fails).
-	if err := http.NewResponseController(c.Writer).SetReadDeadline(time.Time{}); err != nil {
+	if err := http.NewResponseController(c.Writer).SetReadDeadline(time.Time{}); err != nil && !errors.Is(err, http.ErrNotSupported) {
 		s.fail(c, fmt.Errorf("lift read deadline for stream: %w", err))
 		return
 	}
