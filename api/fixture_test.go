@@ -3,6 +3,7 @@ package api
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"io"
 	"iter"
@@ -11,6 +12,7 @@ import (
 	"reflect"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
@@ -66,7 +68,7 @@ func testCaps(kind string, sessionKinds ...engines.SessionKind) engines.EngineRu
 		PermissionModes:        []string{"default", "acceptEdits", "plan"},
 		PermissionModeDefaults: defaults,
 		Extensions: engines.EngineExtensions{
-			MCPTransports:      []engines.MCPTransport{engines.MCPTransportStdio},
+			MCPTransports:      []engines.MCPTransport{engines.MCPTransportStdio, engines.MCPTransportSSE},
 			Skills:             &engines.SkillsDiscovery{Directories: []string{"skills"}},
 			NativePackageKinds: []string{"plugin"},
 		},
@@ -153,6 +155,7 @@ type fixture struct {
 	st       *store.Store
 	db       *pgx.Conn
 	srv      *httptest.Server
+	opts     Options
 	signals  *recordingSignaler
 	registry *engines.Registry
 	admin    string // tokens
@@ -167,7 +170,14 @@ type fixture struct {
 func newFixture(t testing.TB, tune ...func(*Options)) *fixture {
 	t.Helper()
 	ctx := testutil.Context(t)
-	st, dsn := testutil.NewDB(t)
+	_, dsn := testutil.NewDB(t)
+	// The server's store seals secret values, as a configured deployment does.
+	key := make([]byte, 32)
+	_, err := rand.Read(key)
+	require.NoError(t, err)
+	st, err := store.Open(ctx, dsn, testutil.Logger(t), store.Options{SecretsKey: key})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
 	reg := engines.NewRegistry()
 	require.NoError(t, reg.Register(testEngine, &testAdapter{caps: testCaps(testEngine, engines.SessionKindAgentChat)}))
 	require.NoError(t, reg.Register("assistantonly", &testAdapter{caps: testCaps("assistantonly", engines.SessionKindAssistantChat)}))
@@ -183,6 +193,7 @@ func newFixture(t testing.TB, tune ...func(*Options)) *fixture {
 	for _, fn := range tune {
 		fn(&opts)
 	}
+	f.opts = opts
 	f.srv = httptest.NewServer(New(opts).Handler())
 	t.Cleanup(f.srv.Close)
 
@@ -195,6 +206,24 @@ func newFixture(t testing.TB, tune ...func(*Options)) *fixture {
 	f.agent, err = st.CreateAgent(ctx, store.NewAgent{Name: "code-reviewer", EngineKind: testEngine, RuntimeProfileID: f.profile.ID, PermissionMode: &mode, CreatedBy: &f.adminID})
 	require.NoError(t, err)
 	return f
+}
+
+// serve runs another server on the fixture's database through Serve, with its HTTP
+// timeouts, and returns its address; tune adjusts its options.
+func (f *fixture) serve(tune func(*Options)) string {
+	f.t.Helper()
+	opts := f.opts
+	tune(&opts)
+	ln, err := Listen("127.0.0.1:0")
+	require.NoError(f.t, err)
+	ctx, cancel := context.WithCancel(f.ctx)
+	done := make(chan error, 1)
+	go func() { done <- New(opts).Serve(ctx, ln, time.Second) }()
+	f.t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	return ln.Addr().String()
 }
 
 func (f *fixture) newUser(email, role string) (string, string) {

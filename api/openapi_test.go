@@ -48,6 +48,11 @@ func TestOpenAPIDescribesEveryRoute(t *testing.T) {
 		assert.Contains(t, stop, status, "the stop route documents %s", status)
 	}
 
+	stream := doc.Paths["/api/v1/sessions/{session_id}/stream"]["get"]["responses"].(map[string]any)
+	assert.Contains(t, stream, "429", "the stream documents its cap")
+	agent := doc.Paths["/api/v1/agents/{agent_id}"]["get"]["responses"].(map[string]any)
+	assert.Contains(t, mustJSON(t, agent), "secret values redacted")
+
 	page := do(s.Handler(), http.MethodGet, "/docs", nil)
 	require.Equal(t, http.StatusOK, page.Code)
 	assert.Contains(t, page.Header().Get("Content-Type"), "text/html")

@@ -16,6 +16,8 @@ import (
 )
 
 const (
+	// idempotencyKeyHeader names the key that makes Session creation idempotent.
+	idempotencyKeyHeader = "Idempotency-Key"
 	// maxIdempotencyKeyLen caps the Idempotency-Key header.
 	maxIdempotencyKeyLen = 200
 	// defaultListLimit and maxListLimit bound a page of the conversation list.
@@ -42,13 +44,17 @@ func (s *Server) createSession(c *gin.Context) {
 		return
 	}
 	var body struct{}
-	if err := decodeBody(c, defaultBodyLimit, &body, true); err != nil {
+	if err := decodeBody(c, s.maxBodyBytes, &body, true); err != nil {
 		s.fail(c, err)
 		return
 	}
-	key := strings.TrimSpace(c.GetHeader("Idempotency-Key"))
+	key, err := headerText(c, idempotencyKeyHeader)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
 	if utf8.RuneCountInString(key) > maxIdempotencyKeyLen {
-		s.fail(c, InvalidRequest("Idempotency-Key", "must be at most %d characters", maxIdempotencyKeyLen))
+		s.fail(c, InvalidRequest(idempotencyKeyHeader, "must be at most %d characters", maxIdempotencyKeyLen))
 		return
 	}
 	sess, created, err := s.store.CreateSessionIdempotent(c.Request.Context(), store.NewSession{
@@ -192,7 +198,7 @@ func (s *Server) renameSession(c *gin.Context) {
 		return
 	}
 	var req renameRequest
-	if err := decodeBody(c, defaultBodyLimit, &req, false); err != nil {
+	if err := decodeBody(c, s.maxBodyBytes, &req, false); err != nil {
 		s.fail(c, err)
 		return
 	}
@@ -226,7 +232,7 @@ func (s *Server) setPermissionMode(c *gin.Context) {
 		return
 	}
 	var req permissionModeRequest
-	if err := decodeBody(c, defaultBodyLimit, &req, false); err != nil {
+	if err := decodeBody(c, s.maxBodyBytes, &req, false); err != nil {
 		s.fail(c, err)
 		return
 	}
