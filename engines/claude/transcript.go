@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -124,8 +125,10 @@ func RestoreTranscript(ctx context.Context, box engines.Box, identity *engines.R
 }
 
 // admissionIndex remembers which input uuids Claude's transcript durably holds: a user
-// line with the uuid, or the queued_command attachment through which Claude absorbed the
-// input into a running turn. The transcript only grows, so what was found stays found.
+// line with the uuid or naming it in mergedSendUuids (Claude merges inputs queued behind
+// a turn into one user line), or the queued_command attachment through which Claude
+// absorbed the input into a running turn. The transcript only grows, so what was found
+// stays found.
 type admissionIndex struct {
 	box      engines.Box
 	identity *engines.RuntimeIdentity
@@ -180,33 +183,41 @@ func (a *admissionIndex) refreshLocked(ctx context.Context) {
 		return
 	}
 	for _, line := range bytes.Split(data[a.parsed:end], []byte{'\n'}) {
-		if id := admittedUUID(line); id != "" && !a.held[id] {
-			a.held[id] = true
-			a.order = append(a.order, id)
+		for _, id := range admittedUUIDs(line) {
+			if id != "" && !a.held[id] {
+				a.held[id] = true
+				a.order = append(a.order, id)
+			}
 		}
 	}
 	a.parsed = end + 1
 }
 
-// admittedUUID returns the input uuid a transcript line makes durable, if any.
-func admittedUUID(line []byte) string {
+// admittedUUIDs returns the input uuids a transcript line makes durable, in the order
+// the inputs were sent. Claude 2.1.328 merges prompts that waited in its queue into one
+// user line: its uuid is the last input's, and mergedSendUuids names the others in send
+// order (recordings parallel_prompts*). Their queue-operation dequeue lines carry no
+// uuid, and an input with only its enqueue on disk is lost if the process dies, so the
+// user line is the record that makes each of them durable.
+func admittedUUIDs(line []byte) []string {
 	var e struct {
-		Type       string `json:"type"`
-		UUID       string `json:"uuid"`
-		IsMeta     bool   `json:"isMeta"`
-		Attachment *struct {
+		Type            string   `json:"type"`
+		UUID            string   `json:"uuid"`
+		IsMeta          bool     `json:"isMeta"`
+		MergedSendUUIDs []string `json:"mergedSendUuids"`
+		Attachment      *struct {
 			Type       string `json:"type"`
 			SourceUUID string `json:"source_uuid"`
 		} `json:"attachment"`
 	}
 	if json.Unmarshal(line, &e) != nil {
-		return ""
+		return nil
 	}
 	switch {
 	case e.Type == "user" && !e.IsMeta:
-		return e.UUID
+		return append(slices.Clone(e.MergedSendUUIDs), e.UUID)
 	case e.Type == "attachment" && e.Attachment != nil && e.Attachment.Type == "queued_command":
-		return e.Attachment.SourceUUID
+		return []string{e.Attachment.SourceUUID}
 	}
-	return ""
+	return nil
 }
