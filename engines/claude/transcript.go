@@ -101,10 +101,12 @@ func completeLines(data []byte) [][]byte {
 // RestoreTranscript writes mirrored entries back, in order, as the transcript of a
 // replacement box before Claude Code is started with --resume. Entries must be the
 // complete conversation from index 0 without gaps: a partial transcript would resume a
-// different conversation than the one the Session saw.
+// different conversation than the one the Session saw. No entries write nothing: a
+// conversation Claude never wrote has no transcript, and whether it may start afresh
+// is the adapter's decision from EngineStartupContext.ConversationEmpty.
 func RestoreTranscript(ctx context.Context, box engines.Box, identity *engines.RuntimeIdentity, transcriptPath string, entries []TranscriptEntry) error {
 	if len(entries) == 0 {
-		return fmt.Errorf("restore claude transcript %s: no entries", transcriptPath)
+		return nil
 	}
 	var buf bytes.Buffer
 	for i, e := range entries {
