@@ -61,6 +61,14 @@ func (a *Activities) ActivateRuntime(ctx context.Context, req ActivateRequest) (
 		if len(sess.ResumeMaterial) > 0 {
 			sc.ResumeMaterial = json.RawMessage(sess.ResumeMaterial)
 		}
+		// Whether the conversation ever held content is the platform's knowledge, not
+		// the box's: a program that writes its native log only at its first turn leaves
+		// nothing to resume for a Session that never got a message.
+		hasContent, err := a.deps.Store.HasConversationContent(ctx, sess.ID)
+		if err != nil {
+			return ActivateResult{}, err
+		}
+		sc.ConversationEmpty = !hasContent
 	}
 	if sess.PermissionMode != nil {
 		sc.PermissionMode = *sess.PermissionMode
