@@ -3,8 +3,6 @@ package claude_test
 import (
 	"bytes"
 	"context"
-	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -50,10 +48,8 @@ func newLiveEnv(t *testing.T) *liveEnv {
 	model := devmodel.New(devmodel.Options{SlowDelay: 150 * time.Millisecond})
 	require.NoError(t, model.Start(ctx, "127.0.0.1:0"))
 	t.Cleanup(func() { _ = model.Close() })
-	upstream, err := url.Parse(model.URL())
-	require.NoError(t, err)
 	opts := localtest.Options(t)
-	opts.Egress = map[string]http.Handler{"model": egress.NewCredentialProxy(upstream, map[string]string{"x-api-key": "sk-host-side"})}
+	opts.Egress = map[string]egress.Route{"model": {Upstream: model.URL(), Headers: map[string]string{"x-api-key": "sk-host-side"}}}
 	backend := localtest.NewBackend(t, opts)
 	return &liveEnv{
 		t: t, ctx: ctx, model: model, backend: backend,
