@@ -30,6 +30,8 @@ type liveEnv struct {
 	ctx     context.Context
 	model   *devmodel.Server
 	backend *local.Backend
+	// opts open another backend on the same boxes, as a restarted worker does.
+	opts    local.Options
 	adapter *claude.Adapter
 	spec    sandbox.Spec
 }
@@ -52,7 +54,7 @@ func newLiveEnv(t *testing.T) *liveEnv {
 	opts.Egress = map[string]egress.Route{"model": {Upstream: model.URL(), Headers: map[string]string{"x-api-key": "sk-host-side"}}}
 	backend := localtest.NewBackend(t, opts)
 	return &liveEnv{
-		t: t, ctx: ctx, model: model, backend: backend,
+		t: t, ctx: ctx, model: model, backend: backend, opts: opts,
 		adapter: claude.NewAdapter(claude.Config{Command: []string{"/opt/claude/" + baseName(prog.Command[0])}}),
 		spec: sandbox.Spec{
 			Mounts: []sandbox.Mount{{Source: prog.Dir, Target: "/opt/claude"}},
