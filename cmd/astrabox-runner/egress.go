@@ -3,12 +3,15 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/astrabox/astrabox/sandbox/egress"
 )
@@ -37,6 +40,11 @@ func forward(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	if cfg.BoxPID > 0 {
+		if err := stopWhenExits(cfg.BoxPID, stop); err != nil {
+			return err
+		}
+	}
 	return egress.Serve(ctx, cfg, func() {
 		if *readyFD < 0 {
 			return
@@ -45,4 +53,24 @@ func forward(args []string) error {
 		_, _ = fmt.Fprintln(ready, "ready")
 		ready.Close()
 	})
+}
+
+// stopWhenExits calls stop once the process pid ends: a forwarder must not
+// outlive its box, also when no worker is left to end it.
+func stopWhenExits(pid int, stop func()) error {
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return fmt.Errorf("watch box process %d: %w", pid, err)
+	}
+	go func() {
+		defer unix.Close(fd)
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		for {
+			if _, err := unix.Poll(fds, -1); err == nil || !errors.Is(err, unix.EINTR) {
+				break
+			}
+		}
+		stop()
+	}()
+	return nil
 }

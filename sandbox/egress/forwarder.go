@@ -48,6 +48,9 @@ type ForwarderConfig struct {
 	// DrainTimeout bounds how long requests in progress may run on after the
 	// forwarder is asked to stop. Zero means DefaultDrainTimeout.
 	DrainTimeout time.Duration `json:"drain_timeout,omitempty"`
+	// BoxPID is the host pid of the box's outermost process: the forwarder ends
+	// when it does, even when no worker is there to stop it. Zero: not watched.
+	BoxPID int `json:"box_pid,omitempty"`
 }
 
 // Digest identifies the configuration: a worker that finds a running forwarder

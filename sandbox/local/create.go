@@ -81,11 +81,13 @@ func (b *Backend) create(ctx context.Context, spec sandbox.Spec, pool string) (s
 			return fail(err)
 		}
 	}
-	if err := b.startEgress(ctx, x); err != nil {
-		return fail(err)
-	}
 	bootID, err := b.launch(ctx, x)
 	if err != nil {
+		return fail(err)
+	}
+	// The forwarder watches the running box, so it starts after it; no program
+	// runs before it serves (the runner only dials the socket per connection).
+	if err := b.startEgress(ctx, x); err != nil {
 		return fail(err)
 	}
 	h := b.newHandle(x)

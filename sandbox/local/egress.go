@@ -34,10 +34,11 @@ func (b *Backend) forwarderConfig(x *box) (egress.ForwarderConfig, bool) {
 		routes[f.Name] = b.opts.Egress[f.Name]
 	}
 	return egress.ForwarderConfig{Dir: filepath.Join(x.dir, "egress"), UID: rec.UID, GID: rec.UID,
-		Routes: routes, DrainTimeout: b.opts.EgressDrainTimeout}, true
+		Routes: routes, DrainTimeout: b.opts.EgressDrainTimeout, BoxPID: rec.BwrapPID}, true
 }
 
-// startEgress makes sure the box's forwarder serves its declared forwards. A
+// startEgress makes sure the box's forwarder serves its declared forwards; the
+// box is running, and the forwarder ends when the box's outer process does. A
 // forwarder that an earlier worker started with the same configuration is
 // adopted as it is, so the model streams it carries go on. One with another
 // configuration (a rotated credential) is replaced: the new one takes the
@@ -56,6 +57,12 @@ func (b *Backend) startEgress(ctx context.Context, x *box) error {
 	pid, start, err := b.launchForwarder(ctx, x.dir, cfg)
 	if err != nil {
 		return err
+	}
+	if !alive(old.BwrapPID, old.BwrapStart) {
+		// The box ended (and its pid might be another process's by now) before the
+		// forwarder watched it.
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		return fmt.Errorf("egress forwarder: box %s ended", old.ID)
 	}
 	x.mu.Lock()
 	x.rec.EgressPID, x.rec.EgressStart, x.rec.EgressDigest = pid, start, digest

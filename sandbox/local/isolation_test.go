@@ -10,12 +10,14 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -267,4 +269,37 @@ func TestModelStreamSurvivesWorkerRestart(t *testing.T) {
 	}
 	require.Equal(t, []string{"data: first", "", "data: last", ""}, lines, "the whole reply arrived")
 	require.Equal(t, "fresh", string(sh(t, again, `curl -sS --max-time 10 http://127.0.0.1:18080/next`).Stdout))
+}
+
+// TestForwarderEndsWithItsBox: a forwarder watches its box's outer process and
+// ends with it on its own, so a box that ends while no worker runs does not
+// leave its forwarder behind. A stand-in process plays the box here: a backend's
+// own watchers would end the forwarder first.
+func TestForwarderEndsWithItsBox(t *testing.T) {
+	t.Parallel()
+	b := newBackend(t, testOptions(t))
+	ctx := testContext(t)
+	standIn := exec.Command("/bin/sleep", "60")
+	require.NoError(t, standIn.Start())
+	exited := make(chan struct{})
+	go func() {
+		_ = standIn.Wait()
+		close(exited)
+	}()
+	dir := t.TempDir()
+	cfg := egress.ForwarderConfig{Dir: dir, UID: os.Getuid(), GID: os.Getgid(), BoxPID: standIn.Process.Pid,
+		Routes: map[string]egress.Route{"model": {Upstream: "http://127.0.0.1:9"}}}
+	pid, start, err := b.launchForwarder(ctx, dir, cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		if running(pid, start) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	require.True(t, running(pid, start))
+	require.FileExists(t, filepath.Join(dir, "model.sock"))
+	require.NoError(t, standIn.Process.Kill())
+	<-exited
+	require.Eventually(t, func() bool { return !running(pid, start) }, 20*time.Second, 20*time.Millisecond,
+		"the forwarder ends once its box has")
 }
