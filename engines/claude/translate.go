@@ -268,6 +268,8 @@ func (t *translator) stream(n nativeLine) {
 		if n.AbandonedBlocks != nil {
 			t.abandon(*n.AbandonedBlocks)
 		}
+		// What the message kept is final; the cursors need not carry it.
+		r.Previews = nil
 	}
 }
 
