@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
-	"net/url"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -41,14 +39,12 @@ func newClaudeStack(t *testing.T) *stack {
 	model := devmodel.New(devmodel.Options{SlowDelay: 100 * time.Millisecond})
 	require.NoError(t, model.Start(context.Background(), "127.0.0.1:0"))
 	t.Cleanup(func() { _ = model.Close() })
-	upstream, err := url.Parse(model.URL())
-	require.NoError(t, err)
 	return newStackWith(t, engineSetup{
 		kind:    claude.EngineKind,
 		adapter: claude.NewAdapter(claude.Config{Command: append([]string{filepath.Join(claudeMount, rel)}, prog.Command[1:]...)}),
 		mounts:  []sandbox.Mount{{Source: prog.Dir, Target: claudeMount}},
-		egress: map[string]http.Handler{activities.ModelForwardName: egress.NewCredentialProxy(upstream,
-			map[string]string{"x-api-key": "sk-host-side"})},
+		egress: map[string]egress.Route{activities.ModelForwardName: {Upstream: model.URL(),
+			Headers: map[string]string{"x-api-key": "sk-host-side"}}},
 	})
 }
 

@@ -124,7 +124,7 @@ func (p *platform) runWorker(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("sandbox.local.state_dir: %w", err)
 	}
-	egressHandlers, err := modelEgress(p.cfg.Models)
+	egressRoutes, err := modelEgress(p.cfg.Models)
 	if err != nil {
 		return err
 	}
@@ -132,7 +132,7 @@ func (p *platform) runWorker(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if backend, err := local.New(ctx, local.Options{StateDir: stateDir, UIDFirst: lc.UIDBase, UIDCount: lc.UIDCount, RunnerPath: lc.RunnerPath, Egress: egressHandlers, Prewarm: pools, Logger: p.log.Named("sandbox")}); err != nil {
+	if backend, err := local.New(ctx, local.Options{StateDir: stateDir, UIDFirst: lc.UIDBase, UIDCount: lc.UIDCount, RunnerPath: lc.RunnerPath, Egress: egressRoutes, Prewarm: pools, Logger: p.log.Named("sandbox")}); err != nil {
 		// A machine without bubblewrap still runs the workflows; Sessions whose
 		// RuntimeProfile needs the local backend then end TERMINATED, named in the log.
 		p.log.Warn("local sandbox backend unavailable", zap.Error(err))

@@ -268,6 +268,14 @@ var cases = []scenario{
 		},
 	},
 	{
+		name: "stream_dropped",
+		description: "The connection closes after partial text with no error event, once, as when the " +
+			"host-side egress forward dies; Claude Code abandons the partial message and asks again.",
+		run: func(s *session) error {
+			return s.turn(`[[script:error midstream drop times=1 delay=40ms partial="Half a reply" text="Whole reply after the retry."]]`)
+		},
+	},
+	{
 		name:        "rate_limit_retry",
 		description: "The model answers 429 once; Claude Code retries (system/api_retry) and succeeds.",
 		run: func(s *session) error {
