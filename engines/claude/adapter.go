@@ -244,10 +244,15 @@ func (a *Adapter) attachRunning(ctx context.Context, sc engines.EngineStartupCon
 // processSpec is Claude Code's headless command: stream-json both ways, partial
 // messages for deltas, permission prompts routed to the control protocol, user
 // messages echoed, and exactly one conversation (--session-id or --resume).
+// --allow-dangerously-skip-permissions makes bypassPermissions one more mode the
+// running process can be switched to: without it Claude refuses that switch ("not
+// launched with --dangerously-skip-permissions"), while it starts in no mode it was
+// not asked for.
 func (a *Adapter) processSpec(sc engines.EngineStartupContext, paths Paths, claudeSession string, resume bool) engines.ProcessSpec {
 	args := append([]string{}, a.cfg.Command...)
 	args = append(args, "-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose",
-		"--include-partial-messages", "--permission-prompt-tool", "stdio", "--replay-user-messages")
+		"--include-partial-messages", "--permission-prompt-tool", "stdio", "--replay-user-messages",
+		"--allow-dangerously-skip-permissions")
 	if resume {
 		args = append(args, "--resume", claudeSession)
 	} else {
