@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"go.temporal.io/sdk/temporal"
+	"go.uber.org/zap"
 
 	"github.com/astrabox/astrabox/engines"
 	"github.com/astrabox/astrabox/store"
@@ -14,7 +15,7 @@ import (
 
 // ActivateRuntime connects the Agent program in a prepared box through its adapter,
 // checks the client with engines.InitializeRuntimeClient, applies the Session's
-// permission mode, records the placement, and keeps the live client in this process
+// permission mode (settling a refusal, see settleRefusedMode), records the placement, and keeps the live client in this process
 // for Relay and the other host activities. It runs on the host task queue
 // PrepareRuntime named.
 func (a *Activities) ActivateRuntime(ctx context.Context, req ActivateRequest) (ActivateResult, error) {
@@ -75,6 +76,17 @@ func (a *Activities) ActivateRuntime(ctx context.Context, req ActivateRequest) (
 		}
 	}
 	rt, err := adapter.ActivateRuntime(ctx, sc, box)
+	var refused *engines.RuntimeControlRefused
+	if errors.As(err, &refused) && sc.PermissionMode != "" {
+		// An adapter that attaches to a running program may set the mode itself; a
+		// refusal must not keep the runtime down. Attach without asking for a mode,
+		// then apply and settle the stored one below.
+		a.logger(ctx, sess.ID).Warn("the Agent program refused the permission mode on attach; attaching without it",
+			zap.String("permission_mode", sc.PermissionMode), zap.String("program_message", refused.Message))
+		bare := sc
+		bare.PermissionMode = ""
+		rt, err = adapter.ActivateRuntime(ctx, bare, box)
+	}
 	if err != nil {
 		return ActivateResult{}, fmt.Errorf("activate runtime of engine %s: %w", adapter.Capabilities().EngineKind, err)
 	}
@@ -85,7 +97,9 @@ func (a *Activities) ActivateRuntime(ctx context.Context, req ActivateRequest) (
 		_ = client.Close()
 		return ActivateResult{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeConfiguration, err)
 	}
-	if err := applyPermissionMode(ctx, client, sc.PermissionMode); err != nil {
+	// A stored mode the program refuses is settled, never a failed activation: the
+	// Session would otherwise be terminated for a setting.
+	if err := a.applyStoredMode(ctx, client, caps, sess); err != nil {
 		_ = client.Close()
 		return ActivateResult{}, err
 	}
@@ -107,16 +121,4 @@ func (a *Activities) ActivateRuntime(ctx context.Context, req ActivateRequest) (
 	a.live.put(&liveRuntime{sessionID: sess.ID, generation: req.RuntimeGeneration, client: client, handle: h,
 		box: box, caps: caps, identity: sc.RuntimeIdentity})
 	return ActivateResult{HostTaskQueue: a.deps.HostTaskQueue}, nil
-}
-
-// applyPermissionMode sets the mode on a client whose engine has permission modes.
-func applyPermissionMode(ctx context.Context, client engines.RuntimeClient, mode string) error {
-	setter, ok := client.(engines.PermissionModeSetter)
-	if !ok || mode == "" {
-		return nil
-	}
-	if err := setter.SetPermissionMode(ctx, mode); err != nil {
-		return fmt.Errorf("set permission mode %q: %w", mode, err)
-	}
-	return nil
 }
