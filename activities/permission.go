@@ -32,7 +32,9 @@ func (a *Activities) ApplyPermissionMode(ctx context.Context, req PermissionMode
 	var refused *engines.RuntimeControlRefused
 	switch {
 	case errors.As(err, &refused):
-		return temporal.NewNonRetryableApplicationError(refused.Message, ErrTypePermissionModeRefused, err)
+		// A refusal is an answer, not a fault: benign keeps it out of error logs and alerts.
+		return temporal.NewApplicationErrorWithOptions(refused.Message, ErrTypePermissionModeRefused,
+			temporal.ApplicationErrorOptions{NonRetryable: true, Cause: err, Category: temporal.ApplicationErrorCategoryBenign})
 	case errors.Is(err, engines.ErrRuntimeConnectionLost):
 		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeNoLiveRuntime, err)
 	}

@@ -135,5 +135,6 @@ func refusal(err error) error {
 	if errors.As(err, &app) {
 		msg = app.Message()
 	}
-	return temporal.NewNonRetryableApplicationError(msg, ErrPermissionModeRefused, nil)
+	return temporal.NewApplicationErrorWithOptions(msg, ErrPermissionModeRefused,
+		temporal.ApplicationErrorOptions{NonRetryable: true, Category: temporal.ApplicationErrorCategoryBenign})
 }

@@ -68,5 +68,6 @@ func TestLiveBypassRefusedWithoutTheLaunchFlag(t *testing.T) {
 	var refused *engines.RuntimeControlRefused
 	require.ErrorAs(t, err, &refused)
 	require.Contains(t, refused.Message, "dangerously-skip-permissions")
+	t.Logf("Claude Code's refusal: %s (code %q)", refused.Message, refused.Code)
 	require.NoError(t, client.(engines.PermissionModeSetter).SetPermissionMode(ctx, "acceptEdits"), "the process still takes other modes")
 }
