@@ -15,9 +15,9 @@ import (
 
 // ActivateRuntime connects the Agent program in a prepared box through its adapter,
 // checks the client with engines.InitializeRuntimeClient, applies the Session's
-// permission mode (settling a refusal, see settleRefusedMode), records the placement, and keeps the live client in this process
-// for Relay and the other host activities. It runs on the host task queue
-// PrepareRuntime named.
+// permission mode (settling a refusal, see settleRefusedMode), records the placement,
+// and keeps the live client in this process for Relay and the other host activities.
+// It runs on the host task queue PrepareRuntime named.
 func (a *Activities) ActivateRuntime(ctx context.Context, req ActivateRequest) (ActivateResult, error) {
 	sess, _, profile, adapter, err := a.resolve(ctx, req.SessionID)
 	if err != nil {

@@ -46,9 +46,10 @@ func validatePermissionMode(req SetPermissionMode) error {
 }
 
 // setPermissionMode is the update handler. A live runtime's request waits for the run
-// loop; otherwise the mode is stored here.
+// loop; otherwise, or once the run is handing over to its continuation, the mode is
+// stored here (and applied again to a live runtime, see storeMode).
 func (w *sessionWorkflow) setPermissionMode(ctx workflow.Context, req SetPermissionMode) (PermissionModeSet, error) {
-	if w.s.Phase != PhaseActive {
+	if w.s.Phase != PhaseActive || w.continuing {
 		return PermissionModeSet{}, w.storeMode(ctx, req.PermissionMode)
 	}
 	c := &modeChange{mode: req.PermissionMode}

@@ -173,3 +173,25 @@ func TestPermissionModeUpdateWithoutAModeIsRejected(t *testing.T) {
 	require.Zero(t, count(calls, "ApplyPermissionMode"))
 	require.Zero(t, count(calls, "StorePermissionMode"))
 }
+
+// TestPermissionModeUpdateIsAnsweredBeforeContinueAsNew: an update that arrives once
+// the run decided to continue as new cannot wait for the run loop (which waits for
+// every handler): its mode is stored, answered, and the continuation applies it to the
+// live runtime.
+func TestPermissionModeUpdateIsAnsweredBeforeContinueAsNew(t *testing.T) {
+	h := newHarness(t)
+	var out modeOutcome
+	h.at(step, func() {
+		h.env.SetContinueAsNewSuggested(true)
+		h.setMode("u-7", "plan", &out)()
+	})
+	h.run(SessionStart{SessionID: "s-mode-7"})
+	start := decodeCarry(t, h.env.GetWorkflowError())
+	require.True(t, out.done)
+	require.NoError(t, out.err)
+	require.False(t, out.result.Applied)
+	require.True(t, start.Carry.Work.PermissionMode, "the continuation applies the stored mode")
+	calls := h.recorded()
+	require.Equal(t, 1, count(calls, "StorePermissionMode:plan"))
+	require.Zero(t, count(calls, "ApplyPermissionMode"))
+}

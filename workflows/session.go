@@ -29,6 +29,9 @@ type sessionWorkflow struct {
 	startedFresh bool
 	// modeChanges are permission-mode updates waiting for the live runtime.
 	modeChanges []*modeChange
+	// continuing is set once the run hands over to its continuation: no update may
+	// wait for the run loop then, since the loop waits for every handler.
+	continuing bool
 }
 
 // relayHandle follows the running Relay activity.
@@ -191,7 +194,7 @@ func (w *sessionWorkflow) run(ctx workflow.Context) error {
 func (w *sessionWorkflow) wake(ctx workflow.Context) bool {
 	s := w.s
 	switch {
-	case s.Work.ending(), s.Work.Release, s.Need != NeedNone:
+	case s.Work.ending(), s.Work.Release, s.Need != NeedNone, len(w.modeChanges) > 0:
 		return true
 	case s.Phase == PhaseTerminated:
 		return s.Work.Recover
@@ -200,8 +203,6 @@ func (w *sessionWorkflow) wake(ctx workflow.Context) bool {
 	case w.relay != nil && w.relay.done:
 		return true
 	case s.Phase == PhaseActive && (s.Work.hostWork() || w.relay == nil):
-		return true
-	case len(w.modeChanges) > 0:
 		return true
 	}
 	return workflow.GetInfo(ctx).GetContinueAsNewSuggested()
@@ -234,6 +235,7 @@ func (w *sessionWorkflow) wait(ctx workflow.Context) error {
 // queued permission mode first), and every buffered signal is drained into the
 // carried state.
 func (w *sessionWorkflow) continueAsNew(ctx workflow.Context) error {
+	w.continuing = true
 	w.stopRelay(ctx)
 	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
 		return err
