@@ -2,7 +2,8 @@
 // per Session; its signals and their payloads are declared here so the API can
 // send them without importing workflow code. Payloads carry ids only: durable
 // facts live in PostgreSQL, which the workflow re-reads on every signal, so a
-// repeated or late signal does no harm.
+// repeated or late signal does no harm. The one update, UpdateSetPermissionMode,
+// carries the mode itself: the program must accept it before it becomes a fact.
 package workflows
 
 import "github.com/astrabox/astrabox/activities"
