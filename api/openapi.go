@@ -81,6 +81,12 @@ var routeResponses = map[string]map[string]string{
 	"GET /sessions/{session_id}/stream": {
 		"429": "TOO_MANY_STREAMS: the token already holds the most open streams allowed (http.max_streams_per_token)",
 	},
+	"POST /sessions/{session_id}/permission-mode": {
+		"200": "data: the Session's details with the new permission_mode: a running Agent program accepted it (applied, then stored), or no program runs and the next one starts in it",
+		"400": "INVALID_REQUEST: permission_mode is missing or not a mode the Agent program declares",
+		"409": "PERMISSION_MODE_REFUSED: the running Agent program refused the mode; data {permission_mode, program_message} carries the program's own words and the Session keeps its mode. CONFLICT: the Session is deleted",
+		"503": "SERVICE_UNAVAILABLE: the Session's workflow could not confirm the mode in time; read the Session for its current mode and try again",
+	},
 	"POST /sessions/{session_id}/child-runs/{child_run_id}/stop": {
 		"200": "data {status: accepted, child_run_id}: the request was passed to the Session's workflow, which asks the running Agent program to stop the child run (now, or once its runtime connects again); the child run's status changes when the program reports it",
 		"404": "NOT_FOUND: no such Session or child run of the caller",
@@ -107,7 +113,7 @@ func openAPIDocument() map[string]any {
 	envelope := obj(map[string]any{"code": str, "message": str, "data": map[string]any{}}, "code", "message", "data")
 	errorCodes := []string{CodeInvalidRequest, CodeUnauthorized, CodeForbidden, CodeNotFound, CodeConflict, CodeAgentRuntimeError,
 		CodeSessionBusy, CodeInteractionNotOpen, CodePendingInputsNotCancelled, CodeAdmissionDenied, CodeHistoryImportAfterConversation,
-		CodeHistoryImportConflict, CodePayloadTooLarge, CodeTooManyStreams, CodeServiceUnavailable, CodeInternal}
+		CodeHistoryImportConflict, CodePermissionModeRefused, CodePayloadTooLarge, CodeTooManyStreams, CodeServiceUnavailable, CodeInternal}
 	paths := map[string]any{}
 	for _, r := range apiRoutes {
 		p, params := openAPIPath(r.path)

@@ -204,13 +204,9 @@ func (a *Adapter) ActivateRuntime(ctx context.Context, sc engines.EngineStartupC
 	if err := client.initialize(ctx); err != nil {
 		return engines.SessionRuntime{}, fmt.Errorf("activate claude code: %w", err)
 	}
-	if sc.PermissionMode != "" && !fresh {
-		// A fresh process got the mode on its command line; a running one may hold an
-		// older one.
-		if err := client.SetPermissionMode(ctx, sc.PermissionMode); err != nil {
-			return engines.SessionRuntime{}, fmt.Errorf("activate claude code: %w", err)
-		}
-	}
+	// A fresh process got the mode on its command line. A running one may hold an
+	// older mode: the platform's reader sets the stored one when it connects (and
+	// settles a refusal), so attaching never fails on a mode.
 	manifest, err := engines.InitializeRuntimeClient(ctx, client, a.Capabilities(), sc.ResumeSessionKey)
 	if err != nil {
 		return engines.SessionRuntime{}, fmt.Errorf("activate claude code: %w", err)
@@ -274,10 +270,15 @@ func (a *Adapter) attachRunning(ctx context.Context, sc engines.EngineStartupCon
 // processSpec is Claude Code's headless command: stream-json both ways, partial
 // messages for deltas, permission prompts routed to the control protocol, user
 // messages echoed, and exactly one conversation (flag is flagSessionID or flagResume).
+// --allow-dangerously-skip-permissions makes bypassPermissions one more mode the
+// running process can be switched to: without it Claude refuses that switch ("not
+// launched with --dangerously-skip-permissions"), while it starts in no mode it was
+// not asked for.
 func (a *Adapter) processSpec(sc engines.EngineStartupContext, paths Paths, claudeSession, flag string) engines.ProcessSpec {
 	args := append([]string{}, a.cfg.Command...)
 	args = append(args, "-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose",
-		"--include-partial-messages", "--permission-prompt-tool", "stdio", "--replay-user-messages")
+		"--include-partial-messages", "--permission-prompt-tool", "stdio", "--replay-user-messages",
+		"--allow-dangerously-skip-permissions")
 	args = append(args, flag, claudeSession)
 	if sc.PermissionMode != "" {
 		args = append(args, "--permission-mode", sc.PermissionMode)

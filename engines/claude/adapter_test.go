@@ -118,3 +118,19 @@ func TestPathsFollowTheRuntimeIdentity(t *testing.T) {
 	require.Equal(t, "/workspace/.home/.claude", def.ConfigDir)
 	require.Equal(t, "/workspace", def.WorkDir)
 }
+
+// TestEveryLaunchLetsTheProcessSwitchToBypass puts the flag that makes
+// bypassPermissions a mode the running process accepts on every launch, new or
+// resumed, whatever mode it starts in.
+func TestEveryLaunchLetsTheProcessSwitchToBypass(t *testing.T) {
+	t.Parallel()
+	a := claude.NewAdapter(claude.Config{})
+	for _, mode := range []string{"", "default", "plan"} {
+		for _, resume := range []bool{false, true} {
+			sc := engines.EngineStartupContext{SessionID: "s-" + claudeUUID(), SessionKind: engines.SessionKindAgentChat, PermissionMode: mode}
+			args := a.LaunchCommand(sc, resume)
+			require.Contains(t, args, "--allow-dangerously-skip-permissions", "mode %q resume %v", mode, resume)
+			require.NotContains(t, args, "--dangerously-skip-permissions", "the process does not start bypassing")
+		}
+	}
+}

@@ -111,6 +111,7 @@ type controlResponse struct {
 	RequestID string          `json:"request_id"`
 	Response  json.RawMessage `json:"response"`
 	Error     string          `json:"error,omitempty"`
+	ErrorCode string          `json:"error_code,omitempty"`
 }
 
 // permissionResult is Claude's answer shape for can_use_tool.
