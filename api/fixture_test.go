@@ -166,6 +166,17 @@ type fixture struct {
 
 func newFixture(t testing.TB, tune ...func(*Options)) *fixture {
 	t.Helper()
+	return newFixtureOn(t, func(_ string, o *Options) {
+		for _, fn := range tune {
+			fn(o)
+		}
+	})
+}
+
+// newFixtureOn is newFixture whose tuning also gets the database's DSN, to serve
+// the API from another connection to it.
+func newFixtureOn(t testing.TB, tune func(dsn string, o *Options)) *fixture {
+	t.Helper()
 	ctx := testutil.Context(t)
 	st, dsn := testutil.NewDB(t)
 	reg := engines.NewRegistry()
@@ -180,9 +191,7 @@ func newFixture(t testing.TB, tune ...func(*Options)) *fixture {
 
 	f := &fixture{t: t, ctx: ctx, st: st, db: db, signals: &recordingSignaler{}, registry: reg}
 	opts := Options{Logger: zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)), Store: st, Output: listener, Signaler: f.signals, Registry: reg}
-	for _, fn := range tune {
-		fn(&opts)
-	}
+	tune(dsn, &opts)
 	f.srv = httptest.NewServer(New(opts).Handler())
 	t.Cleanup(f.srv.Close)
 
