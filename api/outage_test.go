@@ -142,4 +142,3 @@ func (p *dbProxy) stop() {
 	p.mu.Unlock()
 	p.wg.Wait()
 }
-
