@@ -74,6 +74,28 @@ type temporalOptions struct {
 	UIPort  int
 	DBFile  string
 	LogFile string
+	Restart restartPolicy
+}
+
+// restartPolicy is how the supervisor restarts a server that exited; the zero
+// value is the dev stack's (restartFirstDelay, restartMaxDelay, maxQuickRestarts).
+type restartPolicy struct {
+	FirstDelay time.Duration
+	MaxDelay   time.Duration
+	MaxQuick   int
+}
+
+func (p restartPolicy) withDefaults() restartPolicy {
+	if p.FirstDelay <= 0 {
+		p.FirstDelay = restartFirstDelay
+	}
+	if p.MaxDelay <= 0 {
+		p.MaxDelay = restartMaxDelay
+	}
+	if p.MaxQuick <= 0 {
+		p.MaxQuick = maxQuickRestarts
+	}
+	return p
 }
 
 // findTemporal locates the Temporal CLI: the configured path, ./bin/temporal,
@@ -164,7 +186,8 @@ func (s *temporalServer) launch() (*temporalProcess, error) {
 // bounded backoff, until stop or too many quick failures in a row.
 func (s *temporalServer) supervise(proc *temporalProcess) {
 	defer close(s.done)
-	delay := restartFirstDelay
+	policy := s.opts.Restart.withDefaults()
+	delay := policy.FirstDelay
 	quick := 0
 	for {
 		started := time.Now()
@@ -174,10 +197,10 @@ func (s *temporalServer) supervise(proc *temporalProcess) {
 		case <-proc.exited:
 		}
 		if time.Since(started) >= restartResetAfter {
-			delay, quick = restartFirstDelay, 0
+			delay, quick = policy.FirstDelay, 0
 		}
 		quick++
-		if quick > maxQuickRestarts {
+		if quick > policy.MaxQuick {
 			s.err = fmt.Errorf("the Temporal dev server exited %d times in a row, last: %v (see %s)", quick, proc.err, s.opts.LogFile)
 			close(s.failed)
 			return
@@ -193,7 +216,7 @@ func (s *temporalServer) supervise(proc *temporalProcess) {
 			close(s.failed)
 			return
 		}
-		delay = min(delay*2, restartMaxDelay)
+		delay = min(delay*2, policy.MaxDelay)
 		proc = next
 	}
 }
