@@ -16,9 +16,13 @@ const defaultCommitEvery = 256
 
 // OutputCommitter is implemented by a process session whose box can free journal
 // lines the platform has recorded (the runner's CommitOutput). Reading from before the
-// freed lines then fails.
+// freed lines then fails, so such a box also says where its journal ends: a client
+// that connects to a running process after lines were freed waits for the answer to a
+// control request from there instead of from the start.
 type OutputCommitter interface {
 	CommitOutput(ctx context.Context, through int64) error
+	// OutputEnd is the offset the next journalled line will have at least.
+	OutputEnd(ctx context.Context) (int64, error)
 }
 
 // checkpoint is the translation state at a journal line, saved in the box before the

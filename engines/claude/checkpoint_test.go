@@ -39,6 +39,14 @@ func (b *freeingBox) CommitOutput(_ context.Context, through int64) error {
 	return nil
 }
 
+func (b *freeingBox) OutputEnd(context.Context) (int64, error) {
+	end := b.freed + 1
+	for _, l := range b.rec.journal {
+		end = max(end, l.Offset+1)
+	}
+	return end, nil
+}
+
 func (b *freeingBox) ReadOutput(ctx context.Context, offset int64, follow bool) iter.Seq2[engines.OutputLine, error] {
 	return func(yield func(engines.OutputLine, error) bool) {
 		if b.freed > 0 && offset <= b.freed {

@@ -193,7 +193,17 @@ func (c *Client) control(ctx context.Context, request map[string]any) (json.RawM
 	id := "astrabox-" + randomHex(8)
 	raw, _ := json.Marshal(request)
 	line, _ := json.Marshal(map[string]any{"type": "control_request", "request_id": id, "request": json.RawMessage(raw)})
+	// The answer comes after the request, so it is searched for from the end of what
+	// was journalled before it: a client new to a running process has read nothing yet,
+	// and the start of its journal may have been freed.
 	from := c.tail.Load()
+	if committer, ok := c.proc.(OutputCommitter); ok {
+		end, err := committer.OutputEnd(ctx)
+		if err != nil {
+			return nil, err
+		}
+		from = max(from, end)
+	}
 	if err := c.proc.WriteStdin(ctx, id, append(line, '\n')); err != nil {
 		return nil, err
 	}

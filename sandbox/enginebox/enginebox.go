@@ -165,6 +165,16 @@ func (p *process) CommitOutput(ctx context.Context, through int64) error {
 	return nil
 }
 
+// OutputEnd is the offset after the newest journalled line: reading from there
+// yields only lines written later, whatever was freed before.
+func (p *process) OutputEnd(ctx context.Context) (int64, error) {
+	st, err := p.h.Process(ctx, p.name)
+	if err != nil {
+		return 0, fmt.Errorf("status of %s: %w", p.name, err)
+	}
+	return st.LastOffset + 1, nil
+}
+
 // Signal implements engines.ProcessSession; "INT" and "SIGINT" both work.
 func (p *process) Signal(ctx context.Context, signal string) error {
 	name := strings.ToUpper(signal)
