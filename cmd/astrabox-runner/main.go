@@ -4,7 +4,7 @@
 // It is built as a static binary (CGO_ENABLED=0) so it runs in any image.
 //
 //	astrabox-runner serve -config /run/astrabox/runner.json [-ready-fd N]
-//	astrabox-runner launch -uid U -gid G [-cgroup DIR]... -- bwrap ARGS...
+//	astrabox-runner launch -uid U -runner-uid R [-fds N] [-cgroup DIR]... -- bwrap ARGS...
 package main
 
 import (

@@ -57,8 +57,13 @@ func (b *Backend) create(ctx context.Context, spec sandbox.Spec, pool string) (s
 	if err != nil {
 		return nil, err
 	}
+	runnerUID, err := b.allocateUID(id)
+	if err != nil {
+		_ = os.Remove(b.uidFile(uid))
+		return nil, err
+	}
 	dir := b.boxDir(id)
-	x := &box{dir: dir, dead: make(chan struct{}), creating: true, rec: record{ID: id, UID: uid, Spec: spec,
+	x := &box{dir: dir, dead: make(chan struct{}), creating: true, rec: record{ID: id, UID: uid, RunnerUID: runnerUID, Spec: spec,
 		CreatedAt: time.Now().UTC(), Pool: pool, Cgroups: len(b.cg.dirs(id)) > 0}}
 	defer func() {
 		x.mu.Lock()
@@ -110,7 +115,7 @@ func (b *Backend) create(ctx context.Context, spec sandbox.Spec, pool string) (s
 
 // prepare writes the box's folders, account files and runner configuration.
 func (b *Backend) prepare(x *box) error {
-	spec, uid := x.rec.Spec, x.rec.UID
+	spec, uid, runnerUID := x.rec.Spec, x.rec.UID, x.rec.RunnerUID
 	mk := func(p string, mode os.FileMode, owner int) error {
 		if err := os.MkdirAll(p, mode); err != nil {
 			return fmt.Errorf("create %s: %w", p, err)
@@ -136,7 +141,9 @@ func (b *Backend) prepare(x *box) error {
 	if err := os.WriteFile(filepath.Join(x.dir, "etc/group"), []byte(group), 0o644); err != nil {
 		return fmt.Errorf("write group: %w", err)
 	}
-	if err := mk(filepath.Join(x.dir, "control"), 0o700, uid); err != nil {
+	// The control folder is the runner's alone: the program may not reach the
+	// socket that answers approvals nor rewrite the journals replay trusts.
+	if err := mk(filepath.Join(x.dir, "control"), 0o700, runnerUID); err != nil {
 		return err
 	}
 	if err := mk(filepath.Join(x.dir, "egress"), 0o755, 0); err != nil {
@@ -158,7 +165,7 @@ func (b *Backend) prepare(x *box) error {
 		}
 	}
 	cfg := runnerapi.Config{StateDir: runnerapi.ControlDir, Socket: runnerapi.ControlDir + "/" + runnerapi.SocketName,
-		Workspace: spec.Workspace.MountPath, Env: boxEnv(spec)}
+		Workspace: spec.Workspace.MountPath, Env: boxEnv(spec), ProgramUID: uid, ProgramGID: uid}
 	for _, f := range spec.Network.Forwards {
 		cfg.Forwards = append(cfg.Forwards, runnerapi.Forward{Listen: "127.0.0.1:" + strconv.Itoa(f.Port),
 			Socket: runnerapi.EgressDir + "/" + f.Name + ".sock"})
@@ -171,7 +178,7 @@ func (b *Backend) prepare(x *box) error {
 	if err := os.WriteFile(cfgPath, raw, 0o600); err != nil {
 		return fmt.Errorf("write runner config: %w", err)
 	}
-	if err := os.Chown(cfgPath, uid, uid); err != nil {
+	if err := os.Chown(cfgPath, runnerUID, runnerUID); err != nil {
 		return fmt.Errorf("chown runner config: %w", err)
 	}
 	return writeRecord(x.dir, x.rec)
@@ -201,11 +208,13 @@ func chownTree(root string, uid int) error {
 }
 
 // startEgress serves the host side of every declared forward in the box's
-// egress folder.
+// egress folder. The sockets belong to the runner's account, which forwards the
+// program's loopback connections to them.
 func (b *Backend) startEgress(x *box) error {
 	rec := x.record()
 	for _, f := range rec.Spec.Network.Forwards {
-		srv, err := egress.Listen(filepath.Join(x.dir, "egress", f.Name+".sock"), rec.UID, rec.UID, b.opts.Egress[f.Name])
+		srv, err := egress.Listen(filepath.Join(x.dir, "egress", f.Name+".sock"), rec.RunnerUID, rec.RunnerUID,
+			b.opts.Egress[f.Name])
 		if err != nil {
 			return fmt.Errorf("egress %q: %w", f.Name, err)
 		}
@@ -248,7 +257,9 @@ func (b *Backend) launch(ctx context.Context, x *box) (string, error) {
 		return "", fmt.Errorf("ready pipe: %w", err)
 	}
 	defer readyR.Close()
-	args := []string{"launch", "-uid", strconv.Itoa(rec.UID), "-gid", strconv.Itoa(rec.UID)}
+	extra := []*os.File{status, readyW}
+	args := []string{"launch", "-uid", strconv.Itoa(rec.UID), "-runner-uid", strconv.Itoa(rec.RunnerUID),
+		"-fds", strconv.Itoa(len(extra))}
 	for _, d := range b.cg.dirs(rec.ID) {
 		args = append(args, "-cgroup", d)
 	}
@@ -257,7 +268,7 @@ func (b *Backend) launch(ctx context.Context, x *box) (string, error) {
 	cmd := exec.Command(b.opts.RunnerPath, args...)
 	cmd.Env = []string{"PATH=/usr/bin:/bin"}
 	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.ExtraFiles = []*os.File{status, readyW}
+	cmd.ExtraFiles = extra
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	err = cmd.Start()
 	readyW.Close()

@@ -54,9 +54,6 @@ type Options struct {
 	// Default "astrabox-" and a hash of StateDir, so that backends with different
 	// state dirs on one host never take each other's boxes for leftovers.
 	CgroupParent string
-	// DisableNestedUserNamespaces forbids user namespaces inside boxes. It is
-	// off by default because Codex's own sandbox needs them.
-	DisableNestedUserNamespaces bool
 	// Logger receives operational logs. Default: no logs.
 	Logger *zap.Logger
 }
