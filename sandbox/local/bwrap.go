@@ -89,7 +89,7 @@ func bwrapArgs(o Options, rec record, dir, workspace string) []string {
 	// The runner starts in / : the workspace is the program account's alone, and
 	// the runner starts each process there as that account.
 	a = append(a, "--bind", workspace, spec.Workspace.MountPath, "--chdir", "/",
-		"--remount-ro", "/", "--json-status-fd", "3",
+		"--remount-ro", "/", "--json-status-fd", "3", "--seccomp", "5",
 		"--", runnerInBox, "serve", "-config", runnerapi.ControlDir+"/"+runnerapi.ConfigName, "-ready-fd", "4")
 	return a
 }

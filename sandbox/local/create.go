@@ -257,7 +257,14 @@ func (b *Backend) launch(ctx context.Context, x *box) (string, error) {
 		return "", fmt.Errorf("ready pipe: %w", err)
 	}
 	defer readyR.Close()
-	extra := []*os.File{status, readyW}
+	filter, err := seccompFile(b.opts.AllowNestedUserNamespaces)
+	if err != nil {
+		readyW.Close()
+		return "", err
+	}
+	defer filter.Close()
+	// Descriptors 3, 4 and 5 in bubblewrap, as bwrapArgs names them.
+	extra := []*os.File{status, readyW, filter}
 	args := []string{"launch", "-uid", strconv.Itoa(rec.UID), "-runner-uid", strconv.Itoa(rec.RunnerUID),
 		"-fds", strconv.Itoa(len(extra))}
 	for _, d := range b.cg.dirs(rec.ID) {

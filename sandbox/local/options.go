@@ -54,6 +54,12 @@ type Options struct {
 	// Default "astrabox-" and a hash of StateDir, so that backends with different
 	// state dirs on one host never take each other's boxes for leftovers.
 	CgroupParent string
+	// AllowNestedUserNamespaces lets programs create user namespaces inside
+	// their boxes, which the boxes' seccomp filter refuses by default: a new
+	// user namespace hands an unprivileged program every capability over its
+	// own namespaces, and with it much more of the kernel. Only for programs
+	// that sandbox their own tools with namespaces (Codex's bubblewrap).
+	AllowNestedUserNamespaces bool
 	// Logger receives operational logs. Default: no logs.
 	Logger *zap.Logger
 }

@@ -130,3 +130,56 @@ func TestHostReadsNoPlantedLinks(t *testing.T) {
 	require.False(t, errors.Is(err, sandbox.ErrOutputReleased))
 	require.NotContains(t, err.Error(), "host secret")
 }
+
+// TestSeccompRefusesNamespacesAndMounts: inside a box a program cannot make a
+// user namespace (nor mount, trace or load BPF), while the everyday tools of a
+// coding agent keep working: a shell, node (threads, child processes) and git.
+func TestSeccompRefusesNamespacesAndMounts(t *testing.T) {
+	t.Parallel()
+	b := newBackend(t, testOptions(t))
+	h, err := b.Create(testContext(t), sandbox.Spec{})
+	require.NoError(t, err)
+
+	for script, want := range map[string]string{
+		"unshare -U true":       "Operation not permitted",
+		"unshare -Ur true":      "Operation not permitted",
+		"unshare -m true":       "Operation not permitted",
+		"mount -t tmpfs x /tmp": "",
+		refusedBy("SYS_keyctl"): "refused",
+		refusedBy("SYS_bpf"):    "refused",
+		refusedBy("SYS_ptrace"): "refused",
+	} {
+		res := sh(t, h, script)
+		require.NotEqual(t, 0, res.ExitCode, "%s must fail; stdout: %s", script, res.Stdout)
+		require.NotContains(t, string(res.Stderr), "allowed", script)
+		require.Contains(t, string(res.Stderr), want, script)
+	}
+	res := sh(t, h, `set -e
+		bash -c 'echo $((6*7))'
+		node -e 'const {Worker} = require("worker_threads");
+			new Worker("require(\"worker_threads\").parentPort.postMessage(1)", {eval: true})
+				.on("message", () => console.log(require("child_process").execFileSync("echo", ["node ok"]).toString().trim()))'
+		cd /tmp && git init -q repo && cd repo && git -c user.name=a -c user.email=a@b commit -q --allow-empty -m x && git log --oneline | wc -l`)
+	require.Equal(t, 0, res.ExitCode, "stderr: %s", res.Stderr)
+	require.Equal(t, "42\nnode ok\n1\n", string(res.Stdout))
+}
+
+// TestNestedUserNamespacesOnRequest: the backend option for programs that
+// sandbox their own tools lets them make user namespaces again.
+func TestNestedUserNamespacesOnRequest(t *testing.T) {
+	t.Parallel()
+	opts := testOptions(t)
+	opts.AllowNestedUserNamespaces = true
+	b := newBackend(t, opts)
+	h, err := b.Create(testContext(t), sandbox.Spec{})
+	require.NoError(t, err)
+	res := sh(t, h, "unshare -Ur id -u")
+	require.Equal(t, 0, res.ExitCode, "stderr: %s", res.Stderr)
+	require.Equal(t, "0\n", string(res.Stdout))
+}
+
+// refusedBy is a script that calls a system call with zero arguments and says
+// "refused" when it fails with EPERM, "allowed" otherwise.
+func refusedBy(syscallName string) string {
+	return `perl -e 'require "syscall.ph"; syscall(&` + syscallName + `, 0, 0, 0, 0) == -1 && $!{EPERM} and die "refused\n"; die "allowed: $!\n"'`
+}
