@@ -81,6 +81,9 @@ func bwrapArgs(o Options, rec record, dir, workspace string) []string {
 		"--bind", filepath.Join(dir, "control"), runnerapi.ControlDir,
 		"--ro-bind", filepath.Join(dir, "egress"), runnerapi.EgressDir,
 		"--ro-bind", o.RunnerPath, runnerInBox)
+	if spec.Image.Root == "" {
+		a = append(a, mountParents(spec)...)
+	}
 	for _, m := range spec.Mounts {
 		a = append(a, "--ro-bind", m.Source, m.Target)
 	}
@@ -91,6 +94,31 @@ func bwrapArgs(o Options, rec record, dir, workspace string) []string {
 	a = append(a, "--bind", workspace, spec.Workspace.MountPath, "--chdir", "/",
 		"--remount-ro", "/", "--json-status-fd", "3", "--seccomp", "5",
 		"--", runnerInBox, "serve", "-config", runnerapi.ControlDir+"/"+runnerapi.ConfigName, "-ready-fd", "4")
+	return a
+}
+
+// mountParents creates, world-traversable, the folders that lead to the box's
+// mount points on a root made of the host's system folders. bubblewrap would
+// make them itself, but private (0700) and owned by the box's root, which the
+// program's account could then not traverse to reach its own program install
+// or workspace.
+func mountParents(spec sandbox.Spec) []string {
+	targets := []string{spec.Workspace.MountPath}
+	for _, m := range spec.Mounts {
+		targets = append(targets, m.Target)
+	}
+	var a []string
+	seen := map[string]bool{"/": true, "/usr": true, "/etc": true, "/dev": true, "/proc": true, "/tmp": true, "/run": true}
+	for _, t := range targets {
+		var parents []string
+		for p := filepath.Dir(filepath.Clean(t)); !seen[p]; p = filepath.Dir(p) {
+			seen[p] = true
+			parents = append(parents, p)
+		}
+		for i := len(parents) - 1; i >= 0; i-- {
+			a = append(a, "--perms", "0755", "--dir", parents[i])
+		}
+	}
 	return a
 }
 

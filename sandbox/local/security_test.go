@@ -60,7 +60,8 @@ func TestProgramCannotReachTheRunner(t *testing.T) {
 	refused("perl -e 'require \"syscall.ph\"; syscall(&SYS_ptrace, 16, "+pid+", 0, 0) == 0 or die \"$!\\n\"'",
 		"Operation not permitted")
 	// The program holds no capability and cannot gain one by executing a file.
-	status := string(sh(t, h, "grep -E '^(CapEff|CapPrm|NoNewPrivs)' /proc/self/status").Stdout)
+	status := string(sh(t, h, "grep -E '^(Cap|NoNewPrivs)' /proc/self/status").Stdout)
+	require.Contains(t, status, "CapInh:\t0000000000000000")
 	require.Contains(t, status, "CapPrm:\t0000000000000000")
 	require.Contains(t, status, "CapEff:\t0000000000000000")
 	require.Contains(t, status, "NoNewPrivs:\t1")
@@ -133,11 +134,14 @@ func TestHostReadsNoPlantedLinks(t *testing.T) {
 
 // TestSeccompRefusesNamespacesAndMounts: inside a box a program cannot make a
 // user namespace (nor mount, trace or load BPF), while the everyday tools of a
-// coding agent keep working: a shell, node (threads, child processes) and git.
+// coding agent keep working: a shell from a bound install, node (threads,
+// child processes) and git.
 func TestSeccompRefusesNamespacesAndMounts(t *testing.T) {
 	t.Parallel()
 	b := newBackend(t, testOptions(t))
-	h, err := b.Create(testContext(t), sandbox.Spec{})
+	// A program install bound below a folder the host root lacks, as the
+	// platform binds Claude Code at /opt/claude.
+	h, err := b.Create(testContext(t), sandbox.Spec{Mounts: []sandbox.Mount{{Source: "/usr/bin", Target: "/opt/tools/bin"}}})
 	require.NoError(t, err)
 
 	for script, want := range map[string]string{
@@ -155,7 +159,7 @@ func TestSeccompRefusesNamespacesAndMounts(t *testing.T) {
 		require.Contains(t, string(res.Stderr), want, script)
 	}
 	res := sh(t, h, `set -e
-		bash -c 'echo $((6*7))'
+		/opt/tools/bin/bash -c 'echo $((6*7))'
 		node -e 'const {Worker} = require("worker_threads");
 			new Worker("require(\"worker_threads\").parentPort.postMessage(1)", {eval: true})
 				.on("message", () => console.log(require("child_process").execFileSync("echo", ["node ok"]).toString().trim()))'
