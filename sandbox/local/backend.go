@@ -241,6 +241,9 @@ func (b *Backend) validate(spec sandbox.Spec) error {
 	if err := checkImage(spec); err != nil {
 		return err
 	}
+	if err := b.checkLimits(spec.Limits.Or(b.opts.DefaultLimits)); err != nil {
+		return err
+	}
 	for _, m := range spec.Mounts {
 		if _, err := os.Stat(m.Source); err != nil {
 			return fmt.Errorf("%w: mount source %q: %v", sandbox.ErrInvalidSpec, m.Source, err)

@@ -23,19 +23,7 @@ import (
 )
 
 func (b *Backend) withLimits(spec sandbox.Spec) sandbox.Spec {
-	d := b.opts.DefaultLimits
-	if spec.Limits.CPUMillis == 0 {
-		spec.Limits.CPUMillis = d.CPUMillis
-	}
-	if spec.Limits.MemoryBytes == 0 {
-		spec.Limits.MemoryBytes = d.MemoryBytes
-	}
-	if spec.Limits.Pids == 0 {
-		spec.Limits.Pids = d.Pids
-	}
-	if spec.Limits.TmpBytes == 0 {
-		spec.Limits.TmpBytes = d.TmpBytes
-	}
+	spec.Limits = spec.Limits.Or(b.opts.DefaultLimits)
 	return spec
 }
 
