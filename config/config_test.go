@@ -78,6 +78,9 @@ func TestValidationNamesTheKey(t *testing.T) {
 		{name: "unknown yaml key", yaml: "http:\n  adr: x\n", key: "http.adr", want: "unknown key"},
 		{name: "bad backend", environ: []string{"ASTRABOX_SANDBOX_BACKEND=cloud"}, key: "sandbox.backend", want: "expected one of local"},
 		{name: "tls files missing", environ: []string{"ASTRABOX_TEMPORAL_TLS_ENABLED=true", "ASTRABOX_TEMPORAL_TLS_CA_FILE=/nonexistent/ca.pem"}, key: "temporal.tls.ca_file", want: "readable file"},
+		{name: "bad memory limit", environ: []string{"ASTRABOX_SANDBOX_LIMITS_MEMORY=lots"}, key: "sandbox.limits", want: "not a byte quantity"},
+		{name: "bad cpu limit", environ: []string{"ASTRABOX_SANDBOX_LIMITS_CPU=-1"}, key: "sandbox.limits", want: "out of range"},
+		{name: "negative box cap", environ: []string{"ASTRABOX_SANDBOX_MAX_LIVE_BOXES_PER_USER=-1"}, key: "sandbox.max_live_boxes_per_user", want: "zero (no cap)"},
 		{name: "bad url", environ: []string{"ASTRABOX_MODELS_ANTHROPIC_BASE_URL=api.example"}, key: "models.anthropic_base_url", want: "http:// or https://"},
 	}
 	for _, tc := range cases {

@@ -75,13 +75,16 @@ var (
 )
 
 // ParseBytes reads a byte quantity: a JSON number of bytes or a string such as
-// "512Mi", "2Gi", "1G" or "1048576". Zero means unset.
+// "512Mi", "2Gi", "1G" or "1048576". Zero and "" mean unset.
 func ParseBytes(v any) (int64, error) {
 	switch x := v.(type) {
 	case float64:
 		return wholeNonNegative(x)
 	case string:
 		s := strings.TrimSpace(x)
+		if s == "" {
+			return 0, nil
+		}
 		for _, table := range []map[string]int64{binarySuffixes, decimalSuffixes} {
 			for suf, mult := range table {
 				if num, ok := strings.CutSuffix(s, suf); ok {
@@ -103,13 +106,17 @@ func ParseBytes(v any) (int64, error) {
 }
 
 // ParseCPU reads a CPU quantity in thousandths of a core: a JSON number of
-// cores (1.5) or a string of cores ("2", "0.5") or millicores ("500m").
+// cores (1.5) or a string of cores ("2", "0.5") or millicores ("500m"). Zero
+// and "" mean unset.
 func ParseCPU(v any) (int64, error) {
 	switch x := v.(type) {
 	case float64:
 		return wholeNonNegative(x * 1000)
 	case string:
 		s := strings.TrimSpace(x)
+		if s == "" {
+			return 0, nil
+		}
 		if num, ok := strings.CutSuffix(s, "m"); ok {
 			f, err := strconv.ParseFloat(num, 64)
 			if err != nil {
