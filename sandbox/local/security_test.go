@@ -66,6 +66,19 @@ func TestProgramCannotReachTheRunner(t *testing.T) {
 	require.Contains(t, status, "CapEff:\t0000000000000000")
 	require.Contains(t, status, "NoNewPrivs:\t1")
 
+	// Links the program plants do not lend it the runner's rights: the runner
+	// reads and writes files as the program's account.
+	require.Equal(t, 0, sh(t, h, "ln -s "+runnerapi.ControlDir+"/"+runnerapi.ConfigName+" /workspace/config-link && "+
+		"ln -s "+runnerapi.ControlDir+"/boots /workspace/boots-link").ExitCode)
+	_, err = h.ReadFile(ctx, "/workspace/config-link")
+	require.ErrorContains(t, err, "permission denied")
+	// (The runner's stat of the link's target is refused, so it reports the
+	// link itself as in the way.)
+	err = h.WriteFile(ctx, "/workspace/boots-link/"+info.BootID+"/proc/victim/journal", []byte("forged"), 0o644)
+	require.Error(t, err)
+	_, err = h.ListDir(ctx, "/workspace/boots-link")
+	require.ErrorContains(t, err, "permission denied")
+
 	// The platform's own write still goes through, and it is the only one.
 	_, err = h.WriteStdin(ctx, "victim", "w1", []byte("from the platform\n"))
 	require.NoError(t, err)
