@@ -200,9 +200,12 @@ func chownTree(root string, uid int) error {
 // program's loopback connections to them.
 func (b *Backend) startEgress(x *box) error {
 	rec := x.record()
+	owner := rec.RunnerUID
+	if owner == 0 {
+		owner = rec.UID // a box adopted from a backend whose runners ran as the program
+	}
 	for _, f := range rec.Spec.Network.Forwards {
-		srv, err := egress.Listen(filepath.Join(x.dir, "egress", f.Name+".sock"), rec.RunnerUID, rec.RunnerUID,
-			b.opts.Egress[f.Name])
+		srv, err := egress.Listen(filepath.Join(x.dir, "egress", f.Name+".sock"), owner, owner, b.opts.Egress[f.Name])
 		if err != nil {
 			return fmt.Errorf("egress %q: %w", f.Name, err)
 		}
