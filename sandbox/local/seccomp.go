@@ -55,9 +55,9 @@ func auditArch() (uint32, error) {
 	return 0, fmt.Errorf("local sandbox: no seccomp filter for %s (amd64 and arm64 have one)", runtime.GOARCH)
 }
 
-// seccompFilter assembles the filter. allowUserNamespaces leaves clone and
+// seccompFilter is the filter's program. allowUserNamespaces leaves clone and
 // unshare with CLONE_NEWUSER alone, for programs that sandbox themselves.
-func seccompFilter(allowUserNamespaces bool) ([]bpf.RawInstruction, error) {
+func seccompFilter(allowUserNamespaces bool) ([]bpf.Instruction, error) {
 	arch, err := auditArch()
 	if err != nil {
 		return nil, err
@@ -88,21 +88,20 @@ func seccompFilter(allowUserNamespaces bool) ([]bpf.RawInstruction, error) {
 				allow)
 		}
 	}
-	prog = append(prog, allow)
-	raw, err := bpf.Assemble(prog)
-	if err != nil {
-		return nil, fmt.Errorf("assemble seccomp filter: %w", err)
-	}
-	return raw, nil
+	return append(prog, allow), nil
 }
 
 // seccompFile returns the filter as bubblewrap reads it from a descriptor: an
 // array of struct sock_filter in the machine's byte order, in a pipe whose
 // writing end is closed.
 func seccompFile(allowUserNamespaces bool) (*os.File, error) {
-	raw, err := seccompFilter(allowUserNamespaces)
+	prog, err := seccompFilter(allowUserNamespaces)
 	if err != nil {
 		return nil, err
+	}
+	raw, err := bpf.Assemble(prog)
+	if err != nil {
+		return nil, fmt.Errorf("assemble seccomp filter: %w", err)
 	}
 	var buf bytes.Buffer
 	for _, in := range raw {
