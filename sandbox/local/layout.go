@@ -40,7 +40,9 @@ type record struct {
 	RunnerUID int          `json:"runner_uid"`
 	Spec      sandbox.Spec `json:"spec"`
 	CreatedAt time.Time    `json:"created_at"`
-	// BwrapPID is the outer bubblewrap process; it exits when the runner does.
+	// BwrapPID is the box's outer process, the launcher that waits for
+	// bubblewrap (bubblewrap itself on boxes of earlier backends); it exits when
+	// the runner does.
 	BwrapPID   int    `json:"bwrap_pid"`
 	BwrapStart uint64 `json:"bwrap_start"`
 	// InitPID is pid 1 of the box's namespace; killing it ends every process.
