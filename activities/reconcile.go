@@ -9,12 +9,13 @@ import (
 	"github.com/astrabox/astrabox/store"
 )
 
-// reconcile settles the records with the runtime's own account after
-// RuntimeCursorExpired: inputs the runtime received but never admitted are taken back
-// (except those it still queues), admitted ids close custody, a response it no longer
-// reports ends failed (runtime_lost), and an interaction it no longer waits on closes
-// with its retained closure reason or as expired. It returns the cursor State names.
-func (r *relayRun) reconcile(ctx context.Context) (*engines.RuntimeCursor, error) {
+// reconcile settles the records with the runtime's own account after expired, a
+// cursor the runtime refused (RuntimeCursorExpired): inputs the runtime received but
+// never admitted are taken back (except those it still queues), admitted ids close
+// custody, a response it no longer reports ends failed (runtime_lost), and an
+// interaction it no longer waits on closes with its retained closure reason or as
+// expired. It returns the cursor to read on from (continueFrom).
+func (r *relayRun) reconcile(ctx context.Context, expired *engines.RuntimeCursor) (*engines.RuntimeCursor, error) {
 	state, err := r.l.client.State(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("read runtime state: %w", err)
@@ -26,15 +27,30 @@ func (r *relayRun) reconcile(ctx context.Context) (*engines.RuntimeCursor, error
 	if err != nil {
 		return nil, err
 	}
-	if state.Cursor != nil {
-		rec.Cursor = cursorUpdate(*state.Cursor)
+	next := continueFrom(expired, state)
+	if next != nil {
+		rec.Cursor = cursorUpdate(*next)
 	}
 	res, err := r.a.deps.Store.ReconcileRuntime(ctx, rec)
 	if err != nil {
 		return nil, err
 	}
 	r.throughSeq = res.LastSeq
-	return state.Cursor, nil
+	return next, nil
+}
+
+// continueFrom is where reading resumes after reconciliation. A cursor of another
+// incarnation than the one connected means the platform recorded nothing of this one
+// (a cursor is committed with the parts it produced), so every event it has is new:
+// read it from its start. A response it began before this reader connected (an input
+// handed over while the reader was starting) is then recorded from its start part,
+// instead of being met first at its end. Within one incarnation the expired position
+// is gone, and reading continues where the runtime's State says.
+func continueFrom(expired *engines.RuntimeCursor, state engines.RuntimeState) *engines.RuntimeCursor {
+	if expired != nil && state.Cursor != nil && expired.Generation != state.Cursor.Generation {
+		return nil
+	}
+	return state.Cursor
 }
 
 // settlement builds the Reconciliation of the Session's open records against state;

@@ -23,7 +23,8 @@ import (
 // renews the lease, ends when its context is cancelled, and returns
 // RelayConnectionLost when the connection drops so the workflow can reconnect. A
 // RuntimeCursorExpired is reconciled from the runtime's own State, as the engine
-// contract prescribes, and reading continues from the cursor State names.
+// contract prescribes, and reading continues from the cursor State names, or from the
+// start of a runtime incarnation the platform has recorded nothing of.
 func (a *Activities) Relay(ctx context.Context, ref RuntimeRef) (RelayResult, error) {
 	l, err := a.live.get(ref.SessionID, ref.RuntimeGeneration)
 	if err != nil {
@@ -83,7 +84,7 @@ func (r *relayRun) run(ctx context.Context) (RelayResult, error) {
 		switch {
 		case errors.Is(err, engines.ErrRuntimeCursorExpired):
 			r.log.Info("runtime cursor expired; reconciling from the runtime's state", zap.Error(err))
-			if cursor, err = r.reconcile(ctx); err != nil {
+			if cursor, err = r.reconcile(ctx, cursor); err != nil {
 				return r.result(""), err
 			}
 			if _, err := r.a.deliverHeld(ctx, r.l); err != nil {

@@ -20,7 +20,7 @@ func writeOK(c *gin.Context, data any) {
 }
 
 // fail writes err through the single mapper and logs its cause. Handlers call it
-// and return.
+// and return. A 503 carries Retry-After.
 func (s *Server) fail(c *gin.Context, err error) {
 	apiErr := toAPIError(err, s.errorMappers)
 	log := RequestLogger(c, s.log)
@@ -29,5 +29,6 @@ func (s *Server) fail(c *gin.Context, err error) {
 	} else {
 		log.Debug("request refused", zap.String("code", apiErr.Code), zap.Error(err))
 	}
+	setRetryAfter(c.Writer.Header(), apiErr.Status)
 	c.AbortWithStatusJSON(apiErr.Status, Envelope{Code: apiErr.Code, Message: apiErr.Message, Data: apiErr.Data})
 }

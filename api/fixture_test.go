@@ -206,6 +206,17 @@ type fixture struct {
 
 func newFixture(t testing.TB, tune ...func(*Options)) *fixture {
 	t.Helper()
+	return newFixtureOn(t, func(_ string, o *Options) {
+		for _, fn := range tune {
+			fn(o)
+		}
+	})
+}
+
+// newFixtureOn is newFixture whose tuning also gets the database's DSN, to serve
+// the API from another connection to it.
+func newFixtureOn(t testing.TB, tune func(dsn string, o *Options)) *fixture {
+	t.Helper()
 	ctx := testutil.Context(t)
 	_, dsn := testutil.NewDB(t)
 	// The server's store seals secret values, as a configured deployment does.
@@ -228,9 +239,7 @@ func newFixture(t testing.TB, tune ...func(*Options)) *fixture {
 	f := &fixture{t: t, ctx: ctx, st: st, db: db, registry: reg, runtime: &testClient{refuse: map[string]string{}}}
 	f.signals = &recordingSignaler{store: st, runtime: f.runtime}
 	opts := Options{Logger: zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)), Store: st, Output: listener, Signaler: f.signals, Registry: reg}
-	for _, fn := range tune {
-		fn(&opts)
-	}
+	tune(dsn, &opts)
 	f.opts = opts
 	f.srv = httptest.NewServer(New(opts).Handler())
 	t.Cleanup(f.srv.Close)

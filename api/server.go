@@ -24,8 +24,9 @@ type Options struct {
 	Logger *zap.Logger
 	// Checks are the dependencies /readyz reports on.
 	Checks []Check
-	// ErrorMappers translate domain errors into envelopes. The store's and the engine
-	// registry's errors are always mapped after these.
+	// ErrorMappers translate domain errors into envelopes. An unreachable database or
+	// Temporal is always mapped first (503), the store's and the engine registry's
+	// errors after these.
 	ErrorMappers []ErrorMapper
 
 	// Store is the database (*store.Store); nil serves only the health routes.
@@ -109,7 +110,7 @@ func New(opts Options) *Server {
 		log:             opts.Logger,
 		engine:          gin.New(),
 		checks:          opts.Checks,
-		errorMappers:    append(append([]ErrorMapper(nil), opts.ErrorMappers...), domainErrors),
+		errorMappers:    append(append([]ErrorMapper{unavailableErrors}, opts.ErrorMappers...), domainErrors),
 		store:           opts.Store,
 		output:          opts.Output,
 		signaler:        opts.Signaler,

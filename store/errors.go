@@ -1,8 +1,12 @@
 package store
 
 import (
+	"context"
+	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/url"
 	"strings"
 
@@ -16,7 +20,21 @@ const (
 	pgUniqueViolation     = "23505"
 	pgForeignKeyViolation = "23503"
 	pgCheckViolation      = "23514"
+
+	// pgClassConnection is SQLSTATE class 08, connection exceptions.
+	pgClassConnection = "08"
+	// pgAdminShutdown, pgCrashShutdown and pgCannotConnectNow are sent while the
+	// server shuts down, recovers from a crash or is still starting.
+	pgAdminShutdown    = "57P01"
+	pgCrashShutdown    = "57P02"
+	pgCannotConnectNow = "57P03"
+	// pgTooManyConnections refuses a connection while the server is full.
+	pgTooManyConnections = "53300"
 )
+
+// sqlDBClosed is database/sql's text for a query on a closed pool; the package
+// keeps its error unexported, so the text is the only thing to match.
+const sqlDBClosed = "sql: database is closed"
 
 // redacted replaces a password wherever a DSN is shown.
 const redacted = "xxxxx"
@@ -105,3 +123,34 @@ func mapError(what string, err error) error {
 }
 
 func isNotFoundErr(err error) bool { return errors.Is(err, ErrNotFound) }
+
+// IsUnavailable reports whether err says the database could not be reached at
+// all, rather than that it refused a statement: a failed connection (including a
+// deadline that ended while connecting), a server shutting down, restarting or
+// full, a connection lost before the statement was sent or while it ran, or a
+// closed pool. Callers answer such errors with "try again later"; a constraint
+// or query error is never one of them.
+func IsUnavailable(err error) bool {
+	if err == nil {
+		return false
+	}
+	var connectErr *pgconn.ConnectError
+	var netErr *net.OpError
+	switch code := pgCode(err); {
+	case code != "":
+		return strings.HasPrefix(code, pgClassConnection) || code == pgAdminShutdown ||
+			code == pgCrashShutdown || code == pgCannotConnectNow || code == pgTooManyConnections
+	case errors.As(err, &connectErr), errors.As(err, &netErr),
+		errors.Is(err, driver.ErrBadConn), errors.Is(err, io.ErrUnexpectedEOF):
+		return true
+	case pgconn.SafeToRetry(err) && !errors.Is(err, context.Canceled):
+		// pgx marks errors that happened before the statement reached the server.
+		return true
+	}
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		if e.Error() == sqlDBClosed {
+			return true
+		}
+	}
+	return false
+}

@@ -70,3 +70,17 @@ func (s *Store) RecordRuntimeActive(ctx context.Context, a RuntimeActivation) er
 func errNoRows(what, sessionID string) error {
 	return fmt.Errorf("%s of session %s: %w", what, sessionID, ErrNotFound)
 }
+
+// ListPlacedSandboxIDs returns the box of every Session that is not deleted and
+// still has one placed: the boxes a restarted platform re-adopts. Any other box
+// it finds left running belongs to nobody.
+func (s *Store) ListPlacedSandboxIDs(ctx context.Context) ([]string, error) {
+	var ids []string
+	err := s.conn(ctx).Model(&Session{}).
+		Where("sandbox_id IS NOT NULL AND lifecycle <> ?", LifecycleDeleted).
+		Pluck("sandbox_id", &ids).Error
+	if err != nil {
+		return nil, mapError("list placed sandbox ids", err)
+	}
+	return ids, nil
+}

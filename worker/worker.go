@@ -44,6 +44,8 @@ type Worker struct {
 	host          worker.Worker
 	hostTaskQueue string
 	log           *zap.Logger
+	// fatal receives the error with which the SDK stopped a worker on its own.
+	fatal chan error
 }
 
 // HostTaskQueue returns the host task queue of hostID under a shared queue.
@@ -59,16 +61,27 @@ func New(c client.Client, opts Options) (*Worker, error) {
 		hostID = newHostID()
 	}
 	w := &Worker{
-		shared:        worker.New(c, opts.SharedTaskQueue, worker.Options{}),
 		hostTaskQueue: HostTaskQueue(opts.SharedTaskQueue, hostID),
 		log:           opts.Logger,
+		fatal:         make(chan error, 2),
 	}
+	// The SDK's pollers retry an unreachable frontend for ever (a Temporal outage is
+	// ridden out), but stop the worker on errors no retry cures, such as an unknown
+	// namespace. Run then returns, so the process ends instead of idling unpolled.
+	onFatal := func(err error) {
+		select {
+		case w.fatal <- err:
+		default:
+		}
+	}
+	w.shared = worker.New(c, opts.SharedTaskQueue, worker.Options{OnFatalError: onFatal})
 	// Relays heartbeat for hours; the server delivers a cancellation (release, archive,
 	// continue-as-new) only in a heartbeat's reply, so host activities send heartbeats
 	// at most hostHeartbeatThrottle apart instead of the SDK's 80% of the timeout.
 	w.host = worker.New(c, w.hostTaskQueue, worker.Options{
 		MaxHeartbeatThrottleInterval:     hostHeartbeatThrottle,
 		DefaultHeartbeatThrottleInterval: hostHeartbeatThrottle,
+		OnFatalError:                     onFatal,
 	})
 	for _, r := range opts.Shared {
 		r(w.shared)
@@ -82,7 +95,8 @@ func New(c client.Client, opts Options) (*Worker, error) {
 // HostTaskQueue is this process's own task queue.
 func (w *Worker) HostTaskQueue() string { return w.hostTaskQueue }
 
-// Run starts both workers and blocks until ctx is done, then stops them.
+// Run starts both workers and blocks until ctx is done, then stops them. It
+// returns early with the error when the SDK stopped a worker on a fatal error.
 func (w *Worker) Run(ctx context.Context) error {
 	if err := w.shared.Start(); err != nil {
 		return fmt.Errorf("start shared worker: %w", err)
@@ -92,10 +106,15 @@ func (w *Worker) Run(ctx context.Context) error {
 		return fmt.Errorf("start host worker: %w", err)
 	}
 	w.log.Info("temporal workers started", zap.String("host_task_queue", w.hostTaskQueue))
-	<-ctx.Done()
+	var err error
+	select {
+	case <-ctx.Done():
+	case fatal := <-w.fatal:
+		err = fmt.Errorf("temporal worker stopped: %w", fatal)
+	}
 	w.host.Stop()
 	w.shared.Stop()
-	return nil
+	return err
 }
 
 // NewHostID returns a host id unique to this process: hostname, pid and a random

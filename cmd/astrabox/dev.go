@@ -81,17 +81,33 @@ func runDev(ctx context.Context, cfg *config.Config, log *zap.Logger) (err error
 	p := &platform{cfg: cfg, log: log, store: st, temporal: tc, engines: installed}
 	defer p.close()
 
+	// The dev stack owns its boxes: they are re-adopted or reaped now, and stopped
+	// after the API and the worker at exit, before Temporal and PostgreSQL.
+	if p.boxes, err = p.openLocalBackend(ctx); err != nil {
+		return err
+	}
+	if p.boxes != nil {
+		defer func() { err = errors.Join(err, stopBoxes(p.boxes, log.Named("dev"))) }()
+		if err := reapOrphanBoxes(ctx, st, p.boxes, log.Named("dev")); err != nil {
+			// What could not be destroyed now is tried again at the next start.
+			log.Warn("reap boxes left by an earlier run", zap.Error(err))
+		}
+	}
+
 	parts := []func(context.Context) error{p.runAPI, p.runWorker}
 	if !cfg.Models.AnthropicAPIKey.IsSet() {
 		parts = append(parts, runDevModel(cfg.Dev.ModelPort, log))
 	}
 	printBanner(cfg, envFile, seeded)
 	return runAll(ctx, append(parts, func(ctx context.Context) error {
+		// An occasional exit of the Temporal dev server is not fatal: the stack
+		// restarts it and the API and worker reconnect. Only a server that cannot
+		// be kept running ends the dev stack.
 		select {
 		case <-ctx.Done():
 			return nil
-		case err := <-stack.TemporalExited():
-			return fmt.Errorf("the Temporal dev server exited: %v (see %s)", err, filepath.Join(stack.DataDir(), "temporal", "temporal.log"))
+		case <-stack.TemporalFailed():
+			return stack.TemporalFailure()
 		}
 	})...)
 }

@@ -21,38 +21,26 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/astrabox/astrabox/internal/uicheck"
 )
 
 // TestDevStack runs the real `astrabox dev` end to end: it comes up with a
 // managed PostgreSQL and Temporal, answers /readyz, serves the Temporal UI,
-// refuses a second instance, stops everything on Ctrl-C, and reuses its data on
-// the next start.
+// refuses a second instance, stops everything on Ctrl-C (its boxes included),
+// and reuses its data on the next start, where a Session whose box was stopped
+// answers its next message on a new box.
 func TestDevStack(t *testing.T) {
 	if testing.Short() {
-		t.Skip("starts PostgreSQL and Temporal")
+		t.Skip("starts PostgreSQL, Temporal and boxes")
 	}
-	temporalBin := temporalBinary(t)
-	bin := buildAstrabox(t)
-	dataDir := t.TempDir()
-	// The managed cluster runs as the postgres account, which must be able to
-	// reach its data folder through the test's private temporary folders.
-	require.NoError(t, os.Chmod(dataDir, 0o711))
-	require.NoError(t, os.Chmod(filepath.Dir(dataDir), 0o711))
-	ports := freePorts(t, 5)
-	env := append(os.Environ(),
-		"ASTRABOX_DEV_DATA_DIR="+dataDir,
-		"ASTRABOX_DEV_TEMPORAL_BIN="+temporalBin,
-		"ASTRABOX_HTTP_ADDR=127.0.0.1:"+strconv.Itoa(ports[0]),
-		"ASTRABOX_DEV_POSTGRES_PORT="+strconv.Itoa(ports[1]),
-		"ASTRABOX_DEV_TEMPORAL_PORT="+strconv.Itoa(ports[2]),
-		"ASTRABOX_DEV_TEMPORAL_UI_PORT="+strconv.Itoa(ports[3]),
-		"ASTRABOX_DEV_MODEL_PORT="+strconv.Itoa(ports[4]),
-		"ASTRABOX_STARTUP_TIMEOUT=60s",
-	)
-	envFile := filepath.Join(dataDir, "dev.env")
+	setup := newDevSetup(t)
+	validator, err := uicheck.New()
+	require.NoError(t, err, "run `make deps-npm`")
+	ports := setup.ports
 
-	first := startProcess(t, bin, env, "dev")
-	vars := waitForDevEnv(t, first, envFile)
+	first := startProcess(t, setup.bin, setup.env, "dev")
+	vars := waitForDevEnv(t, first, setup.envFile)
 	require.Equal(t, "http://127.0.0.1:"+strconv.Itoa(ports[0]), vars["SERVICE_URL"])
 	require.NotEmpty(t, vars["ACCESS_TOKEN"])
 	require.NotEmpty(t, vars["AGENT_ID"])
@@ -76,36 +64,48 @@ func TestDevStack(t *testing.T) {
 		"config": map[string]any{"mcp_servers": []any{map[string]any{"name": "git", "transport": "stdio", "command": []string{"git-mcp"}, "env": map[string]string{"TOKEN": "dev-secret"}}}},
 	}, &secretive)
 	assert.NotContains(t, string(secretive.Config), "dev-secret")
-	key, err := os.ReadFile(filepath.Join(dataDir, devSecretsKeyFile))
+	key, err := os.ReadFile(filepath.Join(setup.dataDir, devSecretsKeyFile))
 	require.NoError(t, err)
 
 	// A second dev stack on the same data folder is refused without damage.
-	second := exec.Command(bin, "dev")
-	second.Env = env
+	second := exec.Command(setup.bin, "dev")
+	second.Env = setup.env
 	out, err := second.CombinedOutput()
 	require.Error(t, err)
 	assert.Contains(t, string(out), "already running")
 
+	// A conversation leaves its box running until Ctrl-C.
+	c := &apiClient{t: t, base: vars["SERVICE_URL"] + "/api/v1", token: vars["ACCESS_TOKEN"], dev: first, setup: setup}
+	sessionID := c.call(http.MethodPost, "/agents/"+vars["AGENT_ID"]+"/conversations", `{}`, "devstack", http.StatusOK)["session_id"].(string)
+	c.call(http.MethodPost, "/sessions/"+sessionID+"/inputs", `{"content":"Say hello.","client_message_id":"before-restart"}`, "", http.StatusOK)
+	before := c.stream(validator, sessionID, 0)
+	require.NotEmpty(t, boxProcesses(setup.boxState), "the conversation runs in a box")
+
 	first.interrupt(t)
-	for _, p := range ports {
-		assert.NoError(t, portFree(p), "port %d still held after Ctrl-C", p)
-	}
-	_, err = os.Stat(filepath.Join(dataDir, "postgres", "data", "postmaster.pid"))
-	assert.True(t, os.IsNotExist(err), "postgres left running")
+	setup.assertStopped(t)
 
 	// The next start reuses the data: the same Agent and a still-valid token.
-	again := startProcess(t, bin, env, "dev")
-	revisited := waitForDevEnv(t, again, envFile)
+	again := startProcess(t, setup.bin, setup.env, "dev")
+	revisited := waitForDevEnv(t, again, setup.envFile)
 	assert.Equal(t, vars["AGENT_ID"], revisited["AGENT_ID"])
 	assert.Equal(t, vars["ACCESS_TOKEN"], revisited["ACCESS_TOKEN"])
 	waitHTTP(t, again, revisited["SERVICE_URL"]+"/readyz", http.StatusOK)
 	// The same key opens the sealed value: the marker sent back keeps it.
-	keyAgain, err := os.ReadFile(filepath.Join(dataDir, devSecretsKeyFile))
+	keyAgain, err := os.ReadFile(filepath.Join(setup.dataDir, devSecretsKeyFile))
 	require.NoError(t, err)
 	assert.Equal(t, key, keyAgain)
 	devAPI(t, "PATCH", revisited["SERVICE_URL"]+"/api/v1/agents/"+secretive.AgentID, revisited["ACCESS_TOKEN"],
 		map[string]any{"version": secretive.Version, "config": secretive.Config}, nil)
+
+	// Its box was stopped with the stack: the next message resumes the
+	// conversation on a new box.
+	c.dev = again
+	c.call(http.MethodPost, "/sessions/"+sessionID+"/inputs", `{"content":"Say hello again.","client_message_id":"after-restart"}`, "", http.StatusOK)
+	after := c.stream(validator, sessionID, before.lastSeq)
+	require.Len(t, after.report.Messages, 1)
+	assert.Contains(t, messageText(after.report.Messages[0]), "Say hello again.")
 	again.interrupt(t)
+	setup.assertStopped(t)
 }
 
 // devAPI calls the dev stack's API and decodes the success envelope's data into out.

@@ -145,6 +145,7 @@ func TestSessionRoutesEndToEnd(t *testing.T) {
 	c.expectError(http.MethodPost, "/sessions/"+newer+"/inputs", `{"content":"Hello?"}`, c.token, http.StatusConflict, "AGENT_RUNTIME_ERROR")
 	assert.Empty(t, c.listIDs("/sessions?archived=true"))
 	c.dev.interrupt(t)
+	c.setup.assertStopped(t)
 }
 
 // startRoutesStack starts `astrabox dev` with real local boxes running the
@@ -152,11 +153,34 @@ func TestSessionRoutesEndToEnd(t *testing.T) {
 // id and the stream validator.
 func startRoutesStack(t *testing.T) (*apiClient, string, *uicheck.Validator) {
 	t.Helper()
-	boxes := localtest.Options(t)
 	validator, err := uicheck.New()
 	require.NoError(t, err, "run `make deps-npm`")
+	stack := newDevSetup(t)
+	dev := startProcess(t, stack.bin, stack.env, "dev")
+	vars := waitForDevEnv(t, dev, stack.envFile)
+	c := &apiClient{t: t, base: vars["SERVICE_URL"] + "/api/v1", token: vars["ACCESS_TOKEN"], dev: dev, setup: stack}
+	return c, vars["AGENT_ID"], validator
+}
+
+// devSetup is what one `astrabox dev` of a test runs with: its binary, its
+// environment (free ports, its own data folder, real local boxes in a state
+// folder of the test's own) and where it writes dev.env.
+type devSetup struct {
+	bin      string
+	env      []string
+	ports    []int // api, postgres, temporal, temporal ui, model
+	dataDir  string
+	envFile  string
+	boxState string
+}
+
+func newDevSetup(t *testing.T) devSetup {
+	t.Helper()
+	boxes := localtest.Options(t)
 	bin := buildAstrabox(t)
 	dataDir := t.TempDir()
+	// The managed cluster runs as the postgres account, which must be able to
+	// reach its data folder through the test's private temporary folders.
 	require.NoError(t, os.Chmod(dataDir, 0o711))
 	require.NoError(t, os.Chmod(filepath.Dir(dataDir), 0o711))
 	ports := freePorts(t, 5)
@@ -174,10 +198,39 @@ func startRoutesStack(t *testing.T) (*apiClient, string, *uicheck.Validator) {
 		"ASTRABOX_SANDBOX_LOCAL_RUNNER_PATH="+boxes.RunnerPath,
 		"ASTRABOX_STARTUP_TIMEOUT=60s",
 	)
-	dev := startProcess(t, bin, env, "dev")
-	vars := waitForDevEnv(t, dev, filepath.Join(dataDir, "dev.env"))
-	c := &apiClient{t: t, base: vars["SERVICE_URL"] + "/api/v1", token: vars["ACCESS_TOKEN"], dev: dev}
-	return c, vars["AGENT_ID"], validator
+	return devSetup{bin: bin, env: env, ports: ports, dataDir: dataDir,
+		envFile: filepath.Join(dataDir, "dev.env"), boxState: boxes.StateDir}
+}
+
+// assertStopped checks what Ctrl-C must leave: no port held, no PostgreSQL,
+// no box process and no box folder.
+func (d devSetup) assertStopped(t *testing.T) {
+	t.Helper()
+	for _, p := range d.ports {
+		assert.NoError(t, portFree(p), "port %d still held after Ctrl-C", p)
+	}
+	_, err := os.Stat(filepath.Join(d.dataDir, "postgres", "data", "postmaster.pid"))
+	assert.True(t, os.IsNotExist(err), "postgres left running")
+	assert.Empty(t, boxProcesses(d.boxState), "box processes left running after Ctrl-C")
+	left, _ := os.ReadDir(filepath.Join(d.boxState, "boxes"))
+	assert.Empty(t, left, "box folders left after Ctrl-C")
+}
+
+// boxProcesses lists the processes whose command line names the box state
+// folder: bubblewrap and each box's init do.
+func boxProcesses(stateDir string) []string {
+	var out []string
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		raw, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && bytes.Contains(raw, []byte(stateDir+"/")) {
+			out = append(out, e.Name())
+		}
+	}
+	return out
 }
 
 // envelope is any JSON answer of the API.

@@ -82,6 +82,7 @@ func TestConversationEndToEnd(t *testing.T) {
 	require.True(t, ok, "messages: %v", history)
 	assert.Len(t, msgs, 6)
 	c.dev.interrupt(t)
+	c.setup.assertStopped(t)
 }
 
 type apiClient struct {
@@ -89,6 +90,7 @@ type apiClient struct {
 	base  string
 	token string
 	dev   *devProcess
+	setup devSetup
 }
 
 func (c *apiClient) request(method, path, body, idempotencyKey string) *http.Response {

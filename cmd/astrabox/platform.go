@@ -31,6 +31,9 @@ type platform struct {
 	store    *store.Store
 	temporal client.Client
 	engines  *installedEngines
+	// boxes is the local sandbox backend when the caller owns it (the dev stack
+	// stops its boxes at exit); nil makes runWorker open and close its own.
+	boxes *local.Backend
 }
 
 // openPlatform connects to PostgreSQL and Temporal with the configured bounded
@@ -120,29 +123,18 @@ func (p *platform) runAPI(ctx context.Context) error {
 func (p *platform) runWorker(ctx context.Context) error {
 	hostID := worker.NewHostID()
 	backends := map[string]sandbox.Backend{}
-	lc := p.cfg.Sandbox.Local
-	stateDir, err := filepath.Abs(lc.StateDir)
-	if err != nil {
-		return fmt.Errorf("sandbox.local.state_dir: %w", err)
+	backend := p.boxes
+	if backend == nil {
+		opened, err := p.openLocalBackend(ctx)
+		if err != nil {
+			return err
+		}
+		if opened != nil {
+			defer opened.Close()
+			backend = opened
+		}
 	}
-	egressRoutes, err := modelEgress(p.cfg.Models)
-	if err != nil {
-		return err
-	}
-	pools, err := p.prewarmPools(ctx)
-	if err != nil {
-		return err
-	}
-	limits, err := p.cfg.Sandbox.Limits.Sandbox()
-	if err != nil {
-		return err
-	}
-	if backend, err := local.New(ctx, local.Options{StateDir: stateDir, UIDFirst: lc.UIDBase, UIDCount: lc.UIDCount, RunnerPath: lc.RunnerPath, DefaultLimits: limits, Egress: egressRoutes, Prewarm: pools, Logger: p.log.Named("sandbox")}); err != nil {
-		// A machine without bubblewrap still runs the workflows; Sessions whose
-		// RuntimeProfile needs the local backend then end TERMINATED, named in the log.
-		p.log.Warn("local sandbox backend unavailable", zap.Error(err))
-	} else {
-		defer backend.Close()
+	if backend != nil {
 		backends[store.SandboxLocal] = backend
 	}
 	var notices activities.InputNotices
@@ -177,6 +169,36 @@ func (p *platform) runWorker(ctx context.Context) error {
 		return err
 	}
 	return w.Run(ctx)
+}
+
+// openLocalBackend starts the local sandbox backend, which adopts the boxes an
+// earlier process left running. It returns nil and no error when this machine
+// cannot run boxes: the workflows still run, and Sessions whose RuntimeProfile
+// needs the local backend then end TERMINATED, named in the log.
+func (p *platform) openLocalBackend(ctx context.Context) (*local.Backend, error) {
+	lc := p.cfg.Sandbox.Local
+	stateDir, err := filepath.Abs(lc.StateDir)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox.local.state_dir: %w", err)
+	}
+	egressRoutes, err := modelEgress(p.cfg.Models)
+	if err != nil {
+		return nil, err
+	}
+	pools, err := p.prewarmPools(ctx)
+	if err != nil {
+		return nil, err
+	}
+	limits, err := p.cfg.Sandbox.Limits.Sandbox()
+	if err != nil {
+		return nil, err
+	}
+	backend, err := local.New(ctx, local.Options{StateDir: stateDir, UIDFirst: lc.UIDBase, UIDCount: lc.UIDCount, RunnerPath: lc.RunnerPath, DefaultLimits: limits, Egress: egressRoutes, Prewarm: pools, Logger: p.log.Named("sandbox")})
+	if err != nil {
+		p.log.Warn("local sandbox backend unavailable", zap.Error(err))
+		return nil, nil
+	}
+	return backend, nil
 }
 
 // runAll runs the given parts until ctx is done or one fails; the first failure

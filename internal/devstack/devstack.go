@@ -106,8 +106,15 @@ func (s *Stack) Temporal(base config.Temporal) config.Temporal {
 	return base
 }
 
-// TemporalExited reports the dev server's unexpected exit.
-func (s *Stack) TemporalExited() <-chan error { return s.temporal.exited() }
+// TemporalFailed is closed when the supervised Temporal dev server could not be
+// kept running (it exited again and again right after each restart); an
+// occasional exit is not reported here: the server is restarted on the same
+// database file and ports, and clients reconnect. TemporalFailure says why.
+func (s *Stack) TemporalFailed() <-chan struct{} { return s.temporal.gaveUp() }
+
+// TemporalFailure is the reason the dev server could not be kept running, once
+// TemporalFailed is closed; nil before.
+func (s *Stack) TemporalFailure() error { return s.temporal.failure() }
 
 // DataDir is the absolute data folder.
 func (s *Stack) DataDir() string { return s.dataDir }

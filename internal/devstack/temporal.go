@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 
@@ -26,12 +27,45 @@ var SearchAttributes = map[string]string{
 	"AstraboxEngineKind":   "Keyword",
 }
 
-// temporalServer is the Temporal CLI's dev server, run as a child process in its
-// own process group so one signal stops it and everything it started.
+// Restart policy of the supervised dev server. A server that stayed up for
+// restartResetAfter is considered healthy again, so an occasional crash always
+// restarts quickly, while one that keeps failing at start is given up on after
+// maxQuickRestarts attempts instead of spinning forever.
+const (
+	restartFirstDelay = 500 * time.Millisecond
+	restartMaxDelay   = 15 * time.Second
+	restartResetAfter = time.Minute
+	maxQuickRestarts  = 8
+	// stopGrace is how long a stopping server may take before its group is killed.
+	stopGrace = 10 * time.Second
+)
+
+// temporalServer supervises the Temporal CLI's dev server: it runs it as a
+// child process in its own process group (so one signal stops it and
+// everything it started) and restarts it on the same database file and ports
+// when it exits unexpectedly. Workflows and their timers live in the database
+// file, so a restarted server continues where the old one stopped, and the
+// platform's clients reconnect on their own.
 type temporalServer struct {
-	cmd  *exec.Cmd
-	done chan error
+	opts temporalOptions
 	log  *zap.Logger
+
+	stopping chan struct{} // closed by stop: exits are no longer unexpected
+	stopOnce sync.Once
+	failed   chan struct{} // closed when the supervisor gives up; err says why
+	err      error
+	done     chan struct{} // closed when the supervisor has returned
+
+	mu   sync.Mutex
+	proc *temporalProcess
+}
+
+// temporalProcess is one run of the dev server. Its exit is an event many may
+// observe: exited is closed and err kept, never sent once on a channel.
+type temporalProcess struct {
+	cmd    *exec.Cmd
+	exited chan struct{}
+	err    error
 }
 
 type temporalOptions struct {
@@ -40,6 +74,28 @@ type temporalOptions struct {
 	UIPort  int
 	DBFile  string
 	LogFile string
+	Restart restartPolicy
+}
+
+// restartPolicy is how the supervisor restarts a server that exited; the zero
+// value is the dev stack's (restartFirstDelay, restartMaxDelay, maxQuickRestarts).
+type restartPolicy struct {
+	FirstDelay time.Duration
+	MaxDelay   time.Duration
+	MaxQuick   int
+}
+
+func (p restartPolicy) withDefaults() restartPolicy {
+	if p.FirstDelay <= 0 {
+		p.FirstDelay = restartFirstDelay
+	}
+	if p.MaxDelay <= 0 {
+		p.MaxDelay = restartMaxDelay
+	}
+	if p.MaxQuick <= 0 {
+		p.MaxQuick = maxQuickRestarts
+	}
+	return p
 }
 
 // findTemporal locates the Temporal CLI: the configured path, ./bin/temporal,
@@ -66,6 +122,8 @@ func findTemporal(configured string) (string, error) {
 	return "", errors.New("the Temporal CLI was not found in ./bin, next to astrabox or on PATH: run `make deps` (it builds github.com/temporalio/cli v1.5.1 into ./bin)")
 }
 
+// startTemporal starts the dev server and its supervisor. A port already in use
+// at this first start is an error naming the setting to change.
 func startTemporal(opts temporalOptions, log *zap.Logger) (*temporalServer, error) {
 	for _, p := range []struct {
 		port int
@@ -78,21 +136,33 @@ func startTemporal(opts temporalOptions, log *zap.Logger) (*temporalServer, erro
 	if err := os.MkdirAll(filepath.Dir(opts.DBFile), 0o755); err != nil {
 		return nil, fmt.Errorf("create temporal data folder: %w", err)
 	}
-	logOut, err := os.OpenFile(opts.LogFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	s := &temporalServer{opts: opts, log: log, stopping: make(chan struct{}), failed: make(chan struct{}), done: make(chan struct{})}
+	proc, err := s.launch()
+	if err != nil {
+		return nil, err
+	}
+	s.proc = proc
+	go s.supervise(proc)
+	return s, nil
+}
+
+// launch starts one run of the dev server.
+func (s *temporalServer) launch() (*temporalProcess, error) {
+	logOut, err := os.OpenFile(s.opts.LogFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("open temporal log: %w", err)
 	}
 	args := []string{"server", "start-dev",
 		"--ip", "127.0.0.1",
-		"--port", strconv.Itoa(opts.Port),
-		"--ui-port", strconv.Itoa(opts.UIPort),
-		"--db-filename", opts.DBFile,
+		"--port", strconv.Itoa(s.opts.Port),
+		"--ui-port", strconv.Itoa(s.opts.UIPort),
+		"--db-filename", s.opts.DBFile,
 		"--log-level", "warn",
 	}
 	for name, kind := range SearchAttributes {
 		args = append(args, "--search-attribute", name+"="+kind)
 	}
-	cmd := exec.Command(opts.Binary, args...)
+	cmd := exec.Command(s.opts.Binary, args...)
 	cmd.Stdout = logOut
 	cmd.Stderr = logOut
 	// Its own process group: Ctrl-C at the terminal reaches astrabox, which stops
@@ -102,34 +172,118 @@ func startTemporal(opts temporalOptions, log *zap.Logger) (*temporalServer, erro
 		logOut.Close()
 		return nil, fmt.Errorf("start temporal dev server: %w", err)
 	}
-	s := &temporalServer{cmd: cmd, done: make(chan error, 1), log: log}
+	p := &temporalProcess{cmd: cmd, exited: make(chan struct{})}
 	go func() {
-		s.done <- cmd.Wait()
+		p.err = cmd.Wait()
 		logOut.Close()
+		close(p.exited)
 	}()
-	log.Info("temporal dev server started", zap.Int("pid", cmd.Process.Pid), zap.Int("port", opts.Port), zap.Int("ui_port", opts.UIPort))
-	return s, nil
+	s.log.Info("temporal dev server started", zap.Int("pid", cmd.Process.Pid), zap.Int("port", s.opts.Port), zap.Int("ui_port", s.opts.UIPort))
+	return p, nil
 }
 
-// exited reports the server's exit, for a caller waiting on readiness.
-func (s *temporalServer) exited() <-chan error { return s.done }
+// supervise restarts the server whenever it exits before stop was called, with a
+// bounded backoff, until stop or too many quick failures in a row.
+func (s *temporalServer) supervise(proc *temporalProcess) {
+	defer close(s.done)
+	policy := s.opts.Restart.withDefaults()
+	delay := policy.FirstDelay
+	quick := 0
+	for {
+		started := time.Now()
+		select {
+		case <-s.stopping:
+			return
+		case <-proc.exited:
+		}
+		if time.Since(started) >= restartResetAfter {
+			delay, quick = policy.FirstDelay, 0
+		}
+		quick++
+		if quick > policy.MaxQuick {
+			s.err = fmt.Errorf("the Temporal dev server exited %d times in a row, last: %v (see %s)", quick, proc.err, s.opts.LogFile)
+			close(s.failed)
+			return
+		}
+		s.log.Warn("temporal dev server exited unexpectedly; restarting it on the same database",
+			zap.NamedError("exit", proc.err), zap.Duration("in", delay), zap.Int("attempt", quick))
+		next, err := s.restartAfter(delay)
+		if next == nil {
+			if err == nil {
+				return // stopping
+			}
+			s.err = err
+			close(s.failed)
+			return
+		}
+		delay = min(delay*2, policy.MaxDelay)
+		proc = next
+	}
+}
 
-// stop asks the server to exit and kills its group if it has not within the grace period.
+// restartAfter waits delay, then launches the server again; it returns nil and
+// no error when stop was called meanwhile.
+func (s *temporalServer) restartAfter(delay time.Duration) (*temporalProcess, error) {
+	timer := time.NewTimer(delay)
+	defer timer.Stop()
+	select {
+	case <-s.stopping:
+		return nil, nil
+	case <-timer.C:
+	}
+	// Holding mu while launching makes stop see either no new process (and then
+	// launch is not attempted) or the new one.
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	select {
+	case <-s.stopping:
+		return nil, nil
+	default:
+	}
+	proc, err := s.launch()
+	if err != nil {
+		return nil, fmt.Errorf("restart temporal dev server: %w", err)
+	}
+	s.proc = proc
+	return proc, nil
+}
+
+// gaveUp is closed when the supervisor stopped restarting the server; failure
+// then says why.
+func (s *temporalServer) gaveUp() <-chan struct{} { return s.failed }
+
+// failure is the reason the supervisor gave up, once gaveUp is closed.
+func (s *temporalServer) failure() error {
+	select {
+	case <-s.failed:
+		return s.err
+	default:
+		return nil
+	}
+}
+
+// stop ends supervision, asks the current server to exit and kills its group
+// if it has not within the grace period or when ctx ends first. It may be called
+// after the supervisor gave up and more than once.
 func (s *temporalServer) stop(ctx context.Context) error {
-	pgid := s.cmd.Process.Pid
+	s.stopOnce.Do(func() { close(s.stopping) })
+	s.mu.Lock()
+	proc := s.proc
+	s.mu.Unlock()
+	<-s.done
+	pgid := proc.cmd.Process.Pid
 	_ = syscall.Kill(-pgid, syscall.SIGTERM)
-	grace := time.NewTimer(10 * time.Second)
+	grace := time.NewTimer(stopGrace)
 	defer grace.Stop()
 	select {
-	case <-s.done:
+	case <-proc.exited:
+		return nil
 	case <-grace.C:
 		s.log.Warn("temporal dev server did not stop in time; killing it")
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
-		<-s.done
 	case <-ctx.Done():
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
-		<-s.done
 	}
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	<-proc.exited
 	return nil
 }
 

@@ -17,6 +17,8 @@ import (
 	"go.uber.org/goleak"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
+
+	"github.com/astrabox/astrabox/internal/testutil/boxroot"
 )
 
 // DefaultTimeout bounds a test context when the test has no sooner deadline.
@@ -26,13 +28,24 @@ const DefaultTimeout = 2 * time.Minute
 // timeout would kill the whole binary.
 const deadlineMargin = 10 * time.Second
 
-// Main runs the package's tests, then stops the shared cluster and dev server:
+// Main runs the package's tests, then stops the shared cluster and dev server,
+// and fails the package when a box its tests started (localtest) is still running
+// or left its folders behind:
 //
 //	func TestMain(m *testing.M) { testutil.Main(m) }
 func Main(m *testing.M) {
 	code := m.Run()
 	shared.shutdown()
-	os.Exit(code)
+	os.Exit(checkBoxes(code))
+}
+
+// checkBoxes runs boxroot's leak check and turns a leak into a failed package.
+func checkBoxes(code int) int {
+	if err := boxroot.Finish(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return code
 }
 
 // MainNoLeaks is Main for packages that own goroutines (listeners, followers):
@@ -41,7 +54,7 @@ func Main(m *testing.M) {
 //
 //	func TestMain(m *testing.M) { testutil.MainNoLeaks(m) }
 func MainNoLeaks(m *testing.M) {
-	code := m.Run()
+	code := checkBoxes(m.Run())
 	shared.shutdown()
 	if code == 0 {
 		if err := goleak.Find(); err != nil {

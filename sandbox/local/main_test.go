@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/astrabox/astrabox/internal/testutil/boxroot"
 	"github.com/astrabox/astrabox/sandbox"
 )
 
@@ -31,14 +32,11 @@ func TestMain(m *testing.M) {
 }
 
 func runTests(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "abx-bin")
+	dir, err := boxroot.BinDir()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer os.RemoveAll(dir)
-	// 0755 so box accounts can execute the runner bound into their boxes.
-	_ = os.Chmod(dir, 0o755)
 	runnerBin = filepath.Join(dir, "astrabox-runner")
 	build := exec.Command("go", "build", "-trimpath", "-o", runnerBin, "github.com/astrabox/astrabox/cmd/astrabox-runner")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
@@ -49,7 +47,13 @@ func runTests(m *testing.M) int {
 	for i := 0; i < cap(uidBlocks); i++ {
 		uidBlocks <- 300000 + i*100
 	}
-	return m.Run()
+	code := m.Run()
+	// Every box a test started must have ended and its folder be gone.
+	if err := boxroot.Finish(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		code = 1
+	}
+	return code
 }
 
 // requireBoxes fails (or skips under -short) when this machine cannot run
@@ -71,7 +75,7 @@ func requireBoxes(t *testing.T) {
 func testOptions(t *testing.T) Options {
 	t.Helper()
 	requireBoxes(t)
-	dir, err := os.MkdirTemp("", "abx")
+	dir, err := boxroot.StateDir()
 	require.NoError(t, err)
 	first := <-uidBlocks
 	t.Cleanup(func() {

@@ -1,5 +1,6 @@
 // Package localtest gives tests in any package real local boxes: it builds the
-// in-box runner once per test process, hands each test a uid block no other
+// in-box runner once per test process (into boxroot's folder, whose leak check
+// testutil.Main runs), hands each test a uid block no other
 // test process on the machine holds (go test runs packages in parallel), and
 // destroys every box the test made.
 package localtest
@@ -16,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/astrabox/astrabox/internal/testutil/boxroot"
 	"github.com/astrabox/astrabox/sandbox/local"
 )
 
@@ -37,13 +39,11 @@ func Runner(t testing.TB) string {
 	return path
 }
 
+// runner builds into the process's box folder, which the package's TestMain
+// removes (testutil.Main), so no runner folder outlives the test run.
 var runner = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "abx-runner")
+	dir, err := boxroot.BinDir()
 	if err != nil {
-		return "", err
-	}
-	// Box accounts must be able to execute the runner bound into their boxes.
-	if err := os.Chmod(dir, 0o755); err != nil {
 		return "", err
 	}
 	path := filepath.Join(dir, "astrabox-runner")
@@ -69,13 +69,13 @@ func RequireBoxes(t testing.TB) {
 	t.Fatalf("box tests need root and bubblewrap (make deps installs it): uid=%d, bwrap: %v", os.Getuid(), err)
 }
 
-// Options returns backend options with a short state dir of the test's own and
-// a uid block held for the test's life.
+// Options returns backend options with a short state dir of the test's own, in
+// the process's box folder that testutil.Main checks for leaks, and a uid block
+// held for the test's life.
 func Options(t testing.TB) local.Options {
 	t.Helper()
 	RequireBoxes(t)
-	// Unix socket paths are limited to 108 bytes, so the state dir stays short.
-	dir, err := os.MkdirTemp("", "abx")
+	dir, err := boxroot.StateDir()
 	if err != nil {
 		t.Fatalf("state dir: %v", err)
 	}

@@ -1,0 +1,111 @@
+package devstack
+
+import (
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap/zaptest"
+)
+
+// fakeTemporal writes a stand-in for the Temporal CLI that records each start's
+// pid in pids and then runs until killed, or exits at once with exitAtOnce.
+func fakeTemporal(t *testing.T, exitAtOnce bool) (binary, pids string) {
+	t.Helper()
+	dir := t.TempDir()
+	pids = filepath.Join(dir, "pids")
+	body := "echo $$ >> " + pids + "\nexec tail -f /dev/null\n"
+	if exitAtOnce {
+		body = "echo $$ >> " + pids + "\nexit 3\n"
+	}
+	binary = filepath.Join(dir, "temporal")
+	require.NoError(t, os.WriteFile(binary, []byte("#!/bin/sh\n"+body), 0o755))
+	return binary, pids
+}
+
+func fakeOptions(t *testing.T, binary string) temporalOptions {
+	t.Helper()
+	dir := t.TempDir()
+	return temporalOptions{Binary: binary, Port: freePort(t), UIPort: freePort(t),
+		DBFile: filepath.Join(dir, "temporal", "temporal.db"), LogFile: filepath.Join(dir, "temporal.log"),
+		Restart: restartPolicy{FirstDelay: time.Millisecond, MaxDelay: 10 * time.Millisecond, MaxQuick: 3}}
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// startedPIDs polls the fake's pid file until it names n starts.
+func startedPIDs(t *testing.T, path string, n int) []int {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		raw, _ := os.ReadFile(path)
+		var pids []int
+		for _, f := range strings.Fields(string(raw)) {
+			pid, err := strconv.Atoi(f)
+			require.NoError(t, err)
+			pids = append(pids, pid)
+		}
+		if len(pids) >= n {
+			return pids
+		}
+		require.True(t, time.Now().Before(deadline), "waited for %d starts, saw %v", n, pids)
+		<-tick.C
+	}
+}
+
+// TestTemporalRestartedAfterKill kills the server's process group as an outage
+// does: the supervisor starts it again, and stop then ends the new one without
+// blocking on the exit it already observed.
+func TestTemporalRestartedAfterKill(t *testing.T) {
+	t.Parallel()
+	binary, pids := fakeTemporal(t, false)
+	s, err := startTemporal(fakeOptions(t, binary), zaptest.NewLogger(t))
+	require.NoError(t, err)
+	first := startedPIDs(t, pids, 1)[0]
+	require.NoError(t, syscall.Kill(-first, syscall.SIGKILL))
+	second := startedPIDs(t, pids, 2)[1]
+	assert.NotEqual(t, first, second)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	require.NoError(t, s.stop(ctx))
+	require.NoError(t, s.stop(ctx), "a second stop returns at once")
+	assert.ErrorIs(t, syscall.Kill(second, 0), syscall.ESRCH, "the restarted server is stopped")
+	assert.NoError(t, s.failure())
+}
+
+// TestTemporalGivenUpAfterQuickExits stops restarting a server that exits right
+// after every start, reports why, and still stops cleanly.
+func TestTemporalGivenUpAfterQuickExits(t *testing.T) {
+	t.Parallel()
+	binary, pids := fakeTemporal(t, true)
+	s, err := startTemporal(fakeOptions(t, binary), zaptest.NewLogger(t))
+	require.NoError(t, err)
+	select {
+	case <-s.gaveUp():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the supervisor did not give up")
+	}
+	require.Error(t, s.failure())
+	assert.Contains(t, s.failure().Error(), "exited 4 times in a row")
+	assert.Len(t, startedPIDs(t, pids, 4), 4, "the first start and three restarts")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	require.NoError(t, s.stop(ctx))
+}
