@@ -191,13 +191,19 @@ func (a *Activities) logger(ctx context.Context, sessionID string) *zap.Logger {
 }
 
 // DefaultSpec builds a box spec from the RuntimeProfile and the adapter's sandbox
-// request: the profile's image root, the engine's environment, and the profile key
-// prewarm pools are kept under.
+// request: the profile's image root and resources, the engine's environment, and
+// the profile key prewarm pools are kept under. Resources the profile leaves out
+// take the backend's configured defaults.
 func DefaultSpec(profile store.RuntimeProfile, agent store.Agent, adapter engines.EngineAdapter) (sandbox.Spec, error) {
 	req := adapter.SandboxRequest()
+	limits, err := sandbox.ParseResources(profile.Resources)
+	if err != nil {
+		return sandbox.Spec{}, fmt.Errorf("runtime profile %s: %w", profile.ID, err)
+	}
 	spec := sandbox.Spec{
 		ProfileKey: profile.ID,
 		Image:      sandbox.Image{Root: profile.Image},
+		Limits:     limits,
 		Env:        map[string]string{},
 		Metadata:   map[string]string{"agent_id": agent.ID, "engine_kind": agent.EngineKind},
 	}

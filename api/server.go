@@ -47,6 +47,10 @@ type Options struct {
 	// MaxHeldInputs caps the inputs a Session may hold for the default admission
 	// policy; zero means no cap.
 	MaxHeldInputs int
+	// MaxLiveBoxesPerUser caps the Sessions with a live box one user may hold
+	// (sandbox.max_live_boxes_per_user); a create beyond it is refused with 429
+	// ADMISSION_DENIED. Zero means no cap.
+	MaxLiveBoxesPerUser int
 	// MaxInputBytes caps one message's content (http.max_input_bytes); zero means 256 KiB.
 	MaxInputBytes int
 	// MaxBodyBytes caps a request body other than a message's and a history import's
@@ -89,6 +93,7 @@ type Server struct {
 	registry        *engines.Registry
 	sandboxBackends map[string]engines.SandboxBackendCapabilities
 	admission       AdmissionPolicy
+	maxLiveBoxes    int
 	maxInputBytes   int
 	maxBodyBytes    int64
 	readTimeout     time.Duration
@@ -112,6 +117,7 @@ func New(opts Options) *Server {
 		registry:        opts.Registry,
 		sandboxBackends: opts.SandboxBackends,
 		admission:       opts.Admission,
+		maxLiveBoxes:    opts.MaxLiveBoxesPerUser,
 		maxInputBytes:   opts.MaxInputBytes,
 		maxBodyBytes:    int64(opts.MaxBodyBytes),
 		readTimeout:     opts.ReadTimeout,

@@ -62,7 +62,7 @@ func (s *Server) createSession(c *gin.Context) {
 		return
 	}
 	sess, created, err := s.store.CreateSessionIdempotent(c.Request.Context(), store.NewSession{
-		UserID: currentUser(c).ID, AgentID: agent.ID, IdempotencyKey: key,
+		UserID: currentUser(c).ID, AgentID: agent.ID, IdempotencyKey: key, MaxLiveBoxes: s.maxLiveBoxes,
 	})
 	if err != nil {
 		s.fail(c, err)

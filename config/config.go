@@ -5,10 +5,13 @@ package config
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"strconv"
 	"time"
+
+	"github.com/astrabox/astrabox/sandbox"
 )
 
 // Config is the whole validated configuration of one AstraBox process.
@@ -130,6 +133,39 @@ type Sandbox struct {
 	// Backend names the sandbox backend; local (bubblewrap) is the embedded default.
 	Backend string `mapstructure:"backend"`
 	Local   Local  `mapstructure:"local"`
+	// Limits bound every box where its RuntimeProfile's resources say nothing.
+	Limits Limits `mapstructure:"limits"`
+	// MaxLiveBoxesPerUser caps the Sessions with a live box one user may hold;
+	// creating one more is refused with 429 ADMISSION_DENIED. 0: no cap.
+	MaxLiveBoxesPerUser int `mapstructure:"max_live_boxes_per_user"`
+}
+
+// Limits are default box resources in the RuntimeProfile's notation (see
+// sandbox.ParseResources); an empty or zero value leaves that resource
+// unbounded. A backend refuses a box whose limits this machine cannot enforce.
+type Limits struct {
+	// CPU is in cores ("1", "1.5") or millicores ("500m").
+	CPU string `mapstructure:"cpu"`
+	// Memory is a byte quantity ("2Gi"); /tmp is charged to it too.
+	Memory string `mapstructure:"memory"`
+	// Pids caps processes and threads.
+	Pids int `mapstructure:"pids"`
+	// Tmp sizes each box's private /tmp ("512Mi").
+	Tmp string `mapstructure:"tmp"`
+}
+
+// Sandbox returns the limits as the sandbox layer takes them.
+func (l Limits) Sandbox() (sandbox.Limits, error) {
+	raw, err := json.Marshal(map[string]any{sandbox.ResourceCPU: l.CPU, sandbox.ResourceMemory: l.Memory,
+		sandbox.ResourcePids: l.Pids, sandbox.ResourceTmp: l.Tmp})
+	if err != nil {
+		return sandbox.Limits{}, fmt.Errorf("encode limits: %w", err)
+	}
+	out, err := sandbox.ParseResources(raw)
+	if err != nil {
+		return sandbox.Limits{}, fmt.Errorf("sandbox.limits: %w", err)
+	}
+	return out, nil
 }
 
 // Local configures the local bubblewrap backend.

@@ -49,6 +49,18 @@ func (c *Config) Validate() error {
 		func() error { return nonEmpty("sandbox.local.state_dir", c.Sandbox.Local.StateDir) },
 		func() error { return positive("sandbox.local.uid_base", c.Sandbox.Local.UIDBase) },
 		func() error { return positive("sandbox.local.uid_count", c.Sandbox.Local.UIDCount) },
+		func() error {
+			if _, err := c.Sandbox.Limits.Sandbox(); err != nil {
+				return &Error{Key: "sandbox.limits", Reason: err.Error()}
+			}
+			return nil
+		},
+		func() error {
+			if c.Sandbox.MaxLiveBoxesPerUser < 0 {
+				return &Error{Key: "sandbox.max_live_boxes_per_user", Reason: fmt.Sprintf("expected zero (no cap) or a positive integer, got %d", c.Sandbox.MaxLiveBoxesPerUser)}
+			}
+			return nil
+		},
 		func() error { return optionalURL("models.anthropic_base_url", c.Models.AnthropicBaseURL) },
 		func() error { return optionalURL("models.openai_base_url", c.Models.OpenAIBaseURL) },
 		func() error { return nonEmpty("dev.data_dir", c.Dev.DataDir) },

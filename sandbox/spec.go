@@ -90,6 +90,9 @@ type Limits struct {
 	Pids int64 `json:"pids,omitempty"`
 	// TmpBytes sizes the box's private /tmp.
 	TmpBytes int64 `json:"tmp_bytes,omitempty"`
+	// WorkspaceBytes caps the workspace's size, where the backend can; one that
+	// cannot refuses a spec that asks for it.
+	WorkspaceBytes int64 `json:"workspace_bytes,omitempty"`
 }
 
 // NetworkMode is the box's network reach.
@@ -205,7 +208,8 @@ func (s Spec) Validate() error {
 			return err
 		}
 	}
-	if s.Limits.CPUMillis < 0 || s.Limits.MemoryBytes < 0 || s.Limits.Pids < 0 || s.Limits.TmpBytes < 0 {
+	if s.Limits.CPUMillis < 0 || s.Limits.MemoryBytes < 0 || s.Limits.Pids < 0 || s.Limits.TmpBytes < 0 ||
+		s.Limits.WorkspaceBytes < 0 {
 		return bad("negative resource limit")
 	}
 	return nil

@@ -16,6 +16,10 @@ type NewSession struct {
 	IdempotencyKey string
 	// Kind defaults to agent_chat.
 	Kind string
+	// MaxLiveBoxes, when positive, refuses a new Session (ErrLiveBoxLimit) while
+	// the user already has that many Sessions holding or starting a box. A
+	// retried create of an existing Session is never refused.
+	MaxLiveBoxes int
 }
 
 // sessionIdempotencyKey is a row of session_idempotency_keys.
@@ -67,6 +71,11 @@ func (s *Store) CreateSessionIdempotent(ctx context.Context, in NewSession) (Ses
 				}
 				existingID = held.SessionID
 				return nil
+			}
+		}
+		if in.MaxLiveBoxes > 0 {
+			if err := tx.checkLiveBoxes(ctx, in.UserID, in.MaxLiveBoxes); err != nil {
+				return err
 			}
 		}
 		return mapError("insert session", tx.conn(ctx).Omit("LastActivityAt").Create(&sess).Error)

@@ -47,6 +47,9 @@ var (
 	// ErrWrongLifecycle: the Session's lifecycle does not allow the operation, e.g.
 	// renaming a deleted Session or recovering one that is not terminated.
 	ErrWrongLifecycle = errors.New("wrong session lifecycle")
+	// ErrLiveBoxLimit: the user already has as many Sessions with a live box as
+	// the platform allows, so a new Session is refused.
+	ErrLiveBoxLimit = errors.New("live box limit reached")
 )
 
 // Store is the database handle. A Store from InTx is scoped to one transaction.

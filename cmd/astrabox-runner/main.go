@@ -5,7 +5,7 @@
 // host it is also each box's egress forwarder, which outlives workers.
 //
 //	astrabox-runner serve -config /run/astrabox/runner.json [-ready-fd N]
-//	astrabox-runner launch -uid U -gid G [-cgroup DIR]... -- bwrap ARGS...
+//	astrabox-runner launch -uid U -runner-uid R [-fds N] [-cgroup DIR]... -- bwrap ARGS...
 //	astrabox-runner egress [-ready-fd N] < forwarder config (JSON)
 package main
 
@@ -19,6 +19,9 @@ import (
 	"os/signal"
 	"strconv"
 	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/astrabox/astrabox/sandbox/runner"
 	"github.com/astrabox/astrabox/sandbox/runnerapi"
@@ -69,6 +72,11 @@ func serve(args []string) error {
 		return fmt.Errorf("parse config %s: %w", *configPath, err)
 	}
 	logger := log.New(os.Stderr, "astrabox-runner: ", log.LstdFlags|log.LUTC)
+	if cfg.ProgramUID > 0 {
+		if err := clearInheritableCaps(); err != nil {
+			logger.Printf("clear inheritable capabilities: %v", err)
+		}
+	}
 	r, err := runner.New(cfg, logger)
 	if err != nil {
 		return err
@@ -94,4 +102,22 @@ func closeInheritedOnExec(keep int) {
 			syscall.CloseOnExec(fd)
 		}
 	}
+}
+
+// clearInheritableCaps empties the runner's inheritable capabilities on every
+// thread. bubblewrap leaves the runner's capabilities inheritable; the
+// programs it starts must hold none, not even ones they could only regain by
+// executing a file with matching file capabilities.
+func clearInheritableCaps() error {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("capget: %w", err)
+	}
+	data[0].Inheritable, data[1].Inheritable = 0, 0
+	if _, _, errno := syscall.AllThreadsSyscall(unix.SYS_CAPSET, uintptr(unsafe.Pointer(&hdr)),
+		uintptr(unsafe.Pointer(&data[0])), 0); errno != 0 {
+		return fmt.Errorf("capset: %w", errno)
+	}
+	return nil
 }

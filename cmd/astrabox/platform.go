@@ -98,20 +98,21 @@ func (p *platform) runAPI(ctx context.Context) error {
 	}
 	defer listener.Close()
 	srv := api.New(api.Options{
-		Logger:             p.log.Named("api"),
-		Checks:             p.checks(),
-		ErrorMappers:       []api.ErrorMapper{storeErrors},
-		Store:              p.store,
-		Output:             listener,
-		Signaler:           &api.TemporalSignaler{Client: p.temporal, TaskQueue: p.cfg.Temporal.TaskQueue},
-		Registry:           p.engines.registry,
-		MaxInputBytes:      p.cfg.HTTP.MaxInputBytes,
-		MaxHeldInputs:      p.cfg.HTTP.MaxHeldInputs,
-		MaxBodyBytes:       p.cfg.HTTP.MaxBodyBytes,
-		ReadTimeout:        p.cfg.HTTP.ReadTimeout,
-		IdleTimeout:        p.cfg.HTTP.IdleTimeout,
-		MaxStreamsPerToken: p.cfg.HTTP.MaxStreamsPerToken,
-		TokenRecheck:       p.cfg.HTTP.TokenRecheckInterval,
+		Logger:              p.log.Named("api"),
+		Checks:              p.checks(),
+		ErrorMappers:        []api.ErrorMapper{storeErrors},
+		Store:               p.store,
+		Output:              listener,
+		Signaler:            &api.TemporalSignaler{Client: p.temporal, TaskQueue: p.cfg.Temporal.TaskQueue},
+		Registry:            p.engines.registry,
+		MaxInputBytes:       p.cfg.HTTP.MaxInputBytes,
+		MaxHeldInputs:       p.cfg.HTTP.MaxHeldInputs,
+		MaxBodyBytes:        p.cfg.HTTP.MaxBodyBytes,
+		ReadTimeout:         p.cfg.HTTP.ReadTimeout,
+		IdleTimeout:         p.cfg.HTTP.IdleTimeout,
+		MaxStreamsPerToken:  p.cfg.HTTP.MaxStreamsPerToken,
+		TokenRecheck:        p.cfg.HTTP.TokenRecheckInterval,
+		MaxLiveBoxesPerUser: p.cfg.Sandbox.MaxLiveBoxesPerUser,
 	})
 	p.log.Info("api listening", zap.String("url", p.cfg.HTTP.APIURL()))
 	return srv.Serve(ctx, ln, p.cfg.HTTP.ShutdownTimeout)
@@ -188,7 +189,11 @@ func (p *platform) openLocalBackend(ctx context.Context) (*local.Backend, error)
 	if err != nil {
 		return nil, err
 	}
-	backend, err := local.New(ctx, local.Options{StateDir: stateDir, UIDFirst: lc.UIDBase, UIDCount: lc.UIDCount, RunnerPath: lc.RunnerPath, Egress: egressRoutes, Prewarm: pools, Logger: p.log.Named("sandbox")})
+	limits, err := p.cfg.Sandbox.Limits.Sandbox()
+	if err != nil {
+		return nil, err
+	}
+	backend, err := local.New(ctx, local.Options{StateDir: stateDir, UIDFirst: lc.UIDBase, UIDCount: lc.UIDCount, RunnerPath: lc.RunnerPath, DefaultLimits: limits, Egress: egressRoutes, Prewarm: pools, Logger: p.log.Named("sandbox")})
 	if err != nil {
 		p.log.Warn("local sandbox backend unavailable", zap.Error(err))
 		return nil, nil
@@ -241,7 +246,10 @@ func (p *platform) prewarmPools(ctx context.Context) ([]local.PrewarmProfile, er
 		}
 		spec, err := p.engines.spec(profile, store.Agent{EngineKind: profile.EngineKind}, adapter)
 		if err != nil {
-			return nil, fmt.Errorf("prewarm spec for runtime profile %s: %w", profile.Name, err)
+			// One profile's bad resources must not keep every box from starting;
+			// its Sessions are refused with the same error when they start.
+			p.log.Warn("not prewarming: bad box spec", zap.String("runtime_profile", profile.Name), zap.Error(err))
+			continue
 		}
 		pools = append(pools, local.PrewarmProfile{Key: profile.ID, Spec: spec, Size: profile.PrewarmSize})
 	}

@@ -1,7 +1,8 @@
 // Package egress serves, on the host, what a box may reach: one unix socket per
-// box and service, in a folder bound into the box, owned by the box's uid. The
-// first service is the model: an HTTP reverse proxy that adds the real
-// credential on the host side, so the box only ever holds a placeholder key.
+// box and service, in a folder bound into the box, owned by the box account
+// that connects (the box's runner on the local backend). The first service is
+// the model: an HTTP reverse proxy that adds the real credential on the host
+// side, so the box only ever holds a placeholder key.
 //
 // A box's sockets are served by its forwarder (Serve, run as `astrabox-runner
 // egress`), a small host process that outlives the worker that started it, so a

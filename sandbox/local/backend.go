@@ -95,7 +95,10 @@ func New(ctx context.Context, opts Options) (*Backend, error) {
 		spec := p.Spec.WithDefaults()
 		spec.ProfileKey = p.Key
 		if err := b.validate(spec); err != nil {
-			return nil, fmt.Errorf("local sandbox: prewarm profile %q: %w", p.Key, err)
+			// Limits this machine cannot grant, say: that pool stays empty, and
+			// its Sessions get the same error when they create their boxes.
+			b.log.Warn("local sandbox: not prewarming an invalid profile", zap.String("profile", p.Key), zap.Error(err))
+			continue
 		}
 		if spec.Workspace.Kind == sandbox.WorkspacePersistent {
 			return nil, fmt.Errorf("local sandbox: prewarm profile %q: a persistent workspace cannot be prewarmed", p.Key)
@@ -228,6 +231,9 @@ func (b *Backend) validate(spec sandbox.Spec) error {
 		return err
 	}
 	if err := checkImage(spec); err != nil {
+		return err
+	}
+	if err := b.checkLimits(spec.Limits.Or(b.opts.DefaultLimits)); err != nil {
 		return err
 	}
 	for _, m := range spec.Mounts {

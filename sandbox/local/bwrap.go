@@ -23,17 +23,27 @@ var hostEtc = []string{"ld.so.cache", "ld.so.conf", "ld.so.conf.d", "nsswitch.co
 // hostTop are the top-level entries of a merged-/usr host shown in the box.
 var hostTop = []string{"bin", "sbin", "lib", "lib32", "lib64", "libx32"}
 
+// runnerCaps are the capabilities the runner keeps, within the box's user
+// namespace only: to start programs as the program account and to signal them.
+// Programs start with none.
+var runnerCaps = []string{"CAP_SETUID", "CAP_SETGID", "CAP_KILL"}
+
 // bwrapArgs builds bubblewrap's arguments for a box. Order matters: every mount
-// that creates a path in / comes before --remount-ro /.
+// that creates a path in / comes before --remount-ro /. bubblewrap runs as the
+// root of the user namespace the launcher made, so it makes no namespace of
+// its own for users (one made by an unprivileged bubblewrap maps a single
+// account, and the box needs two).
 func bwrapArgs(o Options, rec record, dir, workspace string) []string {
 	spec := rec.Spec
-	a := []string{"--unshare-all", "--new-session", "--cap-drop", "ALL", "--hostname", rec.ID, "--clearenv"}
-	if spec.Network.Mode == sandbox.NetworkHost {
-		a = append(a, "--share-net")
+	a := []string{"--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try"}
+	if spec.Network.Mode != sandbox.NetworkHost {
+		a = append(a, "--unshare-net")
 	}
-	if o.DisableNestedUserNamespaces {
-		a = append(a, "--unshare-user", "--disable-userns")
+	a = append(a, "--new-session", "--cap-drop", "ALL")
+	for _, c := range runnerCaps {
+		a = append(a, "--cap-add", c)
 	}
+	a = append(a, "--hostname", rec.ID, "--clearenv")
 	if spec.Image.Root == "" {
 		a = append(a, "--ro-bind", "/usr", "/usr")
 		for _, name := range hostTop {
@@ -61,7 +71,9 @@ func bwrapArgs(o Options, rec record, dir, workspace string) []string {
 			}
 		}
 	}
-	a = append(a, "--dev", "/dev", "--proc", "/proc")
+	// /tmp and /dev/shm belong to the box's root (the runner's account), so
+	// they are world-writable with the sticky bit, as on any host.
+	a = append(a, "--dev", "/dev", "--perms", "1777", "--tmpfs", "/dev/shm", "--proc", "/proc", "--perms", "1777")
 	if spec.Limits.TmpBytes > 0 {
 		a = append(a, "--size", strconv.FormatInt(spec.Limits.TmpBytes, 10))
 	}
@@ -69,14 +81,44 @@ func bwrapArgs(o Options, rec record, dir, workspace string) []string {
 		"--bind", filepath.Join(dir, "control"), runnerapi.ControlDir,
 		"--ro-bind", filepath.Join(dir, "egress"), runnerapi.EgressDir,
 		"--ro-bind", o.RunnerPath, runnerInBox)
+	if spec.Image.Root == "" {
+		a = append(a, mountParents(spec)...)
+	}
 	for _, m := range spec.Mounts {
 		a = append(a, "--ro-bind", m.Source, m.Target)
 	}
 	// /run only holds mount points: nothing in the box writes there.
 	a = append(a, "--remount-ro", "/run")
-	a = append(a, "--bind", workspace, spec.Workspace.MountPath, "--chdir", spec.Workspace.MountPath,
-		"--remount-ro", "/", "--json-status-fd", "3",
+	// The runner starts in / : the workspace is the program account's alone, and
+	// the runner starts each process there as that account.
+	a = append(a, "--bind", workspace, spec.Workspace.MountPath, "--chdir", "/",
+		"--remount-ro", "/", "--json-status-fd", "3", "--seccomp", "5",
 		"--", runnerInBox, "serve", "-config", runnerapi.ControlDir+"/"+runnerapi.ConfigName, "-ready-fd", "4")
+	return a
+}
+
+// mountParents creates, world-traversable, the folders that lead to the box's
+// mount points on a root made of the host's system folders. bubblewrap would
+// make them itself, but private (0700) and owned by the box's root, which the
+// program's account could then not traverse to reach its own program install
+// or workspace.
+func mountParents(spec sandbox.Spec) []string {
+	targets := []string{spec.Workspace.MountPath}
+	for _, m := range spec.Mounts {
+		targets = append(targets, m.Target)
+	}
+	var a []string
+	seen := map[string]bool{"/": true, "/usr": true, "/etc": true, "/dev": true, "/proc": true, "/tmp": true, "/run": true}
+	for _, t := range targets {
+		var parents []string
+		for p := filepath.Dir(filepath.Clean(t)); !seen[p]; p = filepath.Dir(p) {
+			seen[p] = true
+			parents = append(parents, p)
+		}
+		for i := len(parents) - 1; i >= 0; i-- {
+			a = append(a, "--perms", "0755", "--dir", parents[i])
+		}
+	}
 	return a
 }
 

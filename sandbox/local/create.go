@@ -22,19 +22,7 @@ import (
 )
 
 func (b *Backend) withLimits(spec sandbox.Spec) sandbox.Spec {
-	d := b.opts.DefaultLimits
-	if spec.Limits.CPUMillis == 0 {
-		spec.Limits.CPUMillis = d.CPUMillis
-	}
-	if spec.Limits.MemoryBytes == 0 {
-		spec.Limits.MemoryBytes = d.MemoryBytes
-	}
-	if spec.Limits.Pids == 0 {
-		spec.Limits.Pids = d.Pids
-	}
-	if spec.Limits.TmpBytes == 0 {
-		spec.Limits.TmpBytes = d.TmpBytes
-	}
+	spec.Limits = spec.Limits.Or(b.opts.DefaultLimits)
 	return spec
 }
 
@@ -56,8 +44,13 @@ func (b *Backend) create(ctx context.Context, spec sandbox.Spec, pool string) (s
 	if err != nil {
 		return nil, err
 	}
+	runnerUID, err := b.allocateUID(id)
+	if err != nil {
+		_ = os.Remove(b.uidFile(uid))
+		return nil, err
+	}
 	dir := b.boxDir(id)
-	x := &box{dir: dir, dead: make(chan struct{}), creating: true, rec: record{ID: id, UID: uid, Spec: spec,
+	x := &box{dir: dir, dead: make(chan struct{}), creating: true, rec: record{ID: id, UID: uid, RunnerUID: runnerUID, Spec: spec,
 		CreatedAt: time.Now().UTC(), Pool: pool, Cgroups: len(b.cg.dirs(id)) > 0}}
 	defer func() {
 		x.mu.Lock()
@@ -111,7 +104,7 @@ func (b *Backend) create(ctx context.Context, spec sandbox.Spec, pool string) (s
 
 // prepare writes the box's folders, account files and runner configuration.
 func (b *Backend) prepare(x *box) error {
-	spec, uid := x.rec.Spec, x.rec.UID
+	spec, uid, runnerUID := x.rec.Spec, x.rec.UID, x.rec.RunnerUID
 	mk := func(p string, mode os.FileMode, owner int) error {
 		if err := os.MkdirAll(p, mode); err != nil {
 			return fmt.Errorf("create %s: %w", p, err)
@@ -137,7 +130,9 @@ func (b *Backend) prepare(x *box) error {
 	if err := os.WriteFile(filepath.Join(x.dir, "etc/group"), []byte(group), 0o644); err != nil {
 		return fmt.Errorf("write group: %w", err)
 	}
-	if err := mk(filepath.Join(x.dir, "control"), 0o700, uid); err != nil {
+	// The control folder is the runner's alone: the program may not reach the
+	// socket that answers approvals nor rewrite the journals replay trusts.
+	if err := mk(filepath.Join(x.dir, "control"), 0o700, runnerUID); err != nil {
 		return err
 	}
 	if err := mk(filepath.Join(x.dir, "egress"), 0o755, 0); err != nil {
@@ -159,7 +154,7 @@ func (b *Backend) prepare(x *box) error {
 		}
 	}
 	cfg := runnerapi.Config{StateDir: runnerapi.ControlDir, Socket: runnerapi.ControlDir + "/" + runnerapi.SocketName,
-		Workspace: spec.Workspace.MountPath, Env: boxEnv(spec)}
+		Workspace: spec.Workspace.MountPath, Env: boxEnv(spec), ProgramUID: uid, ProgramGID: uid}
 	for _, f := range spec.Network.Forwards {
 		cfg.Forwards = append(cfg.Forwards, runnerapi.Forward{Listen: "127.0.0.1:" + strconv.Itoa(f.Port),
 			Socket: runnerapi.EgressDir + "/" + f.Name + ".sock"})
@@ -172,7 +167,7 @@ func (b *Backend) prepare(x *box) error {
 	if err := os.WriteFile(cfgPath, raw, 0o600); err != nil {
 		return fmt.Errorf("write runner config: %w", err)
 	}
-	if err := os.Chown(cfgPath, uid, uid); err != nil {
+	if err := os.Chown(cfgPath, runnerUID, runnerUID); err != nil {
 		return fmt.Errorf("chown runner config: %w", err)
 	}
 	return writeRecord(x.dir, x.rec)
@@ -201,9 +196,9 @@ func chownTree(root string, uid int) error {
 	})
 }
 
-// launch starts bubblewrap through the runner's launcher (joins the cgroups,
-// drops to the box uid) in its own session, so the box outlives the worker, and
-// waits for the runner to report that it serves.
+// launch starts bubblewrap through the runner's launcher (in the box's cgroups
+// and in a user namespace of the box's two accounts) in its own session, so the
+// box outlives the worker, and waits for the runner to report that it serves.
 func (b *Backend) launch(ctx context.Context, x *box) (string, error) {
 	rec := x.record()
 	status, err := os.OpenFile(filepath.Join(x.dir, "status.json"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
@@ -221,7 +216,16 @@ func (b *Backend) launch(ctx context.Context, x *box) (string, error) {
 		return "", fmt.Errorf("ready pipe: %w", err)
 	}
 	defer readyR.Close()
-	args := []string{"launch", "-uid", strconv.Itoa(rec.UID), "-gid", strconv.Itoa(rec.UID)}
+	filter, err := seccompFile(b.opts.AllowNestedUserNamespaces)
+	if err != nil {
+		readyW.Close()
+		return "", err
+	}
+	defer filter.Close()
+	// Descriptors 3, 4 and 5 in bubblewrap, as bwrapArgs names them.
+	extra := []*os.File{status, readyW, filter}
+	args := []string{"launch", "-uid", strconv.Itoa(rec.UID), "-runner-uid", strconv.Itoa(rec.RunnerUID),
+		"-fds", strconv.Itoa(len(extra))}
 	for _, d := range b.cg.dirs(rec.ID) {
 		args = append(args, "-cgroup", d)
 	}
@@ -230,7 +234,7 @@ func (b *Backend) launch(ctx context.Context, x *box) (string, error) {
 	cmd := exec.Command(b.opts.RunnerPath, args...)
 	cmd.Env = []string{"PATH=/usr/bin:/bin"}
 	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.ExtraFiles = []*os.File{status, readyW}
+	cmd.ExtraFiles = extra
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	err = cmd.Start()
 	readyW.Close()

@@ -23,7 +23,9 @@ import (
 const egressLog = "egress.log"
 
 // forwarderConfig is what the box's forwarder serves, or false when the box
-// declares no forwards.
+// declares no forwards. The sockets belong to the runner's account, which
+// forwards the program's loopback connections to them; the program's account
+// cannot connect to them itself.
 func (b *Backend) forwarderConfig(x *box) (egress.ForwarderConfig, bool) {
 	rec := x.record()
 	if len(rec.Spec.Network.Forwards) == 0 {
@@ -33,7 +35,11 @@ func (b *Backend) forwarderConfig(x *box) (egress.ForwarderConfig, bool) {
 	for _, f := range rec.Spec.Network.Forwards {
 		routes[f.Name] = b.opts.Egress[f.Name]
 	}
-	return egress.ForwarderConfig{Dir: filepath.Join(x.dir, "egress"), UID: rec.UID, GID: rec.UID,
+	owner := rec.RunnerUID
+	if owner == 0 {
+		owner = rec.UID // a box adopted from a backend whose runners ran as the program
+	}
+	return egress.ForwarderConfig{Dir: filepath.Join(x.dir, "egress"), UID: owner, GID: owner,
 		Routes: routes, DrainTimeout: b.opts.EgressDrainTimeout, BoxPID: rec.BwrapPID}, true
 }
 

@@ -92,7 +92,7 @@ func (h *handle) ReadOutput(ctx context.Context, id string, after int64, follow 
 	}
 	if h.x.deathInfo() != nil {
 		rec := h.x.record()
-		f, ferr := os.Open(filepath.Join(h.x.dir, "control", "boots", rec.BootID, "proc", id, "journal"))
+		f, ferr := openControl(h.x.dir, filepath.Join("boots", rec.BootID, "proc", id, "journal"))
 		if ferr == nil {
 			return &journalFile{f: f, dec: runnerapi.NewDecoder(skipReleased(f)), next: after + 1}, nil
 		}

@@ -22,21 +22,27 @@ import (
 //	status.json  bubblewrap's --json-status-fd output (child pid, exit code)
 //	box.log      bubblewrap's and the runner's own stderr
 //	etc/         generated passwd and group
-//	control/     bound read-write at /run/astrabox (uid-owned, 0700): the runner's
-//	             socket, boot config, journals and death note
+//	control/     bound read-write at /run/astrabox (owned by the runner's uid,
+//	             0700): the runner's socket, boot config, journals and death note
 //	egress/      bound read-only at /run/egress: the host's egress sockets
 //	workspace/   the ephemeral workspace (uid-owned, 0700)
 //
-// plus volumes/<name>/ for persistent workspaces and uids/<uid> reservations.
+// plus volumes/<name>/ for persistent workspaces and uids/<uid> reservations
+// (two per box: the program's account and the runner's).
 
 // record is a box's durable description, enough for a restarted worker to find
 // the box again, check it is the same process and clean it up.
 type record struct {
-	ID        string       `json:"id"`
+	ID string `json:"id"`
+	// UID is the program's account (uid = gid); RunnerUID is the runner's, the
+	// box's root. Both come from the backend's range and belong to this box.
 	UID       int          `json:"uid"`
+	RunnerUID int          `json:"runner_uid"`
 	Spec      sandbox.Spec `json:"spec"`
 	CreatedAt time.Time    `json:"created_at"`
-	// BwrapPID is the outer bubblewrap process; it exits when the runner does.
+	// BwrapPID is the box's outer process, the launcher that waits for
+	// bubblewrap (bubblewrap itself on boxes of earlier backends); it exits when
+	// the runner does.
 	BwrapPID   int    `json:"bwrap_pid"`
 	BwrapStart uint64 `json:"bwrap_start"`
 	// InitPID is pid 1 of the box's namespace; killing it ends every process.

@@ -149,7 +149,7 @@ func (b *Backend) onExit(x *box) {
 
 // deathCause reads the runner's death note, else bubblewrap's exit status.
 func deathCause(dir string) (string, string) {
-	if raw, err := os.ReadFile(filepath.Join(dir, "control", runnerapi.DeathName)); err == nil {
+	if raw, err := readControl(dir, runnerapi.DeathName, 64<<10); err == nil {
 		var note runnerapi.Death
 		if json.Unmarshal(raw, &note) == nil && note.Reason != "" {
 			return note.Reason, note.Message
@@ -270,9 +270,12 @@ func (b *Backend) removeBox(ctx context.Context, x *box) error {
 	if err := os.RemoveAll(x.dir); err != nil {
 		errs = append(errs, fmt.Errorf("remove box dir: %w", err))
 	}
-	if rec.UID != 0 {
-		if err := os.Remove(b.uidFile(rec.UID)); err != nil && !errors.Is(err, os.ErrNotExist) {
-			errs = append(errs, fmt.Errorf("release uid: %w", err))
+	for _, uid := range []int{rec.UID, rec.RunnerUID} {
+		if uid == 0 {
+			continue
+		}
+		if err := os.Remove(b.uidFile(uid)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("release uid %d: %w", uid, err))
 		}
 	}
 	b.mu.Lock()

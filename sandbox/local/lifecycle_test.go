@@ -306,7 +306,7 @@ func TestLimitsAreEnforced(t *testing.T) {
 	s.Close()
 
 	res := sh(t, h, "df -k /tmp | tail -1")
-	require.Contains(t, string(res.Stdout), " 8192 ", "a sized /tmp")
+	require.Contains(t, string(res.Stdout), " 8192 ", "a sized /tmp: %s", res.Stderr)
 	res = sh(t, h, "for i in $(seq 1 40); do sleep 30 & done")
 	require.Contains(t, string(res.Stderr), "fork", "the pids limit stops a fork storm")
 }

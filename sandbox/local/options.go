@@ -40,8 +40,9 @@ type Options struct {
 	// Egress is where each declared forward leads, by name, with the credential
 	// headers the host adds. Each box with forwards gets its own forwarder
 	// process (RunnerPath egress) serving a unix socket per name, owned by the
-	// box's uid; it outlives the worker, so a worker restart does not break the
-	// model streams in flight. A Spec that forwards a name missing here is refused.
+	// box's runner account (the program's cannot connect); it outlives the
+	// worker, so a worker restart does not break the model streams in flight. A
+	// Spec that forwards a name missing here is refused.
 	Egress map[string]egress.Route
 	// EgressDrainTimeout bounds how long a replaced forwarder (a rotated
 	// credential) finishes the requests in progress. Default
@@ -59,9 +60,12 @@ type Options struct {
 	// Default "astrabox-" and a hash of StateDir, so that backends with different
 	// state dirs on one host never take each other's boxes for leftovers.
 	CgroupParent string
-	// DisableNestedUserNamespaces forbids user namespaces inside boxes. It is
-	// off by default because Codex's own sandbox needs them.
-	DisableNestedUserNamespaces bool
+	// AllowNestedUserNamespaces lets programs create user namespaces inside
+	// their boxes, which the boxes' seccomp filter refuses by default: a new
+	// user namespace hands an unprivileged program every capability over its
+	// own namespaces, and with it much more of the kernel. Only for programs
+	// that sandbox their own tools with namespaces (Codex's bubblewrap).
+	AllowNestedUserNamespaces bool
 	// Logger receives operational logs. Default: no logs.
 	Logger *zap.Logger
 }

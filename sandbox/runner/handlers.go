@@ -53,9 +53,10 @@ func (r *Runner) routes() http.Handler {
 		writeJSON(w, struct{}{})
 	}))
 	mux.HandleFunc("POST /v1/exec", r.handleExec)
-	mux.HandleFunc("GET /v1/files", handleReadFile)
-	mux.HandleFunc("PUT /v1/files", handleWriteFile)
-	mux.HandleFunc("GET /v1/dirs", handleListDir)
+	// Files are read and written as the program account (see account.do).
+	mux.HandleFunc("GET /v1/files", r.asProgram(handleReadFile))
+	mux.HandleFunc("PUT /v1/files", r.asProgram(handleWriteFile))
+	mux.HandleFunc("GET /v1/dirs", r.asProgram(handleListDir))
 	mux.HandleFunc("GET /v1/ports/{port}", handlePort)
 	mux.HandleFunc("POST /v1/shutdown", func(w http.ResponseWriter, req *http.Request) {
 		var body runnerapi.ShutdownRequest
@@ -88,6 +89,15 @@ func (r *Runner) withProcess(h func(http.ResponseWriter, *http.Request, *process
 			return
 		}
 		h(w, req, p)
+	}
+}
+
+// asProgram serves h with the program account's file-system identity.
+func (r *Runner) asProgram(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, req *http.Request) {
+		if err := r.acct.do(func() error { h(w, req); return nil }); err != nil {
+			writeError(w, err)
+		}
 	}
 }
 
@@ -173,7 +183,7 @@ func (r *Runner) handleExec(w http.ResponseWriter, req *http.Request) {
 	if body.Dir == "" {
 		body.Dir = r.cfg.Workspace
 	}
-	res, err := execute(req.Context(), body, envList(r.cfg.Env, body.Env))
+	res, err := execute(req.Context(), body, envList(r.cfg.Env, body.Env), r.acct)
 	if err != nil {
 		writeError(w, err)
 		return

@@ -35,7 +35,8 @@ type process struct {
 
 // startProcess launches spec with pipes; stdout and stderr lines go to a
 // journal in dir.
-func startProcess(spec sandbox.ProcessSpec, dir string, env []string, workspace string, retry time.Duration) (*process, error) {
+func startProcess(spec sandbox.ProcessSpec, dir string, env []string, workspace string, acct account,
+	retry time.Duration) (*process, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create process dir: %w", err)
 	}
@@ -58,16 +59,27 @@ func startProcess(spec sandbox.ProcessSpec, dir string, env []string, workspace 
 		j.close()
 		return nil, fmt.Errorf("stderr pipe: %w", err)
 	}
-	cmd := exec.Command(spec.Argv[0], spec.Argv[1:]...)
-	cmd.Dir = spec.Dir
-	if cmd.Dir == "" {
-		cmd.Dir = workspace
-	}
-	cmd.Env = env
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdinR, outW, errW
-	// Its own process group lets a signal reach the program's children too.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	err = cmd.Start()
+	var cmd *exec.Cmd
+	// The program's path is looked up and started as the program account: it
+	// may live in the workspace, which only that account can enter.
+	err = acct.do(func() error {
+		cmd = exec.Command(spec.Argv[0], spec.Argv[1:]...)
+		cmd.Dir = spec.Dir
+		if cmd.Dir == "" {
+			cmd.Dir = workspace
+		}
+		cmd.Env = env
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = stdinR, outW, errW
+		cmd.SysProcAttr = acct.sysProcAttr()
+		if err := cmd.Start(); err != nil {
+			return err
+		}
+		// Under the box's memory limit the kernel should pick a program, not the
+		// runner that reports its death. Raising a score needs no privilege, only
+		// write access to the child's file, which belongs to the program account.
+		_ = os.WriteFile(fmt.Sprintf("/proc/%d/oom_score_adj", cmd.Process.Pid), []byte("500"), 0)
+		return nil
+	})
 	stdinR.Close()
 	outW.Close()
 	errW.Close()
@@ -78,9 +90,6 @@ func startProcess(spec sandbox.ProcessSpec, dir string, env []string, workspace 
 		j.close()
 		return nil, fmt.Errorf("start %q: %w", spec.Argv[0], err)
 	}
-	// Under the box's memory limit the kernel should pick a program, not the
-	// runner that reports its death; raising a child's score needs no privilege.
-	_ = os.WriteFile(fmt.Sprintf("/proc/%d/oom_score_adj", cmd.Process.Pid), []byte("500"), 0)
 	p := &process{spec: spec, cmd: cmd, started: time.Now().UTC(), journal: j,
 		stdin: stdinW, writes: map[string]bool{}, exited: make(chan struct{})}
 	p.readers.Add(2)

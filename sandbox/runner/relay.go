@@ -20,7 +20,7 @@ import (
 
 // execute runs a short command to completion in its own process group, killed
 // with the group when its timeout passes.
-func execute(ctx context.Context, req sandbox.ExecRequest, env []string) (sandbox.ExecResult, error) {
+func execute(ctx context.Context, req sandbox.ExecRequest, env []string, acct account) (sandbox.ExecResult, error) {
 	if len(req.Argv) == 0 {
 		return sandbox.ExecResult{}, fmt.Errorf("%w: exec without a program", sandbox.ErrInvalidSpec)
 	}
@@ -31,14 +31,20 @@ func execute(ctx context.Context, req sandbox.ExecRequest, env []string) (sandbo
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	stdout, stderr := &capped{max: maxExecOutput}, &capped{max: maxExecOutput}
-	cmd := exec.CommandContext(ctx, req.Argv[0], req.Argv[1:]...)
-	cmd.Dir, cmd.Env = req.Dir, env
-	cmd.Stdin = bytes.NewReader(req.Stdin)
-	cmd.Stdout, cmd.Stderr = stdout, stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = time.Second
-	err := cmd.Run()
+	var cmd *exec.Cmd
+	err := acct.do(func() error {
+		cmd = exec.CommandContext(ctx, req.Argv[0], req.Argv[1:]...)
+		cmd.Dir, cmd.Env = req.Dir, env
+		cmd.Stdin = bytes.NewReader(req.Stdin)
+		cmd.Stdout, cmd.Stderr = stdout, stderr
+		cmd.SysProcAttr = acct.sysProcAttr()
+		cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+		cmd.WaitDelay = time.Second
+		return cmd.Start()
+	})
+	if err == nil {
+		err = cmd.Wait()
+	}
 	res := sandbox.ExecResult{Stdout: stdout.buf.Bytes(), Stderr: stderr.buf.Bytes(),
 		Truncated: stdout.dropped || stderr.dropped}
 	var exitErr *exec.ExitError

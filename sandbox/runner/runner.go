@@ -35,6 +35,7 @@ const maxLine = runnerapi.MaxLine
 // Runner is the in-box control service.
 type Runner struct {
 	cfg     runnerapi.Config
+	acct    account
 	info    runnerapi.Info
 	logger  *log.Logger
 	retry   time.Duration
@@ -61,7 +62,10 @@ func New(cfg runnerapi.Config, logger *log.Logger) (*Runner, error) {
 	}
 	info := runnerapi.Info{BootID: hex.EncodeToString(raw[:]), StartedAt: time.Now().UTC(),
 		PID: os.Getpid(), UID: os.Getuid()}
-	return &Runner{cfg: cfg, info: info, logger: logger, retry: 200 * time.Millisecond,
+	if cfg.ProgramUID < 0 || cfg.ProgramGID < 0 || (cfg.ProgramUID > 0) != (cfg.ProgramGID > 0) {
+		return nil, fmt.Errorf("program account %d:%d: set both or neither", cfg.ProgramUID, cfg.ProgramGID)
+	}
+	return &Runner{cfg: cfg, acct: account{uid: cfg.ProgramUID, gid: cfg.ProgramGID}, info: info, logger: logger, retry: 200 * time.Millisecond,
 		procs: map[string]*process{}, stop: make(chan struct{})}, nil
 }
 
@@ -151,7 +155,7 @@ func (r *Runner) start(spec sandbox.ProcessSpec) (sandbox.ProcessStatus, error) 
 		return st, nil
 	}
 	env := envList(r.cfg.Env, spec.Env)
-	p, err := startProcess(spec, filepath.Join(r.bootDir(), "proc", spec.ID), env, r.cfg.Workspace, r.retry)
+	p, err := startProcess(spec, filepath.Join(r.bootDir(), "proc", spec.ID), env, r.cfg.Workspace, r.acct, r.retry)
 	if err != nil {
 		return sandbox.ProcessStatus{}, err
 	}

@@ -22,8 +22,14 @@ import (
 // startRunner serves a runner from stateDir and returns a client for it.
 func startRunner(t testing.TB, stateDir string) (*Runner, *runnerapi.Client) {
 	t.Helper()
-	r, err := New(runnerapi.Config{StateDir: stateDir, Workspace: stateDir,
-		Env: map[string]string{"PATH": "/usr/bin:/bin"}}, log.New(io.Discard, "", 0))
+	return startRunnerWith(t, runnerapi.Config{StateDir: stateDir, Workspace: stateDir})
+}
+
+// startRunnerWith serves a runner with cfg (PATH set) and returns a client for it.
+func startRunnerWith(t testing.TB, cfg runnerapi.Config) (*Runner, *runnerapi.Client) {
+	t.Helper()
+	cfg.Env = map[string]string{"PATH": "/usr/bin:/bin"}
+	r, err := New(cfg, log.New(io.Discard, "", 0))
 	require.NoError(t, err)
 	r.retry = 10 * time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())

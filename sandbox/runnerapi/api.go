@@ -51,6 +51,12 @@ type Config struct {
 	ListenTCP string `json:"listen_tcp,omitempty"`
 	// Token, when set, must come in the TokenHeader of every request.
 	Token string `json:"token,omitempty"`
+	// ProgramUID and ProgramGID, when positive, are the account every process,
+	// command and file operation runs as, while the runner keeps an account of
+	// its own: the programs then cannot reach the runner's socket and journals,
+	// nor signal or trace the runner. Zero runs everything as the runner.
+	ProgramUID int `json:"program_uid,omitempty"`
+	ProgramGID int `json:"program_gid,omitempty"`
 }
 
 // TokenHeader carries Config.Token.
