@@ -1,0 +1,139 @@
+package faultstack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/astrabox/astrabox/sandbox/local"
+)
+
+// closeTimeout bounds Close when the caller's context has no deadline.
+const closeTimeout = 2 * time.Minute
+
+// Close stops serve and worker, destroys every box the stack's workers made,
+// stops the model server, Temporal and PostgreSQL, then fails when any process
+// of the stack is still running: one whose command line names the stack's
+// folders, or one running under the stack's box accounts. It is safe on a
+// partly started stack and a second call does nothing.
+func (s *Stack) Close(ctx context.Context) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	api, worker, temporal, pg := s.api, s.worker, s.temporal, s.pg
+	s.mu.Unlock()
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, closeTimeout)
+		defer cancel()
+	}
+
+	var errs []error
+	for _, c := range []*child{api, worker} {
+		if c != nil {
+			errs = append(errs, c.stop(ctx))
+		}
+	}
+	if s.stateDir != "" && s.bin.runner != "" && s.uidCount > 0 {
+		errs = append(errs, s.reapBoxes(ctx))
+	}
+	if s.model != nil {
+		errs = append(errs, s.model.Close())
+	}
+	if temporal != nil {
+		errs = append(errs, temporal.stop(ctx))
+	}
+	if pg != nil {
+		errs = append(errs, pg.Stop(ctx))
+	}
+	if s.baseDir != "" {
+		errs = append(errs, s.leaks())
+	}
+	if s.releaseUIDs != nil {
+		s.releaseUIDs()
+	}
+	err := errors.Join(errs...)
+	if err == nil {
+		// Kept on failure, so the logs explain it.
+		_ = os.RemoveAll(s.baseDir)
+		_ = os.RemoveAll(s.stateDir)
+	}
+	return err
+}
+
+// reapBoxes destroys every box under the stack's state folder, also those whose
+// worker was killed, through the local backend's own Reap.
+func (s *Stack) reapBoxes(ctx context.Context) error {
+	b, err := local.New(ctx, local.Options{StateDir: s.stateDir, UIDFirst: s.uidFirst, UIDCount: s.uidCount, RunnerPath: s.bin.runner})
+	if err != nil {
+		return fmt.Errorf("open the box state to reap it: %w", err)
+	}
+	_, reapErr := b.Reap(ctx, func(string) bool { return false })
+	if reapErr != nil {
+		reapErr = fmt.Errorf("reap boxes: %w", reapErr)
+	}
+	return errors.Join(reapErr, b.Close())
+}
+
+// leaks lists the processes of this stack still alive after Close.
+func (s *Stack) leaks() error {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return fmt.Errorf("list processes: %w", err)
+	}
+	self := os.Getpid()
+	var left []string
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == self {
+			continue
+		}
+		if why := s.ownedBy(pid); why != "" {
+			left = append(left, fmt.Sprintf("pid %d (%s)", pid, why))
+		}
+	}
+	if len(left) > 0 {
+		return fmt.Errorf("processes of the fault stack left running: %s", strings.Join(left, "; "))
+	}
+	return nil
+}
+
+// ownedBy says why pid belongs to this stack, or "" when it does not.
+func (s *Stack) ownedBy(pid int) string {
+	dir := filepath.Join("/proc", strconv.Itoa(pid))
+	if stat, err := os.ReadFile(filepath.Join(dir, "stat")); err == nil {
+		if f := strings.Fields(string(stat)); len(f) > 2 && f[2] == "Z" {
+			return ""
+		}
+	}
+	if raw, err := os.ReadFile(filepath.Join(dir, "cmdline")); err == nil {
+		cmdline := strings.ReplaceAll(string(raw), "\x00", " ")
+		if strings.Contains(cmdline, s.baseDir) || (s.stateDir != "" && strings.Contains(cmdline, s.stateDir)) {
+			return strings.TrimSpace(cmdline)
+		}
+	}
+	status, err := os.ReadFile(filepath.Join(dir, "status"))
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) < 2 || fields[0] != "Uid:" {
+			continue
+		}
+		uid, err := strconv.Atoi(fields[1])
+		if err == nil && s.uidCount > 0 && uid >= s.uidFirst && uid < s.uidFirst+s.uidCount {
+			comm, _ := os.ReadFile(filepath.Join(dir, "comm"))
+			return fmt.Sprintf("box account uid %d: %s", uid, strings.TrimSpace(string(comm)))
+		}
+	}
+	return ""
+}
