@@ -105,7 +105,7 @@ func (f *fixture) converse(t *testing.T, ctx context.Context, sessionID string, 
 	t.Helper()
 	receipt, err := f.c.Send(ctx, sessionID, turn.Content, "m-"+randomHex())
 	require.NoError(t, err)
-	tr, err := f.c.Follow(ctx, sessionID, receipt.OutputSeq, faultstack.FollowOptions{})
+	tr, err := f.c.Follow(ctx, sessionID, receipt.OutputSeq, faultstack.FollowOptions{WatchSession: true})
 	require.NoError(t, err, "read the reply (parts so far %v)", tr.Types())
 	f.requireReply(t, ctx, tr, turn)
 	return receipt
@@ -135,7 +135,7 @@ func (f *fixture) midReply(t *testing.T, ctx context.Context, sessionID string, 
 	}
 	done := make(chan result, 1)
 	go func() {
-		tr, err := f.c.Follow(ctx, sessionID, receipt.OutputSeq, faultstack.FollowOptions{OnPart: func(p faultstack.Part) {
+		tr, err := f.c.Follow(ctx, sessionID, receipt.OutputSeq, faultstack.FollowOptions{WatchSession: true, OnPart: func(p faultstack.Part) {
 			if p.Type == partTextDelta {
 				once.Do(func() { close(firstDelta) })
 			}
@@ -250,10 +250,14 @@ func (f *fixture) postgresRestartedMidReply(t *testing.T) {
 		return f.s.StartPostgres(ctx)
 	})
 	f.requireReply(t, ctx, tr, turn)
+	// The reader's own retries during the outage saw the same answer.
+	var wrong []faultstack.OutageAnswer
 	for _, o := range f.c.Outages() {
-		assert.Equal(t, 503, o.Status, "outage answer of %s", o.Path)
-		assert.NotEmpty(t, o.RetryAfter, "outage answer of %s carries Retry-After", o.Path)
+		if o.Status != 503 || o.RetryAfter == "" {
+			wrong = append(wrong, o)
+		}
 	}
+	assert.Empty(t, wrong, "outage answers other than 503 with Retry-After")
 	a := f.requireAudit(t, ctx, sid, 1)
 	assert.Equal(t, map[string]int{faultstack.OutcomeComplete: 1}, a.Outcomes)
 }
@@ -299,7 +303,11 @@ func (f *fixture) tenMessagesInParallel(t *testing.T) {
 	for err := range errs {
 		require.NoError(t, err)
 	}
-	a := f.requireAudit(t, ctx, sid, n+1)
+	// Ten short replies take well under a minute even on a loaded machine;
+	// messages still held after two are held for good.
+	settleCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	a := f.requireAudit(t, settleCtx, sid, n+1)
 	// Claude Code may take queued messages together: a response then answers
 	// several inputs, with the reply to one of them.
 	for _, r := range a.Responses {
@@ -396,7 +404,7 @@ func (f *fixture) converseTool(t *testing.T, ctx context.Context, sessionID stri
 	receipt, err := f.c.Send(ctx, sessionID, turn.Content, "m-"+randomHex())
 	require.NoError(t, err)
 	asked := func(p faultstack.Part) bool { return p.Type == "tool-approval-request" }
-	tr, err := f.c.Follow(ctx, sessionID, receipt.OutputSeq, faultstack.FollowOptions{Until: asked})
+	tr, err := f.c.Follow(ctx, sessionID, receipt.OutputSeq, faultstack.FollowOptions{Until: asked, WatchSession: true})
 	require.NoError(t, err, "read the reply (parts so far %v)", tr.Types())
 	if !tr.Done {
 		view, err := f.c.WaitSession(ctx, sessionID, "the pending approval", func(v faultstack.SessionView) bool { return v.PendingInteraction != nil })
@@ -407,7 +415,7 @@ func (f *fixture) converseTool(t *testing.T, ctx context.Context, sessionID stri
 			decision = "deny"
 		}
 		require.NoError(t, f.c.Answer(ctx, sessionID, view.PendingInteraction.InteractionID, decision))
-		rest, err := f.c.Follow(ctx, sessionID, tr.Last(), faultstack.FollowOptions{})
+		rest, err := f.c.Follow(ctx, sessionID, tr.Last(), faultstack.FollowOptions{WatchSession: true})
 		require.NoError(t, err, "read the rest of the reply (parts so far %v)", rest.Types())
 		tr = tr.Append(rest)
 	} else if wantApproval {

@@ -78,7 +78,13 @@ type FollowOptions struct {
 	// Until ends the reading after a part for which it returns true, for a
 	// stream that stays open (a response paused on an approval).
 	Until func(Part) bool
+	// WatchSession polls the Session while reading and gives up with
+	// ErrTerminated once it is TERMINATED: its stream would never end.
+	WatchSession bool
 }
+
+// watchInterval paces the Session polls of a watching reader.
+const watchInterval = time.Second
 
 // ErrSequence reports a repeated or missing part: a seq that does not follow
 // the previous one.
@@ -89,6 +95,37 @@ var ErrSequence = errors.New("stream seq is not contiguous")
 // carried, and a refused or failed connection is retried until ctx ends. It
 // fails with ErrSequence when a seq repeats or skips.
 func (c *Client) Follow(ctx context.Context, sessionID string, after int64, opts FollowOptions) (Transcript, error) {
+	if opts.WatchSession {
+		var cancel context.CancelCauseFunc
+		ctx, cancel = context.WithCancelCause(ctx)
+		defer cancel(nil)
+		go c.watchTerminated(ctx, sessionID, cancel)
+	}
+	t, err := c.follow(ctx, sessionID, after, opts)
+	if cause := context.Cause(ctx); err != nil && errors.Is(cause, ErrTerminated) {
+		return t, fmt.Errorf("stream after seq %d: %w", t.Last(), cause)
+	}
+	return t, err
+}
+
+// watchTerminated cancels the reading once the Session is TERMINATED.
+func (c *Client) watchTerminated(ctx context.Context, sessionID string, cancel context.CancelCauseFunc) {
+	tick := time.NewTicker(watchInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if view, err := c.Session(ctx, sessionID); err == nil && view.State == StateTerminated {
+			cancel(ErrTerminated)
+			return
+		}
+	}
+}
+
+func (c *Client) follow(ctx context.Context, sessionID string, after int64, opts FollowOptions) (Transcript, error) {
 	t := Transcript{After: after}
 	for attempt := 0; ; attempt++ {
 		resp, err := c.openStream(ctx, sessionID, t.Last())
