@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/astrabox/astrabox/internal/faultstack"
+	"github.com/astrabox/astrabox/internal/testutil"
 	"github.com/astrabox/astrabox/sandbox/local/localtest"
 )
 
@@ -43,8 +44,8 @@ func TestFaults(t *testing.T) {
 		t.Skip("starts the whole platform with real boxes")
 	}
 	localtest.RequireBoxes(t)
-	ctx, cancel := context.WithTimeout(t.Context(), suiteTimeout)
-	defer cancel()
+	// Bounded by go test's own deadline too, so the stack is always stopped.
+	ctx := testutil.ContextWithTimeout(t, suiteTimeout)
 	checker, err := faultstack.NewChecker()
 	require.NoError(t, err, "run `make deps-npm`")
 	started := time.Now()
