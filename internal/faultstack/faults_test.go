@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/astrabox/astrabox/engines/claude"
 	"github.com/astrabox/astrabox/internal/faultstack"
 	"github.com/astrabox/astrabox/internal/testutil"
 	"github.com/astrabox/astrabox/sandbox/local/localtest"
@@ -27,9 +28,6 @@ const (
 	slowChunks     = 16
 	slowChunkDelay = 400 * time.Millisecond
 )
-
-// partTextDelta is the stream part that shows a reply under way.
-const partTextDelta = "text-delta"
 
 // TestFaults breaks the running platform the ways production breaks it and
 // checks, through the public API only, that every message is answered exactly
@@ -137,7 +135,7 @@ func (f *fixture) midReply(t *testing.T, ctx context.Context, sessionID string, 
 	done := make(chan result, 1)
 	go func() {
 		tr, err := f.c.Follow(ctx, sessionID, receipt.OutputSeq, faultstack.FollowOptions{WatchSession: true, OnPart: func(p faultstack.Part) {
-			if p.Type == partTextDelta {
+			if p.Type == faultstack.PartTextDelta {
 				once.Do(func() { close(firstDelta) })
 			}
 		}})
@@ -324,16 +322,12 @@ func (f *fixture) tenMessagesInParallel(t *testing.T) {
 	}
 }
 
-// permissionModes are Claude Code's modes (engines/claude.PermissionModes),
-// each set on a live Session.
-var permissionModes = []string{"default", "acceptEdits", "plan", "bypassPermissions", "dontAsk", "auto"}
-
 func (f *fixture) restartWithIdleSessions(t *testing.T) {
 	ctx := f.begin(t)
 	fresh := f.newSession(t, ctx, "fresh")
 	used := f.newSession(t, ctx, "used")
 	moded := map[string]string{}
-	for _, mode := range permissionModes {
+	for _, mode := range claude.PermissionModes {
 		moded[mode] = f.newSession(t, ctx, "mode-"+mode)
 	}
 	t.Run("before the restart", func(t *testing.T) {
@@ -341,7 +335,7 @@ func (f *fixture) restartWithIdleSessions(t *testing.T) {
 			t.Parallel()
 			f.converse(t, ctx, used, faultstack.TextTurn("used-before"))
 		})
-		for _, mode := range permissionModes {
+		for _, mode := range claude.PermissionModes {
 			t.Run(mode, func(t *testing.T) {
 				t.Parallel()
 				sid := moded[mode]
@@ -371,7 +365,7 @@ func (f *fixture) restartWithIdleSessions(t *testing.T) {
 			f.converse(t, ctx, used, faultstack.TextTurn("used-after"))
 			f.requireAudit(t, ctx, used, 2)
 		})
-		for _, mode := range permissionModes {
+		for _, mode := range claude.PermissionModes {
 			t.Run(mode, func(t *testing.T) {
 				t.Parallel()
 				sid := moded[mode]
@@ -404,16 +398,16 @@ func (f *fixture) converseTool(t *testing.T, ctx context.Context, sessionID stri
 	t.Helper()
 	receipt, err := f.c.Send(ctx, sessionID, turn.Content, "m-"+randomHex())
 	require.NoError(t, err)
-	asked := func(p faultstack.Part) bool { return p.Type == "tool-approval-request" }
+	asked := func(p faultstack.Part) bool { return p.Type == faultstack.PartApprovalRequest }
 	tr, err := f.c.Follow(ctx, sessionID, receipt.OutputSeq, faultstack.FollowOptions{Until: asked, WatchSession: true})
 	require.NoError(t, err, "read the reply (parts so far %v)", tr.Types())
 	if !tr.Done {
 		view, err := f.c.WaitSession(ctx, sessionID, "the pending approval", func(v faultstack.SessionView) bool { return v.PendingInteraction != nil })
 		require.NoError(t, err)
-		decision := "approve"
+		decision := faultstack.DecisionApprove
 		if !wantApproval {
 			t.Errorf("the program asked for an approval it should not need")
-			decision = "deny"
+			decision = faultstack.DecisionDeny
 		}
 		require.NoError(t, f.c.Answer(ctx, sessionID, view.PendingInteraction.InteractionID, decision))
 		rest, err := f.c.Follow(ctx, sessionID, tr.Last(), faultstack.FollowOptions{WatchSession: true})

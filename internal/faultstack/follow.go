@@ -20,6 +20,20 @@ const resumeCursorType = "data-resume-cursor"
 // doneLine ends a stream.
 const doneLine = "[DONE]"
 
+// Part types the harness and its tests look for.
+const (
+	// PartTextDelta shows a reply under way.
+	PartTextDelta = "text-delta"
+	// PartApprovalRequest pauses a response until an approval is answered.
+	PartApprovalRequest = "tool-approval-request"
+)
+
+// Decisions an approval is answered with.
+const (
+	DecisionApprove = "approve"
+	DecisionDeny    = "deny"
+)
+
 // Part is one stored part read from a Session's stream.
 type Part struct {
 	Seq  int64

@@ -3,6 +3,7 @@ package soak
 import (
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"sort"
 	"sync"
@@ -109,8 +110,9 @@ func (r *Report) Percentile(p float64) time.Duration {
 	}
 	sorted := slices.Clone(r.Recovery)
 	slices.Sort(sorted)
-	i := int(float64(len(sorted)-1) * p / 100)
-	return sorted[i]
+	// Nearest rank: the smallest time at or above p percent of the samples.
+	rank := int(math.Ceil(p / 100 * float64(len(sorted))))
+	return sorted[max(rank, 1)-1]
 }
 
 // Print writes the figures.

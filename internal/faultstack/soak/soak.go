@@ -106,7 +106,7 @@ func Run(ctx context.Context, s *faultstack.Stack, k *faultstack.Checker, opts O
 	faultsDone := make(chan struct{})
 	go func() {
 		defer close(faultsDone)
-		d.injectFaults(turnsCtx, probe, sessions)
+		d.injectFaults(turnsCtx, ctx, probe, sessions)
 	}()
 	wg.Wait()
 	stopTurns()
@@ -179,7 +179,7 @@ func (d *driver) turn(ctx context.Context, sid string, t faultstack.Turn, client
 		return fmt.Errorf("send: %w", err)
 	}
 	d.r.accepted()
-	asked := func(p faultstack.Part) bool { return p.Type == "tool-approval-request" }
+	asked := func(p faultstack.Part) bool { return p.Type == faultstack.PartApprovalRequest }
 	tr, err := c.Follow(ctx, sid, receipt.OutputSeq, faultstack.FollowOptions{Until: asked})
 	for err == nil && !tr.Done {
 		view, werr := c.WaitSession(ctx, sid, "the pending approval", func(v faultstack.SessionView) bool { return v.PendingInteraction != nil })
@@ -187,7 +187,7 @@ func (d *driver) turn(ctx context.Context, sid string, t faultstack.Turn, client
 			err = werr
 			break
 		}
-		if err = c.Answer(ctx, sid, view.PendingInteraction.InteractionID, "approve"); err != nil {
+		if err = c.Answer(ctx, sid, view.PendingInteraction.InteractionID, faultstack.DecisionApprove); err != nil {
 			break
 		}
 		var rest faultstack.Transcript
@@ -202,7 +202,9 @@ func (d *driver) turn(ctx context.Context, sid string, t faultstack.Turn, client
 	}
 	msg, err := d.k.Reply(ctx, tr)
 	if err != nil {
-		d.r.sequenceProblem()
+		if ctx.Err() == nil {
+			d.r.sequenceProblem()
+		}
 		return err
 	}
 	if got := faultstack.Text(msg); got != t.Reply {
@@ -214,10 +216,12 @@ func (d *driver) turn(ctx context.Context, sid string, t faultstack.Turn, client
 
 // injectFaults waits FaultEvery, injects a random fault, then measures the
 // recovery: how long until a new message on the probe Session is answered.
-func (d *driver) injectFaults(ctx context.Context, probe string, sessions []string) {
+// It injects until turnsCtx ends; a recovery under way is measured to its end
+// under ctx.
+func (d *driver) injectFaults(turnsCtx, ctx context.Context, probe string, sessions []string) {
 	for n := 0; ; n++ {
 		select {
-		case <-ctx.Done():
+		case <-turnsCtx.Done():
 			return
 		case <-time.After(d.opts.FaultEvery):
 		}
