@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/astrabox/astrabox/sandbox/local"
+	"github.com/astrabox/astrabox/sandbox/local/localtest"
 )
 
 // closeTimeout bounds Close when the caller's context has no deadline.
@@ -120,20 +121,70 @@ func (s *Stack) ownedBy(pid int) string {
 			return strings.TrimSpace(cmdline)
 		}
 	}
-	status, err := os.ReadFile(filepath.Join(dir, "status"))
+	if uid, ok := processUID(pid); ok && s.uidCount > 0 && uid >= s.uidFirst && uid < s.uidFirst+s.uidCount {
+		comm, _ := os.ReadFile(filepath.Join(dir, "comm"))
+		return fmt.Sprintf("box account uid %d: %s", uid, strings.TrimSpace(string(comm)))
+	}
+	return ""
+}
+
+// processUID reads a process's real uid.
+func processUID(pid int) (int, bool) {
+	status, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
 	if err != nil {
-		return ""
+		return 0, false
 	}
 	for _, line := range strings.Split(string(status), "\n") {
 		fields := strings.Fields(line)
-		if len(fields) < 2 || fields[0] != "Uid:" {
-			continue
-		}
-		uid, err := strconv.Atoi(fields[1])
-		if err == nil && s.uidCount > 0 && uid >= s.uidFirst && uid < s.uidFirst+s.uidCount {
-			comm, _ := os.ReadFile(filepath.Join(dir, "comm"))
-			return fmt.Sprintf("box account uid %d: %s", uid, strings.TrimSpace(string(comm)))
+		if len(fields) >= 2 && fields[0] == "Uid:" {
+			uid, err := strconv.Atoi(fields[1])
+			return uid, err == nil
 		}
 	}
-	return ""
+	return 0, false
+}
+
+// maxUIDBlockTries bounds the search for a uid block no live process uses.
+const maxUIDBlockTries = 20
+
+// takeUIDBlock holds a block of box uids that no running process uses. A box
+// leaked by another test run keeps running under its block after that run
+// released the block; sharing its uids would weaken the boxes' isolation and
+// make the leak check blame this stack for it.
+func takeUIDBlock() (first, count int, release func(), err error) {
+	var skipped []func()
+	defer func() {
+		for _, r := range skipped {
+			r()
+		}
+	}()
+	for range maxUIDBlockTries {
+		first, count, release, err = localtest.UIDBlock()
+		if err != nil {
+			return 0, 0, nil, err
+		}
+		if !uidsInUse(first, count) {
+			return first, count, release, nil
+		}
+		skipped = append(skipped, release)
+	}
+	return 0, 0, nil, fmt.Errorf("no free uid block after %d tries: boxes of other runs use them", maxUIDBlockTries)
+}
+
+// uidsInUse reports whether a running process has a uid in [first, first+count).
+func uidsInUse(first, count int) bool {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return false
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if uid, ok := processUID(pid); ok && uid >= first && uid < first+count {
+			return true
+		}
+	}
+	return false
 }

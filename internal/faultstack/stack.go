@@ -32,7 +32,6 @@ import (
 	"github.com/astrabox/astrabox/internal/devstack"
 	"github.com/astrabox/astrabox/internal/pgcluster"
 	"github.com/astrabox/astrabox/internal/reporoot"
-	"github.com/astrabox/astrabox/sandbox/local/localtest"
 	"github.com/astrabox/astrabox/store"
 )
 
@@ -128,7 +127,7 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 	if s.bin, err = build(ctx, opts.RepoRoot, filepath.Join(s.baseDir, "bin")); err != nil {
 		return nil, err
 	}
-	if s.uidFirst, s.uidCount, s.releaseUIDs, err = localtest.UIDBlock(); err != nil {
+	if s.uidFirst, s.uidCount, s.releaseUIDs, err = takeUIDBlock(); err != nil {
 		return nil, err
 	}
 	ports, err := freePorts(3)

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -208,10 +209,26 @@ func (d *driver) turn(ctx context.Context, sid string, t faultstack.Turn, client
 		return err
 	}
 	if got := faultstack.Text(msg); got != t.Reply {
+		// A response that ended failed (its box was killed) keeps the text it
+		// had; only a completed response must carry the whole reply.
+		view, err := c.Session(ctx, sid)
+		if err != nil {
+			return fmt.Errorf("read the response's outcome: %w", err)
+		}
+		if last := view.LastResponse; last != nil && last.Outcome != nil && *last.Outcome != faultstack.OutcomeComplete && slices.Contains(last.InputIDs, receipt.InputID) {
+			return fmt.Errorf("response ended %s (%s) with %q", *last.Outcome, ptrString(last.NativeReason), got)
+		}
 		d.r.wrongText()
 		return fmt.Errorf("reply %q, want %q", got, t.Reply)
 	}
 	return nil
+}
+
+func ptrString(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
 }
 
 // injectFaults waits FaultEvery, injects a random fault, then measures the
