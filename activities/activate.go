@@ -14,9 +14,9 @@ import (
 
 // ActivateRuntime connects the Agent program in a prepared box through its adapter,
 // checks the client with engines.InitializeRuntimeClient, applies the Session's
-// permission mode, records the placement, and keeps the live client in this process
-// for Relay and the other host activities. It runs on the host task queue
-// PrepareRuntime named.
+// permission mode (settling a refusal, see settleRefusedMode), records the placement,
+// and keeps the live client in this process for Relay and the other host activities.
+// It runs on the host task queue PrepareRuntime named.
 func (a *Activities) ActivateRuntime(ctx context.Context, req ActivateRequest) (ActivateResult, error) {
 	sess, _, profile, adapter, err := a.resolve(ctx, req.SessionID)
 	if err != nil {
@@ -61,6 +61,14 @@ func (a *Activities) ActivateRuntime(ctx context.Context, req ActivateRequest) (
 		if len(sess.ResumeMaterial) > 0 {
 			sc.ResumeMaterial = json.RawMessage(sess.ResumeMaterial)
 		}
+		// Whether the conversation ever held content is the platform's knowledge, not
+		// the box's: a program that writes its native log only at its first turn leaves
+		// nothing to resume for a Session that never got a message.
+		hasContent, err := a.deps.Store.HasConversationContent(ctx, sess.ID)
+		if err != nil {
+			return ActivateResult{}, err
+		}
+		sc.ConversationEmpty = !hasContent
 	}
 	if sess.PermissionMode != nil {
 		sc.PermissionMode = *sess.PermissionMode
@@ -85,7 +93,9 @@ func (a *Activities) ActivateRuntime(ctx context.Context, req ActivateRequest) (
 		_ = client.Close()
 		return ActivateResult{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeConfiguration, err)
 	}
-	if err := applyPermissionMode(ctx, client, sc.PermissionMode); err != nil {
+	// A stored mode the program refuses is settled, never a failed activation: the
+	// Session would otherwise be terminated for a setting.
+	if err := a.applyStoredMode(ctx, client, caps, sess); err != nil {
 		_ = client.Close()
 		return ActivateResult{}, err
 	}
@@ -107,16 +117,4 @@ func (a *Activities) ActivateRuntime(ctx context.Context, req ActivateRequest) (
 	a.live.put(&liveRuntime{sessionID: sess.ID, generation: req.RuntimeGeneration, client: client, handle: h,
 		box: box, caps: caps, identity: sc.RuntimeIdentity})
 	return ActivateResult{HostTaskQueue: a.deps.HostTaskQueue}, nil
-}
-
-// applyPermissionMode sets the mode on a client whose engine has permission modes.
-func applyPermissionMode(ctx context.Context, client engines.RuntimeClient, mode string) error {
-	setter, ok := client.(engines.PermissionModeSetter)
-	if !ok || mode == "" {
-		return nil
-	}
-	if err := setter.SetPermissionMode(ctx, mode); err != nil {
-		return fmt.Errorf("set permission mode %q: %w", mode, err)
-	}
-	return nil
 }

@@ -120,6 +120,7 @@ func (a *Activities) RegisterShared(r worker.Registry) {
 	r.RegisterActivity(a.Release)
 	r.RegisterActivity(a.EndConversation)
 	r.RegisterActivity(a.MarkTerminated)
+	r.RegisterActivity(a.StorePermissionMode)
 }
 
 // RegisterHost registers the activities that need this process's live connections
@@ -131,6 +132,7 @@ func (a *Activities) RegisterHost(r worker.Registry) {
 	r.RegisterActivity(a.Answer)
 	r.RegisterActivity(a.Interrupt)
 	r.RegisterActivity(a.SetPermissionMode)
+	r.RegisterActivity(a.ApplyPermissionMode)
 	r.RegisterActivity(a.StopChildRun)
 	r.RegisterActivity(a.Disconnect)
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
-	"net/url"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -29,8 +27,9 @@ import (
 const claudeMount = "/opt/claude"
 
 // newClaudeStack runs the real pinned Claude Code in local boxes, reaching the
-// in-process scripted model server through the host-side credential proxy.
-func newClaudeStack(t *testing.T) *stack {
+// in-process scripted model server through the host-side credential proxy. wrap, when
+// given, rewrites the command the adapter starts it with.
+func newClaudeStack(t *testing.T, wrap ...func(command []string) []string) *stack {
 	t.Helper()
 	root, err := agentbin.Root()
 	require.NoError(t, err)
@@ -41,14 +40,16 @@ func newClaudeStack(t *testing.T) *stack {
 	model := devmodel.New(devmodel.Options{SlowDelay: 100 * time.Millisecond})
 	require.NoError(t, model.Start(context.Background(), "127.0.0.1:0"))
 	t.Cleanup(func() { _ = model.Close() })
-	upstream, err := url.Parse(model.URL())
-	require.NoError(t, err)
+	command := append([]string{filepath.Join(claudeMount, rel)}, prog.Command[1:]...)
+	for _, w := range wrap {
+		command = w(command)
+	}
 	return newStackWith(t, engineSetup{
 		kind:    claude.EngineKind,
-		adapter: claude.NewAdapter(claude.Config{Command: append([]string{filepath.Join(claudeMount, rel)}, prog.Command[1:]...)}),
+		adapter: claude.NewAdapter(claude.Config{Command: command}),
 		mounts:  []sandbox.Mount{{Source: prog.Dir, Target: claudeMount}},
-		egress: map[string]http.Handler{activities.ModelForwardName: egress.NewCredentialProxy(upstream,
-			map[string]string{"x-api-key": "sk-host-side"})},
+		egress: map[string]egress.Route{activities.ModelForwardName: {Upstream: model.URL(),
+			Headers: map[string]string{"x-api-key": "sk-host-side"}}},
 	})
 }
 

@@ -18,10 +18,16 @@ import (
 	"github.com/astrabox/astrabox/workflows"
 )
 
+// recordedHistory is the file in workflows/testdata this test records. Histories
+// recorded by earlier code (session_lifecycle.json, before the permission-mode update)
+// stay there, so the workflows package proves they still replay.
+const recordedHistory = "session_mode_update.json"
+
 // TestRecordedHistoryReplays runs a whole Session on the dev server (inputs, an
-// interrupt, a permission-mode change, delete), then replays its recorded history
-// against the current workflow code. With ASTRABOX_RECORD_HISTORY=1 it also saves the
-// history into workflows/testdata, where the workflows package replays it on every run.
+// interrupt, a permission-mode signal and update, delete), then replays its recorded
+// history against the current workflow code. With ASTRABOX_RECORD_HISTORY=1 it also
+// saves the history into workflows/testdata, where the workflows package replays it on
+// every run.
 func TestRecordedHistoryReplays(t *testing.T) {
 	s := newStack(t)
 	s.startWorker("host-a-" + uniq())
@@ -34,6 +40,9 @@ func TestRecordedHistoryReplays(t *testing.T) {
 	s.signal(id, workflows.SignalInterrupt, workflows.Interrupt{RequestID: "r-1"})
 	s.waitEnded(id, "resp-"+long)
 	s.signal(id, workflows.SignalPermissionModeChanged, workflows.PermissionModeChanged{PermissionMode: "default"})
+	res, err := s.setMode(id, "default")
+	require.NoError(t, err)
+	require.True(t, res.Applied, "the live runtime took the mode")
 	s.eventually("idle", func() bool {
 		f, err := s.st.GetSessionFactsByID(s.ctx, id)
 		require.NoError(t, err)
@@ -69,7 +78,7 @@ func TestRecordedHistoryReplays(t *testing.T) {
 	if os.Getenv("ASTRABOX_RECORD_HISTORY") == "1" {
 		root, err := reporoot.Find()
 		require.NoError(t, err)
-		path = filepath.Join(root, "workflows", "testdata", "session_lifecycle.json")
+		path = filepath.Join(root, "workflows", "testdata", recordedHistory)
 	}
 	require.NoError(t, os.WriteFile(path, data, 0o644))
 

@@ -114,19 +114,3 @@ func (a *Activities) Interrupt(ctx context.Context, req InterruptRequest) error 
 	}
 	return l.client.Interrupt(ctx, req.CancelQueued)
 }
-
-// SetPermissionMode applies the Session's stored permission mode to the runtime.
-func (a *Activities) SetPermissionMode(ctx context.Context, ref RuntimeRef) error {
-	l, err := a.live.get(ref.SessionID, ref.RuntimeGeneration)
-	if err != nil {
-		return err
-	}
-	sess, err := a.deps.Store.GetSessionByID(ctx, ref.SessionID)
-	if err != nil {
-		return sessionErr(err)
-	}
-	if sess.PermissionMode == nil {
-		return nil
-	}
-	return applyPermissionMode(ctx, l.client, *sess.PermissionMode)
-}

@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,6 +22,7 @@ import (
 	"github.com/astrabox/astrabox/internal/scriptengine"
 	"github.com/astrabox/astrabox/internal/testutil"
 	"github.com/astrabox/astrabox/sandbox"
+	"github.com/astrabox/astrabox/sandbox/egress"
 	"github.com/astrabox/astrabox/sandbox/enginebox"
 	"github.com/astrabox/astrabox/sandbox/local"
 	"github.com/astrabox/astrabox/sandbox/local/localtest"
@@ -89,7 +89,7 @@ type engineSetup struct {
 	adapter engines.EngineAdapter
 	// mounts are bound into every box; egress serves box forwards by name.
 	mounts []sandbox.Mount
-	egress map[string]http.Handler
+	egress map[string]egress.Route
 }
 
 func newStack(t testing.TB) *stack {

@@ -25,6 +25,10 @@ const (
 	// reference, a runtime client without ChildRunStopper, or a reference the runtime
 	// rejects). Retrying does not help; the workflow records it and drops the request.
 	ErrTypeChildRunNotStoppable = "ChildRunNotStoppable"
+	// ErrTypePermissionModeRefused: the Agent program refused a permission mode; the
+	// error's message is the program's own. Retrying does not help, and nothing was
+	// stored.
+	ErrTypePermissionModeRefused = "PermissionModeRefused"
 )
 
 // SessionRef names a Session.
@@ -142,6 +146,15 @@ type InterruptRequest struct {
 	SessionID         string `json:"session_id"`
 	RuntimeGeneration int64  `json:"runtime_generation"`
 	CancelQueued      bool   `json:"cancel_queued"`
+}
+
+// PermissionModeRequest names a permission mode for a Session: to apply to its live
+// runtime generation (ApplyPermissionMode), or to store (StorePermissionMode, which
+// ignores the generation).
+type PermissionModeRequest struct {
+	SessionID         string `json:"session_id"`
+	RuntimeGeneration int64  `json:"runtime_generation,omitempty"`
+	PermissionMode    string `json:"permission_mode"`
 }
 
 // StopChildRunRequest asks the runtime to stop one child run; the control reference is

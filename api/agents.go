@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -17,7 +18,8 @@ import (
 // maxNameLen caps Agent and RuntimeProfile names.
 const maxNameLen = 200
 
-// agentView is an Agent as the API shows it.
+// agentView is an Agent as the API shows it. Config is shown, with its secret values
+// redacted, to the Agent's creator and to administrators only; other members see null.
 type agentView struct {
 	AgentID          string          `json:"agent_id"`
 	Name             string          `json:"name"`
@@ -32,12 +34,38 @@ type agentView struct {
 	UpdatedAt        time.Time       `json:"updated_at"`
 }
 
-func newAgentView(a store.Agent) agentView {
-	return agentView{
+func newAgentView(a store.Agent, user store.User) (agentView, error) {
+	v := agentView{
 		AgentID: a.ID, Name: a.Name, Description: a.Description, EngineKind: a.EngineKind,
-		RuntimeProfileID: a.RuntimeProfileID, Config: a.Config, PermissionMode: a.PermissionMode,
+		RuntimeProfileID: a.RuntimeProfileID, PermissionMode: a.PermissionMode,
 		Version: a.Version, CreatedBy: a.CreatedBy, CreatedAt: a.CreatedAt.UTC(), UpdatedAt: a.UpdatedAt.UTC(),
 	}
+	if !canManageAgent(user, a) {
+		return v, nil
+	}
+	config, err := redactConfig(a.Config)
+	if err != nil {
+		return agentView{}, fmt.Errorf("agent %s: %w", a.ID, err)
+	}
+	v.Config = config
+	return v, nil
+}
+
+// canManageAgent reports whether user may read an Agent's configuration and change
+// it: its creator and administrators. Every member may list Agents and start Sessions
+// from them.
+func canManageAgent(user store.User, a store.Agent) bool {
+	return user.IsAdmin() || (a.CreatedBy != nil && *a.CreatedBy == user.ID)
+}
+
+// writeAgent answers with the Agent as user may see it.
+func (s *Server) writeAgent(c *gin.Context, a store.Agent) {
+	v, err := newAgentView(a, currentUser(c))
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	writeOK(c, v)
 }
 
 // agentRequest is the body of Agent creation and update. Version is required on update
@@ -53,7 +81,7 @@ type agentRequest struct {
 
 func (s *Server) createAgent(c *gin.Context) {
 	var req agentRequest
-	if err := decodeBody(c, defaultBodyLimit, &req, false); err != nil {
+	if err := decodeBody(c, s.maxBodyBytes, &req, false); err != nil {
 		s.fail(c, err)
 		return
 	}
@@ -84,8 +112,13 @@ func (s *Server) createAgent(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
+	config, secrets, err := separateSecrets(config, nil)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
 	user := currentUser(c)
-	in := store.NewAgent{Name: name, EngineKind: profile.EngineKind, RuntimeProfileID: profile.ID, Config: config, CreatedBy: &user.ID}
+	in := store.NewAgent{Name: name, EngineKind: profile.EngineKind, RuntimeProfileID: profile.ID, Config: config, Secrets: secrets, CreatedBy: &user.ID}
 	if req.Description != nil {
 		in.Description = *req.Description
 	}
@@ -97,7 +130,7 @@ func (s *Server) createAgent(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	writeOK(c, newAgentView(agent))
+	s.writeAgent(c, agent)
 }
 
 func (s *Server) listAgents(c *gin.Context) {
@@ -106,9 +139,13 @@ func (s *Server) listAgents(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
+	user := currentUser(c)
 	out := make([]agentView, len(agents))
 	for i, a := range agents {
-		out[i] = newAgentView(a)
+		if out[i], err = newAgentView(a, user); err != nil {
+			s.fail(c, err)
+			return
+		}
 	}
 	writeOK(c, out)
 }
@@ -119,7 +156,7 @@ func (s *Server) getAgent(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	writeOK(c, newAgentView(agent))
+	s.writeAgent(c, agent)
 }
 
 func (s *Server) updateAgent(c *gin.Context) {
@@ -128,13 +165,12 @@ func (s *Server) updateAgent(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	user := currentUser(c)
-	if !user.IsAdmin() && (agent.CreatedBy == nil || *agent.CreatedBy != user.ID) {
+	if !canManageAgent(currentUser(c), agent) {
 		s.fail(c, forbidden("only the Agent's creator or an administrator can change it"))
 		return
 	}
 	var req agentRequest
-	if err := decodeBody(c, defaultBodyLimit, &req, false); err != nil {
+	if err := decodeBody(c, s.maxBodyBytes, &req, false); err != nil {
 		s.fail(c, err)
 		return
 	}
@@ -171,7 +207,13 @@ func (s *Server) updateAgent(c *gin.Context) {
 		return
 	}
 	if req.Config != nil || profile.EngineKind != agent.EngineKind {
-		upd.Config = validConfig
+		ctx := c.Request.Context()
+		prior := &priorSecrets{config: agent.Config, load: func() (store.AgentSecrets, error) { return s.store.GetAgentSecrets(ctx, agent.ID) }}
+		upd.Config, upd.Secrets, err = separateSecrets(validConfig, prior)
+		if err != nil {
+			s.fail(c, err)
+			return
+		}
 	}
 	upd.PermissionMode = req.PermissionMode
 	if req.RuntimeProfileID != nil {
@@ -183,7 +225,7 @@ func (s *Server) updateAgent(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	writeOK(c, newAgentView(saved))
+	s.writeAgent(c, saved)
 }
 
 // updatedProfile returns the RuntimeProfile an updated Agent selects. A newly selected

@@ -4,38 +4,108 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/gin-gonic/gin"
+	"go.uber.org/zap"
 
 	"github.com/astrabox/astrabox/store"
 )
 
-const userKey = "astrabox.user"
+const (
+	userKey  = "astrabox.user"
+	tokenKey = "astrabox.token"
+	// plaintextKey keeps the request's bearer token in memory, for a stream to re-check.
+	plaintextKey = "astrabox.token_plaintext"
+)
+
+// tokenTouchInterval is how stale a token's last_used_at may get: it is written at most
+// once per interval per token, not on every request.
+const tokenTouchInterval = time.Minute
 
 // authenticate resolves the bearer API token to its user; a missing, unknown,
-// revoked or expired token is 401 UNAUTHORIZED.
+// revoked or expired token is 401 UNAUTHORIZED. It runs before any handler reads a
+// body, and a refusal closes the connection instead of reading the rest of the body
+// (which net/http does to keep a connection alive), so an unauthenticated client
+// cannot hold a connection by trickling one.
 func (s *Server) authenticate(c *gin.Context) {
-	header := c.GetHeader("Authorization")
-	scheme, token, ok := strings.Cut(header, " ")
-	if header == "" {
-		s.fail(c, Unauthorized("an Authorization: Bearer <token> header is required"))
-		return
-	}
-	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
-		s.fail(c, Unauthorized("the Authorization header must be Bearer <token>"))
-		return
-	}
-	user, _, err := s.store.GetUserByAPIToken(c.Request.Context(), strings.TrimSpace(token), s.now())
+	token, err := bearerToken(c.GetHeader("Authorization"))
 	if err != nil {
-		if errors.Is(err, store.ErrNotFound) {
-			s.fail(c, Unauthorized("the token is unknown, revoked or expired"))
-			return
-		}
+		s.refuseUnauthenticated(c, err)
+		return
+	}
+	user, tok, err := s.store.GetUserByAPIToken(c.Request.Context(), token, s.now())
+	if errors.Is(err, store.ErrNotFound) {
+		s.refuseUnauthenticated(c, Unauthorized("the token is unknown, revoked or expired"))
+		return
+	}
+	if err != nil {
 		s.fail(c, err)
 		return
 	}
+	s.touchToken(c, tok)
 	c.Set(userKey, user)
+	c.Set(tokenKey, tok)
+	c.Set(plaintextKey, token)
 	c.Next()
+}
+
+// bearerToken returns the token of an Authorization: Bearer header.
+func bearerToken(header string) (string, error) {
+	if header == "" {
+		return "", Unauthorized("an Authorization: Bearer <token> header is required")
+	}
+	scheme, token, ok := strings.Cut(header, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
+		return "", Unauthorized("the Authorization header must be Bearer <token>")
+	}
+	return strings.TrimSpace(token), nil
+}
+
+// refuseUnauthenticated answers 401 and closes the connection without reading the
+// body: Connection: close stops net/http from reading it before the answer, and a read
+// deadline already passed stops it from reading it after (closing the body reads up
+// to 256 KiB of what is left, looking for its end).
+func (s *Server) refuseUnauthenticated(c *gin.Context, err error) {
+	c.Header("Connection", "close")
+	s.fail(c, err)
+	if c.Request.ContentLength == 0 {
+		return
+	}
+	if err := http.NewResponseController(c.Writer).SetReadDeadline(time.Now()); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		RequestLogger(c, s.log).Warn("cut unauthenticated request body", zap.Error(err))
+	}
+}
+
+// touchToken records that the token was used, at most once per tokenTouchInterval. A
+// failed write is logged and does not refuse the request: last_used_at informs
+// administrators, it guards nothing.
+func (s *Server) touchToken(c *gin.Context, tok store.APIToken) {
+	now := s.now()
+	if tok.LastUsedAt != nil && now.Sub(*tok.LastUsedAt) < tokenTouchInterval {
+		return
+	}
+	if err := s.store.TouchAPIToken(c.Request.Context(), tok.ID, now, tokenTouchInterval); err != nil {
+		RequestLogger(c, s.log).Warn("record api token use", zap.String("token_id", tok.ID), zap.Error(err))
+	}
+}
+
+// currentToken returns the API token of the request.
+func currentToken(c *gin.Context) store.APIToken {
+	t, _ := c.Get(tokenKey)
+	tok, _ := t.(store.APIToken)
+	return tok
+}
+
+// tokenStillValid reports whether the request's token is still neither revoked nor
+// expired, and its user still exists.
+func (s *Server) tokenStillValid(c *gin.Context) (bool, error) {
+	plaintext := c.GetString(plaintextKey)
+	_, _, err := s.store.GetUserByAPIToken(c.Request.Context(), plaintext, s.now())
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 // currentUser returns the authenticated user of the request.

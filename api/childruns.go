@@ -139,7 +139,7 @@ func (s *Server) stopChildRun(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	if err := decodeBody(c, defaultBodyLimit, &struct{}{}, true); err != nil {
+	if err := decodeBody(c, s.maxBodyBytes, &struct{}{}, true); err != nil {
 		s.fail(c, err)
 		return
 	}

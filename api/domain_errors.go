@@ -35,6 +35,8 @@ func domainErrors(err error) (*Error, bool) {
 		return &Error{Status: http.StatusConflict, Code: CodeHistoryImportAfterConversation, Message: "the conversation has started; history cannot be placed before its messages"}, true
 	case errors.Is(err, store.ErrHistoryImportConflict):
 		return &Error{Status: http.StatusConflict, Code: CodeHistoryImportConflict, Message: "the import does not continue the recorded one: send the messages already imported first, unchanged, then the new ones"}, true
+	case errors.Is(err, store.ErrNoSecretsKey):
+		return Unavailable("secret values cannot be stored or read: the server has no secrets.key configured", nil), true
 	case errors.Is(err, store.ErrWrongLifecycle):
 		return &Error{Status: http.StatusConflict, Code: CodeConflict, Message: "the Session's lifecycle does not allow this operation"}, true
 	}

@@ -28,6 +28,9 @@ const (
 	CodeHistoryImportAfterConversation = "HISTORY_IMPORT_AFTER_CONVERSATION"
 	// CodeHistoryImportConflict refuses an import that does not continue the recorded one.
 	CodeHistoryImportConflict = "HISTORY_IMPORT_CONFLICT"
+	// CodePermissionModeRefused: the Agent program refused the permission mode; the
+	// Session keeps the mode it had.
+	CodePermissionModeRefused = "PERMISSION_MODE_REFUSED"
 	CodeInternal              = "INTERNAL_ERROR"
 )
 

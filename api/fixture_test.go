@@ -3,7 +3,9 @@ package api
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"io"
 	"iter"
 	"net/http"
@@ -11,9 +13,11 @@ import (
 	"reflect"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
@@ -21,6 +25,7 @@ import (
 	"github.com/astrabox/astrabox/internal/testutil"
 	"github.com/astrabox/astrabox/store"
 	"github.com/astrabox/astrabox/store/pubsub"
+	"github.com/astrabox/astrabox/workflows"
 )
 
 func TestMain(m *testing.M) { testutil.Main(m) }
@@ -66,15 +71,19 @@ func testCaps(kind string, sessionKinds ...engines.SessionKind) engines.EngineRu
 		PermissionModes:        []string{"default", "acceptEdits", "plan"},
 		PermissionModeDefaults: defaults,
 		Extensions: engines.EngineExtensions{
-			MCPTransports:      []engines.MCPTransport{engines.MCPTransportStdio},
+			MCPTransports:      []engines.MCPTransport{engines.MCPTransportStdio, engines.MCPTransportSSE},
 			Skills:             &engines.SkillsDiscovery{Directories: []string{"skills"}},
 			NativePackageKinds: []string{"plugin"},
 		},
 	}
 }
 
-// testClient serves the runtime contract for registration; API tests never run it.
-type testClient struct{}
+// testClient serves the runtime contract for registration, and stands for the live
+// runtime the recording signaler hands permission modes to. It refuses the modes in
+// refuse, answering with the message given, as a program does.
+type testClient struct {
+	refuse map[string]string
+}
 
 func (*testClient) EngineKind() string                                 { return testEngine }
 func (*testClient) IsLive() bool                                       { return false }
@@ -92,9 +101,14 @@ func (*testClient) Committed(context.Context, engines.RuntimeCursor) error      
 func (*testClient) Capabilities(context.Context) (engines.EngineCapabilityManifest, error) {
 	return engines.EngineCapabilityManifest{}, nil
 }
-func (*testClient) Close() error                                    { return nil }
-func (*testClient) SetPermissionMode(context.Context, string) error { return nil }
-func (*testClient) StopChildRun(context.Context, string) error      { return nil }
+func (*testClient) Close() error { return nil }
+func (c *testClient) SetPermissionMode(_ context.Context, mode string) error {
+	if msg, ok := c.refuse[mode]; ok {
+		return &engines.RuntimeControlRefused{Control: engines.ControlSetPermissionMode, Message: msg}
+	}
+	return nil
+}
+func (*testClient) StopChildRun(context.Context, string) error { return nil }
 
 var (
 	_ engines.EngineAdapter        = (*testAdapter)(nil)
@@ -110,11 +124,17 @@ type sentSignal struct {
 	Payload   any
 }
 
-// recordingSignaler records starts and signals instead of reaching Temporal.
+// recordingSignaler records starts and signals instead of reaching Temporal. It
+// answers permission-mode updates as the workflow does with a live runtime: the mode
+// goes to runtime first, and is stored only when runtime accepted it.
 type recordingSignaler struct {
 	mu      sync.Mutex
 	starts  []string
 	signals []sentSignal
+	store   *store.Store
+	runtime *testClient
+	// modeErr, when set, is every permission-mode update's failure.
+	modeErr error
 }
 
 var _ SessionSignaler = (*recordingSignaler)(nil)
@@ -131,6 +151,24 @@ func (r *recordingSignaler) SignalSession(_ context.Context, id, name string, pa
 	defer r.mu.Unlock()
 	r.signals = append(r.signals, sentSignal{id, name, payload})
 	return nil
+}
+
+func (r *recordingSignaler) SetPermissionMode(ctx context.Context, id, mode string) (workflows.PermissionModeSet, error) {
+	r.mu.Lock()
+	r.signals = append(r.signals, sentSignal{id, workflows.UpdateSetPermissionMode, workflows.SetPermissionMode{PermissionMode: mode}})
+	fail := r.modeErr
+	r.mu.Unlock()
+	if fail != nil {
+		return workflows.PermissionModeSet{}, fail
+	}
+	var refused *engines.RuntimeControlRefused
+	if err := r.runtime.SetPermissionMode(ctx, mode); errors.As(err, &refused) {
+		return workflows.PermissionModeSet{}, temporal.NewNonRetryableApplicationError(refused.Message, workflows.ErrPermissionModeRefused, nil)
+	}
+	if _, err := r.store.SetSessionPermissionMode(ctx, id, mode); err != nil {
+		return workflows.PermissionModeSet{}, err
+	}
+	return workflows.PermissionModeSet{Applied: true}, nil
 }
 
 func (r *recordingSignaler) named(name string) []sentSignal {
@@ -153,7 +191,9 @@ type fixture struct {
 	st       *store.Store
 	db       *pgx.Conn
 	srv      *httptest.Server
+	opts     Options
 	signals  *recordingSignaler
+	runtime  *testClient
 	registry *engines.Registry
 	admin    string // tokens
 	member   string
@@ -167,7 +207,14 @@ type fixture struct {
 func newFixture(t testing.TB, tune ...func(*Options)) *fixture {
 	t.Helper()
 	ctx := testutil.Context(t)
-	st, dsn := testutil.NewDB(t)
+	_, dsn := testutil.NewDB(t)
+	// The server's store seals secret values, as a configured deployment does.
+	key := make([]byte, 32)
+	_, err := rand.Read(key)
+	require.NoError(t, err)
+	st, err := store.Open(ctx, dsn, testutil.Logger(t), store.Options{SecretsKey: key})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
 	reg := engines.NewRegistry()
 	require.NoError(t, reg.Register(testEngine, &testAdapter{caps: testCaps(testEngine, engines.SessionKindAgentChat)}))
 	require.NoError(t, reg.Register("assistantonly", &testAdapter{caps: testCaps("assistantonly", engines.SessionKindAssistantChat)}))
@@ -178,11 +225,13 @@ func newFixture(t testing.TB, tune ...func(*Options)) *fixture {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = db.Close(context.Background()) })
 
-	f := &fixture{t: t, ctx: ctx, st: st, db: db, signals: &recordingSignaler{}, registry: reg}
+	f := &fixture{t: t, ctx: ctx, st: st, db: db, registry: reg, runtime: &testClient{refuse: map[string]string{}}}
+	f.signals = &recordingSignaler{store: st, runtime: f.runtime}
 	opts := Options{Logger: zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)), Store: st, Output: listener, Signaler: f.signals, Registry: reg}
 	for _, fn := range tune {
 		fn(&opts)
 	}
+	f.opts = opts
 	f.srv = httptest.NewServer(New(opts).Handler())
 	t.Cleanup(f.srv.Close)
 
@@ -195,6 +244,24 @@ func newFixture(t testing.TB, tune ...func(*Options)) *fixture {
 	f.agent, err = st.CreateAgent(ctx, store.NewAgent{Name: "code-reviewer", EngineKind: testEngine, RuntimeProfileID: f.profile.ID, PermissionMode: &mode, CreatedBy: &f.adminID})
 	require.NoError(t, err)
 	return f
+}
+
+// serve runs another server on the fixture's database through Serve, with its HTTP
+// timeouts, and returns its address; tune adjusts its options.
+func (f *fixture) serve(tune func(*Options)) string {
+	f.t.Helper()
+	opts := f.opts
+	tune(&opts)
+	ln, err := Listen("127.0.0.1:0")
+	require.NoError(f.t, err)
+	ctx, cancel := context.WithCancel(f.ctx)
+	done := make(chan error, 1)
+	go func() { done <- New(opts).Serve(ctx, ln, time.Second) }()
+	f.t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	return ln.Addr().String()
 }
 
 func (f *fixture) newUser(email, role string) (string, string) {

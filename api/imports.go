@@ -66,7 +66,7 @@ func (s *Server) importHistory(c *gin.Context) {
 		return
 	}
 	var req importRequest
-	if err := decodeBody(c, 32<<20, &req, false); err != nil {
+	if err := decodeBody(c, maxImportBodyBytes, &req, false); err != nil {
 		s.fail(c, err)
 		return
 	}

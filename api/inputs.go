@@ -159,15 +159,10 @@ func (s *Server) validateInput(req inputRequest) error {
 	if len(*req.Content) > s.maxInputBytes {
 		return InvalidRequest("content", "is %d bytes, more than the limit of %d", len(*req.Content), s.maxInputBytes)
 	}
-	if !utf8.ValidString(*req.Content) || strings.ContainsRune(*req.Content, 0) {
-		return InvalidRequest("content", "is not valid UTF-8 text (NUL characters are refused)")
-	}
 	if id := req.ClientMessageID; id != nil {
 		switch {
 		case strings.TrimSpace(*id) == "":
 			return InvalidRequest("client_message_id", "must not be empty when present")
-		case strings.ContainsRune(*id, 0) || !utf8.ValidString(*id):
-			return InvalidRequest("client_message_id", "is not valid UTF-8 text")
 		case utf8.RuneCountInString(*id) > maxClientMessageIDLen:
 			return InvalidRequest("client_message_id", "must be at most %d characters", maxClientMessageIDLen)
 		}

@@ -81,7 +81,7 @@ func TestSendInputRefusals(t *testing.T) {
 		r := f.call("POST", path, f.member, tc.body).refused(t, http.StatusBadRequest, CodeInvalidRequest)
 		assert.Contains(t, r.Message, tc.field, "%v", tc.body)
 	}
-	f.call("POST", path, f.member, strings.Repeat(" ", 8000)).refused(t, http.StatusBadRequest, CodeInvalidRequest, "body")
+	f.call("POST", path, f.member, strings.Repeat(" ", 8000)).refused(t, http.StatusRequestEntityTooLarge, CodePayloadTooLarge, "body")
 	f.call("POST", path, f.other, map[string]any{"content": "hi"}).refused(t, http.StatusNotFound, CodeNotFound)
 	f.call("POST", path, "", map[string]any{"content": "hi"}).refused(t, http.StatusUnauthorized, CodeUnauthorized)
 	f.call("POST", path, f.member, map[string]any{"content": strings.Repeat("x", 64)}).ok(t)

@@ -32,7 +32,7 @@ func (s *Server) answerInteraction(c *gin.Context) {
 	}
 	id := c.Param("interaction_id")
 	var req answerRequest
-	if err := decodeBody(c, defaultBodyLimit, &req, false); err != nil {
+	if err := decodeBody(c, s.maxBodyBytes, &req, false); err != nil {
 		s.fail(c, err)
 		return
 	}
@@ -97,7 +97,7 @@ func (s *Server) interrupt(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	if err := decodeBody(c, defaultBodyLimit, &struct{}{}, true); err != nil {
+	if err := decodeBody(c, s.maxBodyBytes, &struct{}{}, true); err != nil {
 		s.fail(c, err)
 		return
 	}
@@ -148,7 +148,7 @@ func (s *Server) lifecycle(c *gin.Context, action workflows.LifecycleAction, wri
 		s.fail(c, err)
 		return
 	}
-	if err := decodeBody(c, defaultBodyLimit, &struct{}{}, true); err != nil {
+	if err := decodeBody(c, s.maxBodyBytes, &struct{}{}, true); err != nil {
 		s.fail(c, err)
 		return
 	}

@@ -9,8 +9,10 @@ import (
 	"go.uber.org/zap"
 )
 
-// RequestIDHeader carries the request id in and out. A caller may supply its own
-// (trimmed to a sane length) to correlate logs across systems.
+// RequestIDHeader carries the request id in and out. A caller may supply its own to
+// correlate logs across systems: up to 128 letters, digits and - _ . : characters;
+// anything else is replaced by a minted id, so no caller's bytes reach a response
+// header or a log line unchecked.
 const RequestIDHeader = "X-Request-ID"
 
 const (
@@ -23,7 +25,7 @@ const (
 // one access line when the request ends.
 func (s *Server) requestContext(c *gin.Context) {
 	id := c.GetHeader(RequestIDHeader)
-	if id == "" || len(id) > maxRequestIDLen {
+	if !validRequestID(id) {
 		id = newRequestID()
 	}
 	c.Header(RequestIDHeader, id)
@@ -62,6 +64,21 @@ func RequestLogger(c *gin.Context, fallback *zap.Logger) *zap.Logger {
 		}
 	}
 	return fallback
+}
+
+// validRequestID accepts a caller's request id of a bounded, safe character set.
+func validRequestID(id string) bool {
+	if id == "" || len(id) > maxRequestIDLen {
+		return false
+	}
+	for _, r := range id {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.', r == ':':
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 func newRequestID() string {

@@ -64,6 +64,29 @@ var queryParams = map[string][]string{
 // routeResponses are the outcomes a route documents beyond the generic success and
 // error envelopes, by "METHOD path" and HTTP status.
 var routeResponses = map[string]map[string]string{
+	"GET /agents": {
+		"200": "data: the Agents, which every member may use. config is shown to an Agent's creator and administrators only (null for other members), with every MCP server env value and header replaced by \"" + RedactedSecret + "\"",
+	},
+	"GET /agents/{agent_id}": {
+		"200": "data: the Agent; config as in GET /agents (null unless the caller created the Agent or is an administrator; secret values redacted)",
+	},
+	"PATCH /agents/{agent_id}": {
+		"200": "data: the saved Agent. A config value sent as \"" + RedactedSecret + "\" keeps the stored secret value of the same MCP server name, member and key",
+		"403": "FORBIDDEN: only the Agent's creator or an administrator can change it",
+		"503": "SERVICE_UNAVAILABLE: the config holds secret values and the server has no secrets.key configured",
+	},
+	"POST /agents": {
+		"503": "SERVICE_UNAVAILABLE: the config holds secret values and the server has no secrets.key configured",
+	},
+	"GET /sessions/{session_id}/stream": {
+		"429": "TOO_MANY_STREAMS: the token already holds the most open streams allowed (http.max_streams_per_token)",
+	},
+	"POST /sessions/{session_id}/permission-mode": {
+		"200": "data: the Session's details with the new permission_mode: a running Agent program accepted it (applied, then stored), or no program runs and the next one starts in it",
+		"400": "INVALID_REQUEST: permission_mode is missing or not a mode the Agent program declares",
+		"409": "PERMISSION_MODE_REFUSED: the running Agent program refused the mode; data {permission_mode, program_message} carries the program's own words and the Session keeps its mode. CONFLICT: the Session is deleted",
+		"503": "SERVICE_UNAVAILABLE: the Session's workflow could not confirm the mode in time; read the Session for its current mode and try again",
+	},
 	"POST /sessions/{session_id}/child-runs/{child_run_id}/stop": {
 		"200": "data {status: accepted, child_run_id}: the request was passed to the Session's workflow, which asks the running Agent program to stop the child run (now, or once its runtime connects again); the child run's status changes when the program reports it",
 		"404": "NOT_FOUND: no such Session or child run of the caller",
@@ -90,7 +113,7 @@ func openAPIDocument() map[string]any {
 	envelope := obj(map[string]any{"code": str, "message": str, "data": map[string]any{}}, "code", "message", "data")
 	errorCodes := []string{CodeInvalidRequest, CodeUnauthorized, CodeForbidden, CodeNotFound, CodeConflict, CodeAgentRuntimeError,
 		CodeSessionBusy, CodeInteractionNotOpen, CodePendingInputsNotCancelled, CodeAdmissionDenied, CodeHistoryImportAfterConversation,
-		CodeHistoryImportConflict, CodeServiceUnavailable, CodeInternal}
+		CodeHistoryImportConflict, CodePermissionModeRefused, CodePayloadTooLarge, CodeTooManyStreams, CodeServiceUnavailable, CodeInternal}
 	paths := map[string]any{}
 	for _, r := range apiRoutes {
 		p, params := openAPIPath(r.path)
@@ -137,8 +160,10 @@ func openAPIDocument() map[string]any {
 	}
 	return map[string]any{
 		"openapi": "3.1.0",
-		"info":    map[string]any{"title": "AstraBox API", "version": "v1", "description": "Agents, RuntimeProfiles and Sessions. Every response is the envelope {code, message, data}."},
-		"paths":   paths,
+		"info": map[string]any{"title": "AstraBox API", "version": "v1", "description": "Agents, RuntimeProfiles and Sessions. Every response is the envelope {code, message, data}. " +
+			"Every string in a request (body fields and member names, path and query values, the Idempotency-Key header) must be valid UTF-8 without the NUL character, or the request is 400 INVALID_REQUEST naming the field; text is stored exactly as sent. " +
+			"A body larger than http.max_body_bytes (messages: http.max_input_bytes) is 413 PAYLOAD_TOO_LARGE; one not received within http.read_timeout is 408."},
+		"paths": paths,
 		"components": map[string]any{
 			"securitySchemes": map[string]any{"bearer": map[string]any{"type": "http", "scheme": "bearer"}},
 			"schemas":         map[string]any{"Envelope": envelope},

@@ -47,6 +47,14 @@ func TestOpenAPIDescribesEveryRoute(t *testing.T) {
 	for _, status := range []string{"200", "404", "409"} {
 		assert.Contains(t, stop, status, "the stop route documents %s", status)
 	}
+	mode := doc.Paths["/api/v1/sessions/{session_id}/permission-mode"]["post"]["responses"].(map[string]any)
+	assert.Contains(t, mustJSON(t, mode["409"]), CodePermissionModeRefused, "the refusal is documented")
+	assert.Contains(t, mustJSON(t, mode["409"]), "program_message")
+
+	stream := doc.Paths["/api/v1/sessions/{session_id}/stream"]["get"]["responses"].(map[string]any)
+	assert.Contains(t, stream, "429", "the stream documents its cap")
+	agent := doc.Paths["/api/v1/agents/{agent_id}"]["get"]["responses"].(map[string]any)
+	assert.Contains(t, mustJSON(t, agent), "secret values redacted")
 
 	page := do(s.Handler(), http.MethodGet, "/docs", nil)
 	require.Equal(t, http.StatusOK, page.Code)

@@ -78,7 +78,7 @@ func (s *Server) createProfile(c *gin.Context) {
 		return
 	}
 	var req profileRequest
-	if err := decodeBody(c, defaultBodyLimit, &req, false); err != nil {
+	if err := decodeBody(c, s.maxBodyBytes, &req, false); err != nil {
 		s.fail(c, err)
 		return
 	}
@@ -123,7 +123,7 @@ func (s *Server) updateProfile(c *gin.Context) {
 		return
 	}
 	var req profileRequest
-	if err := decodeBody(c, defaultBodyLimit, &req, false); err != nil {
+	if err := decodeBody(c, s.maxBodyBytes, &req, false); err != nil {
 		s.fail(c, err)
 		return
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 
@@ -14,9 +15,9 @@ import (
 	"github.com/google/uuid"
 )
 
-// defaultBodyLimit caps request bodies other than inputs, whose cap follows
-// http.max_input_bytes.
-const defaultBodyLimit = 1 << 20
+// maxImportBodyBytes caps a history import, an administrator's bulk upload of earlier
+// messages; other bodies follow http.max_body_bytes, messages http.max_input_bytes.
+const maxImportBodyBytes = 32 << 20
 
 // decodeBody decodes the request's JSON body into dst strictly: one JSON object, no
 // unknown field, no trailing data, at most limit bytes. Every refusal is 400
@@ -26,7 +27,10 @@ func decodeBody(c *gin.Context, limit int64, dst any, allowEmpty bool) error {
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			return InvalidRequest("body", "is larger than %d bytes", limit)
+			return &Error{Status: http.StatusRequestEntityTooLarge, Code: CodePayloadTooLarge, Message: fmt.Sprintf("body: is larger than %d bytes", limit)}
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return &Error{Status: http.StatusRequestTimeout, Code: CodeInvalidRequest, Message: "body: was not received within the server's read timeout", Err: err}
 		}
 		return InvalidRequest("body", "could not be read: %v", err)
 	}
@@ -49,6 +53,9 @@ func decodeStrict(data []byte, dst any, prefix string) error {
 			name = "body"
 		}
 		return InvalidRequest(name, "must be a JSON object")
+	}
+	if err := checkJSONText(trimmed, prefix); err != nil {
+		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(trimmed))
 	dec.DisallowUnknownFields()

@@ -25,9 +25,9 @@ var apiRoutes = []route{
 	{"POST", "/runtime-profiles/:profile_id/disable", "Disable a RuntimeProfile (admin)", h((*Server).disableProfile)},
 
 	{"POST", "/agents", "Create an Agent", h((*Server).createAgent)},
-	{"GET", "/agents", "List Agents", h((*Server).listAgents)},
-	{"GET", "/agents/:agent_id", "Get an Agent", h((*Server).getAgent)},
-	{"PATCH", "/agents/:agent_id", "Update an Agent (send its current version)", h((*Server).updateAgent)},
+	{"GET", "/agents", "List Agents (config: creator and admins only, secret values redacted)", h((*Server).listAgents)},
+	{"GET", "/agents/:agent_id", "Get an Agent (config: creator and admins only, secret values redacted)", h((*Server).getAgent)},
+	{"PATCH", "/agents/:agent_id", "Update an Agent (creator or admin; send its current version)", h((*Server).updateAgent)},
 	{"POST", "/agents/:agent_id/conversations", "Create a Session from an Agent (Idempotency-Key header)", h((*Server).createSession)},
 
 	{"GET", "/sessions", "List Sessions (page=1&limit=N: paged; archived=true: archived ones)", h((*Server).listSessions)},

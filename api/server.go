@@ -48,11 +48,33 @@ type Options struct {
 	MaxHeldInputs int
 	// MaxInputBytes caps one message's content (http.max_input_bytes); zero means 256 KiB.
 	MaxInputBytes int
+	// MaxBodyBytes caps a request body other than a message's and a history import's
+	// (http.max_body_bytes); zero means 1 MiB.
+	MaxBodyBytes int
+	// ReadTimeout bounds reading a whole request, body included (http.read_timeout);
+	// zero means 30 s. Streams lift it once their request is read.
+	ReadTimeout time.Duration
+	// IdleTimeout closes a kept-alive connection without a next request
+	// (http.idle_timeout); zero means 2 min.
+	IdleTimeout time.Duration
+	// MaxStreamsPerToken caps the streams one API token holds open on this server
+	// (http.max_streams_per_token); zero means 16.
+	MaxStreamsPerToken int
+	// TokenRecheck is how often an open stream re-checks its token and ends once it is
+	// revoked or expired (http.token_recheck_interval); zero means 30 s.
+	TokenRecheck time.Duration
 	// KeepAlive is the idle interval after which a stream sends a comment; zero means 15 s.
 	KeepAlive time.Duration
 	// Now is the clock for token expiry; nil means time.Now.
 	Now func() time.Time
 }
+
+const (
+	// headerTimeout bounds reading a request's headers.
+	headerTimeout = 10 * time.Second
+	// maxHeaderBytes caps a request's headers; tokens and ids are short.
+	maxHeaderBytes = 64 << 10
+)
 
 // Server owns the Gin engine and its routes.
 type Server struct {
@@ -67,6 +89,11 @@ type Server struct {
 	sandboxBackends map[string]engines.SandboxBackendCapabilities
 	admission       AdmissionPolicy
 	maxInputBytes   int
+	maxBodyBytes    int64
+	readTimeout     time.Duration
+	idleTimeout     time.Duration
+	tokenRecheck    time.Duration
+	streams         *streamLimiter
 	keepAlive       time.Duration
 	now             func() time.Time
 }
@@ -85,6 +112,11 @@ func New(opts Options) *Server {
 		sandboxBackends: opts.SandboxBackends,
 		admission:       opts.Admission,
 		maxInputBytes:   opts.MaxInputBytes,
+		maxBodyBytes:    int64(opts.MaxBodyBytes),
+		readTimeout:     opts.ReadTimeout,
+		idleTimeout:     opts.IdleTimeout,
+		tokenRecheck:    opts.TokenRecheck,
+		streams:         newStreamLimiter(opts.MaxStreamsPerToken),
 		keepAlive:       opts.KeepAlive,
 		now:             opts.Now,
 	}
@@ -99,6 +131,18 @@ func New(opts Options) *Server {
 	}
 	if s.maxInputBytes <= 0 {
 		s.maxInputBytes = 256 << 10
+	}
+	if s.maxBodyBytes <= 0 {
+		s.maxBodyBytes = 1 << 20
+	}
+	if s.readTimeout <= 0 {
+		s.readTimeout = 30 * time.Second
+	}
+	if s.idleTimeout <= 0 {
+		s.idleTimeout = 2 * time.Minute
+	}
+	if s.tokenRecheck <= 0 {
+		s.tokenRecheck = 30 * time.Second
 	}
 	if s.keepAlive <= 0 {
 		s.keepAlive = 15 * time.Second
@@ -120,7 +164,7 @@ func New(opts Options) *Server {
 	s.engine.GET("/openapi.json", s.openAPI)
 	s.engine.GET("/docs", s.docs)
 	if s.store != nil {
-		s.routes(s.engine.Group("/api/v1", s.authenticate))
+		s.routes(s.engine.Group("/api/v1", s.authenticate, s.checkRequestText))
 	}
 	return s
 }
@@ -143,9 +187,15 @@ func Listen(addr string) (net.Listener, error) {
 // Serve serves on ln until ctx is done, then shuts down gracefully within
 // shutdownTimeout.
 func (s *Server) Serve(ctx context.Context, ln net.Listener, shutdownTimeout time.Duration) error {
+	// ReadTimeout also bounds the body, so a client trickling one holds its connection
+	// no longer than that; streams, which read no body, lift it per request. There is
+	// no WriteTimeout: it would cut streams, which end on their own terms.
 	srv := &http.Server{
 		Handler:           s.engine,
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: min(headerTimeout, s.readTimeout),
+		ReadTimeout:       s.readTimeout,
+		IdleTimeout:       s.idleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 	}
 	errc := make(chan error, 1)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/gin-gonic/gin"
@@ -60,7 +61,8 @@ func TestReadyzReportsEachDependency(t *testing.T) {
 	assert.Equal(t, CodeServiceUnavailable, env.Code)
 	checks := env.Data.(map[string]any)["checks"].(map[string]any)
 	assert.Equal(t, "ok", checks["temporal"])
-	assert.Equal(t, dbDown.Error(), checks["database"])
+	assert.Equal(t, "failed", checks["database"], "the cause stays in the logs: /readyz needs no token")
+	assert.NotContains(t, rec.Body.String(), "5432")
 }
 
 func TestRequestIDOnResponseAndLogs(t *testing.T) {
@@ -78,6 +80,16 @@ func TestRequestIDOnResponseAndLogs(t *testing.T) {
 	require.Len(t, entries, 2)
 	assert.Equal(t, "caller-chosen-id", entries[0].ContextMap()["request_id"])
 	assert.Equal(t, generated, entries[1].ContextMap()["request_id"])
+
+	// An id outside the safe set or too long is replaced, never echoed.
+	for _, unsafe := range []string{"id\x1b[31mred", "a b", "<script>", "ünïcode", "id\"quote", strings.Repeat("a", 129)} {
+		rec = do(s.Handler(), http.MethodGet, "/healthz", http.Header{RequestIDHeader: {unsafe}})
+		got := rec.Header().Get(RequestIDHeader)
+		assert.NotEqual(t, unsafe, got)
+		assert.Len(t, got, 24, unsafe)
+	}
+	rec = do(s.Handler(), http.MethodGet, "/healthz", http.Header{RequestIDHeader: {"trace-01:ab_CD.9"}})
+	assert.Equal(t, "trace-01:ab_CD.9", rec.Header().Get(RequestIDHeader))
 }
 
 func TestUnknownRouteAndMethodUseTheEnvelope(t *testing.T) {

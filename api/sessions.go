@@ -1,14 +1,18 @@
 package api
 
 import (
+	"context"
 	"encoding/base64"
 	"errors"
+	"fmt"
+	"net/http"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
+	"go.temporal.io/sdk/temporal"
 	"go.uber.org/zap"
 
 	"github.com/astrabox/astrabox/store"
@@ -16,6 +20,8 @@ import (
 )
 
 const (
+	// idempotencyKeyHeader names the key that makes Session creation idempotent.
+	idempotencyKeyHeader = "Idempotency-Key"
 	// maxIdempotencyKeyLen caps the Idempotency-Key header.
 	maxIdempotencyKeyLen = 200
 	// defaultListLimit and maxListLimit bound a page of the conversation list.
@@ -42,13 +48,17 @@ func (s *Server) createSession(c *gin.Context) {
 		return
 	}
 	var body struct{}
-	if err := decodeBody(c, defaultBodyLimit, &body, true); err != nil {
+	if err := decodeBody(c, s.maxBodyBytes, &body, true); err != nil {
 		s.fail(c, err)
 		return
 	}
-	key := strings.TrimSpace(c.GetHeader("Idempotency-Key"))
+	key, err := headerText(c, idempotencyKeyHeader)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
 	if utf8.RuneCountInString(key) > maxIdempotencyKeyLen {
-		s.fail(c, InvalidRequest("Idempotency-Key", "must be at most %d characters", maxIdempotencyKeyLen))
+		s.fail(c, InvalidRequest(idempotencyKeyHeader, "must be at most %d characters", maxIdempotencyKeyLen))
 		return
 	}
 	sess, created, err := s.store.CreateSessionIdempotent(c.Request.Context(), store.NewSession{
@@ -192,7 +202,7 @@ func (s *Server) renameSession(c *gin.Context) {
 		return
 	}
 	var req renameRequest
-	if err := decodeBody(c, defaultBodyLimit, &req, false); err != nil {
+	if err := decodeBody(c, s.maxBodyBytes, &req, false); err != nil {
 		s.fail(c, err)
 		return
 	}
@@ -217,8 +227,10 @@ type permissionModeRequest struct {
 	PermissionMode *string `json:"permission_mode"`
 }
 
-// setPermissionMode stores a mode the Session's Agent program declares, then tells the
-// workflow, which applies it to a running program or to the next one.
+// setPermissionMode sets a mode the Session's Agent program declares through the
+// Session's workflow, which applies it to a running program before storing it, or
+// stores it for the next one. A mode the program refuses is answered as
+// PERMISSION_MODE_REFUSED with the program's words, and the Session keeps its mode.
 func (s *Server) setPermissionMode(c *gin.Context) {
 	sess, err := s.loadSession(c, ownerAccess)
 	if err != nil {
@@ -226,7 +238,7 @@ func (s *Server) setPermissionMode(c *gin.Context) {
 		return
 	}
 	var req permissionModeRequest
-	if err := decodeBody(c, defaultBodyLimit, &req, false); err != nil {
+	if err := decodeBody(c, s.maxBodyBytes, &req, false); err != nil {
 		s.fail(c, err)
 		return
 	}
@@ -249,13 +261,42 @@ func (s *Server) setPermissionMode(c *gin.Context) {
 		s.fail(c, InvalidRequest("permission_mode", "%q is not a permission mode of %s (accepted: %s)", *req.PermissionMode, agent.EngineKind, fmtList(caps.PermissionModes)))
 		return
 	}
-	saved, err := s.store.SetSessionPermissionMode(c.Request.Context(), sess.ID, *req.PermissionMode)
+	if sess.Lifecycle == store.LifecycleDeleted {
+		s.fail(c, fmt.Errorf("set permission mode of session %s: %w", sess.ID, store.ErrWrongLifecycle))
+		return
+	}
+	ctx, cancel := context.WithTimeout(c.Request.Context(), permissionModeTimeout)
+	defer cancel()
+	if _, err := s.signaler.SetPermissionMode(ctx, sess.ID, *req.PermissionMode); err != nil {
+		s.fail(c, permissionModeError(err, *req.PermissionMode))
+		return
+	}
+	saved, err := s.store.GetSessionByID(c.Request.Context(), sess.ID)
 	if err != nil {
 		s.fail(c, err)
 		return
 	}
-	s.signal(c, sess.ID, workflows.SignalPermissionModeChanged, workflows.PermissionModeChanged{PermissionMode: *req.PermissionMode})
 	s.writeSession(c, saved)
+}
+
+// permissionModeTimeout bounds the wait for the workflow's answer: a live program
+// answers in moments, but a host that stopped answering is noticed only after the
+// host queue's schedule-to-start timeout.
+const permissionModeTimeout = time.Minute
+
+// permissionModeError answers a failed permission-mode update: the program's refusal
+// in its own words, or a workflow that could not confirm the mode.
+func permissionModeError(err error, mode string) *Error {
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) && app.Type() == workflows.ErrPermissionModeRefused {
+		return &Error{Status: http.StatusConflict, Code: CodePermissionModeRefused,
+			Message: fmt.Sprintf("the Agent program refused the permission mode %q; the Session keeps its mode", mode),
+			Data:    map[string]any{"permission_mode": mode, "program_message": app.Message()}, Err: err}
+	}
+	e := Unavailable("the Session's workflow could not confirm the permission mode; read the Session and try again",
+		map[string]any{"permission_mode": mode})
+	e.Err = err
+	return e
 }
 
 // markRead records that the owner read the Session now.

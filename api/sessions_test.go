@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -197,14 +198,14 @@ func TestPermissionModeAndRead(t *testing.T) {
 	var d sessionDetails
 	f.call("POST", "/api/v1/sessions/"+id+"/permission-mode", f.member, map[string]any{"permission_mode": "acceptEdits"}).ok(t).into(t, &d)
 	assert.Equal(t, "acceptEdits", *d.PermissionMode)
-	sig := f.signals.named(workflows.SignalPermissionModeChanged)
+	sig := f.signals.named(workflows.UpdateSetPermissionMode)
 	require.Len(t, sig, 1)
-	assert.Equal(t, workflows.PermissionModeChanged{PermissionMode: "acceptEdits"}, sig[0].Payload)
+	assert.Equal(t, workflows.SetPermissionMode{PermissionMode: "acceptEdits"}, sig[0].Payload)
 	f.call("POST", "/api/v1/sessions/"+id+"/permission-mode", f.member, map[string]any{"permission_mode": "bypassPermissions"}).
 		refused(t, http.StatusBadRequest, CodeInvalidRequest, "permission_mode")
 	f.call("POST", "/api/v1/sessions/"+id+"/permission-mode", f.member, map[string]any{}).refused(t, http.StatusBadRequest, CodeInvalidRequest, "permission_mode")
 	assert.Equal(t, "acceptEdits", *f.session(id, f.member).PermissionMode)
-	assert.Len(t, f.signals.named(workflows.SignalPermissionModeChanged), 1, "a refused mode is not signalled")
+	assert.Len(t, f.signals.named(workflows.UpdateSetPermissionMode), 1, "an undeclared mode never reaches the workflow")
 
 	// Unread follows last_output_at against read_at.
 	assert.False(t, f.session(id, f.member).Unread)
@@ -250,4 +251,52 @@ func TestLifecycleOperations(t *testing.T) {
 	f.call("GET", "/api/v1/sessions?archived=true", f.member, nil).ok(t).into(t, &all)
 	assert.Empty(t, all, "deleted Sessions leave every list")
 	assert.Equal(t, fmt.Sprint("DELETED"), f.session(id, f.member).State)
+}
+
+// TestPermissionModeTheProgramRefusesIsReportedNotStored answers the program's refusal
+// in its own words, and the Session keeps the mode it had.
+func TestPermissionModeTheProgramRefusesIsReportedNotStored(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	id := f.newSession(f.member)
+	f.activate(id)
+	const said = "Cannot set permission mode to plan: the session was not launched with --allow-plan"
+	f.runtime.refuse["plan"] = said
+	r := f.call("POST", "/api/v1/sessions/"+id+"/permission-mode", f.member, map[string]any{"permission_mode": "plan"}).
+		refused(t, http.StatusConflict, CodePermissionModeRefused, `"plan"`)
+	var data struct {
+		PermissionMode string `json:"permission_mode"`
+		ProgramMessage string `json:"program_message"`
+	}
+	r.into(t, &data)
+	assert.Equal(t, "plan", data.PermissionMode)
+	assert.Equal(t, said, data.ProgramMessage)
+	d := f.session(id, f.member)
+	require.NotNil(t, d.PermissionMode)
+	assert.Equal(t, "default", *d.PermissionMode, "the Session keeps the mode it had")
+	assert.Equal(t, "READY", d.State, "a refused mode leaves the Session as it was")
+
+	var ok sessionDetails
+	f.call("POST", "/api/v1/sessions/"+id+"/permission-mode", f.member, map[string]any{"permission_mode": "acceptEdits"}).ok(t).into(t, &ok)
+	assert.Equal(t, "acceptEdits", *ok.PermissionMode, "a mode the program accepts is stored")
+}
+
+// TestPermissionModeUnconfirmedOrOfADeletedSession answers 503 when the workflow
+// cannot confirm the mode, and refuses a deleted Session before asking it.
+func TestPermissionModeUnconfirmedOrOfADeletedSession(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	id := f.newSession(f.member)
+	f.signals.modeErr = errors.New("temporal: connection refused")
+	r := f.call("POST", "/api/v1/sessions/"+id+"/permission-mode", f.member, map[string]any{"permission_mode": "plan"}).
+		refused(t, http.StatusServiceUnavailable, CodeServiceUnavailable, "could not confirm")
+	assert.NotContains(t, string(r.Data)+r.Message, "connection refused", "the cause stays in the logs")
+	assert.Equal(t, "default", *f.session(id, f.member).PermissionMode)
+
+	f.signals.modeErr = nil
+	f.exec("UPDATE sessions SET lifecycle = 'deleted', deleted_at = now() WHERE id = $1", id)
+	sent := len(f.signals.named(workflows.UpdateSetPermissionMode))
+	f.call("POST", "/api/v1/sessions/"+id+"/permission-mode", f.member, map[string]any{"permission_mode": "plan"}).
+		refused(t, http.StatusConflict, CodeConflict)
+	assert.Len(t, f.signals.named(workflows.UpdateSetPermissionMode), sent, "a deleted Session's workflow is not asked")
 }

@@ -13,13 +13,21 @@ import (
 
 // SessionSignaler hands work to a Session's workflow. Handlers write the row first and
 // signal afterwards: the workflow re-reads PostgreSQL, so a lost or repeated signal
-// does no harm and the row is the truth.
+// does no harm and the row is the truth. The permission mode is the exception: the
+// program may refuse it, so the workflow answers it as an update before anything is
+// stored.
 type SessionSignaler interface {
 	// StartSession starts the Session's workflow, or does nothing when it runs.
 	StartSession(ctx context.Context, sessionID string) error
 	// SignalSession delivers signalName with payload, starting the workflow first when
 	// it is not running.
 	SignalSession(ctx context.Context, sessionID, signalName string, payload any) error
+	// SetPermissionMode asks the workflow to set the Session's permission mode and
+	// waits for its answer (workflows.UpdateSetPermissionMode), starting the workflow
+	// first when it is not running. Nothing is written before: the workflow stores the
+	// mode once a live program accepted it, or for the next one. A refusal is a
+	// temporal.ApplicationError of type workflows.ErrPermissionModeRefused.
+	SetPermissionMode(ctx context.Context, sessionID, mode string) (workflows.PermissionModeSet, error)
 }
 
 // OutputSubscriber subscribes to PostgreSQL notifications (store/pubsub.Listener).
@@ -63,4 +71,28 @@ func (t *TemporalSignaler) SignalSession(ctx context.Context, sessionID, signalN
 		return fmt.Errorf("signal %s to session %s: %w", signalName, sessionID, err)
 	}
 	return nil
+}
+
+// SetPermissionMode runs the permission-mode update with UpdateWithStart, so a Session
+// whose workflow is not running gets one, and waits for the update to complete.
+func (t *TemporalSignaler) SetPermissionMode(ctx context.Context, sessionID, mode string) (workflows.PermissionModeSet, error) {
+	opts := t.startOptions(sessionID)
+	opts.WorkflowIDConflictPolicy = enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING
+	start := t.Client.NewWithStartWorkflowOperation(opts, workflows.SessionWorkflowName, workflows.SessionStart{SessionID: sessionID})
+	handle, err := t.Client.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
+		StartWorkflowOperation: start,
+		UpdateOptions: client.UpdateWorkflowOptions{
+			UpdateName:   workflows.UpdateSetPermissionMode,
+			Args:         []any{workflows.SetPermissionMode{PermissionMode: mode}},
+			WaitForStage: client.WorkflowUpdateStageCompleted,
+		},
+	})
+	if err != nil {
+		return workflows.PermissionModeSet{}, fmt.Errorf("set permission mode of session %s: %w", sessionID, err)
+	}
+	var res workflows.PermissionModeSet
+	if err := handle.Get(ctx, &res); err != nil {
+		return workflows.PermissionModeSet{}, fmt.Errorf("set permission mode of session %s: %w", sessionID, err)
+	}
+	return res, nil
 }

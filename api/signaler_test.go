@@ -1,12 +1,14 @@
 package api
 
 import (
+	"context"
 	"testing"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 	"go.uber.org/zap"
@@ -63,4 +65,58 @@ func TestSignalsReachTheSessionWorkflow(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, workflows.SessionWorkflowName, desc.WorkflowExecutionInfo.Type.Name)
 	assert.Equal(t, queue, desc.WorkflowExecutionInfo.TaskQueue)
+}
+
+// standInModeWorkflow is registered under the Session workflow's name for one test: it
+// answers the permission-mode update as the real one does, refusing bypassPermissions
+// in the program's words, until a lifecycle signal ends it.
+func standInModeWorkflow(ctx workflow.Context, _ workflows.SessionStart) error {
+	err := workflow.SetUpdateHandler(ctx, workflows.UpdateSetPermissionMode, func(_ workflow.Context, req workflows.SetPermissionMode) (workflows.PermissionModeSet, error) {
+		if req.PermissionMode == "bypassPermissions" {
+			return workflows.PermissionModeSet{}, temporal.NewNonRetryableApplicationError(standInRefusal, workflows.ErrPermissionModeRefused, nil)
+		}
+		return workflows.PermissionModeSet{Applied: true}, nil
+	})
+	if err != nil {
+		return err
+	}
+	workflow.GetSignalChannel(ctx, workflows.SignalLifecycle).Receive(ctx, nil)
+	return nil
+}
+
+const standInRefusal = "Cannot set permission mode to bypassPermissions because the session was not launched with --dangerously-skip-permissions"
+
+// TestPermissionModeUpdateStartsTheWorkflowAndCarriesARefusal runs the update through
+// a real Temporal dev server: UpdateWithStart starts a Session's workflow that is not
+// running, an accepted mode comes back applied, and a refusal reaches the API as
+// PERMISSION_MODE_REFUSED with the program's message.
+func TestPermissionModeUpdateStartsTheWorkflowAndCarriesARefusal(t *testing.T) {
+	t.Parallel()
+	ctx := testutil.Context(t)
+	dev := testutil.TemporalDevServer(t)
+	c, err := client.Dial(client.Options{HostPort: dev.FrontendHostPort(), Logger: logging.NewTemporal(zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)))})
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	queue := "api-mode-" + uuid.NewString()
+	w := worker.New(c, queue, worker.Options{})
+	w.RegisterWorkflowWithOptions(standInModeWorkflow, workflow.RegisterOptions{Name: workflows.SessionWorkflowName})
+	require.NoError(t, w.Start())
+	t.Cleanup(w.Stop)
+	signaler := &TemporalSignaler{Client: c, TaskQueue: queue}
+	id := uuid.NewString()
+	t.Cleanup(func() {
+		_ = c.SignalWorkflow(context.Background(), workflows.SessionWorkflowID(id), "", workflows.SignalLifecycle, workflows.Lifecycle{Action: workflows.LifecycleDelete})
+	})
+
+	res, err := signaler.SetPermissionMode(ctx, id, "plan")
+	require.NoError(t, err, "the first update starts the workflow")
+	assert.True(t, res.Applied)
+	_, err = signaler.SetPermissionMode(ctx, id, "bypassPermissions")
+	require.Error(t, err)
+	mapped := permissionModeError(err, "bypassPermissions")
+	assert.Equal(t, CodePermissionModeRefused, mapped.Code)
+	assert.Equal(t, map[string]any{"permission_mode": "bypassPermissions", "program_message": standInRefusal}, mapped.Data)
+	res, err = signaler.SetPermissionMode(ctx, id, "default")
+	require.NoError(t, err, "the running workflow takes the next update")
+	assert.True(t, res.Applied)
 }

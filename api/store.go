@@ -15,12 +15,14 @@ import (
 // TokenStore authenticates bearer tokens.
 type TokenStore interface {
 	GetUserByAPIToken(ctx context.Context, plaintext string, now time.Time) (store.User, store.APIToken, error)
+	TouchAPIToken(ctx context.Context, id string, now time.Time, every time.Duration) error
 }
 
 // AgentStore keeps Agents and RuntimeProfiles.
 type AgentStore interface {
 	CreateAgent(ctx context.Context, in store.NewAgent) (store.Agent, error)
 	GetAgentByID(ctx context.Context, id string) (store.Agent, error)
+	GetAgentSecrets(ctx context.Context, id string) (store.AgentSecrets, error)
 	ListAgents(ctx context.Context) ([]store.Agent, error)
 	UpdateAgent(ctx context.Context, id string, expectedVersion int64, upd store.AgentUpdate) (store.Agent, error)
 	CreateRuntimeProfile(ctx context.Context, in store.NewRuntimeProfile) (store.RuntimeProfile, error)

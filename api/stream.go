@@ -52,6 +52,18 @@ func (s *Server) streamSession(c *gin.Context) {
 		s.fail(c, Unavailable("streaming is not configured", nil))
 		return
 	}
+	release, err := s.streams.acquire(currentToken(c).ID)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	defer release()
+	// The request is read: lift the server's read timeout, which would otherwise end the
+	// stream (net/http cancels a request whose connection read fails).
+	if err := http.NewResponseController(c.Writer).SetReadDeadline(time.Time{}); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		s.fail(c, fmt.Errorf("lift read deadline for stream: %w", err))
+		return
+	}
 	ctx := c.Request.Context()
 	sub, err := s.output.Subscribe(ctx, pubsub.SessionOutputChannel(sess.ID))
 	if err != nil {
@@ -73,8 +85,13 @@ func (s *Server) streamSession(c *gin.Context) {
 	h.Set("x-vercel-ai-ui-message-stream", "v1")
 	c.Status(http.StatusOK)
 	f := &streamFollower{s: s, sub: sub, sessionID: sess.ID, cursor: after, inResponse: inResponse,
-		w: bufio.NewWriter(c.Writer), flush: c.Writer.Flush}
-	if err := f.run(ctx); err != nil && ctx.Err() == nil {
+		w: bufio.NewWriter(c.Writer), flush: c.Writer.Flush, tokenValid: func() (bool, error) { return s.tokenStillValid(c) }}
+	err = f.run(ctx)
+	if errors.Is(err, errTokenInvalid) {
+		RequestLogger(c, s.log).Info("stream ended: its token was revoked or expired", zap.String("session_id", sess.ID), zap.String("token_id", currentToken(c).ID))
+		return
+	}
+	if err != nil && ctx.Err() == nil {
 		RequestLogger(c, s.log).Warn("stream ended early", zap.String("session_id", sess.ID), zap.Int64("cursor", f.cursor), zap.Error(err))
 	}
 }
@@ -88,14 +105,24 @@ type streamFollower struct {
 	inResponse bool
 	w          *bufio.Writer
 	flush      func()
+	// tokenValid re-checks the stream's token, so revoking it ends the stream.
+	tokenValid func() (bool, error)
+	recheck    <-chan time.Time
 }
 
-// errStreamDone ends a stream after its finishing part.
-var errStreamDone = errors.New("stream done")
+var (
+	// errStreamDone ends a stream after its finishing part.
+	errStreamDone = errors.New("stream done")
+	// errTokenInvalid ends a stream whose token was revoked or expired.
+	errTokenInvalid = errors.New("token revoked or expired")
+)
 
 func (f *streamFollower) run(ctx context.Context) error {
 	keepAlive := time.NewTimer(f.s.keepAlive)
 	defer keepAlive.Stop()
+	recheck := time.NewTicker(f.s.tokenRecheck)
+	defer recheck.Stop()
+	f.recheck = recheck.C
 	// Headers go out at once, so a client sees the stream open before any part.
 	f.flush()
 	for {
@@ -131,6 +158,14 @@ func (f *streamFollower) waitForHint(ctx context.Context, keepAlive *time.Timer)
 			return true, nil
 		case <-f.sub.Dropped():
 			return true, nil
+		case <-f.recheck:
+			valid, err := f.tokenValid()
+			if err != nil {
+				return false, fmt.Errorf("re-check stream token: %w", err)
+			}
+			if !valid {
+				return false, errTokenInvalid
+			}
 		case <-keepAlive.C:
 			if _, err := f.w.WriteString(": keep-alive\n\n"); err != nil {
 				return false, err

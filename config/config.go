@@ -4,6 +4,7 @@
 package config
 
 import (
+	"encoding/base64"
 	"fmt"
 	"net/url"
 	"strconv"
@@ -21,6 +22,32 @@ type Config struct {
 	Engines  Engines  `mapstructure:"engines"`
 	Dev      Dev      `mapstructure:"dev"`
 	Startup  Startup  `mapstructure:"startup"`
+	Secrets  Secrets  `mapstructure:"secrets"`
+}
+
+// Secrets configures how the platform keeps the secret values users store (an Agent's
+// MCP server env values and headers).
+type Secrets struct {
+	// Key is the AES-256-GCM key sealing stored secret values: 32 random bytes in
+	// standard base64 (openssl rand -base64 32). Empty refuses to store secret values;
+	// `astrabox dev` generates one under its data folder.
+	Key Secret `mapstructure:"key"`
+}
+
+// SecretsKeyLen is the length in bytes of secrets.key once decoded.
+const SecretsKeyLen = 32
+
+// KeyBytes returns the decoded secrets.key, or nil when none is set. Validate has
+// checked its form.
+func (s Secrets) KeyBytes() []byte {
+	if !s.Key.IsSet() {
+		return nil
+	}
+	key, err := base64.StdEncoding.DecodeString(s.Key.Reveal())
+	if err != nil {
+		return nil
+	}
+	return key
 }
 
 // Log selects the log level and format.
@@ -42,6 +69,20 @@ type HTTP struct {
 	ShutdownTimeout time.Duration `mapstructure:"shutdown_timeout"`
 	// MaxInputBytes limits the size of one message's content.
 	MaxInputBytes int `mapstructure:"max_input_bytes"`
+	// MaxBodyBytes caps a request body other than a message (whose cap follows
+	// MaxInputBytes) and a history import; a larger one is refused with 413.
+	MaxBodyBytes int `mapstructure:"max_body_bytes"`
+	// ReadTimeout bounds reading one whole request, body included; a client trickling
+	// its body is cut at it. Streams are not affected: they read no body.
+	ReadTimeout time.Duration `mapstructure:"read_timeout"`
+	// IdleTimeout closes a kept-alive connection that sends no next request.
+	IdleTimeout time.Duration `mapstructure:"idle_timeout"`
+	// MaxStreamsPerToken caps the output streams one API token may hold open at once on
+	// one API replica; one more is refused with 429 TOO_MANY_STREAMS.
+	MaxStreamsPerToken int `mapstructure:"max_streams_per_token"`
+	// TokenRecheckInterval is how often an open stream re-checks its token, ending the
+	// stream once the token is revoked or expired.
+	TokenRecheckInterval time.Duration `mapstructure:"token_recheck_interval"`
 	// MaxHeldInputs caps the accepted messages a Session may hold before the Agent
 	// program takes them; one more is refused with 429 ADMISSION_DENIED. Zero admits all.
 	MaxHeldInputs int `mapstructure:"max_held_inputs"`

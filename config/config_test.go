@@ -78,6 +78,8 @@ func TestValidationNamesTheKey(t *testing.T) {
 		{name: "unknown yaml key", yaml: "http:\n  adr: x\n", key: "http.adr", want: "unknown key"},
 		{name: "bad backend", environ: []string{"ASTRABOX_SANDBOX_BACKEND=cloud"}, key: "sandbox.backend", want: "expected one of local"},
 		{name: "tls files missing", environ: []string{"ASTRABOX_TEMPORAL_TLS_ENABLED=true", "ASTRABOX_TEMPORAL_TLS_CA_FILE=/nonexistent/ca.pem"}, key: "temporal.tls.ca_file", want: "readable file"},
+		{name: "short secrets key", environ: []string{"ASTRABOX_SECRETS_KEY=c2hvcnQ="}, key: "secrets.key", want: "32 random bytes"},
+		{name: "bad read timeout", environ: []string{"ASTRABOX_HTTP_READ_TIMEOUT=0s"}, key: "http.read_timeout", want: "positive duration"},
 		{name: "bad url", environ: []string{"ASTRABOX_MODELS_ANTHROPIC_BASE_URL=api.example"}, key: "models.anthropic_base_url", want: "http:// or https://"},
 	}
 	for _, tc := range cases {

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding/base64"
 	"fmt"
 	"net"
 	"os"
@@ -23,6 +24,13 @@ func (c *Config) Validate() error {
 				return &Error{Key: "http.max_held_inputs", Reason: fmt.Sprintf("expected zero (no cap) or a positive integer, got %d", c.HTTP.MaxHeldInputs)}
 			}
 			return nil
+		},
+		func() error { return positive("http.max_body_bytes", c.HTTP.MaxBodyBytes) },
+		func() error { return positiveDuration("http.read_timeout", int64(c.HTTP.ReadTimeout)) },
+		func() error { return positiveDuration("http.idle_timeout", int64(c.HTTP.IdleTimeout)) },
+		func() error { return positive("http.max_streams_per_token", c.HTTP.MaxStreamsPerToken) },
+		func() error {
+			return positiveDuration("http.token_recheck_interval", int64(c.HTTP.TokenRecheckInterval))
 		},
 		func() error { return nonEmpty("database.host", c.Database.Host) },
 		func() error { return port("database.port", c.Database.Port) },
@@ -49,6 +57,7 @@ func (c *Config) Validate() error {
 		func() error { return port("dev.temporal_ui_port", c.Dev.TemporalUIPort) },
 		func() error { return port("dev.model_port", c.Dev.ModelPort) },
 		func() error { return positiveDuration("startup.timeout", int64(c.Startup.Timeout)) },
+		c.validateSecretsKey,
 	}
 	for _, check := range checks {
 		if err := check(); err != nil {
@@ -77,6 +86,17 @@ func (c *Config) validateTLS() error {
 		if _, err := os.Stat(path); err != nil {
 			return &Error{Key: key, Reason: fmt.Sprintf("expected a readable file, cannot stat %q", path)}
 		}
+	}
+	return nil
+}
+
+func (c *Config) validateSecretsKey() error {
+	if !c.Secrets.Key.IsSet() {
+		return nil
+	}
+	key, err := base64.StdEncoding.DecodeString(c.Secrets.Key.Reveal())
+	if err != nil || len(key) != SecretsKeyLen {
+		return &Error{Key: "secrets.key", Reason: fmt.Sprintf("expected %d random bytes in standard base64 (openssl rand -base64 32)", SecretsKeyLen)}
 	}
 	return nil
 }

@@ -24,7 +24,30 @@ var (
 	// reference the runtime does not know or whose child run already ended. Asking again
 	// does not help.
 	ErrChildRunNotStoppable = errors.New("child run not stoppable")
+	// ErrRuntimeControlRefused: the runtime answered a control request (a permission
+	// mode, an interrupt...) with a refusal of its own. The connection is fine; asking
+	// again the same way does not help.
+	ErrRuntimeControlRefused = errors.New("runtime control refused")
 )
+
+// RuntimeControlRefused is the typed form of ErrRuntimeControlRefused: which control
+// the runtime refused and its own words for why.
+type RuntimeControlRefused struct {
+	// Control is the refused operation.
+	Control Control `json:"control"`
+	// Code is the runtime's machine-readable reason, when it gives one.
+	Code string `json:"code,omitempty"`
+	// Message is the runtime's explanation, unchanged.
+	Message string `json:"message"`
+}
+
+// Error implements error.
+func (e *RuntimeControlRefused) Error() string {
+	return fmt.Sprintf("runtime refused %s: %s", e.Control, e.Message)
+}
+
+// Is matches ErrRuntimeControlRefused.
+func (e *RuntimeControlRefused) Is(target error) bool { return target == ErrRuntimeControlRefused }
 
 // RuntimeInputRefused is returned by Submit when the runtime declines an input. The
 // platform records the failure with the input and reports it as data-input-failed.

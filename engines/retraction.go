@@ -66,7 +66,15 @@ func (r *Retractions) Retract(partID string) Frame {
 	if !slices.Contains(r.ids, partID) {
 		r.ids = append(r.ids, partID)
 	}
-	raw, _ := json.Marshal(RetractionMetadata{RetractedPartIDs: slices.Clone(r.ids)})
+	return RetractionFrame(r.ids)
+}
+
+// RetractionFrame is the message-metadata part that withdraws the given part ids: every
+// id retracted from the response so far, since each such part replaces the last. An
+// adapter whose translation state travels in its cursors keeps the ids there and
+// builds the part with this.
+func RetractionFrame(retractedPartIDs []string) Frame {
+	raw, _ := json.Marshal(RetractionMetadata{RetractedPartIDs: slices.Clone(retractedPartIDs)})
 	return MustFrame(MessageMetadataChunk{MessageMetadata: raw})
 }
 

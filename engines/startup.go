@@ -38,6 +38,14 @@ type EngineStartupContext struct {
 	// ResumeMaterial is the SessionRuntime.ResumeMaterial saved from an earlier
 	// activation, if any.
 	ResumeMaterial json.RawMessage `json:"resume_material,omitempty"`
+	// ConversationEmpty is set with AttachMode when the platform holds no evidence that
+	// the conversation ever had content: the runtime admitted none of the Session's
+	// inputs and the declared session log has no mirrored entry. A program that writes
+	// its native state only at its first turn has then nothing to resume, and the
+	// adapter may start the same conversation (ResumeSessionKey) afresh. Unset, missing
+	// native state means the conversation was lost: activation must fail rather than
+	// bind the Session to an empty conversation.
+	ConversationEmpty bool `json:"conversation_empty,omitempty"`
 	// RuntimeIdentity is the account and paths the program runs with, composed by the
 	// platform per sandbox tenancy and Session kind. Nil addresses the box itself.
 	RuntimeIdentity *RuntimeIdentity `json:"runtime_identity,omitempty"`

@@ -15,8 +15,12 @@ type NewAgent struct {
 	Description      string
 	EngineKind       string
 	RuntimeProfileID string
-	// Config is the engine-specific JSON object; nil stores {}.
-	Config         json.RawMessage
+	// Config is the engine-specific JSON object; nil stores {}. Secret values in it are
+	// already replaced by a marker.
+	Config json.RawMessage
+	// Secrets are the secret values taken out of Config, sealed before they are
+	// stored; storing any needs the store's secrets key (ErrNoSecretsKey).
+	Secrets        AgentSecrets
 	PermissionMode *string
 	CreatedBy      *string
 }
@@ -28,6 +32,8 @@ type AgentUpdate struct {
 	RuntimeProfileID *string
 	EngineKind       *string
 	Config           json.RawMessage
+	// Secrets replace the Agent's secret values whenever Config is set (nil: none).
+	Secrets AgentSecrets
 	// PermissionMode set to a pointer to "" clears the default mode.
 	PermissionMode *string
 }
@@ -46,6 +52,11 @@ func (s *Store) CreateAgent(ctx context.Context, in NewAgent) (Agent, error) {
 		CreatedBy:        in.CreatedBy,
 		Version:          1,
 	}
+	sealed, err := s.sealAgentSecrets(a.ID, in.Secrets)
+	if err != nil {
+		return Agent{}, fmt.Errorf("create agent: %w", err)
+	}
+	a.SealedSecrets = sealed
 	if err := s.conn(ctx).Create(&a).Error; err != nil {
 		return Agent{}, mapError("create agent", err)
 	}
@@ -88,6 +99,11 @@ func (s *Store) UpdateAgent(ctx context.Context, id string, expectedVersion int6
 	}
 	if upd.Config != nil {
 		changes["config"] = jsonObjectOrEmpty(upd.Config)
+		sealed, err := s.sealAgentSecrets(id, upd.Secrets)
+		if err != nil {
+			return Agent{}, fmt.Errorf("update agent: %w", err)
+		}
+		changes["secrets"] = sealed
 	}
 	if upd.PermissionMode != nil {
 		if *upd.PermissionMode == "" {

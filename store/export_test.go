@@ -13,3 +13,8 @@ func TableExists(ctx context.Context, s *Store, name string) (bool, error) {
 func ExecForTest(ctx context.Context, s *Store, sql string, args ...any) error {
 	return s.conn(ctx).Exec(sql, args...).Error
 }
+
+// QueryRowForTest scans one row of a query into dest (tests only).
+func QueryRowForTest(ctx context.Context, s *Store, sql string, arg any, dest ...any) error {
+	return s.sqlDB.QueryRowContext(ctx, sql, arg).Scan(dest...)
+}

@@ -115,11 +115,14 @@ type Agent struct {
 	EngineKind       string          `gorm:"column:engine_kind"`
 	RuntimeProfileID string          `gorm:"column:runtime_profile_id"`
 	Config           json.RawMessage `gorm:"column:config"`
-	PermissionMode   *string         `gorm:"column:permission_mode"`
-	CreatedBy        *string         `gorm:"column:created_by"`
-	Version          int64           `gorm:"column:version"`
-	CreatedAt        time.Time       `gorm:"column:created_at"`
-	UpdatedAt        time.Time       `gorm:"column:updated_at"`
+	// SealedSecrets holds the config's secret values, sealed (GetAgentSecrets opens
+	// them); Config holds a redaction marker in their place.
+	SealedSecrets  []byte    `gorm:"column:secrets"`
+	PermissionMode *string   `gorm:"column:permission_mode"`
+	CreatedBy      *string   `gorm:"column:created_by"`
+	Version        int64     `gorm:"column:version"`
+	CreatedAt      time.Time `gorm:"column:created_at"`
+	UpdatedAt      time.Time `gorm:"column:updated_at"`
 }
 
 // TableName is the agents table.

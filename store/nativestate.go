@@ -39,6 +39,17 @@ func (s *Store) ListSessionLogStreams(ctx context.Context, sessionID string) ([]
 	return out, mapError("list session log streams", err)
 }
 
+// HasConversationContent reports whether the platform holds evidence that the
+// Session's native conversation has content: an input the runtime admitted (its
+// durable record is in the program's own state), or a mirrored session-log entry.
+// Without either, a conversation whose native state is missing never held anything.
+func (s *Store) HasConversationContent(ctx context.Context, sessionID string) (bool, error) {
+	var found bool
+	err := s.conn(ctx).Raw(`SELECT EXISTS (SELECT 1 FROM inputs WHERE session_id = ? AND state = ?)
+		OR EXISTS (SELECT 1 FROM session_log_entries WHERE session_id = ?)`, sessionID, InputAdmitted, sessionID).Scan(&found).Error
+	return found, mapError("check conversation content", err)
+}
+
 // PutRuntimeStateBlob saves opaque native state with a predecessor check:
 // expectedGeneration 0 creates it, otherwise it replaces generation expectedGeneration
 // and the saved blob has the next one. A mismatch gives ErrVersionConflict.

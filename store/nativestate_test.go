@@ -81,3 +81,35 @@ func TestRuntimeStateBlobPredecessorCheck(t *testing.T) {
 	_, err = st.PutRuntimeStateBlob(ctx, "galaxy", f.session.ID, "x", []byte("v"), 0)
 	require.Error(t, err, "scope is a closed vocabulary")
 }
+
+func TestHasConversationContentFromAdmissionsAndTheMirror(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx, st := f.ctx, f.st
+	has := func() bool {
+		t.Helper()
+		ok, err := st.HasConversationContent(ctx, f.session.ID)
+		require.NoError(t, err)
+		return ok
+	}
+	require.False(t, has(), "a new Session's conversation holds nothing")
+	in, _, err := st.InsertInput(ctx, store.NewInput{SessionID: f.session.ID, Content: "hello"})
+	require.NoError(t, err)
+	_, err = st.MarkInputDelivered(ctx, f.session.ID, in.ID)
+	require.NoError(t, err)
+	require.False(t, has(), "a held input is not in the conversation until the runtime admits it")
+	_, err = st.MarkInputsAdmitted(ctx, f.session.ID, []string{in.ID})
+	require.NoError(t, err)
+	require.True(t, has(), "an admitted input is")
+
+	other, _, err := st.CreateSessionIdempotent(ctx, store.NewSession{UserID: f.user.ID, AgentID: f.agent.ID})
+	require.NoError(t, err)
+	require.NotEqual(t, f.session.ID, other.ID)
+	ok, err := st.HasConversationContent(ctx, other.ID)
+	require.NoError(t, err)
+	require.False(t, ok)
+	require.NoError(t, st.AppendSessionLogEntries(ctx, other.ID, "session_log:log.jsonl", 1, []json.RawMessage{json.RawMessage(`{"type":"user"}`)}))
+	ok, err = st.HasConversationContent(ctx, other.ID)
+	require.NoError(t, err)
+	require.True(t, ok, "a mirrored entry is content")
+}

@@ -70,12 +70,29 @@ func (s *Store) MarkSessionRead(ctx context.Context, sessionID, userID string, a
 		map[string]any{"read_at": gormExpr("GREATEST(read_at, ?)", readAt)})
 }
 
-// SetSessionPermissionMode stores the mode the Agent program should use; the workflow
-// applies it to a running program or hands it to the next one. A deleted Session is
-// ErrWrongLifecycle.
+// SetSessionPermissionMode stores the Session's permission mode. The Session's workflow
+// calls it once a live program accepted the mode, or when no program runs, so the next
+// one starts in it. A deleted Session is ErrWrongLifecycle.
 func (s *Store) SetSessionPermissionMode(ctx context.Context, sessionID, mode string) (Session, error) {
 	return s.guardedUpdate(ctx, "set permission mode", sessionID, "", false,
 		"lifecycle <> ?", []any{LifecycleDeleted}, map[string]any{"permission_mode": mode})
+}
+
+// ReplaceSessionPermissionMode is a compare-and-set of the permission mode: it stores
+// to (nil: not known) only while the stored mode is still from, and reports whether it
+// did. The workflow uses it when the program refused the stored mode, so a mode the
+// owner chose since is never overwritten.
+func (s *Store) ReplaceSessionPermissionMode(ctx context.Context, sessionID, from string, to *string) (bool, error) {
+	var mode any
+	if to != nil {
+		mode = *to
+	}
+	res := s.conn(ctx).Model(&Session{}).Where("id = ? AND permission_mode = ?", sessionID, from).
+		Updates(map[string]any{"permission_mode": mode, "updated_at": gormExpr("now()")})
+	if res.Error != nil {
+		return false, mapError("replace permission mode", res.Error)
+	}
+	return res.RowsAffected == 1, nil
 }
 
 // SetRuntimeStatus records the Agent program's own status report (idle, working,

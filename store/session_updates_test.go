@@ -170,3 +170,28 @@ func TestListSessionFactsByUserPagesByActivity(t *testing.T) {
 	require.Len(t, paged, 1, "page-number paging skips the first three")
 	require.Equal(t, seen[3], paged[0].ID)
 }
+
+// TestReplaceSessionPermissionModeIsACompareAndSet replaces a refused mode only while
+// it is still the stored one, so a mode chosen in between is kept.
+func TestReplaceSessionPermissionModeIsACompareAndSet(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx, st, id := f.ctx, f.st, f.session.ID
+	_, err := st.SetSessionPermissionMode(ctx, id, "bypassPermissions")
+	require.NoError(t, err)
+	replaced, err := st.ReplaceSessionPermissionMode(ctx, id, "plan", ptr("default"))
+	require.NoError(t, err)
+	require.False(t, replaced, "the stored mode is not the refused one")
+	replaced, err = st.ReplaceSessionPermissionMode(ctx, id, "bypassPermissions", ptr("default"))
+	require.NoError(t, err)
+	require.True(t, replaced)
+	s, err := st.GetSessionByID(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, "default", *s.PermissionMode)
+	replaced, err = st.ReplaceSessionPermissionMode(ctx, id, "default", nil)
+	require.NoError(t, err)
+	require.True(t, replaced)
+	s, err = st.GetSessionByID(ctx, id)
+	require.NoError(t, err)
+	require.Nil(t, s.PermissionMode, "a mode nobody knows is stored as none")
+}

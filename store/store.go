@@ -54,6 +54,8 @@ type Store struct {
 	db     *gorm.DB
 	sqlDB  *sql.DB
 	logger *zap.Logger
+	// sealer seals secret values; nil when no secrets key is configured.
+	sealer *sealer
 	inTx   bool
 }
 
@@ -64,6 +66,9 @@ type Options struct {
 	ConnectTimeout time.Duration
 	// MaxOpenConns caps the pool; default 20.
 	MaxOpenConns int
+	// SecretsKey is the 32-byte AES-256-GCM key sealing stored secret values
+	// (secrets.key); empty refuses to store or read them with ErrNoSecretsKey.
+	SecretsKey []byte
 }
 
 // Open connects to the database at dsn, retrying until the server answers or
@@ -81,6 +86,10 @@ func Open(ctx context.Context, dsn string, logger *zap.Logger, opts ...Options) 
 	}
 	if logger == nil {
 		logger = zap.NewNop()
+	}
+	seal, err := newSealer(o.SecretsKey)
+	if err != nil {
+		return nil, err
 	}
 	safeDSN := RedactDSN(dsn)
 	cfg, err := pgx.ParseConfig(dsn)
@@ -106,7 +115,7 @@ func Open(ctx context.Context, dsn string, logger *zap.Logger, opts ...Options) 
 		_ = sqlDB.Close()
 		return nil, redactError(fmt.Errorf("open gorm on %s: %w", safeDSN, err), dsn)
 	}
-	return &Store{db: db, sqlDB: sqlDB, logger: logger}, nil
+	return &Store{db: db, sqlDB: sqlDB, logger: logger, sealer: seal}, nil
 }
 
 // pingWithRetry waits for the server with a bounded exponential backoff: a database
@@ -157,7 +166,7 @@ func (s *Store) Ping(ctx context.Context) error {
 // calls on a transaction-scoped Store run inside a savepoint.
 func (s *Store) InTx(ctx context.Context, fn func(tx *Store) error) error {
 	return s.db.WithContext(ctx).Transaction(func(gtx *gorm.DB) error {
-		return fn(&Store{db: gtx, sqlDB: s.sqlDB, logger: s.logger, inTx: true})
+		return fn(&Store{db: gtx, sqlDB: s.sqlDB, logger: s.logger, sealer: s.sealer, inTx: true})
 	})
 }
 

@@ -118,3 +118,12 @@ func (s *Store) RevokeAPIToken(ctx context.Context, id string) error {
 	}
 	return nil
 }
+
+// TouchAPIToken sets the token's last_used_at to now unless it was set less than every
+// ago, so a busy token costs one write per interval (also across API replicas).
+func (s *Store) TouchAPIToken(ctx context.Context, id string, now time.Time, every time.Duration) error {
+	err := s.conn(ctx).Model(&APIToken{}).
+		Where("id = ? AND (last_used_at IS NULL OR last_used_at <= ?)", id, now.Add(-every)).
+		Update("last_used_at", now).Error
+	return mapError("touch api token", err)
+}

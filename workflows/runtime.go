@@ -55,6 +55,9 @@ func (w *sessionWorkflow) load(ctx workflow.Context) (done bool, err error) {
 func (w *sessionWorkflow) bringUp(ctx workflow.Context) {
 	log := workflow.GetLogger(ctx)
 	w.stopRelay(ctx)
+	// The activation applies the stored mode; only a mode stored after it read it
+	// needs applying again.
+	w.s.Work.ReapplyPermissionMode = false
 	mode := activities.PrepareFresh
 	if w.s.Need == NeedReconnect {
 		mode = activities.PrepareReconnect
@@ -104,8 +107,10 @@ func (w *sessionWorkflow) bringUp(ctx workflow.Context) {
 	w.s.Placement = prep.Placement
 	w.s.Placement.HostTaskQueue = activated.HostTaskQueue
 	w.s.Need, w.s.Failures = NeedNone, 0
-	// Custody: whatever is held goes to the new runtime; its mode was applied on connect.
-	w.s.Work.Deliver, w.s.Work.PermissionMode = true, false
+	// Custody: whatever is held goes to the new runtime; its mode was applied on
+	// connect, unless one was stored since.
+	w.s.Work.Deliver, w.s.Work.PermissionMode = true, w.s.Work.ReapplyPermissionMode
+	w.s.Work.ReapplyPermissionMode = false
 	w.setPhase(ctx, PhaseActive)
 }
 
@@ -184,9 +189,10 @@ func (w *sessionWorkflow) relayEnded(ctx workflow.Context) {
 	w.setPhase(ctx, PhaseCreating)
 }
 
-// handOver passes the work signals asked for to the live runtime: interrupt first (it
-// does not withdraw held inputs), then the permission mode, answers, child-run stops,
-// and held inputs.
+// handOver passes the work signals and updates asked for to the live runtime:
+// interrupt first (it does not withdraw held inputs), then the permission modes asked
+// for (each stored once the program accepted it), the stored mode when it must be
+// applied again, answers, child-run stops, and held inputs.
 // A host that no longer answers means the connection is gone: reconnect and keep the work.
 func (w *sessionWorkflow) handOver(ctx workflow.Context) {
 	hctx := withHost(ctx, w.s.Placement.HostTaskQueue, time.Minute)
@@ -199,6 +205,9 @@ func (w *sessionWorkflow) handOver(ctx workflow.Context) {
 		if w.hostGone(ctx, err) {
 			return
 		}
+	}
+	if !w.applyModeChanges(ctx, hctx) {
+		return
 	}
 	if w.s.Work.PermissionMode {
 		w.s.Work.PermissionMode = false
@@ -289,7 +298,9 @@ func (w *sessionWorkflow) end(ctx workflow.Context) error {
 	} else {
 		w.setPhase(ctx, PhaseArchived)
 	}
-	return nil
+	// A permission-mode update still running gets its answer before the workflow ends.
+	w.storeQueuedModes(ctx)
+	return workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) })
 }
 
 func (w *sessionWorkflow) runtimeRef() activities.RuntimeRef {

@@ -27,6 +27,11 @@ type sessionWorkflow struct {
 	stops        workflow.ReceiveChannel
 	lifecycles   workflow.ReceiveChannel
 	startedFresh bool
+	// modeChanges are permission-mode updates waiting for the live runtime.
+	modeChanges []*modeChange
+	// continuing is set once the run hands over to its continuation: no update may
+	// wait for the run loop then, since the loop waits for every handler.
+	continuing bool
 }
 
 // relayHandle follows the running Relay activity.
@@ -49,7 +54,7 @@ func SessionWorkflow(ctx workflow.Context, start SessionStart) error {
 }
 
 // newSessionWorkflow builds the workflow and registers its handlers: signal listeners
-// that only record work in the state, and the state query.
+// that only record work in the state, the state query, and the permission-mode update.
 func newSessionWorkflow(ctx workflow.Context, start SessionStart) (*sessionWorkflow, error) {
 	w := &sessionWorkflow{
 		inputs:      workflow.GetSignalChannel(ctx, SignalInputAccepted),
@@ -66,6 +71,9 @@ func newSessionWorkflow(ctx workflow.Context, start SessionStart) (*sessionWorkf
 		w.startedFresh = true
 	}
 	if err := workflow.SetQueryHandler(ctx, QuerySessionState, func() (SessionState, error) { return w.s, nil }); err != nil {
+		return nil, err
+	}
+	if err := w.registerPermissionMode(ctx); err != nil {
 		return nil, err
 	}
 	listen(ctx, w.inputs, func(InputAccepted) { w.s.Work.Deliver = true })
@@ -129,6 +137,10 @@ func (w *sessionWorkflow) run(ctx workflow.Context) error {
 	w.upsertSearch(ctx)
 	for {
 		switch {
+		case len(w.modeChanges) > 0 && w.s.Phase != PhaseActive:
+			// Asked of a runtime that is gone: the next one starts in these modes.
+			w.storeQueuedModes(ctx)
+			continue
 		case w.s.Work.ending():
 			return w.end(ctx)
 		case w.s.Phase == PhaseTerminated:
@@ -155,13 +167,13 @@ func (w *sessionWorkflow) run(ctx workflow.Context) error {
 		case w.relay != nil && w.relay.done:
 			w.relayEnded(ctx)
 			continue
-		case workflow.GetInfo(ctx).GetContinueAsNewSuggested():
+		case workflow.GetInfo(ctx).GetContinueAsNewSuggested() && len(w.modeChanges) == 0:
 			// The new run hands over what is pending; it starts from a short history.
 			return w.continueAsNew(ctx)
 		case w.s.Phase == PhaseActive && w.relay == nil:
 			w.startRelay(ctx)
 			continue
-		case w.s.Phase == PhaseActive && w.s.Work.hostWork():
+		case w.s.Phase == PhaseActive && (w.s.Work.hostWork() || len(w.modeChanges) > 0):
 			w.handOver(ctx)
 			continue
 		}
@@ -182,7 +194,7 @@ func (w *sessionWorkflow) run(ctx workflow.Context) error {
 func (w *sessionWorkflow) wake(ctx workflow.Context) bool {
 	s := w.s
 	switch {
-	case s.Work.ending(), s.Work.Release, s.Need != NeedNone:
+	case s.Work.ending(), s.Work.Release, s.Need != NeedNone, len(w.modeChanges) > 0:
 		return true
 	case s.Phase == PhaseTerminated:
 		return s.Work.Recover
@@ -219,9 +231,11 @@ func (w *sessionWorkflow) wait(ctx workflow.Context) error {
 }
 
 // continueAsNew hands the state to a new run: the Relay is stopped (the next run
-// starts it again on the same host queue), handlers finish, and every buffered signal
-// is drained into the carried state.
+// starts it again on the same host queue), handlers finish (the run loop served every
+// queued permission mode first), and every buffered signal is drained into the
+// carried state.
 func (w *sessionWorkflow) continueAsNew(ctx workflow.Context) error {
+	w.continuing = true
 	w.stopRelay(ctx)
 	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
 		return err

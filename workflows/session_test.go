@@ -38,6 +38,10 @@ type harness struct {
 	deliver func(context.Context, activities.RuntimeRef) (activities.DeliverResult, error)
 	answer  func(context.Context, activities.AnswerRequest) error
 	stop    func(context.Context, activities.StopChildRunRequest) error
+	// activate, applyMode and storeMode override the permission-mode mocks.
+	activate  func(context.Context, activities.ActivateRequest) (activities.ActivateResult, error)
+	applyMode func(context.Context, activities.PermissionModeRequest) error
+	storeMode func(context.Context, activities.PermissionModeRequest) error
 }
 
 type relayEnd struct {
@@ -80,8 +84,11 @@ func newHarness(t *testing.T) *harness {
 			AttachMode: attach, EngineKind: "scripted",
 		}, nil
 	}).Maybe()
-	h.env.OnActivity(act.ActivateRuntime, mock.Anything, mock.Anything).Return(func(_ context.Context, req activities.ActivateRequest) (activities.ActivateResult, error) {
+	h.env.OnActivity(act.ActivateRuntime, mock.Anything, mock.Anything).Return(func(ctx context.Context, req activities.ActivateRequest) (activities.ActivateResult, error) {
 		h.record(fmt.Sprintf("ActivateRuntime:%s:%d:%s", req.SandboxID, req.RuntimeGeneration, req.AttachMode))
+		if h.activate != nil {
+			return h.activate(ctx, req)
+		}
 		return activities.ActivateResult{HostTaskQueue: testHostQueue}, nil
 	}).Maybe()
 	h.env.OnActivity(act.Relay, mock.Anything, mock.Anything).Return(func(ctx context.Context, ref activities.RuntimeRef) (activities.RelayResult, error) {
@@ -106,6 +113,20 @@ func newHarness(t *testing.T) *harness {
 		return activities.DeliverResult{}, simple("Deliver")(ctx, ref)
 	}).Maybe()
 	h.env.OnActivity(act.SetPermissionMode, mock.Anything, mock.Anything).Return(simple("SetPermissionMode")).Maybe()
+	h.env.OnActivity(act.ApplyPermissionMode, mock.Anything, mock.Anything).Return(func(ctx context.Context, req activities.PermissionModeRequest) error {
+		h.record(fmt.Sprintf("ApplyPermissionMode:%s:%d", req.PermissionMode, req.RuntimeGeneration))
+		if h.applyMode != nil {
+			return h.applyMode(ctx, req)
+		}
+		return nil
+	}).Maybe()
+	h.env.OnActivity(act.StorePermissionMode, mock.Anything, mock.Anything).Return(func(ctx context.Context, req activities.PermissionModeRequest) error {
+		h.record("StorePermissionMode:" + req.PermissionMode)
+		if h.storeMode != nil {
+			return h.storeMode(ctx, req)
+		}
+		return nil
+	}).Maybe()
 	h.env.OnActivity(act.Interrupt, mock.Anything, mock.Anything).Return(func(_ context.Context, req activities.InterruptRequest) error {
 		h.record(fmt.Sprintf("Interrupt:%v", req.CancelQueued))
 		return nil

@@ -2,8 +2,11 @@
 // per Session; its signals and their payloads are declared here so the API can
 // send them without importing workflow code. Payloads carry ids only: durable
 // facts live in PostgreSQL, which the workflow re-reads on every signal, so a
-// repeated or late signal does no harm.
+// repeated or late signal does no harm. The one update, UpdateSetPermissionMode,
+// carries the mode itself: the program must accept it before it becomes a fact.
 package workflows
+
+import "github.com/astrabox/astrabox/activities"
 
 // SessionWorkflowName is the registered name of the Session workflow.
 const SessionWorkflowName = "SessionWorkflow"
@@ -19,13 +22,38 @@ const (
 	SignalInteractionAnswered = "interaction-answered"
 	// SignalInterrupt: stop the response in progress.
 	SignalInterrupt = "interrupt"
-	// SignalPermissionModeChanged: the Session's stored permission mode changed.
+	// SignalPermissionModeChanged: the Session's stored permission mode changed; apply
+	// it to the live runtime. The API now uses UpdateSetPermissionMode; the signal is
+	// still handled for workflows that were sent it.
 	SignalPermissionModeChanged = "permission-mode-changed"
 	// SignalStopChildRun: stop one child run (sub-agent) of the running conversation.
 	SignalStopChildRun = "stop-child-run"
 	// SignalLifecycle: archive, delete, recover or release the Session's runtime.
 	SignalLifecycle = "lifecycle"
 )
+
+// UpdateSetPermissionMode sets the Session's permission mode and answers once it holds.
+// With a runtime live the mode is applied to it first and stored only when the program
+// accepted it; a refusal fails the update with an application error of type
+// ErrPermissionModeRefused whose message is the program's own, and nothing is stored.
+// With no runtime live the mode is stored and the next runtime starts in it.
+const UpdateSetPermissionMode = "set-permission-mode"
+
+// ErrPermissionModeRefused is the application error type of a mode the Agent program
+// refused (temporal.ApplicationError.Type).
+const ErrPermissionModeRefused = activities.ErrTypePermissionModeRefused
+
+// SetPermissionMode is the argument of UpdateSetPermissionMode.
+type SetPermissionMode struct {
+	PermissionMode string `json:"permission_mode"`
+}
+
+// PermissionModeSet is the result of UpdateSetPermissionMode.
+type PermissionModeSet struct {
+	// Applied: a live runtime took the mode now; false when it was stored for the
+	// next runtime.
+	Applied bool `json:"applied"`
+}
 
 // SessionStart is the workflow's input when a signal starts it.
 type SessionStart struct {

@@ -65,6 +65,9 @@ type Work struct {
 	Interrupt *Interrupt `json:"interrupt,omitempty"`
 	// PermissionMode: apply the Session's stored mode.
 	PermissionMode bool `json:"permission_mode,omitempty"`
+	// ReapplyPermissionMode: a mode was stored while no runtime was live; the runtime
+	// being brought up may have read the previous one, so it is applied again once live.
+	ReapplyPermissionMode bool `json:"reapply_permission_mode,omitempty"`
 	// StopChildRuns are child runs to stop, in the order asked.
 	StopChildRuns []string `json:"stop_child_runs,omitempty"`
 	Archive       bool     `json:"archive,omitempty"`

@@ -1,10 +1,12 @@
 // Command astrabox-runner is the control service inside every AstraBox box
 // (package sandbox/runner) and, on the host, the small launcher the local backend
 // uses to place a new box in its cgroups and account before bubblewrap starts.
-// It is built as a static binary (CGO_ENABLED=0) so it runs in any image.
+// It is built as a static binary (CGO_ENABLED=0) so it runs in any image. On the
+// host it is also each box's egress forwarder, which outlives workers.
 //
 //	astrabox-runner serve -config /run/astrabox/runner.json [-ready-fd N]
 //	astrabox-runner launch -uid U -gid G [-cgroup DIR]... -- bwrap ARGS...
+//	astrabox-runner egress [-ready-fd N] < forwarder config (JSON)
 package main
 
 import (
@@ -24,7 +26,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: astrabox-runner serve|launch ...")
+		fmt.Fprintln(os.Stderr, "usage: astrabox-runner serve|launch|egress ...")
 		os.Exit(2)
 	}
 	var err error
@@ -33,8 +35,10 @@ func main() {
 		err = serve(os.Args[2:])
 	case "launch":
 		err = launch(os.Args[2:])
+	case "egress":
+		err = forward(os.Args[2:])
 	default:
-		err = fmt.Errorf("unknown command %q (want serve or launch)", os.Args[1])
+		err = fmt.Errorf("unknown command %q (want serve, launch or egress)", os.Args[1])
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "astrabox-runner:", err)

@@ -42,6 +42,14 @@ func runDev(ctx context.Context, cfg *config.Config, log *zap.Logger) (err error
 	}()
 	cfg.Database = stack.Database(cfg.Database)
 	cfg.Temporal = stack.Temporal(cfg.Temporal)
+	if !cfg.Secrets.Key.IsSet() {
+		if cfg.Secrets.Key, err = devSecretsKey(stack.DataDir()); err != nil {
+			return err
+		}
+		if err := cfg.Validate(); err != nil {
+			return fmt.Errorf("%s: %w", filepath.Join(stack.DataDir(), devSecretsKeyFile), err)
+		}
+	}
 	if !cfg.Models.AnthropicAPIKey.IsSet() {
 		// No model service is configured: boxes reach the scripted one.
 		cfg.Models.AnthropicBaseURL = fmt.Sprintf("http://127.0.0.1:%d", cfg.Dev.ModelPort)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -60,6 +61,24 @@ func TestDevStack(t *testing.T) {
 	// With no model credentials the scripted model server stands in.
 	waitHTTP(t, first, fmt.Sprintf("http://127.0.0.1:%d/", ports[4]), http.StatusOK)
 
+	// An Agent's secret value is sealed under the key the dev stack generated.
+	var seeded struct {
+		RuntimeProfileID string `json:"runtime_profile_id"`
+	}
+	devAPI(t, "GET", vars["SERVICE_URL"]+"/api/v1/agents/"+vars["AGENT_ID"], vars["ACCESS_TOKEN"], nil, &seeded)
+	var secretive struct {
+		AgentID string          `json:"agent_id"`
+		Version int64           `json:"version"`
+		Config  json.RawMessage `json:"config"`
+	}
+	devAPI(t, "POST", vars["SERVICE_URL"]+"/api/v1/agents", vars["ACCESS_TOKEN"], map[string]any{
+		"name": "secretive", "runtime_profile_id": seeded.RuntimeProfileID,
+		"config": map[string]any{"mcp_servers": []any{map[string]any{"name": "git", "transport": "stdio", "command": []string{"git-mcp"}, "env": map[string]string{"TOKEN": "dev-secret"}}}},
+	}, &secretive)
+	assert.NotContains(t, string(secretive.Config), "dev-secret")
+	key, err := os.ReadFile(filepath.Join(dataDir, devSecretsKeyFile))
+	require.NoError(t, err)
+
 	// A second dev stack on the same data folder is refused without damage.
 	second := exec.Command(bin, "dev")
 	second.Env = env
@@ -80,7 +99,40 @@ func TestDevStack(t *testing.T) {
 	assert.Equal(t, vars["AGENT_ID"], revisited["AGENT_ID"])
 	assert.Equal(t, vars["ACCESS_TOKEN"], revisited["ACCESS_TOKEN"])
 	waitHTTP(t, again, revisited["SERVICE_URL"]+"/readyz", http.StatusOK)
+	// The same key opens the sealed value: the marker sent back keeps it.
+	keyAgain, err := os.ReadFile(filepath.Join(dataDir, devSecretsKeyFile))
+	require.NoError(t, err)
+	assert.Equal(t, key, keyAgain)
+	devAPI(t, "PATCH", revisited["SERVICE_URL"]+"/api/v1/agents/"+secretive.AgentID, revisited["ACCESS_TOKEN"],
+		map[string]any{"version": secretive.Version, "config": secretive.Config}, nil)
 	again.interrupt(t)
+}
+
+// devAPI calls the dev stack's API and decodes the success envelope's data into out.
+func devAPI(t *testing.T, method, url, token string, body, out any) {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		raw, err := json.Marshal(body)
+		require.NoError(t, err)
+		rd = bytes.NewReader(raw)
+	}
+	req, err := http.NewRequest(method, url, rd)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s %s: %s", method, url, raw)
+	if out != nil {
+		var env struct {
+			Data json.RawMessage `json:"data"`
+		}
+		require.NoError(t, json.Unmarshal(raw, &env))
+		require.NoError(t, json.Unmarshal(env.Data, out))
+	}
 }
 
 type devProcess struct {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"net/http"
 	"net/url"
 	"path/filepath"
 
@@ -68,10 +67,10 @@ func (e *installedEngines) spec(profile store.RuntimeProfile, agent store.Agent,
 	return spec, nil
 }
 
-// modelEgress is the host side of every box's model forward: it sends the
-// box's requests to the model service with the real credential, which never
-// enters a box.
-func modelEgress(models config.Models) (map[string]http.Handler, error) {
+// modelEgress is where every box's model forward leads: the model service with
+// the real credential, which never enters a box. Each box's forwarder process
+// (sandbox/egress) holds it on the host side and outlives the worker.
+func modelEgress(models config.Models) (map[string]egress.Route, error) {
 	upstream, err := url.Parse(models.AnthropicBaseURL)
 	if err != nil {
 		return nil, fmt.Errorf("models.anthropic_base_url: %w", err)
@@ -84,5 +83,9 @@ func modelEgress(models config.Models) (map[string]http.Handler, error) {
 		// answers 401 without one, which the program reports as its own error.
 		headers["x-api-key"] = activities.ModelPlaceholderKey
 	}
-	return map[string]http.Handler{activities.ModelForwardName: egress.NewCredentialProxy(upstream, headers)}, nil
+	route := egress.Route{Upstream: upstream.String(), Headers: headers}
+	if _, err := route.Proxy(); err != nil {
+		return nil, fmt.Errorf("models.anthropic_base_url: %w", err)
+	}
+	return map[string]egress.Route{activities.ModelForwardName: route}, nil
 }

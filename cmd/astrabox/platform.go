@@ -57,6 +57,7 @@ func openStore(ctx context.Context, cfg *config.Config, log *zap.Logger) (*store
 	st, err := store.Open(ctx, cfg.Database.DSN(), log.Named("store"), store.Options{
 		ConnectTimeout: cfg.Startup.Timeout,
 		MaxOpenConns:   cfg.Database.MaxOpenConns,
+		SecretsKey:     cfg.Secrets.KeyBytes(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("connect to PostgreSQL: %w", err)
@@ -94,15 +95,20 @@ func (p *platform) runAPI(ctx context.Context) error {
 	}
 	defer listener.Close()
 	srv := api.New(api.Options{
-		Logger:        p.log.Named("api"),
-		Checks:        p.checks(),
-		ErrorMappers:  []api.ErrorMapper{storeErrors},
-		Store:         p.store,
-		Output:        listener,
-		Signaler:      &api.TemporalSignaler{Client: p.temporal, TaskQueue: p.cfg.Temporal.TaskQueue},
-		Registry:      p.engines.registry,
-		MaxInputBytes: p.cfg.HTTP.MaxInputBytes,
-		MaxHeldInputs: p.cfg.HTTP.MaxHeldInputs,
+		Logger:             p.log.Named("api"),
+		Checks:             p.checks(),
+		ErrorMappers:       []api.ErrorMapper{storeErrors},
+		Store:              p.store,
+		Output:             listener,
+		Signaler:           &api.TemporalSignaler{Client: p.temporal, TaskQueue: p.cfg.Temporal.TaskQueue},
+		Registry:           p.engines.registry,
+		MaxInputBytes:      p.cfg.HTTP.MaxInputBytes,
+		MaxHeldInputs:      p.cfg.HTTP.MaxHeldInputs,
+		MaxBodyBytes:       p.cfg.HTTP.MaxBodyBytes,
+		ReadTimeout:        p.cfg.HTTP.ReadTimeout,
+		IdleTimeout:        p.cfg.HTTP.IdleTimeout,
+		MaxStreamsPerToken: p.cfg.HTTP.MaxStreamsPerToken,
+		TokenRecheck:       p.cfg.HTTP.TokenRecheckInterval,
 	})
 	p.log.Info("api listening", zap.String("url", p.cfg.HTTP.APIURL()))
 	return srv.Serve(ctx, ln, p.cfg.HTTP.ShutdownTimeout)
@@ -118,7 +124,7 @@ func (p *platform) runWorker(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("sandbox.local.state_dir: %w", err)
 	}
-	egressHandlers, err := modelEgress(p.cfg.Models)
+	egressRoutes, err := modelEgress(p.cfg.Models)
 	if err != nil {
 		return err
 	}
@@ -126,7 +132,7 @@ func (p *platform) runWorker(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if backend, err := local.New(ctx, local.Options{StateDir: stateDir, UIDFirst: lc.UIDBase, UIDCount: lc.UIDCount, RunnerPath: lc.RunnerPath, Egress: egressHandlers, Prewarm: pools, Logger: p.log.Named("sandbox")}); err != nil {
+	if backend, err := local.New(ctx, local.Options{StateDir: stateDir, UIDFirst: lc.UIDBase, UIDCount: lc.UIDCount, RunnerPath: lc.RunnerPath, Egress: egressRoutes, Prewarm: pools, Logger: p.log.Named("sandbox")}); err != nil {
 		// A machine without bubblewrap still runs the workflows; Sessions whose
 		// RuntimeProfile needs the local backend then end TERMINATED, named in the log.
 		p.log.Warn("local sandbox backend unavailable", zap.Error(err))

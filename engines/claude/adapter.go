@@ -160,31 +160,36 @@ func (a *Adapter) PathsFor(sc engines.EngineStartupContext) Paths {
 // ActivateRuntime implements engines.EngineAdapter. A new Session starts Claude Code
 // with a session id chosen here; an attach reconnects to the running process session
 // named in the resume material, or, when it is gone (or the box is new), starts Claude
-// Code with --resume of exactly the Session's conversation, whose transcript must be in
-// the box (RestoreTranscript puts it there on replacement compute).
+// Code again on exactly the Session's conversation (relaunchFlag).
 func (a *Adapter) ActivateRuntime(ctx context.Context, sc engines.EngineStartupContext, box engines.Box) (engines.SessionRuntime, error) {
 	paths := a.PathsFor(sc)
 	claudeSession := sc.ResumeSessionKey
-	resume := sc.AttachMode != ""
-	if resume && claudeSession == "" {
+	attach := sc.AttachMode != ""
+	if attach && claudeSession == "" {
 		return engines.SessionRuntime{}, errors.New("activate claude code: attach without a session key")
 	}
-	if !resume {
+	if !attach {
 		claudeSession = newUUID()
 	}
 	transcript := TranscriptPath(paths.ConfigDir, paths.WorkDir, claudeSession)
 
 	var proc engines.ProcessSession
-	if resume {
-		if _, err := box.ReadFile(ctx, sc.RuntimeIdentity, transcript); err != nil {
-			return engines.SessionRuntime{}, fmt.Errorf("activate claude code: conversation %s has no transcript in the box, refusing to start an empty one: %w", claudeSession, err)
-		}
+	if attach {
+		// A running process is the conversation itself, whether or not Claude has
+		// written its transcript yet.
 		proc = a.attachRunning(ctx, sc, box)
 	}
 	fresh := proc == nil
 	if fresh {
-		spec := a.processSpec(sc, paths, claudeSession, resume)
-		p, err := box.StartProcess(ctx, spec)
+		flag := flagSessionID
+		if attach {
+			f, err := relaunchFlag(ctx, sc, box, transcript)
+			if err != nil {
+				return engines.SessionRuntime{}, fmt.Errorf("activate claude code: %w", err)
+			}
+			flag = f
+		}
+		p, err := box.StartProcess(ctx, a.processSpec(sc, paths, claudeSession, flag))
 		if err != nil {
 			return engines.SessionRuntime{}, fmt.Errorf("activate claude code: %w", err)
 		}
@@ -199,19 +204,40 @@ func (a *Adapter) ActivateRuntime(ctx context.Context, sc engines.EngineStartupC
 	if err := client.initialize(ctx); err != nil {
 		return engines.SessionRuntime{}, fmt.Errorf("activate claude code: %w", err)
 	}
-	if sc.PermissionMode != "" && !fresh {
-		// A fresh process got the mode on its command line; a running one may hold an
-		// older one.
-		if err := client.SetPermissionMode(ctx, sc.PermissionMode); err != nil {
-			return engines.SessionRuntime{}, fmt.Errorf("activate claude code: %w", err)
-		}
-	}
+	// A fresh process got the mode on its command line. A running one may hold an
+	// older mode: the platform's reader sets the stored one when it connects (and
+	// settles a refusal), so attaching never fails on a mode.
 	manifest, err := engines.InitializeRuntimeClient(ctx, client, a.Capabilities(), sc.ResumeSessionKey)
 	if err != nil {
 		return engines.SessionRuntime{}, fmt.Errorf("activate claude code: %w", err)
 	}
 	material, _ := json.Marshal(resumeMaterial{Process: proc.Name()})
 	return engines.SessionRuntime{EngineClient: client, EngineManifest: manifest, ResumeMaterial: material}, nil
+}
+
+// Claude Code's flags that name the conversation a process runs: a conversation with
+// this id that Claude has not written yet, or one to resume from its transcript.
+const (
+	flagSessionID = "--session-id"
+	flagResume    = "--resume"
+)
+
+// relaunchFlag decides how Claude Code starts again on an attached conversation whose
+// process is gone. Claude writes the transcript only at its first turn, so a
+// conversation without one is resumed as what it is, the same id not yet written
+// (--session-id), when the platform knows it never held content; if the platform
+// recorded content, the transcript was lost and starting would bind the Session to an
+// empty conversation, so activation fails.
+func relaunchFlag(ctx context.Context, sc engines.EngineStartupContext, box engines.Box, transcript string) (string, error) {
+	_, err := box.ReadFile(ctx, sc.RuntimeIdentity, transcript)
+	switch {
+	case err == nil:
+		return flagResume, nil
+	case sc.ConversationEmpty:
+		return flagSessionID, nil
+	}
+	return "", fmt.Errorf("conversation %s has no transcript in the box but the platform recorded content for it, "+
+		"refusing to start an empty one: %w", sc.ResumeSessionKey, err)
 }
 
 // attachRunning returns the conversation's process session when it still runs in
@@ -243,16 +269,17 @@ func (a *Adapter) attachRunning(ctx context.Context, sc engines.EngineStartupCon
 
 // processSpec is Claude Code's headless command: stream-json both ways, partial
 // messages for deltas, permission prompts routed to the control protocol, user
-// messages echoed, and exactly one conversation (--session-id or --resume).
-func (a *Adapter) processSpec(sc engines.EngineStartupContext, paths Paths, claudeSession string, resume bool) engines.ProcessSpec {
+// messages echoed, and exactly one conversation (flag is flagSessionID or flagResume).
+// --allow-dangerously-skip-permissions makes bypassPermissions one more mode the
+// running process can be switched to: without it Claude refuses that switch ("not
+// launched with --dangerously-skip-permissions"), while it starts in no mode it was
+// not asked for.
+func (a *Adapter) processSpec(sc engines.EngineStartupContext, paths Paths, claudeSession, flag string) engines.ProcessSpec {
 	args := append([]string{}, a.cfg.Command...)
 	args = append(args, "-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose",
-		"--include-partial-messages", "--permission-prompt-tool", "stdio", "--replay-user-messages")
-	if resume {
-		args = append(args, "--resume", claudeSession)
-	} else {
-		args = append(args, "--session-id", claudeSession)
-	}
+		"--include-partial-messages", "--permission-prompt-tool", "stdio", "--replay-user-messages",
+		"--allow-dangerously-skip-permissions")
+	args = append(args, flag, claudeSession)
 	if sc.PermissionMode != "" {
 		args = append(args, "--permission-mode", sc.PermissionMode)
 	}

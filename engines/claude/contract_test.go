@@ -202,6 +202,51 @@ func TestTranslationFacts(t *testing.T) {
 	require.Equal(t, engines.OriginEngine, subStarts[1].(engines.ResponseStarted).Origin)
 }
 
+// TestAbandonedAttemptIsRetracted checks that a reply Claude streams, abandons on a
+// broken model stream and asks for again is displayed once: the abandoned attempt's
+// preview is withdrawn (an error event, then a request without streaming; a dropped
+// connection, then a streamed retry), and a confirmed block an interrupt keeps is not.
+func TestAbandonedAttemptIsRetracted(t *testing.T) {
+	for _, tc := range []struct {
+		name, shown, withdrawn string
+	}{
+		{"stream_error", "Whole reply after the retry.", "Half a reply"},
+		{"stream_dropped", "Whole reply after the retry.", "Half a reply"},
+		{"interrupt_streaming", "Slow chunk 1 of 100. ", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c, _ := replayClient(t, loadRecording(t, tc.name))
+			var first []engines.Frame
+			var firstID string
+			for _, ev := range readAll(t, c) {
+				out, ok := ev.(engines.ResponseOutput)
+				if !ok || (firstID != "" && out.ResponseID != firstID) {
+					continue
+				}
+				firstID = out.ResponseID
+				first = append(first, out.Frame)
+			}
+			texts := func(r uicheck.Report) []string {
+				require.Len(t, r.Messages, 1)
+				var out []string
+				for _, p := range r.Messages[0].PartsOfType("text") {
+					out = append(out, p["text"].(string))
+				}
+				return out
+			}
+			logged := texts(uicheck.RequireValidChunks(t, first))
+			shown := texts(uicheck.RequireValidChunks(t, engines.OmitRetracted(first)))
+			require.Equal(t, []string{tc.shown}, shown, "the displayed message has the reply once")
+			if tc.withdrawn == "" {
+				require.Equal(t, shown, logged, "nothing Claude kept is withdrawn")
+				return
+			}
+			require.Equal(t, []string{tc.withdrawn, tc.shown}, logged, "the log keeps the abandoned attempt for replay")
+		})
+	}
+}
+
 // TestStateFromTheJournal checks the runtime's account a new reader reconciles from.
 func TestStateFromTheJournal(t *testing.T) {
 	t.Parallel()

@@ -149,7 +149,8 @@ func (c *Client) Interrupt(ctx context.Context, cancelQueued bool) error {
 // set_permission_mode control request, in Claude's own mode names.
 func (c *Client) SetPermissionMode(ctx context.Context, mode string) error {
 	if !slices.Contains(c.caps.PermissionModes, mode) {
-		return fmt.Errorf("set permission mode: %q is not a Claude Code permission mode", mode)
+		return &engines.RuntimeControlRefused{Control: engines.ControlSetPermissionMode, Code: "invalid_mode",
+			Message: fmt.Sprintf("%q is not a Claude Code permission mode", mode)}
 	}
 	if _, err := c.control(ctx, map[string]any{"subtype": subtypeSetPermissionMode, "mode": mode}); err != nil {
 		return fmt.Errorf("set claude code permission mode %s: %w", mode, err)
@@ -209,7 +210,9 @@ func (c *Client) control(ctx context.Context, request map[string]any) (json.RawM
 			continue
 		}
 		if resp.Subtype != "success" {
-			return nil, fmt.Errorf("claude code refused %s: %s", request["subtype"], resp.Error)
+			// Claude's control names match the contract's (interrupt, set_permission_mode).
+			subtype, _ := request["subtype"].(string)
+			return nil, &engines.RuntimeControlRefused{Control: engines.Control(subtype), Code: resp.ErrorCode, Message: resp.Error}
 		}
 		return resp.Response, nil
 	}

@@ -5,8 +5,9 @@
 // stdin and translates its stdout journal into AstraBox's runtime events.
 //
 // The facts the client reports come from Claude Code's own signals: an input is
-// admitted when Claude's transcript file holds the user line with the input's uuid (or
-// the queued_command attachment that absorbed it into a running turn); a response starts
+// admitted when Claude's transcript file holds the user line with the input's uuid or
+// naming it among the prompts merged into that line (mergedSendUuids), or the
+// queued_command attachment that absorbed it into a running turn; a response starts
 // at command_lifecycle "started" and ends at the result line, and every input consumed
 // before that result belongs to it; approvals are can_use_tool control requests; status
 // follows system/session_state_changed. The cursor is the process session's journal

@@ -3,8 +3,6 @@ package claude_test
 import (
 	"bytes"
 	"context"
-	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -32,6 +30,8 @@ type liveEnv struct {
 	ctx     context.Context
 	model   *devmodel.Server
 	backend *local.Backend
+	// opts open another backend on the same boxes, as a restarted worker does.
+	opts    local.Options
 	adapter *claude.Adapter
 	spec    sandbox.Spec
 }
@@ -50,13 +50,11 @@ func newLiveEnv(t *testing.T) *liveEnv {
 	model := devmodel.New(devmodel.Options{SlowDelay: 150 * time.Millisecond})
 	require.NoError(t, model.Start(ctx, "127.0.0.1:0"))
 	t.Cleanup(func() { _ = model.Close() })
-	upstream, err := url.Parse(model.URL())
-	require.NoError(t, err)
 	opts := localtest.Options(t)
-	opts.Egress = map[string]http.Handler{"model": egress.NewCredentialProxy(upstream, map[string]string{"x-api-key": "sk-host-side"})}
+	opts.Egress = map[string]egress.Route{"model": {Upstream: model.URL(), Headers: map[string]string{"x-api-key": "sk-host-side"}}}
 	backend := localtest.NewBackend(t, opts)
 	return &liveEnv{
-		t: t, ctx: ctx, model: model, backend: backend,
+		t: t, ctx: ctx, model: model, backend: backend, opts: opts,
 		adapter: claude.NewAdapter(claude.Config{Command: []string{"/opt/claude/" + baseName(prog.Command[0])}}),
 		spec: sandbox.Spec{
 			Mounts: []sandbox.Mount{{Source: prog.Dir, Target: "/opt/claude"}},

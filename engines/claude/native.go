@@ -22,6 +22,16 @@ type nativeLine struct {
 	Message         json.RawMessage `json:"message"`
 	ToolUseResult   json.RawMessage `json:"tool_use_result"`
 	Model           string          `json:"model"`
+	// AbandonedBlocks is set on the message_stop of a streamed message Claude gave up
+	// (a broken stream it retries, an interrupt): the blocks from FromBlockIndex on are
+	// not part of the conversation.
+	AbandonedBlocks *abandonedBlocks `json:"abandoned_blocks"`
+}
+
+// abandonedBlocks names the blocks of a streamed message Claude discarded.
+type abandonedBlocks struct {
+	APIMessageID   string `json:"api_message_id"`
+	FromBlockIndex int    `json:"from_block_index"`
 }
 
 // apiMessage is the message of an assistant or user line (the Anthropic message shape).
@@ -101,6 +111,7 @@ type controlResponse struct {
 	RequestID string          `json:"request_id"`
 	Response  json.RawMessage `json:"response"`
 	Error     string          `json:"error,omitempty"`
+	ErrorCode string          `json:"error_code,omitempty"`
 }
 
 // permissionResult is Claude's answer shape for can_use_tool.

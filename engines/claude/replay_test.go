@@ -174,7 +174,8 @@ func readAll(t testing.TB, c *claude.Client) []engines.Event {
 var nativeCases = []string{
 	"plain_text", "tool_call", "thinking", "write_file", "approval_allow", "approval_deny",
 	"interrupt_streaming", "interrupt_during_tool", "queued_while_streaming", "message_during_tool",
-	"model_error_400", "rate_limit_retry", "subagent", "interrupt_while_approval_pending", "write_file_update",
+	"model_error_400", "rate_limit_retry", "stream_error", "stream_dropped", "subagent", "interrupt_while_approval_pending", "write_file_update",
+	"parallel_prompts", "parallel_prompts_while_streaming", "parallel_prompts_during_tool",
 }
 
 // TestTranslateNativeRecordings replays each native recording through the runtime

@@ -50,6 +50,12 @@ type respState struct {
 	// Msg is the API message id being streamed, and Blocks its open content blocks.
 	Msg    string        `json:"msg,omitempty"`
 	Blocks map[int]block `json:"blocks,omitempty"`
+	// Previews are the text and reasoning parts streamed for Msg, kept until the message
+	// ends: Claude can abandon them (a broken stream it retries) and they are withdrawn.
+	Previews []preview `json:"previews,omitempty"`
+	// Retracted are the part ids withdrawn from this response so far; each retraction
+	// part carries all of them.
+	Retracted []string `json:"retracted,omitempty"`
 	// Tools are tool calls whose input parts were sent and whose output was not.
 	Tools []toolCall `json:"tools,omitempty"`
 }
@@ -60,6 +66,13 @@ type block struct {
 	ID   string `json:"id"`
 	// Available is set once a tool block's complete input was sent.
 	Available bool `json:"available,omitempty"`
+}
+
+// preview is a streamed text or reasoning part: its content block index in the API
+// message and its part id.
+type preview struct {
+	Index int    `json:"index"`
+	ID    string `json:"id"`
 }
 
 // toolCall is a tool call awaiting its output.
@@ -81,6 +94,8 @@ func (s *transState) clone() transState {
 		r := *s.Resp
 		r.InputIDs = slices.Clone(r.InputIDs)
 		r.Tools = slices.Clone(r.Tools)
+		r.Previews = slices.Clone(r.Previews)
+		r.Retracted = slices.Clone(r.Retracted)
 		if r.Blocks != nil {
 			r.Blocks = make(map[int]block, len(s.Resp.Blocks))
 			for k, v := range s.Resp.Blocks {

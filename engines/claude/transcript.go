@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -100,10 +101,12 @@ func completeLines(data []byte) [][]byte {
 // RestoreTranscript writes mirrored entries back, in order, as the transcript of a
 // replacement box before Claude Code is started with --resume. Entries must be the
 // complete conversation from index 0 without gaps: a partial transcript would resume a
-// different conversation than the one the Session saw.
+// different conversation than the one the Session saw. No entries write nothing: a
+// conversation Claude never wrote has no transcript, and whether it may start afresh
+// is the adapter's decision from EngineStartupContext.ConversationEmpty.
 func RestoreTranscript(ctx context.Context, box engines.Box, identity *engines.RuntimeIdentity, transcriptPath string, entries []TranscriptEntry) error {
 	if len(entries) == 0 {
-		return fmt.Errorf("restore claude transcript %s: no entries", transcriptPath)
+		return nil
 	}
 	var buf bytes.Buffer
 	for i, e := range entries {
@@ -124,8 +127,10 @@ func RestoreTranscript(ctx context.Context, box engines.Box, identity *engines.R
 }
 
 // admissionIndex remembers which input uuids Claude's transcript durably holds: a user
-// line with the uuid, or the queued_command attachment through which Claude absorbed the
-// input into a running turn. The transcript only grows, so what was found stays found.
+// line with the uuid or naming it in mergedSendUuids (Claude merges inputs queued behind
+// a turn into one user line), or the queued_command attachment through which Claude
+// absorbed the input into a running turn. The transcript only grows, so what was found
+// stays found.
 type admissionIndex struct {
 	box      engines.Box
 	identity *engines.RuntimeIdentity
@@ -180,33 +185,41 @@ func (a *admissionIndex) refreshLocked(ctx context.Context) {
 		return
 	}
 	for _, line := range bytes.Split(data[a.parsed:end], []byte{'\n'}) {
-		if id := admittedUUID(line); id != "" && !a.held[id] {
-			a.held[id] = true
-			a.order = append(a.order, id)
+		for _, id := range admittedUUIDs(line) {
+			if id != "" && !a.held[id] {
+				a.held[id] = true
+				a.order = append(a.order, id)
+			}
 		}
 	}
 	a.parsed = end + 1
 }
 
-// admittedUUID returns the input uuid a transcript line makes durable, if any.
-func admittedUUID(line []byte) string {
+// admittedUUIDs returns the input uuids a transcript line makes durable, in the order
+// the inputs were sent. Claude 2.1.328 merges prompts that waited in its queue into one
+// user line: its uuid is the last input's, and mergedSendUuids names the others in send
+// order (recordings parallel_prompts*). Their queue-operation dequeue lines carry no
+// uuid, and an input with only its enqueue on disk is lost if the process dies, so the
+// user line is the record that makes each of them durable.
+func admittedUUIDs(line []byte) []string {
 	var e struct {
-		Type       string `json:"type"`
-		UUID       string `json:"uuid"`
-		IsMeta     bool   `json:"isMeta"`
-		Attachment *struct {
+		Type            string   `json:"type"`
+		UUID            string   `json:"uuid"`
+		IsMeta          bool     `json:"isMeta"`
+		MergedSendUUIDs []string `json:"mergedSendUuids"`
+		Attachment      *struct {
 			Type       string `json:"type"`
 			SourceUUID string `json:"source_uuid"`
 		} `json:"attachment"`
 	}
 	if json.Unmarshal(line, &e) != nil {
-		return ""
+		return nil
 	}
 	switch {
 	case e.Type == "user" && !e.IsMeta:
-		return e.UUID
+		return append(slices.Clone(e.MergedSendUUIDs), e.UUID)
 	case e.Type == "attachment" && e.Attachment != nil && e.Attachment.Type == "queued_command":
-		return e.Attachment.SourceUUID
+		return []string{e.Attachment.SourceUUID}
 	}
-	return ""
+	return nil
 }

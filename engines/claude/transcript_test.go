@@ -65,6 +65,9 @@ func TestTranscriptMirrorRoundTrip(t *testing.T) {
 	}
 	require.Error(t, claude.RestoreTranscript(ctx, &fileBox{files: map[string][]byte{}}, nil, rec.meta.TranscriptPath, entries[1:]),
 		"a transcript with a gap would resume another conversation")
+	empty := &fileBox{files: map[string][]byte{}}
+	require.NoError(t, claude.RestoreTranscript(ctx, empty, nil, rec.meta.TranscriptPath, nil))
+	require.Empty(t, empty.files, "a conversation Claude never wrote has no transcript to restore")
 }
 
 // memoryMirror is a TranscriptMirror in memory, as the orchestration's store would be.

@@ -214,6 +214,7 @@ func (t *translator) stream(n nativeLine) {
 			t.st.Resp.Msg = ev.Message.ID
 		}
 		t.st.Resp.Blocks = map[int]block{}
+		t.st.Resp.Previews = nil
 		return
 	}
 	r := t.st.Resp
@@ -233,10 +234,12 @@ func (t *translator) stream(n nativeLine) {
 		switch ev.ContentBlock.Type {
 		case "text":
 			r.Blocks[ev.Index] = block{Kind: "text", ID: partID}
-			t.output(engines.MustFrame(engines.TextStartChunk{ID: partID}))
+			r.Previews = append(r.Previews, preview{Index: ev.Index, ID: partID})
+			t.output(engines.WithPartID(engines.MustFrame(engines.TextStartChunk{ID: partID})))
 		case "thinking":
 			r.Blocks[ev.Index] = block{Kind: "reasoning", ID: partID}
-			t.output(engines.MustFrame(engines.ReasoningStartChunk{ID: partID}))
+			r.Previews = append(r.Previews, preview{Index: ev.Index, ID: partID})
+			t.output(engines.WithPartID(engines.MustFrame(engines.ReasoningStartChunk{ID: partID})))
 		case "tool_use", "server_tool_use", "mcp_tool_use":
 			r.Blocks[ev.Index] = block{Kind: "tool", ID: ev.ContentBlock.ID}
 			t.output(engines.MustFrame(engines.ToolInputStartChunk{ToolCallID: ev.ContentBlock.ID, ToolName: ev.ContentBlock.Name}))
@@ -259,13 +262,24 @@ func (t *translator) stream(n nativeLine) {
 		if !ok {
 			return
 		}
-		switch b.Kind {
-		case "text":
-			t.output(engines.MustFrame(engines.TextEndChunk{ID: b.ID}))
-		case "reasoning":
-			t.output(engines.MustFrame(engines.ReasoningEndChunk{ID: b.ID}))
-		}
+		t.endBlock(b)
 		delete(r.Blocks, ev.Index)
+	case "message_stop":
+		if n.AbandonedBlocks != nil {
+			t.abandon(*n.AbandonedBlocks)
+		}
+		// What the message kept is final; the cursors need not carry it.
+		r.Previews = nil
+	}
+}
+
+// endBlock ends a text or reasoning part; a tool block has no end part.
+func (t *translator) endBlock(b block) {
+	switch b.Kind {
+	case "text":
+		t.output(engines.MustFrame(engines.TextEndChunk{ID: b.ID}))
+	case "reasoning":
+		t.output(engines.MustFrame(engines.ReasoningEndChunk{ID: b.ID}))
 	}
 }
 

@@ -97,6 +97,8 @@ type ClaudeLine struct {
 	Event          json.RawMessage `json:"event"`
 	UUID           string          `json:"uuid"`
 	State          string          `json:"state"`
+	// UserMessageUUIDs are the inputs a result answers.
+	UserMessageUUIDs []string `json:"user_message_uuids"`
 }
 
 // ParseClaudeLine decodes a stdout line; ok is false for lines that are not JSON.

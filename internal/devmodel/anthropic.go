@@ -231,6 +231,9 @@ func (anthropicFormat) writeReply(ctx context.Context, w http.ResponseWriter, co
 		}
 	}
 	if e := p.streamErr; e != nil {
+		if e.drop {
+			return errDropConnection
+		}
 		return s.event("error", map[string]any{"type": "error", "error": map[string]string{"type": anthropicErrorType(e.status), "message": e.message}})
 	}
 	if err := s.event("message_delta", map[string]any{

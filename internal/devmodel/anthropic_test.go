@@ -251,3 +251,21 @@ func TestAnthropicErrorMidStream(t *testing.T) {
 	require.Equal(t, "half a reply", msg.Content[0].Text, "the partial text arrived before the error")
 	require.Equal(t, devmodel.OutcomeFailed, settled(t, srv, 1).Outcome)
 }
+
+func TestAnthropicConnectionDroppedMidStream(t *testing.T) {
+	t.Parallel()
+	srv := startServer(t)
+	stream := anthropicClient(srv, 0).Messages.NewStreaming(t.Context(), anthropic.MessageNewParams{
+		Model: "claude-opus-5-5", MaxTokens: 1024,
+		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock(
+			`[[script:error midstream drop partial="half a reply"]]`))},
+	})
+	var msg anthropic.Message
+	for stream.Next() {
+		require.NoError(t, msg.Accumulate(stream.Current()))
+	}
+	require.Error(t, stream.Err(), "a dropped connection ends the stream with an error")
+	require.NotContains(t, stream.Err().Error(), "scripted error", "no error event was sent, the connection closed")
+	require.Equal(t, "half a reply", msg.Content[0].Text, "the partial text arrived before the drop")
+	require.Equal(t, devmodel.OutcomeFailed, settled(t, srv, 1).Outcome)
+}

@@ -159,6 +159,9 @@ func (chatFormat) writeReply(ctx context.Context, w http.ResponseWriter, conv *c
 		}
 	}
 	if e := p.streamErr; e != nil {
+		if e.drop {
+			return errDropConnection
+		}
 		// OpenAI-compatible servers report a failure mid-stream as a data line
 		// with an error object and no [DONE].
 		return s.event("", map[string]any{"error": openAIErrorBody(e.status, e.message)})

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,6 +14,10 @@ import (
 
 	"go.uber.org/zap"
 )
+
+// errDropConnection is what a format's writeReply returns when the script asks for
+// the connection to be dropped mid-reply; the handler then aborts the connection.
+var errDropConnection = errors.New("scripted connection drop")
 
 // maxBodyBytes bounds a request body; Claude Code's requests carry its whole
 // system prompt and tool schemas, well under this.
@@ -105,8 +110,17 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, f wireFormat
 	case p.streamErr != nil:
 		rec.Outcome = OutcomeFailed
 	}
+	dropped := errors.Is(werr, errDropConnection)
+	if dropped {
+		rec.Outcome = OutcomeFailed
+	}
 	s.requests.update(seq, func(e *Request) { e.Outcome, e.Duration = rec.Outcome, rec.Duration })
 	s.logRequest(rec, werr)
+	if dropped {
+		// The server closes the connection without ending the response: the
+		// program reads a stream cut off mid-reply, with no error event.
+		panic(http.ErrAbortHandler)
+	}
 }
 
 // finish logs a request that is answered at once (errors).

@@ -298,6 +298,9 @@ func (responsesFormat) writeReply(ctx context.Context, w http.ResponseWriter, co
 		}
 	}
 	if e := p.streamErr; e != nil {
+		if e.drop {
+			return errDropConnection
+		}
 		failed := responseObject(respID, conv, "failed", output, responsesUsage(inputTokens, p))
 		failed["error"] = map[string]any{"code": openAIErrorType(e.status), "message": e.message}
 		return send("response.failed", map[string]any{"response": failed})

@@ -59,6 +59,9 @@ type scriptedError struct {
 	status     int
 	message    string
 	retryAfter time.Duration
+	// drop closes the connection mid-reply instead of sending the API's error
+	// event, as a dying proxy or a restarted host does.
+	drop bool
 }
 
 // plan is the reply decided for one request, before it is put on a wire format.
@@ -242,7 +245,7 @@ func (s *scripter) errorPlan(d directive, prompt string, t turn) (plan, error) {
 		return textPlan(d.name, d.str("text", fmt.Sprintf("Recovered after %d scripted errors.", served))), nil
 	}
 	msg := d.str("message", fmt.Sprintf("scripted error %d (%d of %s)", status, served+1, timesLabel(times)))
-	e := &scriptedError{status: status, message: msg, retryAfter: retryAfter}
+	e := &scriptedError{status: status, message: msg, retryAfter: retryAfter, drop: d.str("drop", "") == "true"}
 	if d.str("midstream", "") == "true" {
 		p := textPlan(d.name, d.str("partial", "Partial reply before a stream error."))
 		p.streamErr = e

@@ -2,6 +2,10 @@
 // box and service, in a folder bound into the box, owned by the box's uid. The
 // first service is the model: an HTTP reverse proxy that adds the real
 // credential on the host side, so the box only ever holds a placeholder key.
+//
+// A box's sockets are served by its forwarder (Serve, run as `astrabox-runner
+// egress`), a small host process that outlives the worker that started it, so a
+// worker restart does not cut the model streams in flight.
 package egress
 
 import (
@@ -71,13 +75,16 @@ func (p *CredentialProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // Server serves a handler on one box's unix socket.
 type Server struct {
 	path string
-	srv  *http.Server
-	done chan struct{}
+	// inode is the socket file this server made: a successor may have replaced
+	// the path, and closing must not remove the successor's socket.
+	inode os.FileInfo
+	srv   *http.Server
+	done  chan struct{}
 }
 
-// Listen creates the socket at path (replacing a stale one left by an earlier
-// process), gives it to uid/gid with mode 0600 so only that box can connect, and
-// serves h on it until Close.
+// Listen creates the socket at path (replacing a stale one, or one a forwarder
+// being replaced still serves its open requests on), gives it to uid/gid with
+// mode 0600 so only that box can connect, and serves h on it until Close.
 func Listen(path string, uid, gid int, h http.Handler) (*Server, error) {
 	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("remove stale socket %s: %w", path, err)
@@ -86,6 +93,8 @@ func Listen(path string, uid, gid int, h http.Handler) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listen %s: %w", path, err)
 	}
+	// The path is removed by Close only while it is still this socket.
+	ln.(*net.UnixListener).SetUnlinkOnClose(false)
 	if err := os.Chmod(path, 0o600); err != nil {
 		ln.Close()
 		return nil, fmt.Errorf("chmod %s: %w", path, err)
@@ -94,7 +103,12 @@ func Listen(path string, uid, gid int, h http.Handler) (*Server, error) {
 		ln.Close()
 		return nil, fmt.Errorf("chown %s: %w", path, err)
 	}
-	s := &Server{path: path, done: make(chan struct{}),
+	inode, err := os.Stat(path)
+	if err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("stat %s: %w", path, err)
+	}
+	s := &Server{path: path, inode: inode, done: make(chan struct{}),
 		srv: &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second}}
 	go func() {
 		defer close(s.done)
@@ -110,13 +124,22 @@ func (s *Server) Path() string { return s.path }
 func (s *Server) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
+	return s.Drain(ctx)
+}
+
+// Drain stops accepting connections, waits until the requests in progress (a
+// streamed model reply) have finished or ctx ends, then closes what is left and
+// removes the socket if it is still this server's.
+func (s *Server) Drain(ctx context.Context) error {
 	err := s.srv.Shutdown(ctx)
 	if err != nil {
 		err = s.srv.Close()
 	}
 	<-s.done
-	if rmErr := os.Remove(s.path); rmErr != nil && !errors.Is(rmErr, os.ErrNotExist) && err == nil {
-		err = rmErr
+	if st, statErr := os.Stat(s.path); statErr == nil && os.SameFile(st, s.inode) {
+		if rmErr := os.Remove(s.path); rmErr != nil && !errors.Is(rmErr, os.ErrNotExist) && err == nil {
+			err = rmErr
+		}
 	}
 	if err != nil && !strings.Contains(err.Error(), "closed") {
 		return fmt.Errorf("close egress %s: %w", s.path, err)

@@ -90,3 +90,117 @@ func TestListenReplacesStaleSocket(t *testing.T) {
 	require.NoError(t, second.Close())
 	require.NoFileExists(t, sock)
 }
+
+// TestReplacedServerFinishesItsReplies: a successor takes the socket path for new
+// connections while the replaced server drains, finishing the reply it streams and
+// leaving the successor's socket in place.
+func TestReplacedServerFinishesItsReplies(t *testing.T) {
+	t.Parallel()
+	dir, err := os.MkdirTemp("", "egr")
+	require.NoError(t, err)
+	defer os.RemoveAll(dir)
+	sock := filepath.Join(dir, "model.sock")
+	started, release := make(chan struct{}), make(chan struct{})
+	old, err := Listen(sock, os.Getuid(), os.Getgid(), http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, "first half, ")
+		w.(http.Flusher).Flush()
+		close(started)
+		<-release
+		_, _ = io.WriteString(w, "second half")
+	}))
+	require.NoError(t, err)
+	client := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", sock)
+	}, DisableKeepAlives: true}}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	get := func() (string, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://box/", nil)
+		if err != nil {
+			return "", err
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return "", err
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		return string(body), err
+	}
+	inFlight := make(chan string, 1)
+	go func() {
+		body, err := get()
+		if err != nil {
+			body = err.Error()
+		}
+		inFlight <- body
+	}()
+	<-started
+
+	successor, err := Listen(sock, os.Getuid(), os.Getgid(), http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, "successor")
+	}))
+	require.NoError(t, err)
+	defer successor.Close()
+	drained := make(chan error, 1)
+	go func() { drained <- old.Drain(ctx) }()
+	body, err := get()
+	require.NoError(t, err)
+	require.Equal(t, "successor", body, "new connections reach the successor")
+	close(release)
+	require.Equal(t, "first half, second half", <-inFlight, "the replaced server finished its reply")
+	require.NoError(t, <-drained)
+	require.FileExists(t, sock, "the successor's socket stays")
+}
+
+// TestServeListensOnEveryRoute: a forwarder serves one socket per route and
+// reports ready only once all of them listen.
+func TestServeListensOnEveryRoute(t *testing.T) {
+	t.Parallel()
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, r.Header.Get("x-api-key"))
+	}))
+	defer upstream.Close()
+	dir, err := os.MkdirTemp("", "egr")
+	require.NoError(t, err)
+	defer os.RemoveAll(dir)
+	cfg := ForwarderConfig{Dir: dir, UID: os.Getuid(), GID: os.Getgid(), Routes: map[string]Route{
+		"model": {Upstream: upstream.URL, Headers: map[string]string{"x-api-key": "m"}},
+		"other": {Upstream: upstream.URL, Headers: map[string]string{"x-api-key": "o"}},
+	}}
+	rotated := cfg
+	rotated.Routes = map[string]Route{"model": {Upstream: upstream.URL, Headers: map[string]string{"x-api-key": "m2"}}}
+	require.NotEqual(t, cfg.Digest(), rotated.Digest(), "a rotated credential is another configuration")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	serveCtx, stop := context.WithCancel(ctx)
+	ready := make(chan struct{})
+	done := make(chan error, 1)
+	go func() { done <- Serve(serveCtx, cfg, func() { close(ready) }) }()
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatalf("serve ended before ready: %v", err)
+	}
+	for name, want := range map[string]string{"model": "m", "other": "o"} {
+		client := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", filepath.Join(dir, name+".sock"))
+		}}}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://box/", nil)
+		require.NoError(t, err)
+		resp, err := client.Do(req)
+		require.NoError(t, err)
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.NoError(t, err)
+		require.Equal(t, want, string(body))
+	}
+	stop()
+	require.NoError(t, <-done)
+	require.NoFileExists(t, filepath.Join(dir, "model.sock"), "a stopped forwarder removes its sockets")
+
+	_, err = Route{Upstream: "not a url"}.Proxy()
+	require.Error(t, err)
+}

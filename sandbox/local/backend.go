@@ -19,7 +19,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/astrabox/astrabox/sandbox"
-	"github.com/astrabox/astrabox/sandbox/egress"
 	"github.com/astrabox/astrabox/sandbox/prewarm"
 )
 
@@ -52,7 +51,6 @@ type box struct {
 	expired    bool
 	released   bool
 	creating   bool // Create has not returned yet: Reap leaves the box alone
-	egress     []*egress.Server
 }
 
 func (x *box) record() record {
@@ -89,7 +87,7 @@ func New(ctx context.Context, opts Options) (*Backend, error) {
 	for _, note := range b.cg.notes {
 		b.log.Warn("local sandbox: " + note)
 	}
-	if err := b.adoptAll(); err != nil {
+	if err := b.adoptAll(ctx); err != nil {
 		return nil, err
 	}
 	profiles := make([]prewarm.Profile, 0, len(opts.Prewarm))
@@ -207,8 +205,9 @@ func (b *Backend) info(x *box) sandbox.Info {
 	return in
 }
 
-// Close stops the pools (destroying unclaimed prewarmed boxes) and the egress
-// servers, and stops watching. Claimed boxes keep running.
+// Close stops the pools (destroying unclaimed prewarmed boxes) and stops
+// watching. Claimed boxes keep running, and so do their egress forwarders with
+// the model streams in flight; the next backend adopts both.
 func (b *Backend) Close() error {
 	b.mu.Lock()
 	if b.closed {
@@ -220,17 +219,7 @@ func (b *Backend) Close() error {
 	b.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), b.opts.ReadyTimeout)
 	defer cancel()
-	err := b.pool.Close(ctx)
-	b.mu.Lock()
-	all := make([]*box, 0, len(b.boxes))
-	for _, x := range b.boxes {
-		all = append(all, x)
-	}
-	b.mu.Unlock()
-	for _, x := range all {
-		b.stopEgress(x)
-	}
-	return err
+	return b.pool.Close(ctx)
 }
 
 // validate checks a spec against this machine before anything starts.
@@ -247,7 +236,7 @@ func (b *Backend) validate(spec sandbox.Spec) error {
 		}
 	}
 	for _, f := range spec.Network.Forwards {
-		if b.opts.Egress[f.Name] == nil {
+		if _, ok := b.opts.Egress[f.Name]; !ok {
 			return fmt.Errorf("%w: forward %q has no egress service configured on this host", sandbox.ErrInvalidSpec, f.Name)
 		}
 	}

@@ -18,7 +18,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/astrabox/astrabox/sandbox"
-	"github.com/astrabox/astrabox/sandbox/egress"
 	"github.com/astrabox/astrabox/sandbox/runnerapi"
 )
 
@@ -82,11 +81,13 @@ func (b *Backend) create(ctx context.Context, spec sandbox.Spec, pool string) (s
 			return fail(err)
 		}
 	}
-	if err := b.startEgress(x); err != nil {
-		return fail(err)
-	}
 	bootID, err := b.launch(ctx, x)
 	if err != nil {
+		return fail(err)
+	}
+	// The forwarder watches the running box, so it starts after it; no program
+	// runs before it serves (the runner only dials the socket per connection).
+	if err := b.startEgress(ctx, x); err != nil {
 		return fail(err)
 	}
 	h := b.newHandle(x)
@@ -198,34 +199,6 @@ func chownTree(root string, uid int) error {
 		}
 		return nil
 	})
-}
-
-// startEgress serves the host side of every declared forward in the box's
-// egress folder.
-func (b *Backend) startEgress(x *box) error {
-	rec := x.record()
-	for _, f := range rec.Spec.Network.Forwards {
-		srv, err := egress.Listen(filepath.Join(x.dir, "egress", f.Name+".sock"), rec.UID, rec.UID, b.opts.Egress[f.Name])
-		if err != nil {
-			return fmt.Errorf("egress %q: %w", f.Name, err)
-		}
-		x.mu.Lock()
-		x.egress = append(x.egress, srv)
-		x.mu.Unlock()
-	}
-	return nil
-}
-
-func (b *Backend) stopEgress(x *box) {
-	x.mu.Lock()
-	servers := x.egress
-	x.egress = nil
-	x.mu.Unlock()
-	for _, s := range servers {
-		if err := s.Close(); err != nil {
-			b.log.Warn("local sandbox: close egress", zap.String("box", x.rec.ID), zap.Error(err))
-		}
-	}
 }
 
 // launch starts bubblewrap through the runner's launcher (joins the cgroups,

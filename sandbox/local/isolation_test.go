@@ -2,6 +2,7 @@ package local
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -9,12 +10,14 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -91,7 +94,7 @@ func TestNetworkIsLoopbackAndForwardsOnly(t *testing.T) {
 	require.NoError(t, err)
 
 	opts := testOptions(t)
-	opts.Egress = map[string]http.Handler{"model": egress.NewCredentialProxy(u, map[string]string{"x-api-key": realKey})}
+	opts.Egress = map[string]egress.Route{"model": {Upstream: u.String(), Headers: map[string]string{"x-api-key": realKey}}}
 	b := newBackend(t, opts)
 	ctx := testContext(t)
 	h, err := b.Create(ctx, sandbox.Spec{
@@ -157,33 +160,146 @@ func TestPublishedPortFromWorker(t *testing.T) {
 
 func fileUID(st os.FileInfo) int { return int(st.Sys().(*syscall.Stat_t).Uid) }
 
-// TestEgressComesBackAfterWorkerRestart: a new worker serves the box's egress
-// socket again and the running box reaches it through the same bound folder.
-func TestEgressComesBackAfterWorkerRestart(t *testing.T) {
+// TestEgressOutlivesTheWorker: the box's forwarder is its own process, so a
+// worker restart neither interrupts it nor changes it; a new worker with a new
+// credential replaces it for the next requests.
+func TestEgressOutlivesTheWorker(t *testing.T) {
 	t.Parallel()
 	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, "key="+r.Header.Get("x-api-key"))
 	}))
 	defer upstream.Close()
-	u, err := url.Parse(upstream.URL)
-	require.NoError(t, err)
 	opts := testOptions(t)
-	opts.Egress = map[string]http.Handler{"model": egress.NewCredentialProxy(u, map[string]string{"x-api-key": "k1"})}
+	opts.Egress = map[string]egress.Route{"model": {Upstream: upstream.URL, Headers: map[string]string{"x-api-key": "k1"}}}
 	first := newBackend(t, opts)
 	ctx := testContext(t)
 	h, err := first.Create(ctx, sandbox.Spec{Network: sandbox.NetworkPolicy{Forwards: []sandbox.Forward{{Name: "model", Port: 18080}}}})
 	require.NoError(t, err)
 	call := `curl -sS --max-time 10 http://127.0.0.1:18080/`
 	require.Equal(t, "key=k1", string(sh(t, h, call).Stdout))
+	forwarder := mustRecord(t, first, h.ID()).EgressPID
 
-	// The worker goes away: its sockets close, the box keeps running.
+	// The worker goes away: the box and its forwarder keep running.
 	require.NoError(t, first.Close())
-	res := sh(t, h, call)
-	require.NotEqual(t, 0, res.ExitCode, "nothing serves the model while no worker runs")
+	require.Equal(t, "key=k1", string(sh(t, h, call).Stdout), "the forward serves while no worker runs")
 
-	opts.Egress = map[string]http.Handler{"model": egress.NewCredentialProxy(u, map[string]string{"x-api-key": "k2"})}
+	// The next worker with the same configuration adopts the forwarder.
+	same := newBackend(t, opts)
+	require.Equal(t, forwarder, mustRecord(t, same, h.ID()).EgressPID)
+	require.NoError(t, same.Close())
+
+	// A rotated credential replaces it.
+	opts.Egress = map[string]egress.Route{"model": {Upstream: upstream.URL, Headers: map[string]string{"x-api-key": "k2"}}}
 	second := newBackend(t, opts)
 	again, err := second.Get(ctx, h.ID())
 	require.NoError(t, err)
 	require.Equal(t, "key=k2", string(sh(t, again, call).Stdout))
+	require.NotEqual(t, forwarder, mustRecord(t, second, h.ID()).EgressPID)
+
+	// Destroying the box ends its forwarder.
+	rec := mustRecord(t, second, h.ID())
+	require.NoError(t, second.Destroy(ctx, h.ID()))
+	require.False(t, running(rec.EgressPID, rec.EgressStart), "the forwarder ends with its box")
+}
+
+// TestModelStreamSurvivesWorkerRestart: a reply streaming through the box's
+// forward while the worker (the backend) closes and a new one opens goes on to
+// its end, and the forward serves new requests afterwards.
+func TestModelStreamSurvivesWorkerRestart(t *testing.T) {
+	t.Parallel()
+	firstChunk := make(chan struct{})
+	release := make(chan struct{})
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/messages" {
+			_, _ = io.WriteString(w, "fresh")
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, "data: first\n\n")
+		w.(http.Flusher).Flush()
+		close(firstChunk)
+		select {
+		case <-release:
+		case <-r.Context().Done():
+			return
+		}
+		_, _ = io.WriteString(w, "data: last\n\n")
+	}))
+	defer upstream.Close()
+	opts := testOptions(t)
+	opts.Egress = map[string]egress.Route{"model": {Upstream: upstream.URL, Headers: map[string]string{"x-api-key": "k"}}}
+	first := newBackend(t, opts)
+	ctx := testContext(t)
+	h, err := first.Create(ctx, sandbox.Spec{Network: sandbox.NetworkPolicy{Forwards: []sandbox.Forward{{Name: "model", Port: 18080}}}})
+	require.NoError(t, err)
+	_, err = h.StartProcess(ctx, sandbox.ProcessSpec{ID: "stream", Argv: []string{"/usr/bin/curl", "-sSN", "--max-time", "50",
+		"http://127.0.0.1:18080/v1/messages"}})
+	require.NoError(t, err)
+	select {
+	case <-firstChunk:
+	case <-ctx.Done():
+		t.Fatal("the stream never started")
+	}
+	out, err := h.ReadOutput(ctx, "stream", 0, true)
+	require.NoError(t, err)
+	require.Equal(t, "data: first", string(readLines(t, out, 1)[0].Data))
+	out.Close()
+
+	// The worker restarts in the middle of the reply.
+	require.NoError(t, first.Close())
+	second := newBackend(t, opts)
+	again, err := second.Get(ctx, h.ID())
+	require.NoError(t, err)
+	close(release)
+	st, err := again.Wait(ctx, "stream")
+	require.NoError(t, err)
+	require.NotNil(t, st.Exit)
+	require.Equal(t, 0, st.Exit.Code, "the reply ended normally")
+	out, err = again.ReadOutput(ctx, "stream", 0, false)
+	require.NoError(t, err)
+	defer out.Close()
+	var lines []string
+	for {
+		l, err := out.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		require.NoError(t, err)
+		lines = append(lines, string(l.Data))
+	}
+	require.Equal(t, []string{"data: first", "", "data: last", ""}, lines, "the whole reply arrived")
+	require.Equal(t, "fresh", string(sh(t, again, `curl -sS --max-time 10 http://127.0.0.1:18080/next`).Stdout))
+}
+
+// TestForwarderEndsWithItsBox: a forwarder watches its box's outer process and
+// ends with it on its own, so a box that ends while no worker runs does not
+// leave its forwarder behind. A stand-in process plays the box here: a backend's
+// own watchers would end the forwarder first.
+func TestForwarderEndsWithItsBox(t *testing.T) {
+	t.Parallel()
+	b := newBackend(t, testOptions(t))
+	ctx := testContext(t)
+	standIn := exec.Command("/bin/sleep", "60")
+	require.NoError(t, standIn.Start())
+	exited := make(chan struct{})
+	go func() {
+		_ = standIn.Wait()
+		close(exited)
+	}()
+	dir := t.TempDir()
+	cfg := egress.ForwarderConfig{Dir: dir, UID: os.Getuid(), GID: os.Getgid(), BoxPID: standIn.Process.Pid,
+		Routes: map[string]egress.Route{"model": {Upstream: "http://127.0.0.1:9"}}}
+	pid, start, err := b.launchForwarder(ctx, dir, cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		if running(pid, start) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	require.True(t, running(pid, start))
+	require.FileExists(t, filepath.Join(dir, "model.sock"))
+	require.NoError(t, standIn.Process.Kill())
+	<-exited
+	require.Eventually(t, func() bool { return !running(pid, start) }, 20*time.Second, 20*time.Millisecond,
+		"the forwarder ends once its box has")
 }

@@ -48,6 +48,11 @@ type record struct {
 	// Pool names the backend instance whose prewarm pool holds the box; empty
 	// once claimed (or for boxes created on demand).
 	Pool string `json:"pool,omitempty"`
+	// EgressPID is the box's egress forwarder (astrabox-runner egress), which
+	// outlives workers; EgressDigest identifies the configuration it serves.
+	EgressPID    int    `json:"egress_pid,omitempty"`
+	EgressStart  uint64 `json:"egress_start,omitempty"`
+	EgressDigest string `json:"egress_digest,omitempty"`
 }
 
 func newID(prefix string) string {
@@ -131,12 +136,19 @@ func (b *Backend) allocateUID(id string) (int, error) {
 // procStart returns a process's start time in clock ticks (field 22 of
 // /proc/<pid>/stat), used to tell a recorded process from a reused pid.
 func procStart(pid int) (uint64, bool) {
+	start, _, ok := procStat(pid)
+	return start, ok
+}
+
+// procStat returns a process's start time and its state letter (Z for a
+// process that ended and is not reaped yet).
+func procStat(pid int) (uint64, string, bool) {
 	if pid <= 0 {
-		return 0, false
+		return 0, "", false
 	}
 	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return 0, false
+		return 0, "", false
 	}
 	// The command name may hold spaces; fields count from after its ')'.
 	i := len(raw) - 1
@@ -145,10 +157,17 @@ func procStart(pid int) (uint64, bool) {
 	}
 	fields := splitFields(string(raw[i+1:]))
 	if len(fields) < 20 {
-		return 0, false
+		return 0, "", false
 	}
 	v, err := strconv.ParseUint(fields[19], 10, 64)
-	return v, err == nil
+	return v, fields[0], err == nil
+}
+
+// running reports whether pid is still the process that started at start and
+// has not ended (an ended child of this process stays a zombie until reaped).
+func running(pid int, start uint64) bool {
+	got, state, ok := procStat(pid)
+	return ok && got == start && state != "Z"
 }
 
 func splitFields(s string) []string {

@@ -20,7 +20,7 @@ import (
 
 // adoptAll loads every recorded box: running ones are watched again, boxes
 // that died while no worker watched are noted as lost.
-func (b *Backend) adoptAll() error {
+func (b *Backend) adoptAll(ctx context.Context) error {
 	entries, err := os.ReadDir(filepath.Join(b.opts.StateDir, "boxes"))
 	if err != nil {
 		return fmt.Errorf("local sandbox: read boxes: %w", err)
@@ -43,7 +43,7 @@ func (b *Backend) adoptAll() error {
 			b.onExit(x)
 			continue
 		}
-		if err := b.startEgress(x); err != nil {
+		if err := b.startEgress(ctx, x); err != nil {
 			b.log.Warn("local sandbox: restart egress", zap.String("box", rec.ID), zap.Error(err))
 		}
 		go func() {
@@ -130,6 +130,7 @@ func (b *Backend) onExit(x *box) {
 	if rec.Cgroups {
 		b.cg.kill(rec.ID)
 	}
+	b.stopEgress(x)
 	close(x.dead)
 	if b.pool != nil {
 		b.pool.Drop(rec.ID)

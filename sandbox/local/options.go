@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/astrabox/astrabox/sandbox"
+	"github.com/astrabox/astrabox/sandbox/egress"
 )
 
 // Options configures the local backend. The zero value of every field except
@@ -37,11 +37,16 @@ type Options struct {
 	BwrapPath string
 	// DefaultLimits apply where a Spec leaves a limit at zero.
 	DefaultLimits sandbox.Limits
-	// Egress serves the host side of each declared forward, by name: the backend
-	// listens on a unix socket per box and name, owned by the box's uid, and
-	// hands connections to the handler (for example an egress.CredentialProxy for
-	// "model"). A Spec that forwards a name missing here is refused.
-	Egress map[string]http.Handler
+	// Egress is where each declared forward leads, by name, with the credential
+	// headers the host adds. Each box with forwards gets its own forwarder
+	// process (RunnerPath egress) serving a unix socket per name, owned by the
+	// box's uid; it outlives the worker, so a worker restart does not break the
+	// model streams in flight. A Spec that forwards a name missing here is refused.
+	Egress map[string]egress.Route
+	// EgressDrainTimeout bounds how long a replaced forwarder (a rotated
+	// credential) finishes the requests in progress. Default
+	// egress.DefaultDrainTimeout.
+	EgressDrainTimeout time.Duration
 	// Prewarm lists the RuntimeProfile pools to keep filled.
 	Prewarm []PrewarmProfile
 	// ReadyTimeout bounds how long a new box may take to report ready. Default 30s.

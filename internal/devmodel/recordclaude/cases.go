@@ -179,6 +179,54 @@ var cases = []scenario{
 		},
 	},
 	{
+		name: "parallel_prompts",
+		description: "Ten distinct prompts written to stdin at once while Claude Code is idle; " +
+			"Claude merges what it queued into fewer turns.",
+		run: func(s *session) error {
+			from, ids := s.sendAll(parallelPrompts("parallel prompt"))
+			return s.resultsCovering(from, ids)
+		},
+	},
+	{
+		name: "parallel_prompts_while_streaming",
+		description: "Ten distinct prompts written to stdin at once while a slow reply streams; " +
+			"they wait in Claude Code's queue until that turn ends.",
+		run: func(s *session) error {
+			first := s.send(`[[script:slow chunks=20]]`)
+			if err := s.firstDelta(first); err != nil {
+				return err
+			}
+			s.note("send ten prompts at once while the reply streams")
+			from, ids := s.sendAll(parallelPrompts("queued prompt"))
+			if _, _, err := s.result(first, "success"); err != nil {
+				return err
+			}
+			return s.resultsCovering(from, ids)
+		},
+	},
+	{
+		name: "parallel_prompts_during_tool",
+		description: "Ten distinct prompts written to stdin at once while a Bash command runs " +
+			"(bypassPermissions); Claude absorbs them into the running turn.",
+		permissionMode: "bypassPermissions",
+		run: func(s *session) error {
+			fifo, started, err := s.toolSignal("tool-started")
+			if err != nil {
+				return err
+			}
+			first := s.send(`[[script:bash cmd="echo started > ` + fifo + `; sleep 2; echo slept"]]`)
+			if err := started(); err != nil {
+				return err
+			}
+			s.note("send ten prompts at once while the command runs")
+			from, ids := s.sendAll(parallelPrompts("absorbed prompt"))
+			if _, _, err := s.result(first, "success"); err != nil {
+				return err
+			}
+			return s.resultsCovering(from, ids)
+		},
+	},
+	{
 		name:           "message_during_tool",
 		description:    "A second message sent while a Bash command runs; absorbed into the running turn.",
 		permissionMode: "bypassPermissions",
@@ -220,10 +268,30 @@ var cases = []scenario{
 		},
 	},
 	{
+		name: "stream_dropped",
+		description: "The connection closes after partial text with no error event, once, as when the " +
+			"host-side egress forward dies; Claude Code abandons the partial message and asks again.",
+		run: func(s *session) error {
+			return s.turn(`[[script:error midstream drop times=1 delay=40ms partial="Half a reply" text="Whole reply after the retry."]]`)
+		},
+	},
+	{
 		name:        "rate_limit_retry",
 		description: "The model answers 429 once; Claude Code retries (system/api_retry) and succeeds.",
 		run: func(s *session) error {
 			return s.turn(`[[script:error status=429 times=1 retry_after=0 text="Back after a rate limit."]]`)
 		},
 	},
+}
+
+// parallelPromptCount is how many prompts the parallel cases write at once.
+const parallelPromptCount = 10
+
+// parallelPrompts are distinct prompts, so each can be told apart in the transcript.
+func parallelPrompts(prefix string) []string {
+	texts := make([]string, parallelPromptCount)
+	for i := range texts {
+		texts[i] = fmt.Sprintf("%s %d of %d", prefix, i+1, parallelPromptCount)
+	}
+	return texts
 }

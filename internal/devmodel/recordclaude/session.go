@@ -90,6 +90,51 @@ func (s *session) send(text string) int {
 	return from
 }
 
+// sendAll writes one user message per text, back to back without waiting, and
+// returns the index they were written at and their uuids in order.
+func (s *session) sendAll(texts []string) (int, []string) {
+	from := s.mark()
+	ids := make([]string, len(texts))
+	for i, text := range texts {
+		ids[i] = uuid.NewString()
+		if err := s.proc.Send(agentrun.ClaudeUserMessage(text, ids[i])); err != nil {
+			s.note("stdin write failed: %v", err)
+		}
+	}
+	return from, ids
+}
+
+// resultsCovering waits for successful results from index from until their
+// user_message_uuids name every one of ids: Claude may answer several inputs in
+// one turn, so the number of results is Claude's to choose.
+func (s *session) resultsCovering(from int, ids []string) error {
+	missing := map[string]bool{}
+	for _, id := range ids {
+		missing[id] = true
+	}
+	for len(missing) > 0 {
+		var covered []string
+		res, idx, err := s.await(from, "a result", func(cl agentrun.ClaudeLine) bool {
+			if cl.Type != "result" {
+				return false
+			}
+			covered = cl.UserMessageUUIDs
+			return true
+		})
+		if err != nil {
+			return fmt.Errorf("%d inputs unanswered: %w", len(missing), err)
+		}
+		if res.Subtype != "success" {
+			return fmt.Errorf("result subtype %q (%s), want success", res.Subtype, res.Result)
+		}
+		for _, id := range covered {
+			delete(missing, id)
+		}
+		from = idx + 1
+	}
+	return nil
+}
+
 // result waits for the next result line and checks its subtype.
 func (s *session) result(from int, subtype string) (agentrun.ClaudeLine, int, error) {
 	res, idx, err := s.await(from, "result", func(cl agentrun.ClaudeLine) bool { return cl.Type == "result" })
