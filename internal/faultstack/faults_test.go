@@ -61,6 +61,7 @@ func TestFaults(t *testing.T) {
 	f := &fixture{s: s, c: s.Client, k: checker, suite: ctx}
 
 	t.Run("worker killed mid-reply", f.workerKilledMidReply)
+	t.Run("worker killed after the program's output was committed", f.workerKilledAfterCommit)
 	t.Run("api killed mid-stream", f.apiKilledMidStream)
 	t.Run("box killed mid-reply", f.boxKilledMidReply)
 	t.Run("postgres restarted mid-reply", f.postgresRestartedMidReply)
@@ -175,6 +176,23 @@ func (f *fixture) workerKilledMidReply(t *testing.T) {
 	f.requireReply(t, ctx, tr, turn)
 	a := f.requireAudit(t, ctx, sid, 1)
 	assert.Equal(t, map[string]int{faultstack.OutcomeComplete: 1}, a.Outcomes)
+}
+
+// committedChunks makes one reply write more journal lines than the Claude
+// client's commit step (engines/claude defaultCommitEvery, 256), so the runner
+// has released the start of the program's output before the fault.
+const committedChunks = 320
+
+func (f *fixture) workerKilledAfterCommit(t *testing.T) {
+	ctx := f.begin(t)
+	sid := f.newSession(t, ctx, "committed")
+	f.converse(t, ctx, sid, faultstack.SlowTurn("committed", committedChunks, committedChunks, time.Millisecond))
+	f.converse(t, ctx, sid, faultstack.TextTurn("committed-before"))
+	require.NoError(t, f.s.RestartWorker(ctx))
+	// The new worker attaches to the program still running in its box.
+	f.converse(t, ctx, sid, faultstack.TextTurn("committed-after"))
+	a := f.requireAudit(t, ctx, sid, 3)
+	assert.Equal(t, map[string]int{faultstack.OutcomeComplete: 3}, a.Outcomes)
 }
 
 func (f *fixture) apiKilledMidStream(t *testing.T) {
