@@ -1,6 +1,7 @@
 package soak
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -101,6 +102,23 @@ func (r *Report) addAudit(a faultstack.Audit) {
 	for _, p := range a.StreamProblems {
 		r.Notes = append(r.Notes, "session "+a.SessionID+": "+p)
 	}
+}
+
+// Err reports whether the soak found a broken promise: an input lost or
+// answered twice, a repeated or missing part, a wrong reply, a response
+// without an outcome, a TERMINATED Session, a fault not recovered from, or a
+// platform process that crashed.
+func (r *Report) Err() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	unrecovered := 0
+	for _, n := range r.Unrecovered {
+		unrecovered += n
+	}
+	if r.Lost+r.AnsweredTwice+r.RepeatedOrMissingParts+r.WrongText+r.WithoutOutcome+r.Terminated+unrecovered > 0 || r.Crashes != nil {
+		return errors.New("the soak found broken promises (see the figures)")
+	}
+	return nil
 }
 
 // Percentile returns the p-th percentile (0..100) of the recovery times.

@@ -154,6 +154,14 @@ func (d *driver) converse(ctx context.Context, index int, sid string) {
 			d.r.note("session %d turn %d: %v", index, turn, err)
 		}
 		fmt.Fprintf(d.opts.Log, "session %d turn %d done (err %v)\n", index, turn, err)
+		if err != nil {
+			// A TERMINATED Session takes no message: its remaining turns would
+			// only repeat the refusal.
+			if view, verr := d.s.Client.Session(ctx, sid); verr == nil && view.State == faultstack.StateTerminated {
+				d.r.note("session %d TERMINATED after turn %d; its %d remaining turns skipped", index, turn, d.opts.Turns-turn-1)
+				return
+			}
+		}
 	}
 }
 
