@@ -57,9 +57,11 @@ func run(opts soak.Options) (err error) {
 		}
 	}()
 	report, err := soak.Run(ctx, s, checker, opts)
+	if report != nil {
+		report.Print(os.Stdout)
+	}
 	if err != nil {
 		return err
 	}
-	report.Print(os.Stdout)
 	return report.Err()
 }
