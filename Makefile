@@ -17,7 +17,7 @@ GOTEST_FLAGS ?= -count=1 -timeout 45m
 export ASTRABOX_REPO_ROOT := $(CURDIR)
 export ASTRABOX_TEMPORAL_BIN := $(TEMPORAL)
 
-.PHONY: all build run test test-unit vet workflowcheck bench deps deps-system deps-npm deps-agents clean help record-claude
+.PHONY: all build run test test-unit vet workflowcheck bench soak deps deps-system deps-npm deps-agents clean help record-claude
 
 all: build
 
@@ -25,6 +25,7 @@ help:
 	@echo "make run    - install what is missing, build, start the whole platform locally"
 	@echo "make test   - install what is missing, run go vet, unit and integration tests"
 	@echo "make bench  - run the benchmarks and print their figures"
+	@echo "make soak   - run Sessions through turns while injecting faults (S=3 T=3 F=20s), print the audit"
 	@echo "make record-claude - re-record the pinned Claude Code into engines/claude/testdata/native and refresh the translated goldens"
 
 ## deps: everything the platform and its tests need on this machine.
@@ -90,6 +91,15 @@ test-unit:
 
 bench: deps build
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./...
+
+## soak: S Sessions take T turns each while a random fault (worker, API, box,
+## PostgreSQL, Temporal) hits the platform every F; prints the audit (docs/reliability.md).
+S ?= 3
+T ?= 3
+F ?= 20s
+SOAK_DURATION ?= 15m
+soak: deps build
+	$(GO) run ./internal/faultstack/cmd/soak -sessions $(S) -turns $(T) -fault-every $(F) -duration $(SOAK_DURATION) $(SOAK_FLAGS)
 
 ## record-claude: re-record the pinned Claude Code against the scripted model (CASES=... for some),
 ## then rewrite engines/claude/testdata/*.events.jsonl from the new recordings; review the diff.

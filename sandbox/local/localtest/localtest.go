@@ -117,6 +117,18 @@ func NewBackend(t testing.TB, opts local.Options) *local.Backend {
 	return b
 }
 
+// UIDBlock holds a block of box uids no other test process on the machine
+// holds, for harnesses that run the local backend in another process (the
+// fault stack's worker) and so cannot use Options. It returns the first uid,
+// the block's size and the release of the hold.
+func UIDBlock() (first, count int, release func(), err error) {
+	first, release, err = takeUIDBlock()
+	if err != nil {
+		return 0, 0, nil, fmt.Errorf("uid block: %w", err)
+	}
+	return first, blockSize, release, nil
+}
+
 // takeUIDBlock locks the first free block with flock on a file per block, so
 // concurrent test processes never share accounts; the lock drops with the
 // process even after a crash.

@@ -1,0 +1,129 @@
+package faultstack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// stopGrace is how long a child has to exit after SIGTERM before it is killed.
+const stopGrace = 15 * time.Second
+
+// child is one process the stack started: a platform role or the Temporal dev
+// server. It runs in its own process group, its output goes to a log file, and
+// its unexpected exit is recorded so a test can tell a crash from a fault it
+// injected itself.
+type child struct {
+	name    string
+	cmd     *exec.Cmd
+	logPath string
+	done    chan struct{}
+
+	mu sync.Mutex
+	// expected is set before the stack stops or kills the child on purpose.
+	expected bool
+	err      error
+}
+
+// startChild starts argv with env, appending its output to logPath.
+func startChild(name string, argv, env []string, logPath string) (*child, error) {
+	out, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("open %s log: %w", name, err)
+	}
+	fmt.Fprintf(out, "\n==== %s start %s: %s\n", name, time.Now().UTC().Format(time.RFC3339Nano), strings.Join(argv, " "))
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = env
+	cmd.Stdout = out
+	cmd.Stderr = out
+	// Its own group, so a kill reaches whatever it started in-process; the
+	// parent-death signal ends it if the harness itself dies.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		out.Close()
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	c := &child{name: name, cmd: cmd, logPath: logPath, done: make(chan struct{})}
+	go func() {
+		err := cmd.Wait()
+		out.Close()
+		c.mu.Lock()
+		c.err = err
+		c.mu.Unlock()
+		close(c.done)
+	}()
+	return c, nil
+}
+
+// pid is the child's process id.
+func (c *child) pid() int { return c.cmd.Process.Pid }
+
+// exitedUnexpectedly reports an exit the stack did not cause.
+func (c *child) exitedUnexpectedly() error {
+	select {
+	case <-c.done:
+	default:
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.expected {
+		return nil
+	}
+	return fmt.Errorf("%s (pid %d) exited on its own: %v; log %s:\n%s", c.name, c.pid(), c.err, c.logPath, tail(c.logPath, 3000))
+}
+
+// kill sends SIGKILL to the child's group and waits for it, as a crash would.
+func (c *child) kill(ctx context.Context) error {
+	c.mu.Lock()
+	c.expected = true
+	c.mu.Unlock()
+	_ = syscall.Kill(-c.pid(), syscall.SIGKILL)
+	select {
+	case <-c.done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("%s did not die after SIGKILL: %w", c.name, ctx.Err())
+	}
+}
+
+// stop asks the child to exit (SIGTERM) and kills it after stopGrace.
+func (c *child) stop(ctx context.Context) error {
+	c.mu.Lock()
+	c.expected = true
+	c.mu.Unlock()
+	_ = syscall.Kill(-c.pid(), syscall.SIGTERM)
+	grace := time.NewTimer(stopGrace)
+	defer grace.Stop()
+	select {
+	case <-c.done:
+		return nil
+	case <-grace.C:
+	case <-ctx.Done():
+	}
+	_ = syscall.Kill(-c.pid(), syscall.SIGKILL)
+	<-c.done
+	return fmt.Errorf("%s did not stop within %s of SIGTERM and was killed", c.name, stopGrace)
+}
+
+// tail returns the last max bytes of a log file, for failure messages.
+func tail(path string, max int) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Sprintf("(cannot read %s: %v)", filepath.Base(path), err)
+	}
+	if len(data) > max {
+		data = data[len(data)-max:]
+	}
+	return string(data)
+}
+
+// errStopped is returned by operations on a stack that was closed.
+var errStopped = errors.New("faultstack: the stack is closed")

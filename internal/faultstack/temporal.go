@@ -1,0 +1,71 @@
+package faultstack
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/astrabox/astrabox/internal/devstack"
+)
+
+// startTemporal starts the Temporal CLI's dev server on the stack's port and
+// database file, and waits until it accepts connections. A restart after a
+// SIGKILL runs the same command on the same file: the histories survive.
+func (s *Stack) startTemporal(ctx context.Context) error {
+	args := []string{s.opts.TemporalBin, "server", "start-dev",
+		"--ip", "127.0.0.1",
+		"--port", strconv.Itoa(s.temporalPort),
+		"--headless",
+		"--db-filename", filepath.Join(s.baseDir, "temporal.db"),
+		"--log-level", "warn",
+	}
+	for name, kind := range devstack.SearchAttributes {
+		args = append(args, "--search-attribute", name+"="+kind)
+	}
+	s.mu.Lock()
+	s.starts["temporal"]++
+	s.mu.Unlock()
+	c, err := startChild("temporal", args, os.Environ(), s.logPath("temporal"))
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.temporal = c
+	s.mu.Unlock()
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(s.temporalPort))
+	return poll(ctx, 100*time.Millisecond, "the Temporal dev server to listen on "+addr, func() (bool, error) {
+		if err := c.exitedUnexpectedly(); err != nil {
+			return false, err
+		}
+		conn, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil {
+			return false, nil
+		}
+		return true, conn.Close()
+	})
+}
+
+// poll calls cond every interval until it reports done, fails, or ctx ends.
+// Processes and servers of another process can only be watched this way.
+func poll(ctx context.Context, interval time.Duration, what string, cond func() (bool, error)) error {
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		done, err := cond()
+		if err != nil {
+			return fmt.Errorf("waiting for %s: %w", what, err)
+		}
+		if done {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s: %w", what, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
