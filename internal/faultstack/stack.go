@@ -241,6 +241,10 @@ func (s *Stack) platformEnv() []string {
 		"ASTRABOX_SANDBOX_LOCAL_UID_COUNT="+strconv.Itoa(s.uidCount),
 		"ASTRABOX_SANDBOX_LOCAL_RUNNER_PATH="+s.bin.runner,
 		"ASTRABOX_STARTUP_TIMEOUT=60s",
+		// One user drives every Session of the suite and the soak: the per-user cap on
+		// live boxes is raised to what the uid block holds (two uids a box), since
+		// refusing Sessions is not what the faults test.
+		"ASTRABOX_SANDBOX_MAX_LIVE_BOXES_PER_USER="+strconv.Itoa(s.uidCount/2),
 	)
 }
 
