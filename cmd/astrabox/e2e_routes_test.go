@@ -152,6 +152,13 @@ func TestSessionRoutesEndToEnd(t *testing.T) {
 // id and the stream validator.
 func startRoutesStack(t *testing.T) (*apiClient, string, *uicheck.Validator) {
 	t.Helper()
+	return startRoutesStackFor(t, "AGENT_ID")
+}
+
+// startRoutesStackFor is startRoutesStack with the Agent dev.env names under agentVar
+// (AGENT_ID_CODEX, ...), and extra environment for the platform.
+func startRoutesStackFor(t *testing.T, agentVar string, extraEnv ...string) (*apiClient, string, *uicheck.Validator) {
+	t.Helper()
 	boxes := localtest.Options(t)
 	validator, err := uicheck.New()
 	require.NoError(t, err, "run `make deps-npm`")
@@ -174,10 +181,12 @@ func startRoutesStack(t *testing.T) (*apiClient, string, *uicheck.Validator) {
 		"ASTRABOX_SANDBOX_LOCAL_RUNNER_PATH="+boxes.RunnerPath,
 		"ASTRABOX_STARTUP_TIMEOUT=60s",
 	)
+	env = append(env, extraEnv...)
 	dev := startProcess(t, bin, env, "dev")
 	vars := waitForDevEnv(t, dev, filepath.Join(dataDir, "dev.env"))
 	c := &apiClient{t: t, base: vars["SERVICE_URL"] + "/api/v1", token: vars["ACCESS_TOKEN"], dev: dev}
-	return c, vars["AGENT_ID"], validator
+	require.NotEmpty(t, vars[agentVar], "dev.env names %s", agentVar)
+	return c, vars[agentVar], validator
 }
 
 // envelope is any JSON answer of the API.
