@@ -183,7 +183,7 @@ func (a *Adapter) ActivateRuntime(ctx context.Context, sc engines.EngineStartupC
 		if a.cfg.Model != "" {
 			params["model"] = a.cfg.Model
 		}
-		info, v, err := handshake(ctx, proc, params, threadID)
+		info, v, err := handshake(ctx, proc, params, threadID, threadName(sc.SessionID))
 		if err != nil {
 			_ = proc.Signal(context.WithoutCancel(ctx), "KILL")
 			return engines.SessionRuntime{}, fmt.Errorf("activate codex: %w", err)
@@ -202,6 +202,15 @@ func (a *Adapter) ActivateRuntime(ctx context.Context, sc engines.EngineStartupC
 	}
 	material, _ := json.Marshal(resumeMaterial{Process: proc.Name(), Rollout: rollout})
 	return engines.SessionRuntime{EngineClient: client, EngineManifest: manifest, ResumeMaterial: material}, nil
+}
+
+// threadName is the name a new thread gets: the AstraBox Session it belongs to, as
+// Codex lists it.
+func threadName(sessionID string) string {
+	if sessionID == "" {
+		return "AstraBox"
+	}
+	return "AstraBox " + sessionID
 }
 
 // attachRunning returns the thread's app-server and rollout path when the app-server

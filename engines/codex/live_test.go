@@ -330,3 +330,50 @@ func TestLiveConversationInABox(t *testing.T) {
 	report := uicheck.RequireValidChunks(t, frames)
 	require.Len(t, report.Messages, 7, "one message per response: joined, interrupted, approved, declined, lost, after the kill, in the new box")
 }
+
+// TestLiveNeverWrittenThreadResumes keeps a conversation that never got a message: its
+// app-server killed, then the box replaced, it resumes under the same thread id, and its
+// first message is answered and admitted there. Codex writes a rollout only at a
+// thread's first turn or when it is named; the adapter names every new thread.
+func TestLiveNeverWrittenThreadResumes(t *testing.T) {
+	e := newLiveEnv(t)
+	ctx := e.ctx
+	handle, box := e.newBox()
+	sc := engines.EngineStartupContext{SessionID: "live-" + uuid.NewString(), SessionKind: engines.SessionKindAgentChat, SandboxID: box.ID()}
+	rt, err := e.adapter.ActivateRuntime(ctx, sc, box)
+	require.NoError(t, err)
+	client := rt.EngineClient.(*codex.Client)
+	key := client.EngineSessionKey()
+	rollout := client.RolloutPath()
+	proc, err := box.StartProcess(ctx, engines.ProcessSpec{Name: client.ProcessName(), Command: []string{"/bin/false"}})
+	require.NoError(t, err)
+	require.NoError(t, proc.Signal(ctx, "KILL"))
+	require.NoError(t, client.Close())
+
+	sc2 := sc
+	sc2.AttachMode, sc2.ResumeSessionKey, sc2.ResumeMaterial, sc2.ConversationEmpty = engines.AttachReconnect, key, rt.ResumeMaterial, true
+	rt2, err := e.adapter.ActivateRuntime(ctx, sc2, box)
+	require.NoError(t, err, "a new app-server resumes the never-written thread")
+	require.Equal(t, key, rt2.EngineClient.EngineSessionKey())
+	data, err := box.ReadFile(ctx, nil, rollout)
+	require.NoError(t, err)
+	require.NoError(t, rt2.EngineClient.Close())
+	require.NoError(t, e.backend.Destroy(ctx, handle.ID()))
+
+	_, box2 := e.newBox()
+	require.NoError(t, box2.WriteFile(ctx, nil, rollout, data, 0o600))
+	sc3 := sc
+	sc3.SandboxID, sc3.AttachMode, sc3.ResumeSessionKey, sc3.ConversationEmpty = box2.ID(), engines.AttachRestore, key, true
+	rt3, err := e.adapter.ActivateRuntime(ctx, sc3, box2)
+	require.NoError(t, err)
+	c := rt3.EngineClient
+	require.Equal(t, key, c.EngineSessionKey())
+	r := startReader(t, ctx, c, nil)
+	in := uuid.NewString()
+	require.NoError(t, c.Submit(ctx, engines.TextInput(in, "the first message, in the second box")))
+	require.Equal(t, engines.OutcomeCompleted, ended(r).Outcome)
+	admittedOnce(r, in)
+	st, err := c.State(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []string{in}, st.AdmittedInputIDs)
+}

@@ -8,6 +8,7 @@ const (
 	methodInitialized   = "initialized"
 	methodThreadStart   = "thread/start"
 	methodThreadResume  = "thread/resume"
+	methodThreadNameSet = "thread/name/set"
 	methodTurnStart     = "turn/start"
 	methodTurnInterrupt = "turn/interrupt"
 

@@ -208,8 +208,11 @@ type threadInfo struct {
 }
 
 // handshake initializes a new app-server and starts (resumeThread empty) or resumes a
-// thread; it returns the thread and the version Codex reported.
-func handshake(ctx context.Context, proc engines.ProcessSession, threadParams map[string]any, resumeThread string) (threadInfo, string, error) {
+// thread; it returns the thread and the version Codex reported. A new thread is named
+// at once: Codex writes a thread's rollout only at its first turn, or when it is named,
+// and a thread without a rollout cannot be resumed by another app-server, so a
+// conversation that never got a message would be lost with its first app-server.
+func handshake(ctx context.Context, proc engines.ProcessSession, threadParams map[string]any, resumeThread, name string) (threadInfo, string, error) {
 	res, err := call(ctx, proc, 0, methodInitialize, methodInitialize, map[string]any{
 		"clientInfo":   map[string]any{"name": "astrabox", "title": "AstraBox", "version": clientVersion},
 		"capabilities": map[string]any{"experimentalApi": true},
@@ -242,6 +245,11 @@ func handshake(ctx context.Context, proc engines.ProcessSession, threadParams ma
 	}
 	if resumeThread != "" && info.Thread.ID != resumeThread {
 		return threadInfo{}, "", fmt.Errorf("codex resumed thread %s, not %s", info.Thread.ID, resumeThread)
+	}
+	if resumeThread == "" {
+		if _, err := call(ctx, proc, 0, methodThreadNameSet, methodThreadNameSet, map[string]any{"threadId": info.Thread.ID, "name": name}); err != nil {
+			return threadInfo{}, "", err
+		}
 	}
 	return info, versionOf(init.UserAgent), nil
 }

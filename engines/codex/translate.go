@@ -20,10 +20,10 @@ type translator struct {
 
 // quietNotifications are notifications the contract has no use for: their facts
 // reach it through other lines (turn/diff/updated repeats the fileChange items, the
-// output deltas the command's aggregated output) or concern the app-server rather
-// than the conversation.
+// output deltas the command's aggregated output), concern the app-server rather than
+// the conversation, or echo what the client set (the thread's name).
 var quietNotifications = []string{
-	"thread/started", "thread/settings/updated", "remoteControl/status/changed", "account/rateLimits/updated",
+	"thread/started", "thread/settings/updated", "thread/name/updated", "remoteControl/status/changed", "account/rateLimits/updated",
 	"thread/readState/changed", "turn/diff/updated", "item/commandExecution/outputDelta",
 	"item/reasoning/summaryPartAdded", "item/fileChange/outputDelta", "mcpServer/startupStatus/updated",
 }

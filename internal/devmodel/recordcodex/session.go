@@ -113,7 +113,9 @@ func (s *session) startThread(approvalPolicy, model string) error {
 		return fmt.Errorf("thread/start answered without a thread id and path: %s", res)
 	}
 	s.threadID, s.rolloutPath = started.Thread.ID, started.Thread.Path
-	return nil
+	// As engines/codex does: naming the thread writes its rollout before any turn.
+	_, err = s.call("thread/name/set", "thread/name/set", map[string]any{"threadId": s.threadID, "name": "AstraBox recording"})
+	return err
 }
 
 // send starts (or joins) a turn with a new client message id and returns the
