@@ -160,6 +160,9 @@ func (a *Adapter) ActivateRuntime(ctx context.Context, sc engines.EngineStartupC
 	if attach && sc.ResumeSessionKey == "" {
 		return engines.SessionRuntime{}, errors.New("activate codex: attach without a thread id")
 	}
+	if a.cfg.ModelBaseURL == "" {
+		return engines.SessionRuntime{}, errors.New("activate codex: no model base URL is configured (Config.ModelBaseURL)")
+	}
 	policy := sc.PermissionMode
 	if policy == "" {
 		policy = DefaultApprovalPolicy

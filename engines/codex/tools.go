@@ -157,7 +157,7 @@ func (t *translator) serverRequest(l rpcLine, raw json.RawMessage) {
 		i, _ = r.tool(req.ItemID)
 	}
 	call := r.Tools[i]
-	interactionID := partID(r.Turn, req.ItemID)
+	interactionID := interactionIDFor(r.Turn, req.ItemID)
 	native := engines.NativeRequest{Type: l.Method, ID: string(l.ID), Payload: l.Params}
 	c := engines.ToolApprovalContract(native, call.ID, call.Name, l.Params, offeredDecisions(l.Method, req)...)
 	if req.Reason != nil {
@@ -177,6 +177,11 @@ func (t *translator) serverRequest(l rpcLine, raw json.RawMessage) {
 	r.Paused = true
 	t.status(engines.StatusWaiting)
 }
+
+// interactionIDFor names the approval of an item: Codex's request ids restart with
+// every app-server, its item ids are the provider's call ids, so the turn id
+// namespaces the item's.
+func interactionIDFor(turnID, itemID string) string { return turnID + ":" + itemID }
 
 // offeredDecisions are the extra choices Codex offers: a command approval lists them
 // (availableDecisions; the object forms such as acceptWithExecpolicyAmendment carry
