@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -59,8 +60,8 @@ func TestCodexTwoInputsOneSentWhileWorking(t *testing.T) {
 	first := s.send(id, devmodel.Directive("slow", "chunks", "10", "delay", "200ms"))
 	s.eventually("the first response to stream", func() bool { return strings.Contains(s.text(id), "Slow chunk") })
 	second := s.send(id, "hello again")
-	s.eventually("both inputs admitted and the program idle", func() bool {
-		return s.admittedAndIdle(id, first) && s.admittedAndIdle(id, second)
+	s.eventually("both inputs answered and the program idle", func() bool {
+		return s.admittedAndIdle(id, first) && s.admittedAndIdle(id, second) && s.answered(id, second)
 	})
 	responses, err := s.st.ListResponsesBySession(s.ctx, id)
 	require.NoError(t, err)
@@ -96,7 +97,7 @@ func TestCodexRemovedBoxFailsTheResponseAndResumesTheThread(t *testing.T) {
 	})
 
 	again := s.send(id, "are you still there?")
-	s.eventually("the next message answered in a new box", func() bool { return s.admittedAndIdle(id, again) })
+	s.eventually("the next message answered in a new box", func() bool { return s.admittedAndIdle(id, again) && s.answered(id, again) })
 	last, err := s.st.GetLastEndedResponse(s.ctx, id)
 	require.NoError(t, err)
 	require.Equal(t, store.OutcomeCompleted, *last.Outcome)
@@ -123,7 +124,7 @@ func TestCodexWorkerKilledWhileStreamingContinuesFromTheRecordedCursor(t *testin
 	require.Less(t, strings.Count(s.text(id), "Slow chunk"), chunks, "the response was still streaming")
 	s.startWorker("host-b-" + uniq())
 
-	s.eventually("the response to finish", func() bool { return s.admittedAndIdle(id, in) })
+	s.eventually("the response to finish", func() bool { return s.admittedAndIdle(id, in) && s.answered(id, in) })
 	last, err := s.st.GetLastEndedResponse(s.ctx, id)
 	require.NoError(t, err)
 	require.Equal(t, store.OutcomeCompleted, *last.Outcome)
@@ -138,4 +139,18 @@ func TestCodexWorkerKilledWhileStreamingContinuesFromTheRecordedCursor(t *testin
 	}
 	s.requireGaplessLog(id)
 	require.Equal(t, int64(1), s.session(id).RuntimeGeneration, "the same box: a lost connection is not a lost box")
+}
+
+// answered reports whether a response that lists the input has ended.
+func (s *stack) answered(sessionID, inputID string) bool {
+	responses, err := s.st.ListResponsesBySession(s.ctx, sessionID)
+	require.NoError(s.t, err)
+	for _, r := range responses {
+		var ids []string
+		require.NoError(s.t, json.Unmarshal(r.InputIDs, &ids))
+		if r.Outcome != nil && slices.Contains(ids, inputID) {
+			return true
+		}
+	}
+	return false
 }

@@ -39,6 +39,7 @@ const (
 
 // Codex's turn statuses on turn/completed.
 const (
+	turnInProgress  = "inProgress"
 	turnCompleted   = "completed"
 	turnInterrupted = "interrupted"
 	turnFailed      = "failed"

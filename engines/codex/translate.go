@@ -171,6 +171,11 @@ func (t *translator) response(l rpcLine, raw json.RawMessage) {
 		return
 	}
 	t.received(inputID)
+	if ref.Turn.Status == turnInProgress {
+		// Codex took the input into a running turn: it works from this reply on, so
+		// the admission that may follow on this line never meets an idle runtime.
+		t.status(engines.StatusWorking)
+	}
 	if r := t.st.Resp; r != nil && r.Turn == ref.Turn.ID {
 		t.join(inputID)
 		return
