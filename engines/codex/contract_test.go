@@ -234,3 +234,44 @@ func TestSubmitSendsTurnStart(t *testing.T) {
 	require.NoError(t, c.Submit(ctx, engines.RuntimeInput{InputID: recorded.Params.ClientUserMessageID, Content: input.Content}))
 	require.Len(t, box.written(), 1)
 }
+
+// TestMessageDuringToolWaitsForItsRolloutLine replays message_during_tool with the
+// rollout as it was while the command ran: Codex had answered the second turn/start
+// (the input joined the turn) but held the message in memory, so it is not admitted.
+func TestMessageDuringToolWaitsForItsRolloutLine(t *testing.T) {
+	t.Parallel()
+	rec := loadRecording(t, "message_during_tool")
+	var inputs []string
+	for _, l := range rec.stdin {
+		var req struct {
+			Method string `json:"method"`
+			Params struct {
+				ClientUserMessageID string `json:"clientUserMessageId"`
+			} `json:"params"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(l), &req))
+		if req.Method == "turn/start" {
+			inputs = append(inputs, req.Params.ClientUserMessageID)
+		}
+	}
+	require.Len(t, inputs, 2)
+	lines := strings.SplitAfter(string(rec.rollout), "\n")
+	cut := slices.IndexFunc(lines, func(l string) bool { return strings.Contains(l, `"client_id":"`+inputs[1]+`"`) })
+	require.Positive(t, cut)
+	rec.rollout = []byte(strings.Join(lines[:cut], ""))
+
+	c, _ := replayClient(t, rec)
+	evs := readAll(t, c)
+	var admitted []string
+	for _, ev := range ofType(evs, engines.EventInputAdmitted) {
+		admitted = append(admitted, ev.(engines.InputAdmitted).InputID)
+	}
+	require.Equal(t, inputs[:1], admitted, "the held message is not admitted before its rollout line")
+	started := ofType(evs, engines.EventResponseStarted)
+	require.Equal(t, inputs, started[len(started)-1].(engines.ResponseStarted).InputIDs, "it joined the running turn")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	st, err := c.State(ctx)
+	require.NoError(t, err)
+	require.Equal(t, inputs[:1], st.AdmittedInputIDs)
+}

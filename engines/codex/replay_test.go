@@ -177,7 +177,7 @@ func readAll(t testing.TB, c *codex.Client) []engines.Event {
 var nativeCases = []string{
 	"plain_text", "reasoning", "command", "file_change", "approval_accept", "approval_decline", "approval_file_change",
 	"interrupt_streaming", "interrupt_during_tool", "interrupt_while_approval_pending", "message_while_streaming",
-	"model_error_400",
+	"message_during_tool", "model_error_400",
 }
 
 // TestTranslateNativeRecordings replays each native recording through the runtime

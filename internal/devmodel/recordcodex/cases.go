@@ -154,6 +154,29 @@ var cases = []scenario{
 		},
 	},
 	{
+		name: "message_during_tool", description: "A second turn/start while a command runs joins the turn; Codex holds it until the command ends.",
+		approvalPolicy: policyNever,
+		run: func(s *session) error {
+			from, turn, err := s.send(`[[script:bash cmd="sleep 2"]]`)
+			if err != nil {
+				return err
+			}
+			if _, _, err := s.await(from, "the command item", func(m message) bool {
+				return m.Method == "item/started" && strings.Contains(string(m.Params), `"commandExecution"`)
+			}); err != nil {
+				return err
+			}
+			_, joined, err := s.send("and while it runs")
+			if err != nil {
+				return err
+			}
+			if joined != turn {
+				return fmt.Errorf("%w: the second input started turn %s, not the running %s", errUnexpected, joined, turn)
+			}
+			return s.completed(from, "completed")
+		},
+	},
+	{
 		name: "model_error_400", description: "The model answers 400: the turn fails.",
 		approvalPolicy: policyNever,
 		run: func(s *session) error {
