@@ -17,7 +17,7 @@ GOTEST_FLAGS ?= -count=1 -timeout 45m
 export ASTRABOX_REPO_ROOT := $(CURDIR)
 export ASTRABOX_TEMPORAL_BIN := $(TEMPORAL)
 
-.PHONY: all build run test test-unit vet workflowcheck bench soak deps deps-system deps-npm deps-agents clean help record-claude
+.PHONY: all build run test test-unit vet workflowcheck bench soak deps deps-system deps-npm deps-agents clean help record-claude record-codex
 
 all: build
 
@@ -27,6 +27,7 @@ help:
 	@echo "make bench  - run the benchmarks and print their figures"
 	@echo "make soak   - run Sessions through turns while injecting faults (S=3 T=3 F=20s), print the audit"
 	@echo "make record-claude - re-record the pinned Claude Code into engines/claude/testdata/native and refresh the translated goldens"
+	@echo "make record-codex  - re-record the pinned Codex CLI into engines/codex/testdata/native and refresh the translated goldens"
 
 ## deps: everything the platform and its tests need on this machine.
 deps: deps-system $(TEMPORAL) deps-npm deps-agents
@@ -106,6 +107,12 @@ soak: deps build
 record-claude: deps-agents deps-npm
 	$(GO) run ./internal/devmodel/cmd/record-claude $(CASES)
 	$(GO) test -count=1 -run TestTranslateNativeRecordings ./engines/claude/ -update
+
+## record-codex: re-record the pinned Codex CLI (`codex app-server`) against the scripted model
+## (CASES=... for some), then rewrite engines/codex/testdata/*.events.jsonl; review the diff.
+record-codex: deps-agents deps-npm
+	$(GO) run ./internal/devmodel/cmd/record-codex $(CASES)
+	$(GO) test -count=1 -run TestTranslateNativeRecordings ./engines/codex/ -update
 
 clean:
 	rm -rf $(BIN)/astrabox $(BIN)/astrabox-runner

@@ -17,25 +17,37 @@ const (
 	ModelPlaceholderKey = "astrabox-placeholder-key"
 )
 
+// Programs that speak the OpenAI API (Codex) reach it through their own forward, so
+// the host side adds the credential that API takes.
+const (
+	OpenAIModelForwardName = "model-openai"
+	OpenAIModelForwardPort = 47081
+)
+
 // AddModelEgress points the program at the model service through the box's
 // egress forward, at the destination the adapter declared (its base URL and
 // API key variables). An adapter that declares no destination gets nothing.
 func AddModelEgress(spec *sandbox.Spec, req engines.EngineSandboxRequest) {
+	AddModelEgressVia(spec, req, sandbox.Forward{Name: ModelForwardName, Port: ModelForwardPort})
+}
+
+// AddModelEgressVia is AddModelEgress through the given forward.
+func AddModelEgressVia(spec *sandbox.Spec, req engines.EngineSandboxRequest, forward sandbox.Forward) {
 	dest := req.ModelCredential
 	if dest.BaseURLEnv == "" && dest.APIKeyEnv == "" {
 		return
 	}
 	for _, f := range spec.Network.Forwards {
-		if f.Name == ModelForwardName {
+		if f.Name == forward.Name {
 			return
 		}
 	}
-	spec.Network.Forwards = append(spec.Network.Forwards, sandbox.Forward{Name: ModelForwardName, Port: ModelForwardPort})
+	spec.Network.Forwards = append(spec.Network.Forwards, forward)
 	if spec.Env == nil {
 		spec.Env = map[string]string{}
 	}
 	if dest.BaseURLEnv != "" {
-		spec.Env[dest.BaseURLEnv] = fmt.Sprintf("http://127.0.0.1:%d", ModelForwardPort)
+		spec.Env[dest.BaseURLEnv] = fmt.Sprintf("http://127.0.0.1:%d", forward.Port)
 	}
 	if dest.APIKeyEnv != "" {
 		spec.Env[dest.APIKeyEnv] = ModelPlaceholderKey

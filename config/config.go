@@ -192,6 +192,17 @@ type Models struct {
 // Engines configures the installed Agent program adapters.
 type Engines struct {
 	Claude Claude `mapstructure:"claude"`
+	Codex  Codex  `mapstructure:"codex"`
+}
+
+// Codex configures the Codex CLI adapter.
+type Codex struct {
+	// Command is the codex binary's argv inside the box, for images that install it.
+	// Empty uses the pinned release installed in tools/agents (make deps-agents),
+	// bound read-only into local boxes.
+	Command []string `mapstructure:"command"`
+	// Model is the model slug Codex asks for; empty leaves Codex's own default.
+	Model string `mapstructure:"model"`
 }
 
 // Claude configures the Claude Code adapter.

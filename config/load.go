@@ -257,6 +257,8 @@ func builtinDefaults() map[string]any {
 		"models.openai_api_key":           "",
 		"models.openai_base_url":          "https://api.openai.com",
 		"engines.claude.command":          []string{},
+		"engines.codex.command":           []string{},
+		"engines.codex.model":             "",
 		"dev.data_dir":                    "var",
 		"dev.postgres_port":               15432,
 		"dev.temporal_port":               7233,

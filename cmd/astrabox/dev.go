@@ -54,6 +54,10 @@ func runDev(ctx context.Context, cfg *config.Config, log *zap.Logger) (err error
 		// No model service is configured: boxes reach the scripted one.
 		cfg.Models.AnthropicBaseURL = fmt.Sprintf("http://127.0.0.1:%d", cfg.Dev.ModelPort)
 	}
+	if !cfg.Models.OpenAIAPIKey.IsSet() {
+		// The scripted model server speaks the Responses API too.
+		cfg.Models.OpenAIBaseURL = fmt.Sprintf("http://127.0.0.1:%d", cfg.Dev.ModelPort)
+	}
 	installed, err := newInstalledEngines(cfg.Engines)
 	if err != nil {
 		return err

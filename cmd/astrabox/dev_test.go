@@ -44,6 +44,10 @@ func TestDevStack(t *testing.T) {
 	require.Equal(t, "http://127.0.0.1:"+strconv.Itoa(ports[0]), vars["SERVICE_URL"])
 	require.NotEmpty(t, vars["ACCESS_TOKEN"])
 	require.NotEmpty(t, vars["AGENT_ID"])
+	// One Agent per built-in program; AGENT_ID stays the Claude Code one.
+	require.Equal(t, vars["AGENT_ID"], vars["AGENT_ID_CLAUDE_CODE"])
+	require.NotEmpty(t, vars["AGENT_ID_CODEX"])
+	require.NotEqual(t, vars["AGENT_ID"], vars["AGENT_ID_CODEX"])
 	waitHTTP(t, first, vars["SERVICE_URL"]+"/readyz", http.StatusOK)
 	waitHTTP(t, first, fmt.Sprintf("http://127.0.0.1:%d/", ports[3]), http.StatusOK)
 	// With no model credentials the scripted model server stands in.
@@ -88,6 +92,7 @@ func TestDevStack(t *testing.T) {
 	again := startProcess(t, setup.bin, setup.env, "dev")
 	revisited := waitForDevEnv(t, again, setup.envFile)
 	assert.Equal(t, vars["AGENT_ID"], revisited["AGENT_ID"])
+	assert.Equal(t, vars["AGENT_ID_CODEX"], revisited["AGENT_ID_CODEX"])
 	assert.Equal(t, vars["ACCESS_TOKEN"], revisited["ACCESS_TOKEN"])
 	waitHTTP(t, again, revisited["SERVICE_URL"]+"/readyz", http.StatusOK)
 	// The same key opens the sealed value: the marker sent back keeps it.

@@ -153,13 +153,22 @@ func TestSessionRoutesEndToEnd(t *testing.T) {
 // id and the stream validator.
 func startRoutesStack(t *testing.T) (*apiClient, string, *uicheck.Validator) {
 	t.Helper()
+	return startRoutesStackFor(t, "AGENT_ID")
+}
+
+// startRoutesStackFor is startRoutesStack with the Agent dev.env names under agentVar
+// (AGENT_ID_CODEX, ...), and extra environment for the platform.
+func startRoutesStackFor(t *testing.T, agentVar string, extraEnv ...string) (*apiClient, string, *uicheck.Validator) {
+	t.Helper()
 	validator, err := uicheck.New()
 	require.NoError(t, err, "run `make deps-npm`")
 	stack := newDevSetup(t)
-	dev := startProcess(t, stack.bin, stack.env, "dev")
+	env := append(stack.env, extraEnv...)
+	dev := startProcess(t, stack.bin, env, "dev")
 	vars := waitForDevEnv(t, dev, stack.envFile)
 	c := &apiClient{t: t, base: vars["SERVICE_URL"] + "/api/v1", token: vars["ACCESS_TOKEN"], dev: dev, setup: stack}
-	return c, vars["AGENT_ID"], validator
+	require.NotEmpty(t, vars[agentVar], "dev.env names %s", agentVar)
+	return c, vars[agentVar], validator
 }
 
 // devSetup is what one `astrabox dev` of a test runs with: its binary, its

@@ -9,6 +9,7 @@ import (
 	"github.com/astrabox/astrabox/config"
 	"github.com/astrabox/astrabox/engines"
 	"github.com/astrabox/astrabox/engines/claude"
+	"github.com/astrabox/astrabox/engines/codex"
 	"github.com/astrabox/astrabox/internal/agentbin"
 	"github.com/astrabox/astrabox/internal/reporoot"
 	"github.com/astrabox/astrabox/sandbox"
@@ -16,8 +17,11 @@ import (
 	"github.com/astrabox/astrabox/store"
 )
 
-// claudeMountPoint is where local boxes see the pinned Claude Code release.
-const claudeMountPoint = "/opt/astrabox/claude"
+// Where local boxes see the pinned releases of the built-in programs.
+const (
+	claudeMountPoint = "/opt/astrabox/claude"
+	codexMountPoint  = "/opt/astrabox/codex"
+)
 
 // installedEngines is the process's one engine registry and what boxes need
 // to run its programs.
@@ -25,34 +29,80 @@ type installedEngines struct {
 	registry *engines.Registry
 	// mounts are the program installs bound into boxes, by engine kind.
 	mounts map[string][]sandbox.Mount
+	// forwards are the model forwards of programs that do not speak the default
+	// (Anthropic) API, by engine kind.
+	forwards map[string]sandbox.Forward
 }
 
-// newInstalledEngines registers the Agent programs this build ships. Claude
-// Code runs from the configured command, or else from the pinned release in
-// tools/agents, bound read-only into local boxes.
+// newInstalledEngines registers the Agent programs this build ships. Each runs
+// from its configured command, or else from the pinned release in tools/agents,
+// bound read-only into local boxes.
 func newInstalledEngines(cfg config.Engines) (*installedEngines, error) {
-	out := &installedEngines{registry: engines.NewRegistry(), mounts: map[string][]sandbox.Mount{}}
+	out := &installedEngines{registry: engines.NewRegistry(), mounts: map[string][]sandbox.Mount{},
+		forwards: map[string]sandbox.Forward{}}
 	command := cfg.Claude.Command
 	if len(command) == 0 {
-		root, err := reporoot.Find()
+		prog, err := out.pinned(claude.EngineKind, agentbin.Claude, claudeMountPoint)
 		if err != nil {
 			return nil, fmt.Errorf("claude code: set engines.claude.command or run from the checkout: %w", err)
 		}
-		prog, err := agentbin.Locate(root, agentbin.Claude)
-		if err != nil {
-			return nil, fmt.Errorf("claude code: %w", err)
-		}
-		rel, err := filepath.Rel(prog.Dir, prog.Command[0])
-		if err != nil {
-			return nil, fmt.Errorf("claude code: %w", err)
-		}
-		command = append([]string{filepath.Join(claudeMountPoint, rel)}, prog.Command[1:]...)
-		out.mounts[claude.EngineKind] = []sandbox.Mount{{Source: prog.Dir, Target: claudeMountPoint}}
+		command = prog.Command
 	}
 	if err := out.registry.Register(claude.EngineKind, claude.NewAdapter(claude.Config{Command: command})); err != nil {
 		return nil, err
 	}
+
+	codexCfg := codex.Config{Command: cfg.Codex.Command, Model: cfg.Codex.Model,
+		ModelBaseURL: fmt.Sprintf("http://127.0.0.1:%d/v1", activities.OpenAIModelForwardPort)}
+	if len(codexCfg.Command) == 0 {
+		prog, err := out.pinned(codex.EngineKind, agentbin.Codex, codexMountPoint)
+		if err != nil {
+			return nil, fmt.Errorf("codex: set engines.codex.command or run from the checkout: %w", err)
+		}
+		codexCfg.Command, codexCfg.PathDirs = prog.Command, prog.PathDirs
+	}
+	out.forwards[codex.EngineKind] = sandbox.Forward{Name: activities.OpenAIModelForwardName, Port: activities.OpenAIModelForwardPort}
+	if err := out.registry.Register(codex.EngineKind, codex.NewAdapter(codexCfg)); err != nil {
+		return nil, err
+	}
 	return out, nil
+}
+
+// pinned locates the pinned release of a program in the checkout, mounts its
+// install at mountPoint in the boxes of kind, and returns it with its command
+// and PATH folders as the box sees them.
+func (e *installedEngines) pinned(kind, name, mountPoint string) (agentbin.Program, error) {
+	root, err := reporoot.Find()
+	if err != nil {
+		return agentbin.Program{}, err
+	}
+	prog, err := agentbin.Locate(root, name)
+	if err != nil {
+		return agentbin.Program{}, err
+	}
+	inBox := func(p string) (string, error) {
+		rel, err := filepath.Rel(prog.Dir, p)
+		if err != nil {
+			return "", err
+		}
+		return filepath.Join(mountPoint, rel), nil
+	}
+	cmd, err := inBox(prog.Command[0])
+	if err != nil {
+		return agentbin.Program{}, err
+	}
+	boxed := prog
+	boxed.Command = append([]string{cmd}, prog.Command[1:]...)
+	boxed.PathDirs = nil
+	for _, d := range prog.PathDirs {
+		p, err := inBox(d)
+		if err != nil {
+			return agentbin.Program{}, err
+		}
+		boxed.PathDirs = append(boxed.PathDirs, p)
+	}
+	e.mounts[kind] = []sandbox.Mount{{Source: prog.Dir, Target: mountPoint}}
+	return boxed, nil
 }
 
 // spec builds a box spec: the RuntimeProfile's defaults, the program's install
@@ -63,29 +113,47 @@ func (e *installedEngines) spec(profile store.RuntimeProfile, agent store.Agent,
 		return sandbox.Spec{}, err
 	}
 	spec.Mounts = append(spec.Mounts, e.mounts[agent.EngineKind]...)
-	activities.AddModelEgress(&spec, adapter.SandboxRequest())
+	if f, ok := e.forwards[agent.EngineKind]; ok {
+		activities.AddModelEgressVia(&spec, adapter.SandboxRequest(), f)
+	} else {
+		activities.AddModelEgress(&spec, adapter.SandboxRequest())
+	}
 	return spec, nil
 }
 
-// modelEgress is where every box's model forward leads: the model service with
-// the real credential, which never enters a box. Each box's forwarder process
-// (sandbox/egress) holds it on the host side and outlives the worker.
+// modelEgress is where every box's model forwards lead: the model services with
+// the real credentials, which never enter a box. Each box's forwarder process
+// (sandbox/egress) holds them on the host side and outlives the worker.
 func modelEgress(models config.Models) (map[string]egress.Route, error) {
-	upstream, err := url.Parse(models.AnthropicBaseURL)
-	if err != nil {
-		return nil, fmt.Errorf("models.anthropic_base_url: %w", err)
-	}
-	headers := map[string]string{}
+	anthropic := map[string]string{}
 	if models.AnthropicAPIKey.IsSet() {
-		headers["x-api-key"] = models.AnthropicAPIKey.Reveal()
+		anthropic["x-api-key"] = models.AnthropicAPIKey.Reveal()
 	} else {
 		// The scripted model server wants a key but takes any; a real service
 		// answers 401 without one, which the program reports as its own error.
-		headers["x-api-key"] = activities.ModelPlaceholderKey
+		anthropic["x-api-key"] = activities.ModelPlaceholderKey
 	}
-	route := egress.Route{Upstream: upstream.String(), Headers: headers}
-	if _, err := route.Proxy(); err != nil {
-		return nil, fmt.Errorf("models.anthropic_base_url: %w", err)
+	key := activities.ModelPlaceholderKey
+	if models.OpenAIAPIKey.IsSet() {
+		key = models.OpenAIAPIKey.Reveal()
 	}
-	return map[string]egress.Route{activities.ModelForwardName: route}, nil
+	routes := map[string]egress.Route{}
+	for _, r := range []struct {
+		name, setting, upstream string
+		headers                 map[string]string
+	}{
+		{activities.ModelForwardName, "models.anthropic_base_url", models.AnthropicBaseURL, anthropic},
+		{activities.OpenAIModelForwardName, "models.openai_base_url", models.OpenAIBaseURL, map[string]string{"Authorization": "Bearer " + key}},
+	} {
+		upstream, err := url.Parse(r.upstream)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", r.setting, err)
+		}
+		route := egress.Route{Upstream: upstream.String(), Headers: r.headers}
+		if _, err := route.Proxy(); err != nil {
+			return nil, fmt.Errorf("%s: %w", r.setting, err)
+		}
+		routes[r.name] = route
+	}
+	return routes, nil
 }

@@ -7,17 +7,27 @@ import (
 	"time"
 
 	"github.com/astrabox/astrabox/engines/claude"
+	"github.com/astrabox/astrabox/engines/codex"
 	"github.com/astrabox/astrabox/store"
 )
 
-// The seeded identities. The Agent's name is the deployment name the product
-// documents' examples show.
-const (
-	seedAdminEmail  = "admin@astrabox.local"
-	seedProfileName = "local-claude"
-	seedAgentName   = "code-reviewer"
-	seedEngineKind  = claude.EngineKind
-)
+// seedAdminEmail is the seeded admin user.
+const seedAdminEmail = "admin@astrabox.local"
+
+// builtinAgent is the RuntimeProfile and Agent seeded for one built-in program, and the
+// dev.env variable that names the Agent.
+type builtinAgent struct {
+	envKey, profileName, agentName, engineKind, description string
+}
+
+// builtinAgents are seeded in this order; the first is the default Agent (AGENT_ID),
+// whose name is the deployment name the product documents' examples show.
+var builtinAgents = []builtinAgent{
+	{envKey: "AGENT_ID_CLAUDE_CODE", profileName: "local-claude", agentName: "code-reviewer",
+		engineKind: claude.EngineKind, description: "Reviews code in its workspace."},
+	{envKey: "AGENT_ID_CODEX", profileName: "local-codex", agentName: "codex-reviewer",
+		engineKind: codex.EngineKind, description: "Reviews code in its workspace, with the Codex CLI."},
+}
 
 // SeedOptions says where dev.env goes and what it points at.
 type SeedOptions struct {
@@ -34,8 +44,8 @@ type Seeded struct {
 	Token     string
 }
 
-// Seed makes sure the dev stack has an admin user with a working API token, a
-// RuntimeProfile and an Agent, then writes dev.env. It is idempotent: on later
+// Seed makes sure the dev stack has an admin user with a working API token, and a
+// RuntimeProfile and an Agent per built-in program, then writes dev.env. It is idempotent: on later
 // starts it finds them, and keeps the token in dev.env while it still works.
 func Seed(ctx context.Context, st *store.Store, opts SeedOptions) (*Seeded, error) {
 	env, err := readEnvFile(opts.EnvFile)
@@ -57,39 +67,46 @@ func Seed(ctx context.Context, st *store.Store, opts SeedOptions) (*Seeded, erro
 		}
 	}
 
-	profile, err := findOrCreateProfile(ctx, st)
-	if err != nil {
-		return nil, err
-	}
-	agent, err := findOrCreateAgent(ctx, st, profile.ID, user.ID)
-	if err != nil {
-		return nil, err
-	}
-	err = writeEnvFile(opts.EnvFile, map[string]string{
+	vars := map[string]string{
 		"SERVICE_URL":     opts.ServiceURL,
 		"ACCESS_TOKEN":    token,
-		"AGENT_ID":        agent.ID,
 		"TEMPORAL_UI_URL": opts.TemporalUIURL,
-	})
-	if err != nil {
+	}
+	var first store.Agent
+	for i, b := range builtinAgents {
+		profile, err := findOrCreateProfile(ctx, st, b)
+		if err != nil {
+			return nil, err
+		}
+		agent, err := findOrCreateAgent(ctx, st, b, profile.ID, user.ID)
+		if err != nil {
+			return nil, err
+		}
+		vars[b.envKey] = agent.ID
+		if i == 0 {
+			first = agent
+			vars["AGENT_ID"] = agent.ID
+		}
+	}
+	if err := writeEnvFile(opts.EnvFile, vars); err != nil {
 		return nil, err
 	}
-	return &Seeded{UserID: user.ID, AgentID: agent.ID, AgentName: agent.Name, Token: token}, nil
+	return &Seeded{UserID: user.ID, AgentID: first.ID, AgentName: first.Name, Token: token}, nil
 }
 
-func findOrCreateProfile(ctx context.Context, st *store.Store) (store.RuntimeProfile, error) {
+func findOrCreateProfile(ctx context.Context, st *store.Store, b builtinAgent) (store.RuntimeProfile, error) {
 	profiles, err := st.ListRuntimeProfiles(ctx, false)
 	if err != nil {
-		return store.RuntimeProfile{}, fmt.Errorf("seed runtime profile: %w", err)
+		return store.RuntimeProfile{}, fmt.Errorf("seed runtime profile %s: %w", b.profileName, err)
 	}
 	for _, p := range profiles {
-		if p.Name == seedProfileName {
+		if p.Name == b.profileName {
 			return p, nil
 		}
 	}
 	p, err := st.CreateRuntimeProfile(ctx, store.NewRuntimeProfile{
-		Name:           seedProfileName,
-		EngineKind:     seedEngineKind,
+		Name:           b.profileName,
+		EngineKind:     b.engineKind,
 		Enabled:        true,
 		SandboxBackend: "local",
 		SandboxTenancy: store.TenancyConversation,
@@ -100,20 +117,20 @@ func findOrCreateProfile(ctx context.Context, st *store.Store) (store.RuntimePro
 	return p, nil
 }
 
-func findOrCreateAgent(ctx context.Context, st *store.Store, profileID, userID string) (store.Agent, error) {
+func findOrCreateAgent(ctx context.Context, st *store.Store, b builtinAgent, profileID, userID string) (store.Agent, error) {
 	agents, err := st.ListAgents(ctx)
 	if err != nil {
 		return store.Agent{}, fmt.Errorf("seed agent: %w", err)
 	}
 	for _, a := range agents {
-		if a.Name == seedAgentName {
+		if a.Name == b.agentName {
 			return a, nil
 		}
 	}
 	a, err := st.CreateAgent(ctx, store.NewAgent{
-		Name:             seedAgentName,
-		Description:      "Reviews code in its workspace.",
-		EngineKind:       seedEngineKind,
+		Name:             b.agentName,
+		Description:      b.description,
+		EngineKind:       b.engineKind,
 		RuntimeProfileID: profileID,
 		CreatedBy:        &userID,
 	})
