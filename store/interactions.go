@@ -56,12 +56,25 @@ func (s *Store) SaveInteractionAnswer(ctx context.Context, sessionID, interactio
 	return current, fmt.Errorf("save answer to interaction %s (%s): %w", interactionID, current.State, ErrInteractionNotOpen)
 }
 
+// ClosureAnsweredWithoutAnswer is the closure reason of an interaction the runtime
+// reported answered although no answer was saved through the API: the program, or
+// something it runs, answered itself. Only a person answers through the platform, so
+// the record says the runtime stopped waiting (withdrawn), never that it was answered.
+const ClosureAnsweredWithoutAnswer = "answered_without_platform_answer"
+
 // CloseInteraction records InteractionClosed: open -> state (answered, withdrawn or
-// expired) with the runtime's reason. It reports false when it was already closed.
+// expired) with the runtime's reason. An answered closure counts only when an answer
+// was saved first; otherwise it is recorded withdrawn with
+// ClosureAnsweredWithoutAnswer. It reports false when it was already closed.
 func (s *Store) CloseInteraction(ctx context.Context, sessionID, interactionID, state, reason string) (bool, error) {
+	closedState, closedReason := any(state), any(reason)
+	if state == InteractionAnswered {
+		closedState = gormExpr("CASE WHEN answer_saved_at IS NULL THEN ? ELSE ? END", InteractionWithdrawn, state)
+		closedReason = gormExpr("CASE WHEN answer_saved_at IS NULL THEN ? ELSE ? END", ClosureAnsweredWithoutAnswer, reason)
+	}
 	res := s.conn(ctx).Model(&Interaction{}).
 		Where("session_id = ? AND interaction_id = ? AND state = ?", sessionID, interactionID, InteractionOpen).
-		Updates(map[string]any{"state": state, "closure_reason": reason, "closed_at": gormExpr("now()")})
+		Updates(map[string]any{"state": closedState, "closure_reason": closedReason, "closed_at": gormExpr("now()")})
 	if res.Error != nil {
 		return false, mapError("close interaction", res.Error)
 	}

@@ -44,6 +44,8 @@ func TestApplyRelayBatchRecordsEveryFactWithItsParts(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, int64(1), res.FirstSeq)
 	require.Equal(t, int64(2), res.LastSeq)
+	_, err = st.SaveInteractionAnswer(ctx, f.session.ID, "i1", json.RawMessage(`{"decision":"approve"}`), nil)
+	require.NoError(t, err)
 
 	res, err = st.ApplyRelayBatch(ctx, store.RelayBatch{
 		SessionID: f.session.ID, LeaseGeneration: lease.Generation,
@@ -159,6 +161,8 @@ func TestReconcileRuntimeFailsLostResponsesAndKeepsReportedOnes(t *testing.T) {
 		{OpenInteraction: &store.InteractionOpening{InteractionID: "forgotten", Contract: json.RawMessage(`{}`)}},
 		{OpenInteraction: &store.InteractionOpening{InteractionID: "pending", Contract: json.RawMessage(`{}`)}},
 	}})
+	require.NoError(t, err)
+	_, err = st.SaveInteractionAnswer(ctx, f.session.ID, "answered", json.RawMessage(`{"decision":"approve"}`), nil)
 	require.NoError(t, err)
 
 	res, err := st.ReconcileRuntime(ctx, store.Reconciliation{
@@ -291,4 +295,30 @@ func TestArchivedOrDeletedSessionsDeliverNothing(t *testing.T) {
 			require.Equal(t, held.ID, failed[0])
 		})
 	}
+}
+
+// An interaction the runtime reports answered without an answer saved through the API
+// (the program answered itself) is recorded withdrawn, never answered.
+func TestAnsweredClosureWithoutASavedAnswerIsWithdrawn(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx, st := f.ctx, f.st
+	lease, err := st.AcquireReaderLease(ctx, store.LeaseRequest{SessionID: f.session.ID, Holder: "relay-a", TTL: time.Minute})
+	require.NoError(t, err)
+	_, err = st.ApplyRelayBatch(ctx, store.RelayBatch{
+		SessionID: f.session.ID, LeaseGeneration: lease.Generation,
+		Ops: []store.RelayOp{
+			{StartResponse: &store.ResponseStart{ResponseID: "r1", Origin: "input"}},
+			part("r1", `{"type":"start","messageId":"r1"}`),
+			{OpenInteraction: &store.InteractionOpening{InteractionID: "i1", ResponseID: ptr("r1"), Contract: json.RawMessage(`{"presentation":"decision"}`)}},
+			{CloseInteraction: &store.InteractionClosing{InteractionID: "i1", State: store.InteractionAnswered, Reason: "answered"}},
+		},
+		Cursor: relayCursor(3),
+	})
+	require.NoError(t, err)
+	it, err := st.GetInteractionByID(ctx, f.session.ID, "i1")
+	require.NoError(t, err)
+	require.Equal(t, store.InteractionWithdrawn, it.State)
+	require.Equal(t, store.ClosureAnsweredWithoutAnswer, *it.ClosureReason)
+	require.Nil(t, it.AnsweredBy)
 }
