@@ -59,6 +59,15 @@ func TestProgramCannotReachTheRunner(t *testing.T) {
 	refused("ls /proc/"+pid+"/fd", "Permission denied")
 	refused("perl -e 'require \"syscall.ph\"; syscall(&SYS_ptrace, 16, "+pid+", 0, 0) == 0 or die \"$!\\n\"'",
 		"Operation not permitted")
+	// The program's own streams: a tool of the program's account can see the
+	// victim's /proc entry, but reopening its stdin (to forge an answer) or its
+	// stdout (to forge output the journal records) fails, for they are sockets.
+	victim := strings.TrimSpace(string(sh(t, h, `for p in /proc/[0-9]*; do
+		tr '\0' ' ' < $p/cmdline 2>/dev/null | grep -q '^/bin/sh -c read line' && echo ${p#/proc/}; done`).Stdout))
+	require.NotEmpty(t, victim, "the victim runs as the program's account")
+	refused("echo forged > /proc/"+victim+"/fd/0", "No such device or address")
+	refused("echo forged > /proc/"+victim+"/fd/1", "No such device or address")
+
 	// The program holds no capability and cannot gain one by executing a file.
 	status := string(sh(t, h, "grep -E '^(Cap|NoNewPrivs)' /proc/self/status").Stdout)
 	require.Contains(t, status, "CapInh:\t0000000000000000")

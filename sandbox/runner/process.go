@@ -33,8 +33,8 @@ type process struct {
 	readers sync.WaitGroup
 }
 
-// startProcess launches spec with pipes; stdout and stderr lines go to a
-// journal in dir.
+// startProcess launches spec with its standard streams on stdioPairs; stdout and
+// stderr lines go to a journal in dir.
 func startProcess(spec sandbox.ProcessSpec, dir string, env []string, workspace string, acct account,
 	retry time.Duration) (*process, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -44,20 +44,20 @@ func startProcess(spec sandbox.ProcessSpec, dir string, env []string, workspace 
 	if err != nil {
 		return nil, err
 	}
-	stdinR, stdinW, err := os.Pipe()
+	stdinW, stdinR, err := stdioPair()
 	if err != nil {
 		j.close()
-		return nil, fmt.Errorf("stdin pipe: %w", err)
+		return nil, fmt.Errorf("stdin: %w", err)
 	}
-	outR, outW, err := os.Pipe()
+	outR, outW, err := stdioPair()
 	if err != nil {
 		j.close()
-		return nil, fmt.Errorf("stdout pipe: %w", err)
+		return nil, fmt.Errorf("stdout: %w", err)
 	}
-	errR, errW, err := os.Pipe()
+	errR, errW, err := stdioPair()
 	if err != nil {
 		j.close()
-		return nil, fmt.Errorf("stderr pipe: %w", err)
+		return nil, fmt.Errorf("stderr: %w", err)
 	}
 	var cmd *exec.Cmd
 	// The program's path is looked up and started as the program account: it
@@ -99,7 +99,7 @@ func startProcess(spec sandbox.ProcessSpec, dir string, env []string, workspace 
 	return p, nil
 }
 
-// pump journals every line of one pipe. When the journal cannot be written it
+// pump journals every line of one output stream. When the journal cannot be written it
 // retries the same line and stops reading meanwhile, so the program blocks on a
 // full pipe instead of losing output.
 func (p *process) pump(r *os.File, stream sandbox.Stream, retry time.Duration) {
@@ -268,4 +268,18 @@ func envList(maps ...map[string]string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// stdioPair returns the runner's end and the program's end of one standard stream.
+// They are a unix socket pair rather than a pipe: any process of the program's account
+// (the program's own tools) can open a pipe again through /proc/<pid>/fd/N and write
+// the program's stdin (forging answers the program believes came from the platform)
+// or its stdout (forging output the journal records), while opening a socket that way
+// fails (ENXIO).
+func stdioPair() (runnerEnd, programEnd *os.File, err error) {
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("socketpair: %w", err)
+	}
+	return os.NewFile(uintptr(fds[0]), "stdio-runner"), os.NewFile(uintptr(fds[1]), "stdio-program"), nil
 }
