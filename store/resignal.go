@@ -22,7 +22,9 @@ type UnclaimedInputs struct {
 // neither archived, deleted nor terminated (a terminated Session waits for a recover,
 // which hands its held inputs over). The signal that tells a Session's workflow about
 // an input is a hint and may have been lost (Temporal unreachable); these rows are
-// what the worker's sweep signals again. The scan runs on inputs_pending_accepted_idx.
+// what the worker's sweep signals again. The scan runs on inputs_pending_accepted_idx;
+// the state is written as the literal of the index's predicate (store.InputPending), so
+// the planner matches the partial index under a generic plan too.
 func (s *Store) ListSessionsWithUnclaimedInputs(ctx context.Context, acceptedBefore time.Time, limit int) ([]UnclaimedInputs, error) {
 	var out []UnclaimedInputs
 	err := s.conn(ctx).Raw(`
@@ -32,10 +34,10 @@ func (s *Store) ListSessionsWithUnclaimedInputs(ctx context.Context, acceptedBef
 		       count(*) AS pending
 		FROM inputs i
 		JOIN sessions s ON s.id = i.session_id
-		WHERE i.state = ? AND i.accepted_at < ?
+		WHERE i.state = 'pending' AND i.accepted_at < ?
 		  AND s.archived_at IS NULL AND s.deleted_at IS NULL AND s.lifecycle <> ?
 		GROUP BY i.session_id
 		ORDER BY oldest_accepted_at, i.session_id
-		LIMIT ?`, InputPending, acceptedBefore, LifecycleTerminated, limit).Scan(&out).Error
+		LIMIT ?`, acceptedBefore, LifecycleTerminated, limit).Scan(&out).Error
 	return out, mapError("list sessions with unclaimed inputs", err)
 }
