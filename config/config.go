@@ -112,6 +112,12 @@ type Temporal struct {
 	Namespace string `mapstructure:"namespace"`
 	// TaskQueue is the shared task queue; host-specific queues derive from it.
 	TaskQueue string `mapstructure:"task_queue"`
+	// ResignalInterval is how often each worker looks for inputs still pending after
+	// ResignalGrace and signals their Sessions' workflows again: the API's own signal
+	// may have failed while Temporal was unreachable.
+	ResignalInterval time.Duration `mapstructure:"resignal_interval"`
+	// ResignalGrace is how long an input may stay pending before it is signalled again.
+	ResignalGrace time.Duration `mapstructure:"resignal_grace"`
 	// UIURL is where operators open the Temporal Web UI, printed for convenience.
 	UIURL string `mapstructure:"ui_url"`
 	TLS   TLS    `mapstructure:"tls"`

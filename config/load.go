@@ -235,6 +235,8 @@ func builtinDefaults() map[string]any {
 		"temporal.namespace":          "default",
 		"temporal.task_queue":         "astrabox",
 		"temporal.ui_url":             "",
+		"temporal.resignal_interval":  30 * time.Second,
+		"temporal.resignal_grace":     30 * time.Second,
 		"temporal.tls.enabled":        false,
 		"temporal.tls.cert_file":      "",
 		"temporal.tls.key_file":       "",

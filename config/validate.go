@@ -44,6 +44,10 @@ func (c *Config) Validate() error {
 		func() error { return nonEmpty("temporal.namespace", c.Temporal.Namespace) },
 		func() error { return nonEmpty("temporal.task_queue", c.Temporal.TaskQueue) },
 		func() error { return optionalURL("temporal.ui_url", c.Temporal.UIURL) },
+		func() error {
+			return positiveDuration("temporal.resignal_interval", int64(c.Temporal.ResignalInterval))
+		},
+		func() error { return positiveDuration("temporal.resignal_grace", int64(c.Temporal.ResignalGrace)) },
 		c.validateTLS,
 		func() error { return oneOf("sandbox.backend", c.Sandbox.Backend, "local") },
 		func() error { return nonEmpty("sandbox.local.state_dir", c.Sandbox.Local.StateDir) },

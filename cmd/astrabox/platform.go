@@ -15,6 +15,7 @@ import (
 	"github.com/astrabox/astrabox/config"
 	"github.com/astrabox/astrabox/engines"
 	"github.com/astrabox/astrabox/internal/temporalconn"
+	"github.com/astrabox/astrabox/resignal"
 	"github.com/astrabox/astrabox/sandbox"
 	"github.com/astrabox/astrabox/sandbox/enginebox"
 	"github.com/astrabox/astrabox/sandbox/local"
@@ -118,8 +119,9 @@ func (p *platform) runAPI(ctx context.Context) error {
 	return srv.Serve(ctx, ln, p.cfg.HTTP.ShutdownTimeout)
 }
 
-// runWorker runs the Temporal workers, with SessionWorkflow and its activities, until
-// ctx is done.
+// runWorker runs the Temporal workers, with SessionWorkflow and its activities, and
+// the sweep that signals Sessions whose pending inputs lost their signal, until ctx is
+// done.
 func (p *platform) runWorker(ctx context.Context) error {
 	hostID := worker.NewHostID()
 	backends := map[string]sandbox.Backend{}
@@ -168,7 +170,17 @@ func (p *platform) runWorker(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return w.Run(ctx)
+	sweeper, err := resignal.New(resignal.Options{
+		Store:    p.store,
+		Signaler: &api.TemporalSignaler{Client: p.temporal, TaskQueue: p.cfg.Temporal.TaskQueue},
+		Period:   p.cfg.Temporal.ResignalInterval,
+		Grace:    p.cfg.Temporal.ResignalGrace,
+		Logger:   p.log.Named("resignal"),
+	})
+	if err != nil {
+		return err
+	}
+	return runAll(ctx, w.Run, sweeper.Run)
 }
 
 // openLocalBackend starts the local sandbox backend, which adopts the boxes an

@@ -1,0 +1,1 @@
+DROP INDEX IF EXISTS inputs_pending_accepted_idx;
