@@ -9,8 +9,8 @@ import (
 
 	"github.com/astrabox/astrabox/api"
 	"github.com/astrabox/astrabox/internal/testutil"
-	"github.com/astrabox/astrabox/resignal"
 	"github.com/astrabox/astrabox/store"
+	"github.com/astrabox/astrabox/worker/resignal"
 	"github.com/astrabox/astrabox/workflows"
 )
 

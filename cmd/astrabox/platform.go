@@ -15,13 +15,13 @@ import (
 	"github.com/astrabox/astrabox/config"
 	"github.com/astrabox/astrabox/engines"
 	"github.com/astrabox/astrabox/internal/temporalconn"
-	"github.com/astrabox/astrabox/resignal"
 	"github.com/astrabox/astrabox/sandbox"
 	"github.com/astrabox/astrabox/sandbox/enginebox"
 	"github.com/astrabox/astrabox/sandbox/local"
 	"github.com/astrabox/astrabox/store"
 	"github.com/astrabox/astrabox/store/pubsub"
 	"github.com/astrabox/astrabox/worker"
+	"github.com/astrabox/astrabox/worker/resignal"
 	"github.com/astrabox/astrabox/workflows"
 )
 
