@@ -97,7 +97,8 @@ func (a *Adapter) ActivateRuntime(ctx context.Context, sc engines.EngineStartupC
 }
 
 // TranscriptPath is where scriptagent keeps a conversation's native JSONL log (one
-// entry per completed response), under the runtime identity's home.
+// entry per admitted input and one per completed response), under the runtime
+// identity's home.
 func TranscriptPath(id *engines.RuntimeIdentity, key string) string {
 	return configDir(id) + "/" + key + ".jsonl"
 }

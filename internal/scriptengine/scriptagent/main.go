@@ -13,7 +13,8 @@
 // reference ctl-<input_id>) that keeps running after the response until stopped; any
 // other text answers with three parts at once.
 //
-// Completed turns are appended to $SCRIPTAGENT_HOME/<conversation>.jsonl, the
+// Admitted inputs (before the admission is reported) and completed turns (before the
+// end is reported) are appended to $SCRIPTAGENT_HOME/<conversation>.jsonl, the
 // program's native conversation log.
 //
 // Output lines (one vendor event each): admitted, status, started, delta, ended, child
@@ -129,6 +130,9 @@ func main() {
 					continue // the runner already deduplicates; this is the program's own guard
 				}
 				admitted[c.InputID] = true
+				// Like Claude Code, the program holds an input durably (its user turn in
+				// the conversation log) before the platform hears it admitted.
+				record(transcript, event{"input_id": c.InputID, "text": c.Text})
 				emit(event{"ev": "admitted", "input_id": c.InputID})
 				queue = append(queue, c)
 			case "answer":
