@@ -38,6 +38,11 @@ type InputNotices interface {
 
 var _ InputNotices = (*pubsub.Listener)(nil)
 
+// defaultDiagnosticsKept is enough runtime diagnostics per Session to see what a
+// program said around a fault, and few enough that a chatty program cannot grow the
+// table without bound.
+const defaultDiagnosticsKept = 500
+
 // Settings tunes the activities; zero values take the documented defaults.
 type Settings struct {
 	// IdleRelease is how long a Session may stay idle before its box is released;
@@ -50,6 +55,9 @@ type Settings struct {
 	HeartbeatEvery time.Duration
 	// MaxBatch bounds the events one Relay transaction records (default 64).
 	MaxBatch int
+	// DiagnosticsKept bounds the runtime diagnostics stored per Session; the oldest
+	// are dropped first (default 500).
+	DiagnosticsKept int
 }
 
 func (s Settings) withDefaults() Settings {
@@ -64,6 +72,9 @@ func (s Settings) withDefaults() Settings {
 	}
 	if s.MaxBatch <= 0 {
 		s.MaxBatch = 64
+	}
+	if s.DiagnosticsKept <= 0 {
+		s.DiagnosticsKept = defaultDiagnosticsKept
 	}
 	return s
 }

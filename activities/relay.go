@@ -186,12 +186,12 @@ func (r *relayRun) record(ctx context.Context, batch []eventOrErr, cursor *engin
 			itemErr = it.err
 			break
 		}
-		evOps, err := opsFor(it.ev)
+		evOps, err := opsFor(it.ev, r.a.set.DiagnosticsKept)
 		if err != nil {
 			return cursor, err
 		}
 		if len(evOps) == 0 {
-			r.log.Debug("runtime diagnostic", zap.String("event_type", string(it.ev.Type())))
+			r.log.Debug("runtime event with no record", zap.String("event_type", string(it.ev.Type())))
 		}
 		for _, op := range evOps {
 			ops = append(ops, op)

@@ -9,7 +9,8 @@
 // {"op":"answer","interaction_id":..,"decision":..} and
 // {"op":"stop_child","control_ref":..}. A text "slow:N:MS" answers with N parts MS
 // milliseconds apart; "ask" first asks a question (interaction ask-<input_id>) and
-// continues once answered; "delegate" starts a child agent (child-<input_id>, control
+// continues once answered; "noise" first writes an event no translator knows (a
+// runtime diagnostic); "delegate" starts a child agent (child-<input_id>, control
 // reference ctl-<input_id>) that keeps running after the response until stopped; any
 // other text answers with three parts at once.
 //
@@ -111,6 +112,10 @@ func main() {
 				cur.asking = "ask-" + cur.inputID
 				emit(event{"ev": "ask", "response_id": cur.id, "interaction_id": cur.asking, "text_id": cur.textID()})
 				continue
+			}
+			if next.Text == "noise" {
+				// Output the platform does not translate: it keeps it as a diagnostic.
+				emit(event{"ev": "noise", "input_id": next.InputID})
 			}
 			if next.Text == "delegate" {
 				child, ref := "child-"+next.InputID, "ctl-"+next.InputID
