@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.uber.org/zap"
 
+	"github.com/astrabox/astrabox/engines"
 	"github.com/astrabox/astrabox/store"
 	"github.com/astrabox/astrabox/workflows"
 )
@@ -63,6 +64,7 @@ func (s *Server) createSession(c *gin.Context) {
 	}
 	sess, created, err := s.store.CreateSessionIdempotent(c.Request.Context(), store.NewSession{
 		UserID: currentUser(c).ID, AgentID: agent.ID, IdempotencyKey: key, MaxLiveBoxes: s.maxLiveBoxes,
+		DefaultPermissionMode: s.defaultPermissionMode(agent.EngineKind, engines.SessionKindAgentChat),
 	})
 	if err != nil {
 		s.fail(c, err)
@@ -75,6 +77,17 @@ func (s *Server) createSession(c *gin.Context) {
 	}
 	RequestLogger(c, s.log).Debug("session created", zap.String("session_id", sess.ID), zap.Bool("new", created))
 	writeOK(c, createdSession{SessionID: sess.ID, AgentID: agent.ID, DeploymentName: agent.Name})
+}
+
+// defaultPermissionMode is the mode the engine declares a new Session of kind starts
+// in (PermissionModeDefaults), used when the Agent sets none; empty when the engine is
+// not installed here or declares no default.
+func (s *Server) defaultPermissionMode(engineKind string, kind engines.SessionKind) string {
+	adapter, ok := s.registry.Adapter(engineKind)
+	if !ok {
+		return ""
+	}
+	return adapter.Capabilities().PermissionModeDefaults[kind]
 }
 
 func (s *Server) getSession(c *gin.Context) {
