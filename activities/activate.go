@@ -75,6 +75,9 @@ func (a *Activities) ActivateRuntime(ctx context.Context, req ActivateRequest) (
 	}
 	sc.RuntimeIdentity = defaultIdentity()
 	caps := adapter.Capabilities()
+	if err := a.checkRequiredCommands(ctx, h, sess.ID, caps); err != nil {
+		return ActivateResult{}, err
+	}
 	if sc.AttachMode == engines.AttachRestore {
 		// The replacement box gets the conversation's native log before the program
 		// resumes the conversation from it.

@@ -43,7 +43,7 @@ func (a *Adapter) Capabilities() engines.EngineRuntimeCapabilities {
 	return engines.EngineRuntimeCapabilities{
 		EngineKind:              Kind,
 		SupportedSessionKinds:   []engines.SessionKind{engines.SessionKindAgentChat},
-		Workload:                engines.EngineWorkloadDeclaration{ConfigDirName: ".scriptagent", ConfigDirEnv: "SCRIPTAGENT_HOME", RequiredCommands: []string{"scriptagent"}},
+		Workload:                engines.EngineWorkloadDeclaration{ConfigDirName: ".scriptagent", ConfigDirEnv: "SCRIPTAGENT_HOME", RequiredCommands: []string{a.BinaryPath}},
 		ConversationPlacement:   engines.PlacementPerConversationAccount,
 		DefaultRuntimeImage:     "scriptagent:1",
 		Extensions:              engines.EngineExtensions{MCPTransports: []engines.MCPTransport{engines.MCPTransportStdio}},
