@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -201,8 +202,23 @@ func (a *Activities) logger(ctx context.Context, sessionID string) *zap.Logger {
 	return l
 }
 
+// boxImage is the image a box of a profile runs: the profile's own, or the engine's
+// DefaultRuntimeImage when the profile names none. An absolute path is an unpacked
+// root directory (what the local backend runs); anything else is an image reference
+// for backends that pull images, which the local backend refuses by name.
+func boxImage(profileImage, engineDefault string) sandbox.Image {
+	image := profileImage
+	if image == "" {
+		image = engineDefault
+	}
+	if image == "" || strings.HasPrefix(image, "/") {
+		return sandbox.Image{Root: image}
+	}
+	return sandbox.Image{URI: image}
+}
+
 // DefaultSpec builds a box spec from the RuntimeProfile and the adapter's sandbox
-// request: the profile's image root and resources, the engine's environment, and
+// request: the profile's image (or the engine's default) and resources, the engine's environment, and
 // the profile key prewarm pools are kept under. Resources the profile leaves out
 // take the backend's configured defaults.
 func DefaultSpec(profile store.RuntimeProfile, agent store.Agent, adapter engines.EngineAdapter) (sandbox.Spec, error) {
@@ -213,7 +229,7 @@ func DefaultSpec(profile store.RuntimeProfile, agent store.Agent, adapter engine
 	}
 	spec := sandbox.Spec{
 		ProfileKey: profile.ID,
-		Image:      sandbox.Image{Root: profile.Image},
+		Image:      boxImage(profile.Image, adapter.Capabilities().DefaultRuntimeImage),
 		Limits:     limits,
 		Env:        map[string]string{},
 		Metadata:   map[string]string{"agent_id": agent.ID, "engine_kind": agent.EngineKind},

@@ -45,7 +45,6 @@ func (a *Adapter) Capabilities() engines.EngineRuntimeCapabilities {
 		SupportedSessionKinds:   []engines.SessionKind{engines.SessionKindAgentChat},
 		Workload:                engines.EngineWorkloadDeclaration{ConfigDirName: ".scriptagent", ConfigDirEnv: "SCRIPTAGENT_HOME", RequiredCommands: []string{a.BinaryPath}},
 		ConversationPlacement:   engines.PlacementPerConversationAccount,
-		DefaultRuntimeImage:     "scriptagent:1",
 		Extensions:              engines.EngineExtensions{MCPTransports: []engines.MCPTransport{engines.MCPTransportStdio}},
 		RequiresProcessSessions: true,
 		SessionLog:              &engines.SessionLogDeclaration{PathPattern: engines.SessionLogKeyPlaceholder + ".jsonl"},
