@@ -237,5 +237,10 @@ func DefaultSpec(profile store.RuntimeProfile, agent store.Agent, adapter engine
 	for k, v := range req.Environment {
 		spec.Env[k] = v
 	}
+	if req.WorkingDirectoryVariable != "" {
+		// The program learns its working directory from the platform: the workspace
+		// the box mounts (the runtime identity's WorkspaceDir).
+		spec.Env[req.WorkingDirectoryVariable] = spec.WithDefaults().Workspace.MountPath
+	}
 	return spec, nil
 }

@@ -49,3 +49,21 @@ func TestMissingRequiredCommandStopsActivationAndTheSessionSaysWhy(t *testing.T)
 	require.NoError(t, err)
 	require.NotEqual(t, store.InputAdmitted, got.State)
 }
+
+// TestTheProgramLearnsItsWorkspaceFromItsWorkingDirectoryVariable: the variable the
+// engine's sandbox request names (WorkingDirectoryVariable) holds the box's
+// workspace in every process of the box, the program's included.
+func TestTheProgramLearnsItsWorkspaceFromItsWorkingDirectoryVariable(t *testing.T) {
+	s := newStack(t)
+	s.startWorker("host-a-" + uniq())
+	id := s.newSession()
+	s.waitEnded(id, "resp-"+s.send(id, "quick"))
+
+	h, err := s.backend.Get(s.ctx, *s.session(id).SandboxID)
+	require.NoError(t, err)
+	defer h.Close()
+	variable := (&scriptengine.Adapter{}).SandboxRequest().WorkingDirectoryVariable
+	res, err := h.Exec(s.ctx, sandbox.ExecRequest{Argv: []string{"/bin/sh", "-c", `printf %s "$` + variable + `"`}})
+	require.NoError(t, err)
+	require.Equal(t, "/workspace", string(res.Stdout))
+}

@@ -49,6 +49,7 @@ func TestDefaultSpecUsesTheEnginesDefaultImageWhenTheProfileNamesNone(t *testing
 	spec, err := activities.DefaultSpec(store.RuntimeProfile{ID: "rp-1"}, agent, imageAdapter("/srv/images/claude"))
 	require.NoError(t, err)
 	require.Equal(t, sandbox.Image{Root: "/srv/images/claude"}, spec.Image)
+	require.Equal(t, "/workspace", spec.Env[imageAdapter("").SandboxRequest().WorkingDirectoryVariable], "the working-directory variable names the workspace")
 
 	spec, err = activities.DefaultSpec(store.RuntimeProfile{ID: "rp-1", Image: "/srv/images/mine"}, agent, imageAdapter("/srv/images/claude"))
 	require.NoError(t, err)
