@@ -78,6 +78,9 @@ func (a *Activities) ActivateRuntime(ctx context.Context, req ActivateRequest) (
 	if err := a.checkRequiredCommands(ctx, h, sess.ID, caps); err != nil {
 		return ActivateResult{}, err
 	}
+	if sc.Secrets, err = a.resolveSecrets(ctx, sess.ID, adapter); err != nil {
+		return ActivateResult{}, err
+	}
 	if sc.AttachMode == engines.AttachRestore {
 		// The replacement box gets the conversation's native log before the program
 		// resumes the conversation from it.

@@ -93,9 +93,16 @@ type Deps struct {
 	Notices InputNotices
 	// HostTaskQueue is this process's host task queue (worker.HostTaskQueue).
 	HostTaskQueue string
-	Logger        *zap.Logger
-	Settings      Settings
+	// PlatformSecrets resolves the named platform secrets adapters ask for in their
+	// StartupMaterialRequest (nil: none is configured).
+	PlatformSecrets PlatformSecrets
+	Logger          *zap.Logger
+	Settings        Settings
 }
+
+// PlatformSecrets returns the value of a named platform secret from the platform's
+// configuration, and whether one is configured.
+type PlatformSecrets func(name string) (value string, ok bool)
 
 // Activities is the set of SessionWorkflow's activities of one worker process. It
 // holds the process's live runtime connections.

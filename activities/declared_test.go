@@ -1,6 +1,8 @@
 package activities_test
 
 import (
+	"context"
+	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -9,6 +11,7 @@ import (
 	"github.com/astrabox/astrabox/internal/scriptengine"
 	"github.com/astrabox/astrabox/sandbox"
 	"github.com/astrabox/astrabox/store"
+	"github.com/astrabox/astrabox/workflows"
 )
 
 // needsMore is scriptagent declaring one more required command than its box has.
@@ -66,4 +69,65 @@ func TestTheProgramLearnsItsWorkspaceFromItsWorkingDirectoryVariable(t *testing.
 	res, err := h.Exec(s.ctx, sandbox.ExecRequest{Argv: []string{"/bin/sh", "-c", `printf %s "$` + variable + `"`}})
 	require.NoError(t, err)
 	require.Equal(t, "/workspace", string(res.Stdout))
+}
+
+// wantsSecret is scriptagent asking for a named platform secret; it hands what its
+// startup context carried to the test.
+type wantsSecret struct {
+	*scriptengine.Adapter
+	name string
+	got  chan map[string]string
+}
+
+func (a wantsSecret) StartupMaterialRequest() engines.EngineStartupMaterialRequest {
+	return engines.EngineStartupMaterialRequest{Secrets: []string{a.name}}
+}
+
+func (a wantsSecret) ActivateRuntime(ctx context.Context, sc engines.EngineStartupContext, box engines.Box) (engines.SessionRuntime, error) {
+	select {
+	case a.got <- sc.Secrets:
+	default:
+	}
+	return a.Adapter.ActivateRuntime(ctx, sc, box)
+}
+
+// TestPlatformSecretsReachTheAdapterAndNoHistory: a platform secret the adapter asks
+// for in its StartupMaterialRequest is resolved from the workers' configuration into
+// its startup context, and its value is in no workflow history; an unconfigured one
+// stops activation and the Session names it (never a value).
+func TestPlatformSecretsReachTheAdapterAndNoHistory(t *testing.T) {
+	binDir, err := buildAgent()
+	require.NoError(t, err)
+	value := "sv-" + uniq()
+	setup := func(name string) engineSetup {
+		return engineSetup{
+			kind:    scriptengine.Kind,
+			adapter: wantsSecret{Adapter: &scriptengine.Adapter{BinaryPath: agentMount + "/scriptagent"}, name: name, got: make(chan map[string]string, 1)},
+			mounts:  []sandbox.Mount{{Source: binDir, Target: agentMount}},
+			secrets: map[string]string{"search_token": value},
+		}
+	}
+
+	good := setup("search_token")
+	s := newStackWith(t, good)
+	s.startWorker("host-a-" + uniq())
+	id := s.newSession()
+	s.waitEnded(id, "resp-"+s.send(id, "quick"))
+	require.Equal(t, map[string]string{"search_token": value}, <-good.adapter.(wantsSecret).got)
+	hist := s.tc.GetWorkflowHistory(s.ctx, workflows.SessionWorkflowID(id), "", false, 0)
+	for hist.HasNext() {
+		ev, err := hist.Next()
+		require.NoError(t, err)
+		raw, err := json.Marshal(ev)
+		require.NoError(t, err)
+		require.NotContains(t, string(raw), value)
+	}
+
+	bad := setup("absent_token")
+	s2 := newStackWith(t, bad)
+	s2.startWorker("host-b-" + uniq())
+	id2 := s2.newSession()
+	s2.send(id2, "quick")
+	s2.eventually("the Session to be terminated", func() bool { return s2.session(id2).Lifecycle == store.LifecycleTerminated })
+	require.Contains(t, *s2.session(id2).RuntimeError, "absent_token")
 }
