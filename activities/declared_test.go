@@ -6,7 +6,9 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/converter"
 
+	"github.com/astrabox/astrabox/activities"
 	"github.com/astrabox/astrabox/engines"
 	"github.com/astrabox/astrabox/internal/scriptengine"
 	"github.com/astrabox/astrabox/sandbox"
@@ -130,4 +132,47 @@ func TestPlatformSecretsReachTheAdapterAndNoHistory(t *testing.T) {
 	s2.send(id2, "quick")
 	s2.eventually("the Session to be terminated", func() bool { return s2.session(id2).Lifecycle == store.LifecycleTerminated })
 	require.Contains(t, *s2.session(id2).RuntimeError, "absent_token")
+}
+
+// requireRuntimeInfo reads the Session's runtime-info snapshot and checks what every
+// activation records: the current box, the runner's build and the adapter's version;
+// it also checks the workflow's memo carries the snapshot's line.
+func (s *stack) requireRuntimeInfo(sessionID string) activities.RuntimeInfo {
+	s.t.Helper()
+	sess := s.session(sessionID)
+	var info activities.RuntimeInfo
+	require.NoError(s.t, json.Unmarshal(sess.RuntimeInfo, &info), "runtime_info: %s", sess.RuntimeInfo)
+	require.Equal(s.t, *sess.SandboxID, info.SandboxID)
+	require.NotEmpty(s.t, info.RunnerBuild)
+	require.Contains(s.t, info.AdapterVersion, "engine contract v")
+	desc, err := s.tc.DescribeWorkflowExecution(s.ctx, workflows.SessionWorkflowID(sessionID), "")
+	require.NoError(s.t, err)
+	field, ok := desc.WorkflowExecutionInfo.GetMemo().GetFields()[workflows.MemoRuntime]
+	require.True(s.t, ok, "the workflow memo has %s", workflows.MemoRuntime)
+	var line string
+	require.NoError(s.t, converter.GetDefaultDataConverter().FromPayload(field, &line))
+	require.Contains(s.t, line, "runner "+info.RunnerBuild)
+	return info
+}
+
+// TestActivationSavesTheRuntimeInfoSnapshot: each activation saves what ran (runner
+// build, adapter version, box) on the Session and in the workflow's memo, and a
+// replacement box replaces the snapshot.
+func TestActivationSavesTheRuntimeInfoSnapshot(t *testing.T) {
+	s := newStack(t)
+	s.startWorker("host-a-" + uniq())
+	id := s.newSession()
+	s.waitEnded(id, "resp-"+s.send(id, "quick"))
+	first := s.requireRuntimeInfo(id)
+	require.Nil(t, first.RuntimeVersions, "scriptagent declares no server info")
+
+	require.NoError(t, s.backend.Destroy(s.ctx, first.SandboxID))
+	s.eventually("a reply from a new box", func() bool {
+		next := s.send(id, "quick")
+		r := s.waitEnded(id, "resp-"+next)
+		return *r.Outcome == store.OutcomeCompleted
+	})
+	second := s.requireRuntimeInfo(id)
+	require.NotEqual(t, first.SandboxID, second.SandboxID)
+	require.True(t, second.ObservedAt.After(first.ObservedAt))
 }

@@ -38,3 +38,19 @@ func TestAdministratorReadsASessionsDiagnostics(t *testing.T) {
 	require.Less(t, got[0].Seq, got[1].Seq)
 	f.call("GET", "/api/v1/admin/sessions/00000000-0000-4000-8000-000000000000/diagnostics", f.admin, nil).refused(t, http.StatusNotFound, CodeNotFound)
 }
+
+// TestRuntimeInfoIsOnTheAdministratorsSessionView: the runtime-info snapshot the last
+// activation saved is shown to an administrator and left out for the owner.
+func TestRuntimeInfoIsOnTheAdministratorsSessionView(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	id := f.newSession(f.member)
+	f.exec(`UPDATE sessions SET runtime_info = '{"sandbox_id":"box-1","runner_build":"abc123","adapter_version":"astrabox x (engine contract v7)"}' WHERE id = $1`, id)
+
+	var admin map[string]json.RawMessage
+	f.call("GET", "/api/v1/sessions/"+id, f.admin, nil).ok(t).into(t, &admin)
+	require.JSONEq(t, `{"sandbox_id":"box-1","runner_build":"abc123","adapter_version":"astrabox x (engine contract v7)"}`, string(admin["runtime_info"]))
+	var owner map[string]json.RawMessage
+	f.call("GET", "/api/v1/sessions/"+id, f.member, nil).ok(t).into(t, &owner)
+	require.NotContains(t, owner, "runtime_info")
+}

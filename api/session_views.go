@@ -85,7 +85,10 @@ type sessionDetails struct {
 	ModelName *string `json:"model_name"`
 	// RuntimeError says why the platform could not start the Agent program (a
 	// required command missing from its image, ...); null once a runtime starts.
-	RuntimeError       *string          `json:"runtime_error"`
+	RuntimeError *string `json:"runtime_error"`
+	// RuntimeInfo is the runtime-info snapshot of the last activation (program
+	// version, runner and adapter builds, sandbox, time), for administrators only.
+	RuntimeInfo        json.RawMessage  `json:"runtime_info,omitempty"`
 	CurrentResponses   []responseView   `json:"current_responses"`
 	LastResponse       *responseView    `json:"last_response"`
 	PendingInteraction *interactionView `json:"pending_interaction"`

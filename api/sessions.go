@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -101,7 +102,13 @@ func (s *Server) getSession(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	writeOK(c, newSessionDetails(sess, f))
+	d := newSessionDetails(sess, f)
+	if currentUser(c).IsAdmin() && len(sess.RuntimeInfo) > 0 {
+		// What ran, as its last activation observed it: operator evidence, read
+		// from the row, never by waking the runtime.
+		d.RuntimeInfo = json.RawMessage(sess.RuntimeInfo)
+	}
+	writeOK(c, d)
 }
 
 // sessionPage is a paged conversation list.

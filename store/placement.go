@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"gorm.io/gorm/clause"
@@ -37,6 +38,8 @@ type RuntimeActivation struct {
 	EngineSessionKey  string
 	// ResumeMaterial replaces the stored material when not nil.
 	ResumeMaterial []byte
+	// RuntimeInfo replaces the runtime-info snapshot when not nil.
+	RuntimeInfo json.RawMessage
 }
 
 // RecordRuntimeActive records that the runtime of a generation is live on a host task
@@ -53,6 +56,9 @@ func (s *Store) RecordRuntimeActive(ctx context.Context, a RuntimeActivation) er
 	}
 	if a.ResumeMaterial != nil {
 		updates["resume_material"] = a.ResumeMaterial
+	}
+	if a.RuntimeInfo != nil {
+		updates["runtime_info"] = nullableJSON(a.RuntimeInfo)
 	}
 	res := s.conn(ctx).Model(&Session{}).
 		Where("id = ? AND runtime_generation = ? AND lifecycle IN ?", a.SessionID, a.RuntimeGeneration,
