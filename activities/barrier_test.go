@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/astrabox/astrabox/activities"
 	"github.com/astrabox/astrabox/engines"
 	"github.com/astrabox/astrabox/internal/scriptengine"
 	"github.com/astrabox/astrabox/store"
@@ -92,4 +93,24 @@ func TestAdmittedInputsSurviveTheBoxKilledRightAfter(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, store.InputAdmitted, stored.State)
 	}
+}
+
+// TestIdleReleaseMirrorsTheLogsTailBeforeTheBoxGoes: a turn the program writes to
+// its log after reporting the response's end (as Claude Code does) is mirrored
+// before the idle box is released, so the next box resumes with it.
+func TestIdleReleaseMirrorsTheLogsTailBeforeTheBoxGoes(t *testing.T) {
+	s := newStack(t)
+	s.startWorkerWith("host-a-"+uniq(), activities.Settings{HeartbeatEvery: time.Second, IdleRelease: 2 * time.Second})
+	id := s.newSession()
+
+	in := s.send(id, "late")
+	s.waitEnded(id, "resp-"+in)
+	s.eventually("the idle box to be released", func() bool { return s.session(id).RuntimeUnavailable })
+	streams, err := s.st.ListSessionLogStreams(s.ctx, id)
+	require.NoError(t, err)
+	require.Len(t, streams, 1)
+	entries, err := s.st.ListSessionLogEntries(s.ctx, id, streams[0])
+	require.NoError(t, err)
+	require.Len(t, entries, 2, "the input and its late turn")
+	require.Contains(t, string(entries[1].Entry), "resp-"+in)
 }

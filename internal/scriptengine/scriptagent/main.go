@@ -9,7 +9,8 @@
 // {"op":"answer","interaction_id":..,"decision":..} and
 // {"op":"stop_child","control_ref":..}. A text "slow:N:MS" answers with N parts MS
 // milliseconds apart; "ask" first asks a question (interaction ask-<input_id>) and
-// continues once answered; "noise" first writes an event no translator knows (a
+// continues once answered; "late" answers like any text but writes its completed
+// turn to the log half a second after reporting the end; "noise" first writes an event no translator knows (a
 // runtime diagnostic); "delegate" starts a child agent (child-<input_id>, control
 // reference ctl-<input_id>) that keeps running after the response until stopped; any
 // other text answers with three parts at once.
@@ -57,7 +58,12 @@ type response struct {
 	asking  string
 	ask     bool
 	segment int
+	// late writes the completed turn to the transcript lateTurn after the end.
+	late bool
 }
+
+// lateTurn is how long after its end a "late" input's turn reaches the transcript.
+const lateTurn = 500 * time.Millisecond
 
 func (r *response) textID() string { return fmt.Sprintf("t%d", r.segment) }
 
@@ -101,7 +107,7 @@ func main() {
 		if cur == nil && len(queue) > 0 {
 			next := queue[0]
 			queue = queue[1:]
-			cur = &response{id: "resp-" + next.InputID, inputID: next.InputID, left: 3, segment: 1, ask: next.Text == "ask"}
+			cur = &response{id: "resp-" + next.InputID, inputID: next.InputID, left: 3, segment: 1, ask: next.Text == "ask", late: next.Text == "late"}
 			if n, gap, ok := parseSlow(next.Text); ok {
 				cur.left, cur.gap = n, gap
 			}
@@ -180,7 +186,14 @@ func main() {
 			}
 			// The turn is in the transcript before the program reports it ended: a
 			// restart (or a replacement box given this transcript) resumes after it.
-			record(transcript, event{"input_id": cur.inputID, "response_id": cur.id})
+			// A "late" input's turn is written lateTurn after, as Claude Code writes
+			// its transcript after its stdout.
+			turn := event{"input_id": cur.inputID, "response_id": cur.id}
+			if cur.late {
+				time.AfterFunc(lateTurn, func() { record(transcript, turn) })
+			} else {
+				record(transcript, turn)
+			}
 			emit(event{"ev": "ended", "response_id": cur.id, "outcome": "completed", "native_reason": "end_turn", "text_id": cur.textID()})
 			cur = nil
 			if len(queue) == 0 {
