@@ -75,6 +75,12 @@ func (a *Activities) ActivateRuntime(ctx context.Context, req ActivateRequest) (
 	}
 	sc.RuntimeIdentity = defaultIdentity()
 	caps := adapter.Capabilities()
+	if err := a.checkRequiredCommands(ctx, h, sess.ID, caps); err != nil {
+		return ActivateResult{}, err
+	}
+	if sc.Secrets, err = a.resolveSecrets(ctx, sess.ID, adapter); err != nil {
+		return ActivateResult{}, err
+	}
 	if sc.AttachMode == engines.AttachRestore {
 		// The replacement box gets the conversation's native log before the program
 		// resumes the conversation from it.
@@ -99,12 +105,23 @@ func (a *Activities) ActivateRuntime(ctx context.Context, req ActivateRequest) (
 		_ = client.Close()
 		return ActivateResult{}, err
 	}
+	observed, err := observeRuntime(ctx, client, caps, h)
+	if err != nil {
+		_ = client.Close()
+		return ActivateResult{}, err
+	}
+	infoJSON, err := observed.encode()
+	if err != nil {
+		_ = client.Close()
+		return ActivateResult{}, err
+	}
 	err = a.deps.Store.RecordRuntimeActive(ctx, store.RuntimeActivation{
 		SessionID:         sess.ID,
 		RuntimeGeneration: req.RuntimeGeneration,
 		HostTaskQueue:     a.deps.HostTaskQueue,
 		EngineSessionKey:  client.EngineSessionKey(),
 		ResumeMaterial:    rt.ResumeMaterial,
+		RuntimeInfo:       infoJSON,
 	})
 	if err != nil {
 		_ = client.Close()
@@ -116,5 +133,5 @@ func (a *Activities) ActivateRuntime(ctx context.Context, req ActivateRequest) (
 	keep = true
 	a.live.put(&liveRuntime{sessionID: sess.ID, generation: req.RuntimeGeneration, client: client, handle: h,
 		box: box, caps: caps, identity: sc.RuntimeIdentity})
-	return ActivateResult{HostTaskQueue: a.deps.HostTaskQueue}, nil
+	return ActivateResult{HostTaskQueue: a.deps.HostTaskQueue, RuntimeSummary: observed.memo()}, nil
 }

@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -38,6 +39,11 @@ type InputNotices interface {
 
 var _ InputNotices = (*pubsub.Listener)(nil)
 
+// defaultDiagnosticsKept is enough runtime diagnostics per Session to see what a
+// program said around a fault, and few enough that a chatty program cannot grow the
+// table without bound.
+const defaultDiagnosticsKept = 500
+
 // Settings tunes the activities; zero values take the documented defaults.
 type Settings struct {
 	// IdleRelease is how long a Session may stay idle before its box is released;
@@ -50,6 +56,9 @@ type Settings struct {
 	HeartbeatEvery time.Duration
 	// MaxBatch bounds the events one Relay transaction records (default 64).
 	MaxBatch int
+	// DiagnosticsKept bounds the runtime diagnostics stored per Session; the oldest
+	// are dropped first (default 500).
+	DiagnosticsKept int
 }
 
 func (s Settings) withDefaults() Settings {
@@ -64,6 +73,9 @@ func (s Settings) withDefaults() Settings {
 	}
 	if s.MaxBatch <= 0 {
 		s.MaxBatch = 64
+	}
+	if s.DiagnosticsKept <= 0 {
+		s.DiagnosticsKept = defaultDiagnosticsKept
 	}
 	return s
 }
@@ -81,9 +93,16 @@ type Deps struct {
 	Notices InputNotices
 	// HostTaskQueue is this process's host task queue (worker.HostTaskQueue).
 	HostTaskQueue string
-	Logger        *zap.Logger
-	Settings      Settings
+	// PlatformSecrets resolves the named platform secrets adapters ask for in their
+	// StartupMaterialRequest (nil: none is configured).
+	PlatformSecrets PlatformSecrets
+	Logger          *zap.Logger
+	Settings        Settings
 }
+
+// PlatformSecrets returns the value of a named platform secret from the platform's
+// configuration, and whether one is configured.
+type PlatformSecrets func(name string) (value string, ok bool)
 
 // Activities is the set of SessionWorkflow's activities of one worker process. It
 // holds the process's live runtime connections.
@@ -190,8 +209,23 @@ func (a *Activities) logger(ctx context.Context, sessionID string) *zap.Logger {
 	return l
 }
 
+// boxImage is the image a box of a profile runs: the profile's own, or the engine's
+// DefaultRuntimeImage when the profile names none. An absolute path is an unpacked
+// root directory (what the local backend runs); anything else is an image reference
+// for backends that pull images, which the local backend refuses by name.
+func boxImage(profileImage, engineDefault string) sandbox.Image {
+	image := profileImage
+	if image == "" {
+		image = engineDefault
+	}
+	if image == "" || strings.HasPrefix(image, "/") {
+		return sandbox.Image{Root: image}
+	}
+	return sandbox.Image{URI: image}
+}
+
 // DefaultSpec builds a box spec from the RuntimeProfile and the adapter's sandbox
-// request: the profile's image root and resources, the engine's environment, and
+// request: the profile's image (or the engine's default) and resources, the engine's environment, and
 // the profile key prewarm pools are kept under. Resources the profile leaves out
 // take the backend's configured defaults.
 func DefaultSpec(profile store.RuntimeProfile, agent store.Agent, adapter engines.EngineAdapter) (sandbox.Spec, error) {
@@ -202,13 +236,18 @@ func DefaultSpec(profile store.RuntimeProfile, agent store.Agent, adapter engine
 	}
 	spec := sandbox.Spec{
 		ProfileKey: profile.ID,
-		Image:      sandbox.Image{Root: profile.Image},
+		Image:      boxImage(profile.Image, adapter.Capabilities().DefaultRuntimeImage),
 		Limits:     limits,
 		Env:        map[string]string{},
 		Metadata:   map[string]string{"agent_id": agent.ID, "engine_kind": agent.EngineKind},
 	}
 	for k, v := range req.Environment {
 		spec.Env[k] = v
+	}
+	if req.WorkingDirectoryVariable != "" {
+		// The program learns its working directory from the platform: the workspace
+		// the box mounts (the runtime identity's WorkspaceDir).
+		spec.Env[req.WorkingDirectoryVariable] = spec.WithDefaults().Workspace.MountPath
 	}
 	return spec, nil
 }

@@ -106,6 +106,13 @@ func TestClaudeCodeTwoInputsOneSentWhileWorking(t *testing.T) {
 		_ = json.Unmarshal(p.Frame, &f)
 		return f.Type == "text-delta" && f.Delta != ""
 	}), "Claude Code's text reached the output log")
+	// The activation saved what ran: the Claude Code version it reported.
+	info := s.requireRuntimeInfo(id)
+	require.NotNil(t, info.RuntimeVersions)
+	require.Len(t, info.RuntimeVersions.Components, 1)
+	require.Equal(t, "claude_code", info.RuntimeVersions.Components[0].Component)
+	require.NotNil(t, info.RuntimeVersions.Components[0].Version)
+	require.Equal(t, agentbin.ClaudeVersion, *info.RuntimeVersions.Components[0].Version)
 }
 
 // TestClaudeCodeRemovedBoxFailsTheResponseAndResumesTheConversation removes the box

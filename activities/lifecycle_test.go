@@ -46,9 +46,10 @@ func TestIdleReleaseAndTheNextMessageResumesInANewBox(t *testing.T) {
 	data, err := h.ReadFile(s.ctx, scriptengine.TranscriptPath(&engines.RuntimeIdentity{HomeDir: "/workspace/.home"}, *after.EngineSessionKey))
 	require.NoError(t, err)
 	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
-	require.Len(t, lines, 2)
-	require.Contains(t, lines[0], first)
-	require.Contains(t, lines[1], next)
+	require.Len(t, lines, 4, "each input and each completed turn")
+	for i, in := range []string{first, first, next, next} {
+		require.Contains(t, lines[i], in)
+	}
 }
 
 func TestRefusedInputFailsAndIsReportedOnTheStream(t *testing.T) {

@@ -86,6 +86,13 @@ func (r *liveRegistry) get(sessionID string, generation int64) (*liveRuntime, er
 	return l, nil
 }
 
+// lookup returns the Session's runtime held here, of any generation, or nil.
+func (r *liveRegistry) lookup(sessionID string) *liveRuntime {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.m[sessionID]
+}
+
 // remove drops and closes l if it is still the Session's runtime.
 func (r *liveRegistry) remove(l *liveRuntime) {
 	r.mu.Lock()
@@ -113,9 +120,18 @@ func (r *liveRegistry) len() int {
 	return len(r.m)
 }
 
-// Disconnect closes this process's connection to the Session's runtime, if any; the
-// runtime itself keeps running. The workflow calls it before releasing the box.
-func (a *Activities) Disconnect(_ context.Context, ref SessionRef) error {
+// Disconnect mirrors the engine's native log one last time and closes this process's
+// connection to the Session's runtime, if any; the runtime itself keeps running. The
+// workflow calls it before releasing the box (idle release, archive, delete), so what
+// the program wrote since the last admission, such as a reply's tail, is in custody
+// before the box goes. A failed mirror keeps the connection and fails the attempt, so
+// the activity's retries try again before the workflow gives up and releases.
+func (a *Activities) Disconnect(ctx context.Context, ref SessionRef) error {
+	if l := a.live.lookup(ref.SessionID); l != nil && l.client.IsLive() {
+		if err := a.mirrorSessionLog(ctx, l); err != nil {
+			return fmt.Errorf("mirror session log before release: %w", err)
+		}
+	}
 	a.live.removeSession(ref.SessionID)
 	return nil
 }

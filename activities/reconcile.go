@@ -27,6 +27,13 @@ func (r *relayRun) reconcile(ctx context.Context, expired *engines.RuntimeCursor
 	if err != nil {
 		return nil, err
 	}
+	if len(rec.AdmitInputs) > 0 {
+		// The session-log barrier holds here too: admissions the runtime reports in
+		// its State are recorded only once the mirror covers its native log.
+		if err := r.a.mirrorSessionLog(ctx, r.l); err != nil {
+			return nil, fmt.Errorf("mirror session log before recording admissions: %w", err)
+		}
+	}
 	next := continueFrom(expired, state)
 	if next != nil {
 		rec.Cursor = cursorUpdate(*next)

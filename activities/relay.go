@@ -179,28 +179,39 @@ func (r *relayRun) readFrom(ctx context.Context, cursor *engines.RuntimeCursor) 
 func (r *relayRun) record(ctx context.Context, batch []eventOrErr, cursor *engines.RuntimeCursor) (*engines.RuntimeCursor, error) {
 	var ops []store.RelayOp
 	var itemErr error
-	ended := false // the batch admitted an input or ended a response
+	admits, ends := false, false
 	last := cursor
 	for _, it := range batch {
 		if it.err != nil {
 			itemErr = it.err
 			break
 		}
-		evOps, err := opsFor(it.ev)
+		evOps, err := opsFor(it.ev, r.a.set.DiagnosticsKept)
 		if err != nil {
 			return cursor, err
 		}
 		if len(evOps) == 0 {
-			r.log.Debug("runtime diagnostic", zap.String("event_type", string(it.ev.Type())))
+			r.log.Debug("runtime event with no record", zap.String("event_type", string(it.ev.Type())))
 		}
 		for _, op := range evOps {
 			ops = append(ops, op)
-			ended = ended || op.EndResponse != nil || op.AdmitInput != ""
+			admits = admits || op.AdmitInput != ""
+			ends = ends || op.EndResponse != nil
 		}
 		c := it.ev.EventCursor()
 		last = &c
 	}
 	if last != cursor {
+		if admits {
+			// The session-log barrier: an engine reports an input admitted once its
+			// native log holds it, and the platform records the admission only after
+			// its mirror covers that log. A box lost right after the admission is
+			// then restored with the input; an unmirrored one stays held and is sent
+			// again, never recorded admitted and lost.
+			if err := r.a.mirrorSessionLog(ctx, r.l); err != nil {
+				return cursor, fmt.Errorf("mirror session log before recording an admission: %w", err)
+			}
+		}
 		res, err := r.a.deps.Store.ApplyRelayBatch(ctx, store.RelayBatch{SessionID: r.l.sessionID, LeaseGeneration: r.lease, Ops: ops, Cursor: cursorUpdate(*last)})
 		if err != nil {
 			return cursor, err
@@ -210,11 +221,12 @@ func (r *relayRun) record(ctx context.Context, batch []eventOrErr, cursor *engin
 		if err := r.l.client.Committed(ctx, *last); err != nil {
 			r.log.Warn("tell runtime what is committed", zap.Error(err))
 		}
-		if ended {
-			// An admission or a response end is in the engine's native log now. Mirror
-			// it so a replacement box can resume the conversation.
+		if ends {
+			// A response's tail may reach the native log after its end event (Claude
+			// Code writes its transcript 70-250 ms after stdout): what is there now is
+			// mirrored, the rest with the next admission or before the box is released.
 			if err := r.a.mirrorSessionLog(ctx, r.l); err != nil {
-				r.log.Warn("mirror session log", zap.Error(err))
+				r.log.Warn("mirror session log after a response ended", zap.Error(err))
 			}
 		}
 	}

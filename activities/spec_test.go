@@ -33,3 +33,33 @@ func TestDefaultSpecCarriesTheProfilesResources(t *testing.T) {
 	require.ErrorIs(t, err, sandbox.ErrInvalidSpec)
 	require.Contains(t, err.Error(), "rp-1")
 }
+
+// imageAdapter is Claude Code's adapter declaring a default runtime image.
+func imageAdapter(image string) *claude.Adapter {
+	return claude.NewAdapter(claude.Config{DefaultRuntimeImage: image})
+}
+
+// TestDefaultSpecUsesTheEnginesDefaultImageWhenTheProfileNamesNone: a profile
+// without an image gets the engine's DefaultRuntimeImage, a profile's own image wins;
+// a directory is an image root (what the local backend runs), a reference an image
+// URI (which it refuses by name).
+func TestDefaultSpecUsesTheEnginesDefaultImageWhenTheProfileNamesNone(t *testing.T) {
+	t.Parallel()
+	agent := store.Agent{ID: "a-1"}
+	spec, err := activities.DefaultSpec(store.RuntimeProfile{ID: "rp-1"}, agent, imageAdapter("/srv/images/claude"))
+	require.NoError(t, err)
+	require.Equal(t, sandbox.Image{Root: "/srv/images/claude"}, spec.Image)
+	require.Equal(t, "/workspace", spec.Env[imageAdapter("").SandboxRequest().WorkingDirectoryVariable], "the working-directory variable names the workspace")
+
+	spec, err = activities.DefaultSpec(store.RuntimeProfile{ID: "rp-1", Image: "/srv/images/mine"}, agent, imageAdapter("/srv/images/claude"))
+	require.NoError(t, err)
+	require.Equal(t, sandbox.Image{Root: "/srv/images/mine"}, spec.Image)
+
+	spec, err = activities.DefaultSpec(store.RuntimeProfile{ID: "rp-1"}, agent, imageAdapter("ghcr.io/astrabox/claude:2"))
+	require.NoError(t, err)
+	require.Equal(t, sandbox.Image{URI: "ghcr.io/astrabox/claude:2"}, spec.Image)
+
+	spec, err = activities.DefaultSpec(store.RuntimeProfile{ID: "rp-1"}, agent, imageAdapter(""))
+	require.NoError(t, err)
+	require.Equal(t, sandbox.Image{}, spec.Image, "no image anywhere: the local backend's host root")
+}

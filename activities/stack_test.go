@@ -50,9 +50,11 @@ type stack struct {
 	mounts  []sandbox.Mount
 	// modelEgress points boxes at the model service through the "model" forward.
 	modelEgress bool
-	taskQueue   string
-	user        store.User
-	agent       store.Agent
+	// secrets are the configured platform secrets by name.
+	secrets   map[string]string
+	taskQueue string
+	user      store.User
+	agent     store.Agent
 }
 
 var buildAgent = sync.OnceValues(func() (string, error) {
@@ -90,6 +92,8 @@ type engineSetup struct {
 	// mounts are bound into every box; egress serves box forwards by name.
 	mounts []sandbox.Mount
 	egress map[string]egress.Route
+	// secrets are the platform secrets the workers' configuration holds.
+	secrets map[string]string
 }
 
 func newStack(t testing.TB) *stack {
@@ -111,7 +115,7 @@ func newStackWith(t testing.TB, setup engineSetup) *stack {
 	opts := localtest.Options(t)
 	opts.Egress = setup.egress
 	var err error
-	s := &stack{t: t, ctx: testutil.ContextWithTimeout(t, 10*time.Minute), mounts: setup.mounts, taskQueue: "orch-" + uniq()}
+	s := &stack{t: t, ctx: testutil.ContextWithTimeout(t, 10*time.Minute), mounts: setup.mounts, secrets: setup.secrets, taskQueue: "orch-" + uniq()}
 	_, s.modelEgress = setup.egress[activities.ModelForwardName]
 	var dsn string
 	s.st, dsn = testutil.NewDB(t)
@@ -155,8 +159,12 @@ func (s *stack) startWorkerWith(hostID string, set activities.Settings) (stop fu
 			return spec, err
 		},
 		HostTaskQueue: worker.HostTaskQueue(s.taskQueue, hostID),
-		Logger:        testutil.Logger(s.t).Named(hostID),
-		Settings:      set,
+		PlatformSecrets: func(name string) (string, bool) {
+			v, ok := s.secrets[name]
+			return v, ok
+		},
+		Logger:   testutil.Logger(s.t).Named(hostID),
+		Settings: set,
 	})
 	require.NoError(s.t, err)
 	w, err := worker.New(s.tc, worker.Options{

@@ -9,8 +9,12 @@ import (
 )
 
 // opsFor translates one runtime event into the facts the Relay records; none for
-// events that reach no table (diagnostics, which go to the log only).
-func opsFor(ev engines.Event) ([]store.RelayOp, error) {
+// events that reach no table. A diagnostic is kept for operators, the Session's
+// latest keep of them.
+func opsFor(ev engines.Event, keep int) ([]store.RelayOp, error) {
+	if d, isDiag := ev.(engines.RuntimeDiagnostic); isDiag {
+		return []store.RelayOp{{Diagnostic: &store.DiagnosticRecord{EventType: d.EventType, Raw: d.Raw, Keep: keep}}}, nil
+	}
 	op, ok, err := opFor(ev)
 	if err != nil || !ok {
 		return nil, err

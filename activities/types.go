@@ -98,6 +98,9 @@ type ActivateRequest struct {
 // ActivateResult is the live runtime's placement.
 type ActivateResult struct {
 	HostTaskQueue string `json:"host_task_queue"`
+	// RuntimeSummary is the runtime-info snapshot in one line (program version,
+	// runner and adapter builds), for the workflow's memo.
+	RuntimeSummary string `json:"runtime_summary,omitempty"`
 }
 
 // RuntimeRef names a Session's runtime generation, for host activities.

@@ -114,8 +114,11 @@ func (s *Server) sendInput(c *gin.Context) {
 		}
 	}
 	if state := (store.SessionFacts{Session: sess}).State(); !state.AcceptsInput() {
-		s.fail(c, &Error{Status: http.StatusConflict, Code: CodeAgentRuntimeError,
-			Message: fmt.Sprintf("the Session is %s; recover a TERMINATED Session before sending messages", state)})
+		msg := fmt.Sprintf("the Session is %s; recover a TERMINATED Session before sending messages", state)
+		if sess.RuntimeError != nil {
+			msg += ": " + *sess.RuntimeError
+		}
+		s.fail(c, &Error{Status: http.StatusConflict, Code: CodeAgentRuntimeError, Message: msg})
 		return
 	}
 	held, err := s.store.CountHeldInputs(ctx, sess.ID)

@@ -78,6 +78,10 @@ var routeResponses = map[string]map[string]string{
 	"POST /agents": {
 		"503": "SERVICE_UNAVAILABLE: the config holds secret values and the server has no secrets.key configured",
 	},
+	"GET /admin/sessions/{session_id}/diagnostics": {
+		"200": "data: the Session's runtime diagnostics [{seq, event_type, raw, created_at}], oldest first: raw Agent-program evidence the platform kept instead of translating (the newest 500 per Session; never on a stream)",
+		"403": "FORBIDDEN: administrators only",
+	},
 	"GET /sessions/{session_id}/stream": {
 		"429": "TOO_MANY_STREAMS: the token already holds the most open streams allowed (http.max_streams_per_token)",
 	},

@@ -48,6 +48,7 @@ var apiRoutes = []route{
 	{"GET", "/sessions/:session_id/child-runs", "List the Session's child runs", h((*Server).listChildRuns)},
 	{"GET", "/sessions/:session_id/child-runs/:child_run_id/messages", "Read a child run's messages", h((*Server).childRunMessages)},
 	{"POST", "/sessions/:session_id/child-runs/:child_run_id/stop", "Ask the Agent program to stop a child run (owner)", h((*Server).stopChildRun)},
+	{"GET", "/admin/sessions/:session_id/diagnostics", "Read the Session's kept runtime diagnostics, oldest first (admin)", h((*Server).listDiagnostics)},
 	{"POST", "/admin/sessions/:session_id/history-import", "Import a Session's earlier history, for reading only (admin)", h((*Server).importHistory)},
 }
 

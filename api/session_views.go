@@ -82,7 +82,13 @@ type sessionSummary struct {
 // sessionDetails is the complete current Session (GET /sessions/{id}).
 type sessionDetails struct {
 	sessionSummary
-	ModelName          *string          `json:"model_name"`
+	ModelName *string `json:"model_name"`
+	// RuntimeError says why the platform could not start the Agent program (a
+	// required command missing from its image, ...); null once a runtime starts.
+	RuntimeError *string `json:"runtime_error"`
+	// RuntimeInfo is the runtime-info snapshot of the last activation (program
+	// version, runner and adapter builds, sandbox, time), for administrators only.
+	RuntimeInfo        json.RawMessage  `json:"runtime_info,omitempty"`
 	CurrentResponses   []responseView   `json:"current_responses"`
 	LastResponse       *responseView    `json:"last_response"`
 	PendingInteraction *interactionView `json:"pending_interaction"`
@@ -112,6 +118,7 @@ func newSessionDetails(sess store.Session, f store.SessionDetails) sessionDetail
 	d := sessionDetails{
 		sessionSummary:   newSessionSummary(sess, state),
 		ModelName:        sess.ModelName,
+		RuntimeError:     sess.RuntimeError,
 		CurrentResponses: make([]responseView, len(f.OpenResponses)),
 		HeldInputs:       make([]heldInputView, len(f.HeldInputs)),
 	}

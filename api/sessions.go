@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.uber.org/zap"
 
+	"github.com/astrabox/astrabox/engines"
 	"github.com/astrabox/astrabox/store"
 	"github.com/astrabox/astrabox/workflows"
 )
@@ -63,6 +65,7 @@ func (s *Server) createSession(c *gin.Context) {
 	}
 	sess, created, err := s.store.CreateSessionIdempotent(c.Request.Context(), store.NewSession{
 		UserID: currentUser(c).ID, AgentID: agent.ID, IdempotencyKey: key, MaxLiveBoxes: s.maxLiveBoxes,
+		DefaultPermissionMode: s.defaultPermissionMode(agent.EngineKind, engines.SessionKindAgentChat),
 	})
 	if err != nil {
 		s.fail(c, err)
@@ -77,6 +80,17 @@ func (s *Server) createSession(c *gin.Context) {
 	writeOK(c, createdSession{SessionID: sess.ID, AgentID: agent.ID, DeploymentName: agent.Name})
 }
 
+// defaultPermissionMode is the mode the engine declares a new Session of kind starts
+// in (PermissionModeDefaults), used when the Agent sets none; empty when the engine is
+// not installed here or declares no default.
+func (s *Server) defaultPermissionMode(engineKind string, kind engines.SessionKind) string {
+	adapter, ok := s.registry.Adapter(engineKind)
+	if !ok {
+		return ""
+	}
+	return adapter.Capabilities().PermissionModeDefaults[kind]
+}
+
 func (s *Server) getSession(c *gin.Context) {
 	sess, err := s.loadSession(c, readAccess)
 	if err != nil {
@@ -88,7 +102,13 @@ func (s *Server) getSession(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	writeOK(c, newSessionDetails(sess, f))
+	d := newSessionDetails(sess, f)
+	if currentUser(c).IsAdmin() && len(sess.RuntimeInfo) > 0 {
+		// What ran, as its last activation observed it: operator evidence, read
+		// from the row, never by waking the runtime.
+		d.RuntimeInfo = json.RawMessage(sess.RuntimeInfo)
+	}
+	writeOK(c, d)
 }
 
 // sessionPage is a paged conversation list.

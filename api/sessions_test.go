@@ -69,7 +69,7 @@ func TestGetSessionShowsEveryField(t *testing.T) {
 	r.into(t, &fields)
 	for _, k := range []string{"session_id", "agent_id", "state", "title", "model_name", "permission_mode", "runtime_status",
 		"current_responses", "last_response", "pending_interaction", "held_inputs", "output_seq", "runtime_unavailable",
-		"created_at", "updated_at", "archived", "last_output_at", "read_at", "unread"} {
+		"created_at", "updated_at", "archived", "last_output_at", "read_at", "unread", "runtime_error"} {
 		assert.Contains(t, fields, k)
 	}
 	d := f.session(id, f.member)

@@ -77,6 +77,11 @@ type ImportStore interface {
 	ListImportedMessagesBySession(ctx context.Context, sessionID string) ([]store.ImportedMessage, error)
 }
 
+// DiagnosticStore reads the runtime diagnostics kept for operators.
+type DiagnosticStore interface {
+	ListRuntimeDiagnostics(ctx context.Context, sessionID string) ([]store.RuntimeDiagnostic, error)
+}
+
 // Store is everything the API reads and writes.
 type Store interface {
 	TokenStore
@@ -86,6 +91,7 @@ type Store interface {
 	OutputStore
 	InteractionStore
 	ImportStore
+	DiagnosticStore
 }
 
 var _ Store = (*store.Store)(nil)

@@ -35,6 +35,10 @@ type Secrets struct {
 	// standard base64 (openssl rand -base64 32). Empty refuses to store secret values;
 	// `astrabox dev` generates one under its data folder.
 	Key Secret `mapstructure:"key"`
+	// Platform holds the named platform secrets an Agent program's adapter may ask for
+	// in its StartupMaterialRequest (secrets.platform.<name>; names are lower case). They
+	// are resolved into the program's startup context at activation and never logged.
+	Platform map[string]Secret `mapstructure:"platform"`
 }
 
 // SecretsKeyLen is the length in bytes of secrets.key once decoded.

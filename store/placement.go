@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"gorm.io/gorm/clause"
@@ -37,6 +38,8 @@ type RuntimeActivation struct {
 	EngineSessionKey  string
 	// ResumeMaterial replaces the stored material when not nil.
 	ResumeMaterial []byte
+	// RuntimeInfo replaces the runtime-info snapshot when not nil.
+	RuntimeInfo json.RawMessage
 }
 
 // RecordRuntimeActive records that the runtime of a generation is live on a host task
@@ -48,10 +51,14 @@ func (s *Store) RecordRuntimeActive(ctx context.Context, a RuntimeActivation) er
 		"runtime_unavailable": false,
 		"host_task_queue":     a.HostTaskQueue,
 		"engine_session_key":  a.EngineSessionKey,
+		"runtime_error":       nil,
 		"updated_at":          gormExpr("now()"),
 	}
 	if a.ResumeMaterial != nil {
 		updates["resume_material"] = a.ResumeMaterial
+	}
+	if a.RuntimeInfo != nil {
+		updates["runtime_info"] = nullableJSON(a.RuntimeInfo)
 	}
 	res := s.conn(ctx).Model(&Session{}).
 		Where("id = ? AND runtime_generation = ? AND lifecycle IN ?", a.SessionID, a.RuntimeGeneration,
@@ -62,6 +69,20 @@ func (s *Store) RecordRuntimeActive(ctx context.Context, a RuntimeActivation) er
 	}
 	if res.RowsAffected == 0 {
 		return fmt.Errorf("record runtime generation %d of session %s: %w", a.RuntimeGeneration, a.SessionID, ErrLeaseLost)
+	}
+	return nil
+}
+
+// SetSessionRuntimeError records why the platform could not start the Session's
+// Agent program, for the Session's owner to read.
+func (s *Store) SetSessionRuntimeError(ctx context.Context, sessionID, reason string) error {
+	res := s.conn(ctx).Model(&Session{}).Where("id = ?", sessionID).
+		Updates(map[string]any{"runtime_error": reason, "updated_at": gormExpr("now()")})
+	if res.Error != nil {
+		return mapError("set session runtime error", res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return errNoRows("set runtime error", sessionID)
 	}
 	return nil
 }

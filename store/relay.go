@@ -26,6 +26,8 @@ type RelayOp struct {
 	// ChildRun records a child run's lifecycle report (a data-subagent part with a
 	// run), by its public id; the Part op of the same report comes with it.
 	ChildRun *ChildRunReport
+	// Diagnostic keeps a runtime diagnostic for operators (bounded per Session).
+	Diagnostic *DiagnosticRecord
 }
 
 // InteractionClosing is InteractionClosed as the runtime reported it: the state it
@@ -46,7 +48,8 @@ type RelayBatch struct {
 }
 
 // ApplyRelayBatch records a Relay's batch in one transaction fenced by its lease
-// generation (InLeaseTx): admissions, responses, interactions, status, child runs and parts, with
+// generation (InLeaseTx): admissions, responses, interactions, status, child runs, diagnostics
+// and parts, with
 // the cursor after the last event and a NOTIFY at commit. A superseded generation
 // writes nothing and gets ErrLeaseLost, so a zombie Relay cannot write.
 func (s *Store) ApplyRelayBatch(ctx context.Context, b RelayBatch) (AppendResult, error) {
@@ -105,6 +108,8 @@ func (s *Store) applyOp(ctx context.Context, sessionID string, op RelayOp, nextS
 		return s.SetRuntimeStatus(ctx, sessionID, op.Status)
 	case op.ChildRun != nil:
 		return s.recordReportedChildRun(ctx, sessionID, *op.ChildRun)
+	case op.Diagnostic != nil:
+		return s.appendDiagnostic(ctx, sessionID, *op.Diagnostic)
 	}
 	return nil
 }

@@ -16,6 +16,9 @@ type NewSession struct {
 	IdempotencyKey string
 	// Kind defaults to agent_chat.
 	Kind string
+	// DefaultPermissionMode is the mode the Session starts in when its Agent sets
+	// none: the engine's declared default for the Session's kind (empty: none).
+	DefaultPermissionMode string
 	// MaxLiveBoxes, when positive, refuses a new Session (ErrLiveBoxLimit) while
 	// the user already has that many Sessions holding or starting a box. A
 	// retried create of an existing Session is never refused.
@@ -53,6 +56,10 @@ func (s *Store) CreateSessionIdempotent(ctx context.Context, in NewSession) (Ses
 	}
 	if sess.Kind == "" {
 		sess.Kind = "agent_chat"
+	}
+	if sess.PermissionMode == nil && in.DefaultPermissionMode != "" {
+		mode := in.DefaultPermissionMode
+		sess.PermissionMode = &mode
 	}
 	var existingID string
 	err = s.InTx(ctx, func(tx *Store) error {

@@ -107,6 +107,7 @@ func (w *sessionWorkflow) bringUp(ctx workflow.Context) {
 	w.s.Placement = prep.Placement
 	w.s.Placement.HostTaskQueue = activated.HostTaskQueue
 	w.s.Need, w.s.Failures = NeedNone, 0
+	w.upsertRuntimeMemo(ctx, activated.RuntimeSummary)
 	// Custody: whatever is held goes to the new runtime; its mode was applied on
 	// connect, unless one was stored since.
 	w.s.Work.Deliver, w.s.Work.PermissionMode = true, w.s.Work.ReapplyPermissionMode

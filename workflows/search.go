@@ -42,3 +42,22 @@ func (w *sessionWorkflow) upsertSearch(ctx workflow.Context) {
 		workflow.GetLogger(ctx).Warn("upsert search attributes", "error", err)
 	}
 }
+
+// MemoRuntime is the memo key holding the Session's current runtime in one line
+// (program version, runner and adapter builds), as its last activation observed it.
+const MemoRuntime = "astrabox_runtime"
+
+// runtimeMemoChange versions the memo upsert after activation: histories recorded
+// before it have no such command.
+const runtimeMemoChange = "runtime-info-memo"
+
+// upsertRuntimeMemo shows the runtime the last activation observed in the workflow's
+// memo, where operators see it next to the search attributes.
+func (w *sessionWorkflow) upsertRuntimeMemo(ctx workflow.Context, summary string) {
+	if workflow.GetVersion(ctx, runtimeMemoChange, workflow.DefaultVersion, 1) < 1 || summary == "" {
+		return
+	}
+	if err := workflow.UpsertMemo(ctx, map[string]interface{}{MemoRuntime: summary}); err != nil {
+		workflow.GetLogger(ctx).Warn("upsert runtime memo", "error", err)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"go.temporal.io/sdk/client"
 	"go.uber.org/zap"
@@ -155,7 +156,11 @@ func (p *platform) runWorker(ctx context.Context) error {
 		OpenBox:       func(_ context.Context, h sandbox.Handle) (engines.Box, error) { return enginebox.New(h), nil },
 		Notices:       notices,
 		HostTaskQueue: worker.HostTaskQueue(p.cfg.Temporal.TaskQueue, hostID),
-		Logger:        p.log.Named("activities"),
+		PlatformSecrets: func(name string) (string, bool) {
+			v, ok := p.cfg.Secrets.Platform[strings.ToLower(name)]
+			return v.Reveal(), ok && v.IsSet()
+		},
+		Logger: p.log.Named("activities"),
 	})
 	if err != nil {
 		return err

@@ -43,9 +43,8 @@ func (a *Adapter) Capabilities() engines.EngineRuntimeCapabilities {
 	return engines.EngineRuntimeCapabilities{
 		EngineKind:              Kind,
 		SupportedSessionKinds:   []engines.SessionKind{engines.SessionKindAgentChat},
-		Workload:                engines.EngineWorkloadDeclaration{ConfigDirName: ".scriptagent", ConfigDirEnv: "SCRIPTAGENT_HOME", RequiredCommands: []string{"scriptagent"}},
+		Workload:                engines.EngineWorkloadDeclaration{ConfigDirName: ".scriptagent", ConfigDirEnv: "SCRIPTAGENT_HOME", RequiredCommands: []string{a.BinaryPath}},
 		ConversationPlacement:   engines.PlacementPerConversationAccount,
-		DefaultRuntimeImage:     "scriptagent:1",
 		Extensions:              engines.EngineExtensions{MCPTransports: []engines.MCPTransport{engines.MCPTransportStdio}},
 		RequiresProcessSessions: true,
 		SessionLog:              &engines.SessionLogDeclaration{PathPattern: engines.SessionLogKeyPlaceholder + ".jsonl"},
@@ -97,7 +96,8 @@ func (a *Adapter) ActivateRuntime(ctx context.Context, sc engines.EngineStartupC
 }
 
 // TranscriptPath is where scriptagent keeps a conversation's native JSONL log (one
-// entry per completed response), under the runtime identity's home.
+// entry per admitted input and one per completed response), under the runtime
+// identity's home.
 func TranscriptPath(id *engines.RuntimeIdentity, key string) string {
 	return configDir(id) + "/" + key + ".jsonl"
 }

@@ -36,6 +36,12 @@ func (h *handle) Info(context.Context) (sandbox.Info, error) { return h.b.info(h
 
 func (h *handle) Close() error { return h.c.Close() }
 
+// RunnerBuild asks the box's runner which build it is, for the runtime-info snapshot.
+func (h *handle) RunnerBuild(ctx context.Context) (string, error) {
+	info, err := h.c.Info(ctx)
+	return info.Build, h.wrap("runner info", err)
+}
+
 // wrap marks errors of a box that has died as ErrBoxLost, so callers can tell a
 // lost box from a lost connection.
 func (h *handle) wrap(op string, err error) error {

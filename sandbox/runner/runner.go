@@ -25,6 +25,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/astrabox/astrabox/internal/buildinfo"
 	"github.com/astrabox/astrabox/sandbox"
 	"github.com/astrabox/astrabox/sandbox/runnerapi"
 )
@@ -61,7 +62,7 @@ func New(cfg runnerapi.Config, logger *log.Logger) (*Runner, error) {
 		return nil, fmt.Errorf("boot id: %w", err)
 	}
 	info := runnerapi.Info{BootID: hex.EncodeToString(raw[:]), StartedAt: time.Now().UTC(),
-		PID: os.Getpid(), UID: os.Getuid()}
+		PID: os.Getpid(), UID: os.Getuid(), Build: buildinfo.Build()}
 	if cfg.ProgramUID < 0 || cfg.ProgramGID < 0 || (cfg.ProgramUID > 0) != (cfg.ProgramGID > 0) {
 		return nil, fmt.Errorf("program account %d:%d: set both or neither", cfg.ProgramUID, cfg.ProgramGID)
 	}

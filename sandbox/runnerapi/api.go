@@ -76,6 +76,8 @@ type Info struct {
 	StartedAt time.Time `json:"started_at"`
 	PID       int       `json:"pid"`
 	UID       int       `json:"uid"`
+	// Build names the runner binary's build (internal/buildinfo).
+	Build string `json:"build,omitempty"`
 }
 
 // Death is the note a runner leaves before it ends its box.

@@ -9,11 +9,14 @@
 // {"op":"answer","interaction_id":..,"decision":..} and
 // {"op":"stop_child","control_ref":..}. A text "slow:N:MS" answers with N parts MS
 // milliseconds apart; "ask" first asks a question (interaction ask-<input_id>) and
-// continues once answered; "delegate" starts a child agent (child-<input_id>, control
+// continues once answered; "late" answers like any text but writes its completed
+// turn to the log half a second after reporting the end; "noise" first writes an event no translator knows (a
+// runtime diagnostic); "delegate" starts a child agent (child-<input_id>, control
 // reference ctl-<input_id>) that keeps running after the response until stopped; any
 // other text answers with three parts at once.
 //
-// Completed turns are appended to $SCRIPTAGENT_HOME/<conversation>.jsonl, the
+// Admitted inputs (before the admission is reported) and completed turns (before the
+// end is reported) are appended to $SCRIPTAGENT_HOME/<conversation>.jsonl, the
 // program's native conversation log.
 //
 // Output lines (one vendor event each): admitted, status, started, delta, ended, child
@@ -55,7 +58,12 @@ type response struct {
 	asking  string
 	ask     bool
 	segment int
+	// late writes the completed turn to the transcript lateTurn after the end.
+	late bool
 }
+
+// lateTurn is how long after its end a "late" input's turn reaches the transcript.
+const lateTurn = 500 * time.Millisecond
 
 func (r *response) textID() string { return fmt.Sprintf("t%d", r.segment) }
 
@@ -99,7 +107,7 @@ func main() {
 		if cur == nil && len(queue) > 0 {
 			next := queue[0]
 			queue = queue[1:]
-			cur = &response{id: "resp-" + next.InputID, inputID: next.InputID, left: 3, segment: 1, ask: next.Text == "ask"}
+			cur = &response{id: "resp-" + next.InputID, inputID: next.InputID, left: 3, segment: 1, ask: next.Text == "ask", late: next.Text == "late"}
 			if n, gap, ok := parseSlow(next.Text); ok {
 				cur.left, cur.gap = n, gap
 			}
@@ -110,6 +118,10 @@ func main() {
 				cur.asking = "ask-" + cur.inputID
 				emit(event{"ev": "ask", "response_id": cur.id, "interaction_id": cur.asking, "text_id": cur.textID()})
 				continue
+			}
+			if next.Text == "noise" {
+				// Output the platform does not translate: it keeps it as a diagnostic.
+				emit(event{"ev": "noise", "input_id": next.InputID})
 			}
 			if next.Text == "delegate" {
 				child, ref := "child-"+next.InputID, "ctl-"+next.InputID
@@ -129,6 +141,9 @@ func main() {
 					continue // the runner already deduplicates; this is the program's own guard
 				}
 				admitted[c.InputID] = true
+				// Like Claude Code, the program holds an input durably (its user turn in
+				// the conversation log) before the platform hears it admitted.
+				record(transcript, event{"input_id": c.InputID, "text": c.Text})
 				emit(event{"ev": "admitted", "input_id": c.InputID})
 				queue = append(queue, c)
 			case "answer":
@@ -171,7 +186,14 @@ func main() {
 			}
 			// The turn is in the transcript before the program reports it ended: a
 			// restart (or a replacement box given this transcript) resumes after it.
-			record(transcript, event{"input_id": cur.inputID, "response_id": cur.id})
+			// A "late" input's turn is written lateTurn after, as Claude Code writes
+			// its transcript after its stdout.
+			turn := event{"input_id": cur.inputID, "response_id": cur.id}
+			if cur.late {
+				time.AfterFunc(lateTurn, func() { record(transcript, turn) })
+			} else {
+				record(transcript, turn)
+			}
 			emit(event{"ev": "ended", "response_id": cur.id, "outcome": "completed", "native_reason": "end_turn", "text_id": cur.textID()})
 			cur = nil
 			if len(queue) == 0 {

@@ -1,0 +1,116 @@
+package activities_test
+
+import (
+	"encoding/json"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/astrabox/astrabox/activities"
+	"github.com/astrabox/astrabox/engines"
+	"github.com/astrabox/astrabox/internal/scriptengine"
+	"github.com/astrabox/astrabox/store"
+)
+
+// barrierKills is how many times TestAdmittedInputsSurviveTheBoxKilledRightAfter
+// kills a box right after an admission.
+const barrierKills = 20
+
+// waitAdmitted polls the input fast (the admission is the moment the test races
+// against) and returns it once it is recorded admitted.
+func (s *stack) waitAdmitted(inputID string) store.Input {
+	s.t.Helper()
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		in, err := s.st.GetInputByID(s.ctx, inputID)
+		require.NoError(s.t, err)
+		if in.State == store.InputAdmitted {
+			return in
+		}
+		select {
+		case <-s.ctx.Done():
+			s.t.Fatalf("timed out waiting for input %s to be admitted", inputID)
+		case <-tick.C:
+		}
+	}
+}
+
+// TestAdmittedInputsSurviveTheBoxKilledRightAfter is the session-log barrier: an
+// input recorded admitted is in the mirror of the program's native log, so a box
+// destroyed right after the admission (20 times, each time a few milliseconds after
+// it) is replaced by one whose restored conversation holds every admitted input,
+// each once (none is sent again).
+func TestAdmittedInputsSurviveTheBoxKilledRightAfter(t *testing.T) {
+	s := newStack(t)
+	s.startWorker("host-a-" + uniq())
+	id := s.newSession()
+
+	var admitted []string
+	var lags []time.Duration
+	for range barrierKills {
+		// A long reply keeps the program working, so only the admission's mirror can
+		// have carried the input out of the box.
+		in := s.send(id, "slow:1000:100")
+		got := s.waitAdmitted(in)
+		box := s.session(id).SandboxID
+		require.NotNil(t, box)
+		require.NoError(t, s.backend.Destroy(s.ctx, *box))
+		lags = append(lags, time.Since(*got.AdmittedAt))
+		admitted = append(admitted, in)
+	}
+	sort.Slice(lags, func(i, j int) bool { return lags[i] < lags[j] })
+	t.Logf("admission to box destroyed: min %v, median %v, max %v", lags[0], lags[len(lags)/2], lags[len(lags)-1])
+
+	last := s.send(id, "quick")
+	r := s.waitEnded(id, "resp-"+last)
+	require.Equal(t, store.OutcomeCompleted, *r.Outcome)
+
+	sess := s.session(id)
+	h, err := s.backend.Get(s.ctx, *sess.SandboxID)
+	require.NoError(t, err)
+	defer h.Close()
+	data, err := h.ReadFile(s.ctx, scriptengine.TranscriptPath(&engines.RuntimeIdentity{HomeDir: "/workspace/.home"}, *sess.EngineSessionKey))
+	require.NoError(t, err)
+	// The mirror keeps entries, not bytes: count the input entries by their fields.
+	inputs := map[string]int{}
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var e struct {
+			InputID string  `json:"input_id"`
+			Text    *string `json:"text"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(line), &e), line)
+		if e.Text != nil {
+			inputs[e.InputID]++
+		}
+	}
+	for i, in := range admitted {
+		require.Equal(t, 1, inputs[in], "admitted input %d (%s) once in the restored conversation:\n%s", i, in, data)
+		stored, err := s.st.GetInputByID(s.ctx, in)
+		require.NoError(t, err)
+		require.Equal(t, store.InputAdmitted, stored.State)
+	}
+}
+
+// TestIdleReleaseMirrorsTheLogsTailBeforeTheBoxGoes: a turn the program writes to
+// its log after reporting the response's end (as Claude Code does) is mirrored
+// before the idle box is released, so the next box resumes with it.
+func TestIdleReleaseMirrorsTheLogsTailBeforeTheBoxGoes(t *testing.T) {
+	s := newStack(t)
+	s.startWorkerWith("host-a-"+uniq(), activities.Settings{HeartbeatEvery: time.Second, IdleRelease: 2 * time.Second})
+	id := s.newSession()
+
+	in := s.send(id, "late")
+	s.waitEnded(id, "resp-"+in)
+	s.eventually("the idle box to be released", func() bool { return s.session(id).RuntimeUnavailable })
+	streams, err := s.st.ListSessionLogStreams(s.ctx, id)
+	require.NoError(t, err)
+	require.Len(t, streams, 1)
+	entries, err := s.st.ListSessionLogEntries(s.ctx, id, streams[0])
+	require.NoError(t, err)
+	require.Len(t, entries, 2, "the input and its late turn")
+	require.Contains(t, string(entries[1].Entry), "resp-"+in)
+}
