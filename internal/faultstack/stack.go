@@ -221,6 +221,10 @@ func (s *Stack) migrateAndSeed(ctx context.Context) (*devstack.Seeded, error) {
 	return seeded, nil
 }
 
+// maxFollowedStreams bounds the streams the suite and the soak hold open at once
+// with the stack's one token: a follower per Session and the fault probe's.
+const maxFollowedStreams = 256
+
 // platformEnv is the configuration serve and worker read, through ASTRABOX_*.
 func (s *Stack) platformEnv() []string {
 	pg := s.cluster()
@@ -241,10 +245,12 @@ func (s *Stack) platformEnv() []string {
 		"ASTRABOX_SANDBOX_LOCAL_UID_COUNT="+strconv.Itoa(s.uidCount),
 		"ASTRABOX_SANDBOX_LOCAL_RUNNER_PATH="+s.bin.runner,
 		"ASTRABOX_STARTUP_TIMEOUT=60s",
-		// One user drives every Session of the suite and the soak: the per-user cap on
-		// live boxes is raised to what the uid block holds (two uids a box), since
-		// refusing Sessions is not what the faults test.
+		// One user with one token drives every Session of the suite and the soak: the
+		// per-user cap on live boxes is raised to what the uid block holds (two uids a
+		// box), and the cap on a token's open streams to more than the soak follows at
+		// once, since refusing Sessions or streams is not what the faults test.
 		"ASTRABOX_SANDBOX_MAX_LIVE_BOXES_PER_USER="+strconv.Itoa(s.uidCount/2),
+		"ASTRABOX_HTTP_MAX_STREAMS_PER_TOKEN="+strconv.Itoa(maxFollowedStreams),
 	)
 }
 
