@@ -141,15 +141,20 @@ func modelEgress(models config.Models) (map[string]egress.Route, error) {
 	for _, r := range []struct {
 		name, setting, upstream string
 		headers                 map[string]string
+		// paths are the model API's endpoints the programs call: the real key is
+		// added to these requests only.
+		paths []string
 	}{
-		{activities.ModelForwardName, "models.anthropic_base_url", models.AnthropicBaseURL, anthropic},
-		{activities.OpenAIModelForwardName, "models.openai_base_url", models.OpenAIBaseURL, map[string]string{"Authorization": "Bearer " + key}},
+		{activities.ModelForwardName, "models.anthropic_base_url", models.AnthropicBaseURL, anthropic,
+			[]string{"/v1/messages", "/v1/messages/count_tokens"}},
+		{activities.OpenAIModelForwardName, "models.openai_base_url", models.OpenAIBaseURL, map[string]string{"Authorization": "Bearer " + key},
+			[]string{"/v1/responses", "/v1/chat/completions", "/v1/models"}},
 	} {
 		upstream, err := url.Parse(r.upstream)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", r.setting, err)
 		}
-		route := egress.Route{Upstream: upstream.String(), Headers: r.headers}
+		route := egress.Route{Upstream: upstream.String(), Headers: r.headers, Paths: r.paths}
 		if _, err := route.Proxy(); err != nil {
 			return nil, fmt.Errorf("%s: %w", r.setting, err)
 		}

@@ -18,6 +18,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"time"
 )
@@ -27,6 +28,8 @@ import (
 // placeholder) is dropped first, as are the other headers in Strip.
 type CredentialProxy struct {
 	proxy *httputil.ReverseProxy
+	// paths are the request paths the box may use; empty allows every path.
+	paths []string
 }
 
 var _ http.Handler = (*CredentialProxy)(nil)
@@ -68,9 +71,34 @@ func NewCredentialProxy(upstream *url.URL, set map[string]string, strip ...strin
 	return &CredentialProxy{proxy: rp}
 }
 
-// ServeHTTP proxies one request.
+// OnlyPaths limits the proxy to requests for exactly these paths (the query is
+// free): the real credential then reaches the model API's own endpoints and no
+// other path of the upstream a program might try. It returns p.
+func (p *CredentialProxy) OnlyPaths(paths ...string) *CredentialProxy {
+	p.paths = append([]string(nil), paths...)
+	return p
+}
+
+// ServeHTTP proxies one request, or refuses one for a path the proxy does not
+// allow without forwarding anything.
 func (p *CredentialProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !p.allows(r.URL) {
+		http.Error(w, "egress: path not allowed", http.StatusForbidden)
+		return
+	}
 	p.proxy.ServeHTTP(w, r)
+}
+
+// allows reports whether u names an allowed path. An escaped spelling that
+// decodes differently ("%2F", "..") is refused rather than interpreted.
+func (p *CredentialProxy) allows(u *url.URL) bool {
+	if len(p.paths) == 0 {
+		return true
+	}
+	if u.RawPath != "" && u.RawPath != u.Path {
+		return false
+	}
+	return slices.Contains(p.paths, u.Path)
 }
 
 // Server serves a handler on one box's unix socket.

@@ -204,3 +204,41 @@ func TestServeListensOnEveryRoute(t *testing.T) {
 	_, err = Route{Upstream: "not a url"}.Proxy()
 	require.Error(t, err)
 }
+
+// TestCredentialProxyForwardsOnlyItsPaths: with paths set, the real key reaches
+// those endpoints only; any other path, also one spelled through "..", escapes
+// or a differently cased prefix, is refused with 403 and never forwarded.
+func TestCredentialProxyForwardsOnlyItsPaths(t *testing.T) {
+	t.Parallel()
+	var forwarded []string
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		forwarded = append(forwarded, r.URL.Path)
+		_, _ = io.WriteString(w, "ok")
+	}))
+	defer upstream.Close()
+	u, err := url.Parse(upstream.URL)
+	require.NoError(t, err)
+	proxy := Route{Upstream: u.String(), Headers: map[string]string{"x-api-key": "real-key"},
+		Paths: []string{"/v1/messages", "/v1/messages/count_tokens"}}
+	h, err := proxy.Proxy()
+	require.NoError(t, err)
+	front := httptest.NewServer(h)
+	defer front.Close()
+
+	status := func(method, path string) int {
+		t.Helper()
+		req, err := http.NewRequest(method, front.URL+path, nil)
+		require.NoError(t, err)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	require.Equal(t, http.StatusOK, status(http.MethodPost, "/v1/messages?beta=true"))
+	require.Equal(t, http.StatusOK, status(http.MethodPost, "/v1/messages/count_tokens"))
+	for _, path := range []string{"/v1/models", "/v1/files", "/v1/messages/../files", "/v1/messages%2F..%2Ffiles",
+		"/V1/messages", "/", "/v1/messages/"} {
+		require.Equal(t, http.StatusForbidden, status(http.MethodGet, path), path)
+	}
+	require.Equal(t, []string{"/v1/messages", "/v1/messages/count_tokens"}, forwarded, "only the allowed requests reached the upstream")
+}

@@ -22,6 +22,10 @@ const DefaultDrainTimeout = 10 * time.Minute
 type Route struct {
 	Upstream string            `json:"upstream"`
 	Headers  map[string]string `json:"headers,omitempty"`
+	// Paths are the request paths the box may send (the model API's endpoints);
+	// any other is refused with 403 and never reaches the upstream. Empty allows
+	// every path.
+	Paths []string `json:"paths,omitempty"`
 }
 
 // Proxy builds the route's credential proxy.
@@ -33,7 +37,7 @@ func (r Route) Proxy() (*CredentialProxy, error) {
 	if u.Scheme == "" || u.Host == "" {
 		return nil, fmt.Errorf("upstream %q: want scheme and host", r.Upstream)
 	}
-	return NewCredentialProxy(u, r.Headers), nil
+	return NewCredentialProxy(u, r.Headers).OnlyPaths(r.Paths...), nil
 }
 
 // ForwarderConfig is what one box's forwarder serves: a socket
