@@ -197,7 +197,7 @@ func (c *Client) replay(ctx context.Context, pos position, follow bool, yield fu
 			}
 			state, _ := json.Marshal(tr.st)
 			for _, ev := range tr.out {
-				if !yield(withCursor(ev, cursorAt(c.generation, next, 0, state)), nil) {
+				if !yield(engines.WithCursor(ev, cursorAt(c.generation, next, 0, state)), nil) {
 					return tr.st, next
 				}
 			}
@@ -233,7 +233,7 @@ func (c *Client) replay(ctx context.Context, pos position, follow bool, yield fu
 				if first && i < skip {
 					continue
 				}
-				if !yield(withCursor(ev, cursorAt(c.generation, line.Offset, i+1, stateBefore)), nil) {
+				if !yield(engines.WithCursor(ev, cursorAt(c.generation, line.Offset, i+1, stateBefore)), nil) {
 					return tr.st, next
 				}
 			}
