@@ -1,6 +1,8 @@
 package claude_test
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -51,8 +53,15 @@ func TestLiveReplySurvivesWorkerRestart(t *testing.T) {
 
 	var frames []engines.Frame
 	for _, ev := range slices.Concat(r.seen, r2.seen) {
-		if d, ok := ev.(engines.RuntimeDiagnostic); ok {
-			require.NotEqual(t, "system/api_retry", d.EventType, "Claude did not retry the model request")
+		if d, ok := ev.(engines.RuntimeDiagnostic); ok && d.EventType == "system/api_retry" {
+			// Say what the model service and the box's forwarder saw, for the reader of
+			// a failure: which request broke off, and whether the forwarder was replaced.
+			for _, req := range e.model.Requests() {
+				t.Logf("model request %d %s %q: outcome %s", req.Seq, req.Path, req.Prompt, req.Outcome)
+			}
+			egressLog, _ := os.ReadFile(filepath.Join(e.opts.StateDir, "boxes", box.ID(), "egress.log"))
+			t.Logf("retry: %s\nforwarder log:\n%s", d.Raw, egressLog)
+			t.Fatal("Claude retried the model request: the model stream broke during the restart")
 		}
 		if out, ok := ev.(engines.ResponseOutput); ok {
 			frames = append(frames, out.Frame)
