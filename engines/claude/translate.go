@@ -392,3 +392,26 @@ func usageOf(res resultLine) json.RawMessage {
 	raw, _ := json.Marshal(fields)
 	return raw
 }
+
+var _ engines.JournalTranslator[transState] = (*translator)(nil)
+
+// State implements engines.JournalTranslator.
+func (t *translator) State() transState { return t.st }
+
+// Apply implements engines.JournalTranslator.
+func (t *translator) Apply(line engines.OutputLine) []engines.Event { return t.apply(line) }
+
+// Poll implements engines.JournalTranslator: the admissions the transcript made durable
+// since the last look, while the program printed nothing.
+func (t *translator) Poll() []engines.Event {
+	if len(t.st.Pending) == 0 {
+		return nil
+	}
+	before := len(t.st.Pending)
+	t.out = nil
+	t.admit()
+	if len(t.st.Pending) == before {
+		return nil
+	}
+	return t.out
+}

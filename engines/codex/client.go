@@ -140,95 +140,19 @@ func (c *Client) Events(ctx context.Context, after *engines.RuntimeCursor) iter.
 	}
 }
 
-type outputItem struct {
-	line engines.OutputLine
-	err  error
-}
-
-// replay translates the journal from pos. With follow it waits for new lines (and
-// checks the rollout for pending admissions in between) until ctx ends or the process
-// exits; otherwise it stops at the current end.
+// replay translates the journal from pos (engines.ReplayJournal), polling the
+// vendor's record for pending admissions while it follows.
 func (c *Client) replay(ctx context.Context, pos position, follow bool, yield func(engines.Event, error) bool) (transState, int64) {
-	rctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	tr := &translator{st: pos.State.clone(), admitted: func(id string) bool { return c.admissions.holds(rctx, id) }}
-	lines := make(chan outputItem)
-	go func() {
-		defer close(lines)
-		for line, err := range c.proc.ReadOutput(rctx, pos.Line, follow) {
-			select {
-			case lines <- outputItem{line, err}:
-			case <-rctx.Done():
-				return
+	tr := &translator{st: pos.State.clone(), admitted: func(id string) bool { return c.admissions.holds(ctx, id) }}
+	return engines.ReplayJournal(ctx, engines.JournalReplay{
+		Process: c.proc, Generation: c.generation, Program: "codex app-server", PollInterval: c.pollInterval,
+		Seen: func(offset int64) {
+			if offset > c.tail.Load() {
+				c.tail.Store(offset)
 			}
-			if err != nil {
-				return
-			}
-		}
-	}()
-	skip, first := pos.Skip, true
-	next := pos.Line
-	ticker := time.NewTicker(c.pollInterval)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return tr.st, next
-		case <-ticker.C:
-			if !follow || len(tr.st.Pending) == 0 {
-				continue
-			}
-			before := len(tr.st.Pending)
-			tr.out = nil
-			tr.admit()
-			if len(tr.st.Pending) == before {
-				continue
-			}
-			state, _ := json.Marshal(tr.st)
-			for _, ev := range tr.out {
-				if !yield(engines.WithCursor(ev, cursorAt(c.generation, next, 0, state)), nil) {
-					return tr.st, next
-				}
-			}
-		case item, ok := <-lines:
-			if !ok {
-				if follow && ctx.Err() == nil {
-					// The journal ends only when the process exited: this connection
-					// has nothing more to drive.
-					c.live.Store(false)
-					yield(nil, fmt.Errorf("codex app-server %s ended: %w", c.proc.Name(), engines.ErrRuntimeConnectionLost))
-				}
-				return tr.st, next
-			}
-			if item.err != nil {
-				if ctx.Err() == nil {
-					yield(nil, fmt.Errorf("read codex app-server output: %w: %w", engines.ErrRuntimeConnectionLost, item.err))
-				}
-				return tr.st, next
-			}
-			line := item.line
-			if first && skip > 0 && line.Offset != pos.Line {
-				yield(nil, &engines.RuntimeCursorExpired{Cursor: cursorAt(c.generation, pos.Line, pos.Skip, json.RawMessage("null")),
-					Reason: fmt.Sprintf("journal line %d is no longer retained", pos.Line)})
-				return tr.st, next
-			}
-			if line.Offset > c.tail.Load() {
-				c.tail.Store(line.Offset)
-			}
-			stateBefore, _ := json.Marshal(tr.st)
-			events := tr.apply(line)
-			next = line.Offset + 1
-			for i, ev := range events {
-				if first && i < skip {
-					continue
-				}
-				if !yield(engines.WithCursor(ev, cursorAt(c.generation, line.Offset, i+1, stateBefore)), nil) {
-					return tr.st, next
-				}
-			}
-			first = false
-		}
-	}
+		},
+		Ended: func() { c.live.Store(false) },
+	}, tr, pos, follow, yield)
 }
 
 // translated is the translation state after the whole journal, and the offset after it.

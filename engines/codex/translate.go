@@ -431,3 +431,26 @@ func (t *translator) itemCompleted(params, raw json.RawMessage) {
 		t.toolOutput(it, p.Item)
 	}
 }
+
+var _ engines.JournalTranslator[transState] = (*translator)(nil)
+
+// State implements engines.JournalTranslator.
+func (t *translator) State() transState { return t.st }
+
+// Apply implements engines.JournalTranslator.
+func (t *translator) Apply(line engines.OutputLine) []engines.Event { return t.apply(line) }
+
+// Poll implements engines.JournalTranslator: the admissions the rollout made durable
+// since the last look, while the program printed nothing.
+func (t *translator) Poll() []engines.Event {
+	if len(t.st.Pending) == 0 {
+		return nil
+	}
+	before := len(t.st.Pending)
+	t.out = nil
+	t.admit()
+	if len(t.st.Pending) == before {
+		return nil
+	}
+	return t.out
+}
