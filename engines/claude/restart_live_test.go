@@ -59,8 +59,10 @@ func TestLiveReplySurvivesWorkerRestart(t *testing.T) {
 			for _, req := range e.model.Requests() {
 				t.Logf("model request %d %s %q: outcome %s", req.Seq, req.Path, req.Prompt, req.Outcome)
 			}
-			egressLog, _ := os.ReadFile(filepath.Join(e.opts.StateDir, "boxes", box.ID(), "egress.log"))
-			t.Logf("retry: %s\nforwarder log:\n%s", d.Raw, egressLog)
+			boxDir := filepath.Join(e.opts.StateDir, "boxes", box.ID())
+			egressLog, _ := os.ReadFile(filepath.Join(boxDir, "egress.log"))
+			boxLog, _ := os.ReadFile(filepath.Join(boxDir, "box.log"))
+			t.Logf("retry: %s\nforwarder log:\n%s\nbox log:\n%s", d.Raw, egressLog, boxLog)
 			t.Fatal("Claude retried the model request: the model stream broke during the restart")
 		}
 		if out, ok := ev.(engines.ResponseOutput); ok {

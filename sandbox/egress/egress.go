@@ -86,6 +86,15 @@ func (p *CredentialProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "egress: path not allowed", http.StatusForbidden)
 		return
 	}
+	// A proxy reads the request body while it writes the reply. Without full
+	// duplex the server, on the reply's first write, consumes and closes what it
+	// believes is an unread body; the proxy's own last read of that body then
+	// fails, its transport drops the upstream connection and the model stream
+	// breaks off under the program (which asks again).
+	if err := http.NewResponseController(w).EnableFullDuplex(); err != nil {
+		http.Error(w, "egress: connection cannot carry a streamed reply", http.StatusInternalServerError)
+		return
+	}
 	p.proxy.ServeHTTP(w, r)
 }
 

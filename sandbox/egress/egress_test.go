@@ -242,3 +242,62 @@ func TestCredentialProxyForwardsOnlyItsPaths(t *testing.T) {
 	}
 	require.Equal(t, []string{"/v1/messages", "/v1/messages/count_tokens"}, forwarded, "only the allowed requests reached the upstream")
 }
+
+// TestCredentialProxyStreamsWhileTheBodyIsStillSent: the reply may start
+// before the whole request body has passed the proxy (a model service begins
+// its stream as soon as it has what it needs, and the proxy's own last read of
+// the body can trail the reply). The box's connection is full duplex: writing
+// the reply's headers to the box neither consumes nor closes the body the proxy
+// is still forwarding, so the upstream receives the whole body and the box the
+// whole reply. Here the box sends the body's second half only once the reply's
+// headers have reached it.
+func TestCredentialProxyStreamsWhileTheBodyIsStillSent(t *testing.T) {
+	t.Parallel()
+	const first, second = "first half,", "second half"
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		require.NoError(t, http.NewResponseController(w).EnableFullDuplex())
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		got, err := io.ReadAll(r.Body)
+		if err != nil {
+			_, _ = io.WriteString(w, "data: body broke off\n\n")
+			return
+		}
+		_, _ = io.WriteString(w, "data: "+string(got)+"\n\n")
+	}))
+	defer upstream.Close()
+	u, err := url.Parse(upstream.URL)
+	require.NoError(t, err)
+	dir, err := os.MkdirTemp("", "egr")
+	require.NoError(t, err)
+	defer os.RemoveAll(dir)
+	sock := filepath.Join(dir, "model.sock")
+	srv, err := Listen(sock, os.Getuid(), os.Getgid(), NewCredentialProxy(u, nil))
+	require.NoError(t, err)
+	defer srv.Close()
+
+	client := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", sock)
+	}}}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	bodyR, bodyW := io.Pipe()
+	// A failed run leaves neither the box's client nor the proxy waiting for the body.
+	context.AfterFunc(ctx, func() { bodyW.CloseWithError(ctx.Err()) })
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://box/v1/messages", bodyR)
+	require.NoError(t, err)
+	req.ContentLength = int64(len(first) + len(second))
+	go func() { _, _ = io.WriteString(bodyW, first) }()
+	resp, err := client.Do(req)
+	require.NoError(t, err, "the reply's headers did not reach the box while it was still sending the body")
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	_, err = io.WriteString(bodyW, second)
+	require.NoError(t, err)
+	require.NoError(t, bodyW.Close())
+	reply, err := io.ReadAll(resp.Body)
+	require.NoError(t, err, "the reply stream broke")
+	require.Equal(t, "data: "+first+second+"\n\n", string(reply))
+}
