@@ -40,7 +40,11 @@ var requestBodies = map[string]map[string]any{
 		"name", "runtime_profile_id"),
 	"PATCH /agents/{agent_id}": obj(map[string]any{"version": intS, "name": str, "description": str, "runtime_profile_id": str,
 		"config": objAny, "permission_mode": str}, "version"),
-	"POST /agents/{agent_id}/conversations":       obj(map[string]any{}),
+	"POST /agents/{agent_id}/conversations": obj(map[string]any{}),
+	"POST /admin/users": obj(map[string]any{"email": map[string]any{"type": "string", "maxLength": maxEmailLen}, "display_name": str,
+		"role": map[string]any{"type": "string", "enum": []string{store.RoleMember, store.RoleAdmin}}}, "email"),
+	"POST /admin/users/{user_id}/tokens": obj(map[string]any{"name": map[string]any{"type": "string", "maxLength": maxTokenNameLen},
+		"expires_at": map[string]any{"type": "string", "format": "date-time"}}, "name"),
 	"PATCH /sessions/{session_id}":                obj(map[string]any{"title": map[string]any{"type": "string", "maxLength": store.MaxTitleLen}}, "title"),
 	"POST /sessions/{session_id}/permission-mode": obj(map[string]any{"permission_mode": str}, "permission_mode"),
 	"POST /sessions/{session_id}/inputs":          obj(map[string]any{"content": str, "client_message_id": str}, "content"),
@@ -77,6 +81,29 @@ var routeResponses = map[string]map[string]string{
 	},
 	"POST /agents": {
 		"503": "SERVICE_UNAVAILABLE: the config holds secret values and the server has no secrets.key configured",
+	},
+	"GET /me": {
+		"200": "data {user: {user_id, email, display_name, role, disabled, disabled_at, created_at, updated_at}, token: {token_id, user_id, name, prefix, state, created_at, last_used_at, expires_at, revoked_at}}",
+	},
+	"POST /admin/users": {
+		"200": "data: the user {user_id, email, display_name, role (member by default), disabled, disabled_at, created_at, updated_at}",
+		"409": "CONFLICT: a user with this email (compared case-insensitively) already exists",
+	},
+	"POST /admin/users/{user_id}/disable": {
+		"200": "data: the user, disabled. Every token of theirs is refused from the next request on (open streams end at their next token re-check), and the share links of their Sessions answer 404; enabling restores what is neither revoked nor expired",
+		"409": "CONFLICT: an administrator cannot disable their own account",
+	},
+	"POST /admin/users/{user_id}/tokens": {
+		"200": "data: the token {token_id, user_id, name, prefix, state, created_at, last_used_at, expires_at, revoked_at} and its secret, shown this once: only its SHA-256 is stored. Without expires_at the token never expires",
+		"400": "INVALID_REQUEST: name missing or longer than 100 characters, expires_at not an RFC 3339 time or not in the future",
+		"409": "CONFLICT: the user is disabled",
+	},
+	"GET /admin/users/{user_id}/tokens": {
+		"200": "data: the user's tokens without secrets, newest first; state is active, expired or revoked",
+	},
+	"POST /admin/users/{user_id}/tokens/{token_id}/revoke": {
+		"200": "data: the token, revoked (revoking again keeps the first time). It is refused from the next request on; a stream it holds ends at its next re-check",
+		"404": "NOT_FOUND: no such token of this user",
 	},
 	"GET /admin/sessions/{session_id}/diagnostics": {
 		"200": "data: the Session's runtime diagnostics [{seq, event_type, raw, created_at}], oldest first: raw Agent-program evidence the platform kept instead of translating (the newest 500 per Session; never on a stream)",

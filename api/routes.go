@@ -17,6 +17,16 @@ func h(f func(*Server, *gin.Context)) func(*Server) gin.HandlerFunc {
 
 // apiRoutes is the public API under /api/v1. Every route needs a bearer token.
 var apiRoutes = []route{
+	{"GET", "/me", "Read the caller's user and the token the request used", h((*Server).getMe)},
+	{"POST", "/admin/users", "Create a user (admin)", h((*Server).createUser)},
+	{"GET", "/admin/users", "List users (admin)", h((*Server).listUsers)},
+	{"GET", "/admin/users/:user_id", "Get a user (admin)", h((*Server).getUser)},
+	{"POST", "/admin/users/:user_id/disable", "Disable a user: their tokens and share links stop working at once (admin)", h((*Server).disableUser)},
+	{"POST", "/admin/users/:user_id/enable", "Enable a disabled user again (admin)", h((*Server).enableUser)},
+	{"POST", "/admin/users/:user_id/tokens", "Issue an API token with a name and an optional expiry; the secret is shown once (admin)", h((*Server).issueToken)},
+	{"GET", "/admin/users/:user_id/tokens", "List a user's API tokens, without secrets (admin)", h((*Server).listTokens)},
+	{"POST", "/admin/users/:user_id/tokens/:token_id/revoke", "Revoke an API token (admin)", h((*Server).revokeToken)},
+
 	{"POST", "/runtime-profiles", "Create a RuntimeProfile (admin)", h((*Server).createProfile)},
 	{"GET", "/runtime-profiles", "List the RuntimeProfiles Agents may select (include_disabled=true: all, admin)", h((*Server).listProfiles)},
 	{"GET", "/runtime-profiles/:profile_id", "Get a RuntimeProfile", h((*Server).getProfile)},

@@ -18,6 +18,17 @@ type TokenStore interface {
 	TouchAPIToken(ctx context.Context, id string, now time.Time, every time.Duration) error
 }
 
+// UserStore keeps users and their API tokens, for administrators.
+type UserStore interface {
+	CreateUser(ctx context.Context, in store.NewUser) (store.User, error)
+	GetUserByID(ctx context.Context, id string) (store.User, error)
+	ListUsers(ctx context.Context) ([]store.User, error)
+	SetUserDisabled(ctx context.Context, id string, disabled bool, now time.Time) (store.User, error)
+	CreateAPIToken(ctx context.Context, userID, name string, expiresAt *time.Time) (store.APIToken, string, error)
+	ListAPITokensByUser(ctx context.Context, userID string) ([]store.APIToken, error)
+	RevokeUserAPIToken(ctx context.Context, userID, tokenID string) (store.APIToken, error)
+}
+
 // AgentStore keeps Agents and RuntimeProfiles.
 type AgentStore interface {
 	CreateAgent(ctx context.Context, in store.NewAgent) (store.Agent, error)
@@ -85,6 +96,7 @@ type DiagnosticStore interface {
 // Store is everything the API reads and writes.
 type Store interface {
 	TokenStore
+	UserStore
 	AgentStore
 	SessionStore
 	InputStore

@@ -63,6 +63,8 @@ type User struct {
 	Role        string    `gorm:"column:role"`
 	CreatedAt   time.Time `gorm:"column:created_at"`
 	UpdatedAt   time.Time `gorm:"column:updated_at"`
+	// DisabledAt is set while the user may not authenticate.
+	DisabledAt *time.Time `gorm:"column:disabled_at"`
 }
 
 // TableName is the users table.
@@ -70,6 +72,9 @@ func (User) TableName() string { return "users" }
 
 // IsAdmin reports whether the user holds the admin role.
 func (u User) IsAdmin() bool { return u.Role == RoleAdmin }
+
+// Disabled reports whether the user is disabled.
+func (u User) Disabled() bool { return u.DisabledAt != nil }
 
 // APIToken is a user's bearer token, stored as the SHA-256 of its plaintext.
 type APIToken struct {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"gorm.io/gorm/clause"
 )
 
 const (
@@ -103,7 +104,63 @@ func (s *Store) GetUserByAPIToken(ctx context.Context, plaintext string, now tim
 		return User{}, APIToken{}, fmt.Errorf("get user by api token: token revoked or expired: %w", ErrNotFound)
 	}
 	u, err := s.GetUserByID(ctx, t.UserID)
-	return u, t, err
+	if err != nil {
+		return User{}, APIToken{}, err
+	}
+	if u.Disabled() {
+		return User{}, APIToken{}, fmt.Errorf("get user by api token: user disabled: %w", ErrNotFound)
+	}
+	return u, t, nil
+}
+
+// ListUsers returns every user, oldest first.
+func (s *Store) ListUsers(ctx context.Context) ([]User, error) {
+	var users []User
+	err := s.conn(ctx).Order("created_at, id").Find(&users).Error
+	return users, mapError("list users", err)
+}
+
+// SetUserDisabled disables the user at now, or enables them again. Disabling twice
+// keeps the first time. Every token of a disabled user is refused from the next
+// request on (GetUserByAPIToken reads the user each time).
+func (s *Store) SetUserDisabled(ctx context.Context, id string, disabled bool, now time.Time) (User, error) {
+	value := any(nil)
+	if disabled {
+		value = gormExpr("COALESCE(disabled_at, ?)", now)
+	}
+	var u User
+	res := s.conn(ctx).Model(&u).Clauses(clause.Returning{}).Where("id = ?", id).
+		Updates(map[string]any{"disabled_at": value, "updated_at": gormExpr("now()")})
+	if res.Error != nil {
+		return User{}, mapError("set user disabled", res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return User{}, fmt.Errorf("set user %s disabled: %w", id, ErrNotFound)
+	}
+	return u, nil
+}
+
+// ListAPITokensByUser returns the user's tokens, revoked and expired ones included,
+// newest first.
+func (s *Store) ListAPITokensByUser(ctx context.Context, userID string) ([]APIToken, error) {
+	var tokens []APIToken
+	err := s.conn(ctx).Where("user_id = ?", userID).Order("created_at DESC, id").Find(&tokens).Error
+	return tokens, mapError("list api tokens by user", err)
+}
+
+// RevokeUserAPIToken revokes one of the user's tokens and returns it; a token of
+// another user is ErrNotFound. Revoking twice keeps the first time.
+func (s *Store) RevokeUserAPIToken(ctx context.Context, userID, tokenID string) (APIToken, error) {
+	var t APIToken
+	res := s.conn(ctx).Model(&t).Clauses(clause.Returning{}).Where("id = ? AND user_id = ?", tokenID, userID).
+		Update("revoked_at", gormExpr("COALESCE(revoked_at, now())"))
+	if res.Error != nil {
+		return APIToken{}, mapError("revoke api token", res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return APIToken{}, fmt.Errorf("revoke api token %s of user %s: %w", tokenID, userID, ErrNotFound)
+	}
+	return t, nil
 }
 
 // RevokeAPIToken marks a token revoked; revoking twice keeps the first time.

@@ -72,3 +72,40 @@ func TestPingAndOpenErrorsHidePassword(t *testing.T) {
 	require.Equal(t, "postgres://u:xxxxx@h/db", store.RedactDSN("postgres://u:pw@h/db"))
 	require.Equal(t, "host=h user=u password=xxxxx", store.RedactDSN("host=h user=u password=pw"))
 }
+
+func TestDisabledUserTokensAreRefused(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx, st := f.ctx, f.st
+	tok, plaintext, err := st.CreateAPIToken(ctx, f.user.ID, "cli", nil)
+	require.NoError(t, err)
+
+	now := time.Now()
+	u, err := st.SetUserDisabled(ctx, f.user.ID, true, now)
+	require.NoError(t, err)
+	require.True(t, u.Disabled())
+	_, _, err = st.GetUserByAPIToken(ctx, plaintext, now)
+	require.ErrorIs(t, err, store.ErrNotFound, "a disabled user's token is refused")
+	again, err := st.SetUserDisabled(ctx, f.user.ID, true, now.Add(time.Hour))
+	require.NoError(t, err)
+	require.True(t, u.DisabledAt.Equal(*again.DisabledAt), "disabling twice keeps the first time")
+
+	u, err = st.SetUserDisabled(ctx, f.user.ID, false, now)
+	require.NoError(t, err)
+	require.False(t, u.Disabled())
+	_, _, err = st.GetUserByAPIToken(ctx, plaintext, now)
+	require.NoError(t, err)
+
+	tokens, err := st.ListAPITokensByUser(ctx, f.user.ID)
+	require.NoError(t, err)
+	require.Len(t, tokens, 1)
+	other, err := st.CreateUser(ctx, store.NewUser{Email: uniq("other") + "@example.com"})
+	require.NoError(t, err)
+	_, err = st.RevokeUserAPIToken(ctx, other.ID, tok.ID)
+	require.ErrorIs(t, err, store.ErrNotFound, "a token of another user")
+	revoked, err := st.RevokeUserAPIToken(ctx, f.user.ID, tok.ID)
+	require.NoError(t, err)
+	require.NotNil(t, revoked.RevokedAt)
+	_, err = st.SetUserDisabled(ctx, "00000000-0000-0000-0000-000000000000", true, now)
+	require.ErrorIs(t, err, store.ErrNotFound)
+}
