@@ -140,8 +140,12 @@ const (
 
 // loadSession returns the path's Session if the user may access it that way. Another
 // user's Session is 404, as if it did not exist; an administrator may read it but not
-// change it (403).
+// change it (403). A share link viewer's request reads the link's Session, and only
+// reads it.
 func (s *Server) loadSession(c *gin.Context, want access) (store.Session, error) {
+	if sh, ok := currentShare(c); ok {
+		return s.loadSharedSession(c, sh, want)
+	}
 	id := c.Param("session_id")
 	if !isUUID(id) {
 		return store.Session{}, NotFound("session " + id)

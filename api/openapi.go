@@ -41,6 +41,8 @@ var requestBodies = map[string]map[string]any{
 	"PATCH /agents/{agent_id}": obj(map[string]any{"version": intS, "name": str, "description": str, "runtime_profile_id": str,
 		"config": objAny, "permission_mode": str}, "version"),
 	"POST /agents/{agent_id}/conversations": obj(map[string]any{}),
+	"POST /sessions/{session_id}/shares": obj(map[string]any{"expires_at": map[string]any{"type": "string", "format": "date-time"},
+		"allow_download": boolS}, "expires_at"),
 	"POST /admin/users": obj(map[string]any{"email": map[string]any{"type": "string", "maxLength": maxEmailLen}, "display_name": str,
 		"role": map[string]any{"type": "string", "enum": []string{store.RoleMember, store.RoleAdmin}}}, "email"),
 	"POST /admin/users/{user_id}/tokens": obj(map[string]any{"name": map[string]any{"type": "string", "maxLength": maxTokenNameLen},
@@ -63,6 +65,10 @@ var queryParams = map[string][]string{
 	"GET /sessions/{session_id}/messages":                  {"before", "limit"},
 	"GET /sessions/{session_id}/history-blocks":            {"before", "limit"},
 	"GET /sessions/{session_id}/history-blocks/{block_id}": {"cursor"},
+	"GET /shared/{share_token}/stream":                     {"after_seq"},
+	"GET /shared/{share_token}/messages":                   {"before", "limit"},
+	"GET /shared/{share_token}/history-blocks":             {"before", "limit"},
+	"GET /shared/{share_token}/history-blocks/{block_id}":  {"cursor"},
 }
 
 // routeResponses are the outcomes a route documents beyond the generic success and
@@ -81,6 +87,25 @@ var routeResponses = map[string]map[string]string{
 	},
 	"POST /agents": {
 		"503": "SERVICE_UNAVAILABLE: the config holds secret values and the server has no secrets.key configured",
+	},
+	"POST /sessions/{session_id}/shares": {
+		"200": "data: the link {share_id, session_id, allow_download, state, created_at, expires_at, revoked_at}, its token and path (/api/v1/shared/<token>), shown this once: only the token's SHA-256 is stored. Viewers with the link read the Session's details, messages, history-blocks and stream there without an account; allow_download says whether they may download workspace files",
+		"400": "INVALID_REQUEST: expires_at missing, not an RFC 3339 time, or not in the future",
+		"403": "FORBIDDEN: only the Session's owner shares it",
+	},
+	"GET /sessions/{session_id}/shares": {
+		"200": "data: the Session's links without tokens, newest first; state is active, expired or revoked",
+	},
+	"POST /sessions/{session_id}/shares/{share_id}/revoke": {
+		"200": "data: the link, revoked (revoking again keeps the first time); it answers 404 from the next request on and a stream it holds ends at its next re-check",
+	},
+	"GET /shared/{share_token}": {
+		"200": "data {session: the Session's details as GET /sessions/{session_id} gives them, share: {allow_download, expires_at}}",
+		"404": "NOT_FOUND: the link is unknown, revoked or expired, its Session deleted, or its owner disabled",
+	},
+	"GET /shared/{share_token}/stream": {
+		"404": "NOT_FOUND: the link is unknown, revoked or expired (an open stream ends at its next re-check)",
+		"429": "TOO_MANY_STREAMS: the link already holds the most open streams allowed (http.max_streams_per_token)",
 	},
 	"GET /me": {
 		"200": "data {user: {user_id, email, display_name, role, disabled, disabled_at, created_at, updated_at}, token: {token_id, user_id, name, prefix, state, created_at, last_used_at, expires_at, revoked_at}}",
@@ -146,13 +171,19 @@ func openAPIDocument() map[string]any {
 		CodeSessionBusy, CodeInteractionNotOpen, CodePendingInputsNotCancelled, CodeAdmissionDenied, CodeHistoryImportAfterConversation,
 		CodeHistoryImportConflict, CodePermissionModeRefused, CodePayloadTooLarge, CodeTooManyStreams, CodeServiceUnavailable, CodeInternal}
 	paths := map[string]any{}
-	for _, r := range apiRoutes {
+	for i, r := range append(append([]route{}, apiRoutes...), sharedRoutes...) {
+		viewer := i >= len(apiRoutes)
 		p, params := openAPIPath(r.path)
 		key := r.method + " " + p
+		security := []any{map[string]any{"bearer": []string{}}}
+		if viewer {
+			// A share link's token in the path is the credential; no header is needed.
+			security = []any{}
+		}
 		op := map[string]any{
 			"summary":     r.summary,
 			"operationId": strings.ToLower(r.method) + strings.NewReplacer("/", "_", "{", "", "}", "", "-", "_").Replace(p),
-			"security":    []any{map[string]any{"bearer": []string{}}},
+			"security":    security,
 			"responses": map[string]any{
 				"200":     map[string]any{"description": "success envelope {code: OK, message, data}", "content": map[string]any{"application/json": map[string]any{"schema": map[string]any{"$ref": "#/components/schemas/Envelope"}}}},
 				"default": map[string]any{"description": "error envelope; code is one of " + strings.Join(errorCodes, ", "), "content": map[string]any{"application/json": map[string]any{"schema": map[string]any{"$ref": "#/components/schemas/Envelope"}}}},
@@ -160,7 +191,11 @@ func openAPIDocument() map[string]any {
 		}
 		var parameters []any
 		for _, name := range params {
-			parameters = append(parameters, map[string]any{"name": name, "in": "path", "required": true, "schema": str})
+			param := map[string]any{"name": name, "in": "path", "required": true, "schema": str}
+			if name == shareTokenParam {
+				param["description"] = "the share link's token (abs_...), as POST /sessions/{session_id}/shares returned it; an unknown, revoked or expired link is 404"
+			}
+			parameters = append(parameters, param)
 		}
 		for _, name := range queryParams[key] {
 			parameters = append(parameters, map[string]any{"name": name, "in": "query", "required": false, "schema": str})
@@ -210,7 +245,8 @@ var docsPage = template.Must(template.New("docs").Parse(`<!doctype html>
 code{background:#f3f3f3;padding:0 .2em}.m{display:inline-block;width:4.5rem;font-weight:600}
 li{margin:.3rem 0}</style></head><body>
 <h1>AstraBox API v1</h1>
-<p>Every route needs <code>Authorization: Bearer &lt;token&gt;</code> and answers with the envelope
+<p>Every route needs <code>Authorization: Bearer &lt;token&gt;</code>, except a share link's
+(<code>/api/v1/shared/{share_token}/...</code>), whose token is in the path; every route answers with the envelope
 <code>{code, message, data}</code>. The machine-readable description is <a href="/openapi.json">/openapi.json</a>.</p>
 <ul>{{range .}}<li><span class="m">{{.Method}}</span><code>{{.Path}}</code> — {{.Summary}}</li>{{end}}</ul>
 </body></html>`))
@@ -218,8 +254,8 @@ li{margin:.3rem 0}</style></head><body>
 // docs renders the routes of the OpenAPI document as a plain page (no CDN needed).
 func (s *Server) docs(c *gin.Context) {
 	type row struct{ Method, Path, Summary string }
-	rows := make([]row, 0, len(apiRoutes))
-	for _, r := range apiRoutes {
+	rows := make([]row, 0, len(apiRoutes)+len(sharedRoutes))
+	for _, r := range append(append([]route{}, apiRoutes...), sharedRoutes...) {
 		p, _ := openAPIPath(r.path)
 		rows = append(rows, row{r.method, "/api/v1" + p, r.summary})
 	}

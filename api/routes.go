@@ -15,7 +15,8 @@ func h(f func(*Server, *gin.Context)) func(*Server) gin.HandlerFunc {
 	return func(s *Server) gin.HandlerFunc { return func(c *gin.Context) { f(s, c) } }
 }
 
-// apiRoutes is the public API under /api/v1. Every route needs a bearer token.
+// apiRoutes is the public API under /api/v1. Every route needs a bearer token; the
+// share link viewers' routes, which take none, are sharedRoutes.
 var apiRoutes = []route{
 	{"GET", "/me", "Read the caller's user and the token the request used", h((*Server).getMe)},
 	{"POST", "/admin/users", "Create a user (admin)", h((*Server).createUser)},
@@ -55,6 +56,9 @@ var apiRoutes = []route{
 	{"GET", "/sessions/:session_id/history-blocks", "Read the conversation with folded work as data-process-block headers", h((*Server).listHistoryBlocks)},
 	{"GET", "/sessions/:session_id/history-blocks/:block_id", "Read the parts folded under one header (cursor=)", h((*Server).getHistoryBlock)},
 	{"POST", "/sessions/:session_id/interactions/:interaction_id/answer", "Answer an approval or question (owner)", h((*Server).answerInteraction)},
+	{"POST", "/sessions/:session_id/shares", "Create a read-only share link with an expiry; the token is shown once (owner)", h((*Server).createShare)},
+	{"GET", "/sessions/:session_id/shares", "List the Session's share links, without tokens (owner)", h((*Server).listShares)},
+	{"POST", "/sessions/:session_id/shares/:share_id/revoke", "Revoke a share link (owner)", h((*Server).revokeShare)},
 	{"GET", "/sessions/:session_id/child-runs", "List the Session's child runs", h((*Server).listChildRuns)},
 	{"GET", "/sessions/:session_id/child-runs/:child_run_id/messages", "Read a child run's messages", h((*Server).childRunMessages)},
 	{"POST", "/sessions/:session_id/child-runs/:child_run_id/stop", "Ask the Agent program to stop a child run (owner)", h((*Server).stopChildRun)},
@@ -65,6 +69,13 @@ var apiRoutes = []route{
 // routes registers the public API on g.
 func (s *Server) routes(g *gin.RouterGroup) {
 	for _, r := range apiRoutes {
+		g.Handle(r.method, r.path, r.handler(s))
+	}
+}
+
+// sharedRoutes registers share link viewers' routes on g.
+func (s *Server) sharedRoutes(g *gin.RouterGroup) {
+	for _, r := range sharedRoutes {
 		g.Handle(r.method, r.path, r.handler(s))
 	}
 }

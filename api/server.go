@@ -162,8 +162,18 @@ func New(opts Options) *Server {
 	}
 	s.engine.HandleMethodNotAllowed = true
 	s.engine.Use(s.requestContext, s.recoverPanic)
-	s.engine.NoRoute(func(c *gin.Context) { s.fail(c, NotFound("route "+c.Request.URL.Path)) })
+	s.engine.NoRoute(func(c *gin.Context) {
+		if refused, ok := viewerWriteRefused(c); ok {
+			s.fail(c, refused)
+			return
+		}
+		s.fail(c, NotFound("route "+pathForMessages(c.Request.URL.Path)))
+	})
 	s.engine.NoMethod(func(c *gin.Context) {
+		if refused, ok := viewerWriteRefused(c); ok {
+			s.fail(c, refused)
+			return
+		}
 		s.fail(c, &Error{Status: http.StatusMethodNotAllowed, Code: CodeInvalidRequest, Message: "method " + c.Request.Method + " not allowed here"})
 	})
 	s.engine.GET("/healthz", s.healthz)
@@ -172,6 +182,7 @@ func New(opts Options) *Server {
 	s.engine.GET("/docs", s.docs)
 	if s.store != nil {
 		s.routes(s.engine.Group("/api/v1", s.authenticate, s.checkRequestText))
+		s.sharedRoutes(s.engine.Group("/api/v1", s.authenticateShare, s.checkRequestText))
 	}
 	return s
 }

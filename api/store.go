@@ -57,6 +57,14 @@ type SessionStore interface {
 	RecoverSession(ctx context.Context, sessionID string) (store.Session, error)
 }
 
+// ShareStore keeps Sessions' read-only share links.
+type ShareStore interface {
+	CreateSessionShare(ctx context.Context, in store.NewSessionShare) (store.SessionShare, string, error)
+	ListSessionShares(ctx context.Context, sessionID string) ([]store.SessionShare, error)
+	RevokeSessionShare(ctx context.Context, sessionID, shareID string) (store.SessionShare, error)
+	GetActiveSessionShare(ctx context.Context, plaintext string, now time.Time) (store.SessionShare, error)
+}
+
 // InputStore keeps the messages in the platform's custody.
 type InputStore interface {
 	InsertInput(ctx context.Context, in store.NewInput) (store.Input, bool, error)
@@ -99,6 +107,7 @@ type Store interface {
 	UserStore
 	AgentStore
 	SessionStore
+	ShareStore
 	InputStore
 	OutputStore
 	InteractionStore

@@ -52,7 +52,8 @@ func (s *Server) streamSession(c *gin.Context) {
 		s.fail(c, Unavailable("streaming is not configured", nil))
 		return
 	}
-	release, err := s.streams.acquire(currentToken(c).ID)
+	credential, stillValid := s.streamCredential(c)
+	release, err := s.streams.acquire(credential)
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -85,10 +86,10 @@ func (s *Server) streamSession(c *gin.Context) {
 	h.Set("x-vercel-ai-ui-message-stream", "v1")
 	c.Status(http.StatusOK)
 	f := &streamFollower{s: s, sub: sub, sessionID: sess.ID, cursor: after, inResponse: inResponse,
-		w: bufio.NewWriter(c.Writer), flush: c.Writer.Flush, tokenValid: func() (bool, error) { return s.tokenStillValid(c) }}
+		w: bufio.NewWriter(c.Writer), flush: c.Writer.Flush, tokenValid: stillValid}
 	err = f.run(ctx)
 	if errors.Is(err, errTokenInvalid) {
-		RequestLogger(c, s.log).Info("stream ended: its token was revoked or expired", zap.String("session_id", sess.ID), zap.String("token_id", currentToken(c).ID))
+		RequestLogger(c, s.log).Info("stream ended: its token or share link was revoked or expired", zap.String("session_id", sess.ID), zap.String("credential", credential))
 		return
 	}
 	if err != nil && ctx.Err() == nil {

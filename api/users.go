@@ -41,7 +41,7 @@ type userView struct {
 
 func newUserView(u store.User) userView {
 	return userView{UserID: u.ID, Email: u.Email, DisplayName: u.DisplayName, Role: u.Role, Disabled: u.Disabled(),
-		DisabledAt: utcPtr(u.DisabledAt), CreatedAt: u.CreatedAt.UTC(), UpdatedAt: u.UpdatedAt.UTC()}
+		DisabledAt: utc(u.DisabledAt), CreatedAt: u.CreatedAt.UTC(), UpdatedAt: u.UpdatedAt.UTC()}
 }
 
 // tokenView is an API token without its secret: the prefix identifies it to people.
@@ -66,7 +66,7 @@ func newTokenView(t store.APIToken, now time.Time) tokenView {
 		state = tokenExpired
 	}
 	return tokenView{TokenID: t.ID, UserID: t.UserID, Name: t.Name, Prefix: t.Prefix, State: state, CreatedAt: t.CreatedAt.UTC(),
-		LastUsedAt: utcPtr(t.LastUsedAt), ExpiresAt: utcPtr(t.ExpiresAt), RevokedAt: utcPtr(t.RevokedAt)}
+		LastUsedAt: utc(t.LastUsedAt), ExpiresAt: utc(t.ExpiresAt), RevokedAt: utc(t.RevokedAt)}
 }
 
 // issuedToken is a token just issued: the only answer that carries its secret.
@@ -79,14 +79,6 @@ type issuedToken struct {
 type meView struct {
 	User  userView  `json:"user"`
 	Token tokenView `json:"token"`
-}
-
-func utcPtr(t *time.Time) *time.Time {
-	if t == nil {
-		return nil
-	}
-	u := t.UTC()
-	return &u
 }
 
 // getMe serves GET /me.
