@@ -47,6 +47,9 @@ func newRootCommand() *cobra.Command {
 		newWorkerCommand(),
 		newMigrateCommand(),
 		newVersionCommand(),
+		newSessionsCommand(),
+		newUsersCommand(),
+		newTokensCommand(),
 	)
 	return root
 }
