@@ -78,7 +78,7 @@ func newUsersCommand() *cobra.Command {
 			})
 		},
 	}
-	cmd.AddCommand(create, list, me, userAction("disable", "Disable a user: their tokens stop working at once", (*client.Client).DisableUser),
+	cmd.AddCommand(create, list, me, newBootstrapAdminCommand(), userAction("disable", "Disable a user: their tokens stop working at once", (*client.Client).DisableUser),
 		userAction("enable", "Enable a disabled user again", (*client.Client).EnableUser))
 	return cmd
 }
