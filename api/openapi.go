@@ -97,14 +97,14 @@ var routeResponses = map[string]map[string]string{
 		"200": "data: the Session's links without tokens, newest first; state is active, expired or revoked",
 	},
 	"POST /sessions/{session_id}/shares/{share_id}/revoke": {
-		"200": "data: the link, revoked (revoking again keeps the first time); it answers 404 from the next request on and a stream it holds ends at its next re-check",
+		"200": "data: the link, revoked (revoking again keeps the first time); it answers 404 from the next request on and a stream it holds ends at once",
 	},
 	"GET /shared/{share_token}": {
 		"200": "data {session: the Session's details as GET /sessions/{session_id} gives them, share: {allow_download, expires_at}}",
 		"404": "NOT_FOUND: the link is unknown, revoked or expired, its Session deleted, or its owner disabled",
 	},
 	"GET /shared/{share_token}/stream": {
-		"404": "NOT_FOUND: the link is unknown, revoked or expired (an open stream ends at its next re-check)",
+		"404": "NOT_FOUND: the link is unknown, revoked or expired (an open stream ends at once on revocation, at its next periodic re-check on expiry)",
 		"429": "TOO_MANY_STREAMS: the link already holds the most open streams allowed (http.max_streams_per_token)",
 	},
 	"GET /me": {
@@ -115,7 +115,7 @@ var routeResponses = map[string]map[string]string{
 		"409": "CONFLICT: a user with this email (compared case-insensitively) already exists",
 	},
 	"POST /admin/users/{user_id}/disable": {
-		"200": "data: the user, disabled. Every token of theirs is refused from the next request on (open streams end at their next token re-check), and the share links of their Sessions answer 404; enabling restores what is neither revoked nor expired",
+		"200": "data: the user, disabled. Every token of theirs is refused from the next request on (their open streams end at once), and the share links of their Sessions answer 404; enabling restores what is neither revoked nor expired",
 		"409": "CONFLICT: an administrator cannot disable their own account",
 	},
 	"POST /admin/users/{user_id}/tokens": {
@@ -127,7 +127,7 @@ var routeResponses = map[string]map[string]string{
 		"200": "data: the user's tokens without secrets, newest first; state is active, expired or revoked",
 	},
 	"POST /admin/users/{user_id}/tokens/{token_id}/revoke": {
-		"200": "data: the token, revoked (revoking again keeps the first time). It is refused from the next request on; a stream it holds ends at its next re-check",
+		"200": "data: the token, revoked (revoking again keeps the first time). It is refused from the next request on; a stream it holds ends at once",
 		"404": "NOT_FOUND: no such token of this user",
 	},
 	"GET /admin/sessions/{session_id}/diagnostics": {

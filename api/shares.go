@@ -134,7 +134,7 @@ func (s *Server) listShares(c *gin.Context) {
 }
 
 // revokeShare serves POST /sessions/{id}/shares/{share_id}/revoke. The link answers 404
-// from the next request on; a stream it holds ends at its next re-check.
+// from the next request on; a stream it holds ends at once.
 func (s *Server) revokeShare(c *gin.Context) {
 	sess, err := s.loadSession(c, ownerAccess)
 	if err != nil {

@@ -72,6 +72,14 @@ func (s *Server) streamSession(c *gin.Context) {
 		return
 	}
 	defer sub.Close()
+	// A revoked token or link, or a disabled user, is announced: the stream re-checks its
+	// credential at once instead of at its next periodic re-check.
+	revoked, err := s.output.Subscribe(ctx, pubsub.CredentialsRevokedChannel)
+	if err != nil {
+		s.fail(c, fmt.Errorf("subscribe to credential revocations: %w", err))
+		return
+	}
+	defer revoked.Close()
 	inResponse, err := s.store.ResponseOpenAt(ctx, sess.ID, after)
 	if err != nil {
 		s.fail(c, err)
@@ -85,7 +93,7 @@ func (s *Server) streamSession(c *gin.Context) {
 	h.Set("X-Accel-Buffering", "no")
 	h.Set("x-vercel-ai-ui-message-stream", "v1")
 	c.Status(http.StatusOK)
-	f := &streamFollower{s: s, sub: sub, sessionID: sess.ID, cursor: after, inResponse: inResponse,
+	f := &streamFollower{s: s, sub: sub, revoked: revoked.C(), sessionID: sess.ID, cursor: after, inResponse: inResponse,
 		w: bufio.NewWriter(c.Writer), flush: c.Writer.Flush, tokenValid: stillValid}
 	err = f.run(ctx)
 	if errors.Is(err, errTokenInvalid) {
@@ -101,6 +109,7 @@ func (s *Server) streamSession(c *gin.Context) {
 type streamFollower struct {
 	s          *Server
 	sub        *pubsub.Subscription
+	revoked    <-chan pubsub.Notification
 	sessionID  string
 	cursor     int64
 	inResponse bool
@@ -160,12 +169,15 @@ func (f *streamFollower) waitForHint(ctx context.Context, keepAlive *time.Timer)
 		case <-f.sub.Dropped():
 			return true, nil
 		case <-f.recheck:
-			valid, err := f.tokenValid()
-			if err != nil {
-				return false, fmt.Errorf("re-check stream token: %w", err)
+			if err := f.recheckCredential(); err != nil {
+				return false, err
 			}
-			if !valid {
-				return false, errTokenInvalid
+		case _, ok := <-f.revoked:
+			if !ok {
+				return false, fmt.Errorf("credential listener closed")
+			}
+			if err := f.recheckCredential(); err != nil {
+				return false, err
 			}
 		case <-keepAlive.C:
 			if _, err := f.w.WriteString(": keep-alive\n\n"); err != nil {
@@ -178,6 +190,19 @@ func (f *streamFollower) waitForHint(ctx context.Context, keepAlive *time.Timer)
 			keepAlive.Reset(f.s.keepAlive)
 		}
 	}
+}
+
+// recheckCredential returns errTokenInvalid once the stream's token or share link no
+// longer holds.
+func (f *streamFollower) recheckCredential() error {
+	valid, err := f.tokenValid()
+	if err != nil {
+		return fmt.Errorf("re-check stream credential: %w", err)
+	}
+	if !valid {
+		return errTokenInvalid
+	}
+	return nil
 }
 
 // coalesceHints takes the notifications already queued: one re-read covers them all.

@@ -299,7 +299,7 @@ func (s *Server) listTokens(c *gin.Context) {
 }
 
 // revokeToken serves POST /admin/users/{user_id}/tokens/{token_id}/revoke. The token
-// is refused from the next request on; a stream it holds ends at its next re-check.
+// is refused from the next request on; a stream it holds ends at once.
 func (s *Server) revokeToken(c *gin.Context) {
 	u, err := s.loadUser(c)
 	if err != nil {

@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/astrabox/astrabox/internal/testutil"
 	"github.com/astrabox/astrabox/store"
 )
 
@@ -162,4 +164,47 @@ func TestUsersAndTokensRefuseBadInput(t *testing.T) {
 	var count int
 	require.NoError(t, f.db.QueryRow(f.ctx, "SELECT count(*) FROM users").Scan(&count))
 	require.Equal(t, 3, count, "no refused request created a user")
+}
+
+// TestRevocationEndsOpenStreamsAtOnce keeps the periodic re-check at an hour: a stream
+// that ends within the test's deadline ended because the revocation was announced.
+func TestRevocationEndsOpenStreamsAtOnce(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, func(o *Options) { o.TokenRecheck = time.Hour })
+	id := f.newSession(f.member)
+	expiry := time.Now().Add(time.Hour).Format(time.RFC3339)
+
+	var tok issuedToken
+	f.call("POST", "/api/v1/admin/users/"+f.memberID+"/tokens", f.admin, map[string]any{"name": "stream"}).ok(t).into(t, &tok)
+	var link createdShare
+	f.call("POST", "/api/v1/sessions/"+id+"/shares", f.member, map[string]any{"expires_at": expiry}).ok(t).into(t, &link)
+	var other createdShare
+	f.call("POST", "/api/v1/sessions/"+id+"/shares", f.member, map[string]any{"expires_at": expiry}).ok(t).into(t, &other)
+
+	ended := func(resp *http.Response) {
+		t.Helper()
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		ctx := testutil.ContextWithTimeout(t, 20*time.Second)
+		done := make(chan error, 1)
+		go func() { _, err := io.ReadAll(resp.Body); done <- err }()
+		select {
+		case err := <-done:
+			require.NoError(t, err)
+		case <-ctx.Done():
+			t.Fatal("the stream did not end after its credential was revoked")
+		}
+	}
+
+	byToken := f.openStream(f.ctx, id, "", tok.Secret)
+	byLink := f.openShareStream(f.ctx, link.Token, "")
+	byOtherLink := f.openShareStream(f.ctx, other.Token, "")
+	f.call("POST", "/api/v1/admin/users/"+f.memberID+"/tokens/"+tok.TokenID+"/revoke", f.admin, nil).ok(t)
+	ended(byToken)
+	f.call("POST", "/api/v1/sessions/"+id+"/shares/"+link.ShareID+"/revoke", f.member, nil).ok(t)
+	ended(byLink)
+
+	byMember := f.openStream(f.ctx, id, "", f.member)
+	f.call("POST", "/api/v1/admin/users/"+f.memberID+"/disable", f.admin, nil).ok(t)
+	ended(byMember)
+	ended(byOtherLink)
 }

@@ -10,6 +10,8 @@ import (
 
 	"github.com/google/uuid"
 	"gorm.io/gorm/clause"
+
+	"github.com/astrabox/astrabox/store/pubsub"
 )
 
 // shareTokenMarker starts every share link token, so a leaked one is recognisable and
@@ -70,17 +72,24 @@ func (s *Store) ListSessionShares(ctx context.Context, sessionID string) ([]Sess
 	return shares, mapError("list session shares", err)
 }
 
-// RevokeSessionShare revokes one of the Session's share links and returns it; a link
-// of another Session is ErrNotFound. Revoking twice keeps the first time.
+// RevokeSessionShare revokes one of the Session's share links and returns it,
+// announcing it on pubsub.CredentialsRevokedChannel; a link of another Session is
+// ErrNotFound. Revoking twice keeps the first time.
 func (s *Store) RevokeSessionShare(ctx context.Context, sessionID, shareID string) (SessionShare, error) {
 	var sh SessionShare
-	res := s.conn(ctx).Model(&sh).Clauses(clause.Returning{}).Where("id = ? AND session_id = ?", shareID, sessionID).
-		Update("revoked_at", gormExpr("COALESCE(revoked_at, now())"))
-	if res.Error != nil {
-		return SessionShare{}, mapError("revoke session share", res.Error)
-	}
-	if res.RowsAffected == 0 {
-		return SessionShare{}, fmt.Errorf("revoke share %s of session %s: %w", shareID, sessionID, ErrNotFound)
+	err := s.InTx(ctx, func(tx *Store) error {
+		res := tx.conn(ctx).Model(&sh).Clauses(clause.Returning{}).Where("id = ? AND session_id = ?", shareID, sessionID).
+			Update("revoked_at", gormExpr("COALESCE(revoked_at, now())"))
+		if res.Error != nil {
+			return mapError("revoke session share", res.Error)
+		}
+		if res.RowsAffected == 0 {
+			return fmt.Errorf("revoke share %s of session %s: %w", shareID, sessionID, ErrNotFound)
+		}
+		return tx.notify(ctx, pubsub.CredentialsRevokedChannel, "")
+	})
+	if err != nil {
+		return SessionShare{}, err
 	}
 	return sh, nil
 }

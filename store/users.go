@@ -11,6 +11,8 @@ import (
 
 	"github.com/google/uuid"
 	"gorm.io/gorm/clause"
+
+	"github.com/astrabox/astrabox/store/pubsub"
 )
 
 const (
@@ -122,20 +124,30 @@ func (s *Store) ListUsers(ctx context.Context) ([]User, error) {
 
 // SetUserDisabled disables the user at now, or enables them again. Disabling twice
 // keeps the first time. Every token of a disabled user is refused from the next
-// request on (GetUserByAPIToken reads the user each time).
+// request on (GetUserByAPIToken reads the user each time), and open streams hear of it
+// on pubsub.CredentialsRevokedChannel when the change commits.
 func (s *Store) SetUserDisabled(ctx context.Context, id string, disabled bool, now time.Time) (User, error) {
 	value := any(nil)
 	if disabled {
 		value = gormExpr("COALESCE(disabled_at, ?)", now)
 	}
 	var u User
-	res := s.conn(ctx).Model(&u).Clauses(clause.Returning{}).Where("id = ?", id).
-		Updates(map[string]any{"disabled_at": value, "updated_at": gormExpr("now()")})
-	if res.Error != nil {
-		return User{}, mapError("set user disabled", res.Error)
-	}
-	if res.RowsAffected == 0 {
-		return User{}, fmt.Errorf("set user %s disabled: %w", id, ErrNotFound)
+	err := s.InTx(ctx, func(tx *Store) error {
+		res := tx.conn(ctx).Model(&u).Clauses(clause.Returning{}).Where("id = ?", id).
+			Updates(map[string]any{"disabled_at": value, "updated_at": gormExpr("now()")})
+		if res.Error != nil {
+			return mapError("set user disabled", res.Error)
+		}
+		if res.RowsAffected == 0 {
+			return fmt.Errorf("set user %s disabled: %w", id, ErrNotFound)
+		}
+		if !disabled {
+			return nil
+		}
+		return tx.notify(ctx, pubsub.CredentialsRevokedChannel, "")
+	})
+	if err != nil {
+		return User{}, err
 	}
 	return u, nil
 }
@@ -148,17 +160,24 @@ func (s *Store) ListAPITokensByUser(ctx context.Context, userID string) ([]APITo
 	return tokens, mapError("list api tokens by user", err)
 }
 
-// RevokeUserAPIToken revokes one of the user's tokens and returns it; a token of
-// another user is ErrNotFound. Revoking twice keeps the first time.
+// RevokeUserAPIToken revokes one of the user's tokens and returns it, announcing it on
+// pubsub.CredentialsRevokedChannel; a token of another user is ErrNotFound. Revoking
+// twice keeps the first time.
 func (s *Store) RevokeUserAPIToken(ctx context.Context, userID, tokenID string) (APIToken, error) {
 	var t APIToken
-	res := s.conn(ctx).Model(&t).Clauses(clause.Returning{}).Where("id = ? AND user_id = ?", tokenID, userID).
-		Update("revoked_at", gormExpr("COALESCE(revoked_at, now())"))
-	if res.Error != nil {
-		return APIToken{}, mapError("revoke api token", res.Error)
-	}
-	if res.RowsAffected == 0 {
-		return APIToken{}, fmt.Errorf("revoke api token %s of user %s: %w", tokenID, userID, ErrNotFound)
+	err := s.InTx(ctx, func(tx *Store) error {
+		res := tx.conn(ctx).Model(&t).Clauses(clause.Returning{}).Where("id = ? AND user_id = ?", tokenID, userID).
+			Update("revoked_at", gormExpr("COALESCE(revoked_at, now())"))
+		if res.Error != nil {
+			return mapError("revoke api token", res.Error)
+		}
+		if res.RowsAffected == 0 {
+			return fmt.Errorf("revoke api token %s of user %s: %w", tokenID, userID, ErrNotFound)
+		}
+		return tx.notify(ctx, pubsub.CredentialsRevokedChannel, "")
+	})
+	if err != nil {
+		return APIToken{}, err
 	}
 	return t, nil
 }

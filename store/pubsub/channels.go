@@ -14,6 +14,11 @@ const (
 	sessionInputsPrefix = "session_inputs:"
 )
 
+// CredentialsRevokedChannel announces that an API token or a share link was revoked, or
+// a user disabled, so open streams re-check their credential at once rather than at
+// their next periodic re-check. The payload is empty: every stream re-reads its own.
+const CredentialsRevokedChannel = "credentials_revoked"
+
 // MaxChannelLen is PostgreSQL's limit on a channel name (NAMEDATALEN - 1).
 const MaxChannelLen = 63
 
