@@ -31,7 +31,8 @@ type Options struct {
 
 	// Store is the database (*store.Store); nil serves only the health routes.
 	Store Store
-	// Output wakes stream followers when parts are committed (store/pubsub).
+	// Output wakes stream followers when parts are committed, and when a token or share
+	// link is revoked or a user disabled (store/pubsub).
 	Output OutputSubscriber
 	// Signaler hands work to each Session's workflow after its row is written.
 	Signaler SessionSignaler

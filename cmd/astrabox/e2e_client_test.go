@@ -88,6 +88,12 @@ func TestClientCommandsEndToEnd(t *testing.T) {
 	assert.Equal(t, "finish", lastType, "the stream ends with the response:\n%s", streamed)
 	assert.Contains(t, text.String(), "Say hello from the command line.", "the scripted model echoes the message")
 
+	// The same response again, for people: its text, then its end.
+	replay := cli(issued.Secret, "sessions", "stream", created.SessionID, "--after-seq", strconv.FormatInt(receipt.OutputSeq, 10))
+	assert.Contains(t, replay, "Say hello from the command line.")
+	assert.Contains(t, replay, "[finish seq="+strconv.FormatInt(lastSeq, 10)+"]")
+	assert.Contains(t, cli(issued.Secret, "sessions", "get", created.SessionID), created.SessionID)
+
 	var page client.SessionPage
 	decode(cli(issued.Secret, "sessions", "list", "--json"), &page)
 	require.Len(t, page.Sessions, 1)
