@@ -217,3 +217,83 @@ func TestGoClientStreamResumesFromTheLastSeq(t *testing.T) {
 	require.Len(t, errs, 1)
 	require.ErrorIs(t, errs[0], client.ErrNotFound)
 }
+
+// keepAliveProxy forwards to the API, flushing as it reads, and closes sawKeepAlive
+// once a keep-alive comment went through.
+type keepAliveProxy struct {
+	upstream     string
+	once         sync.Once
+	sawKeepAlive chan struct{}
+}
+
+func (p *keepAliveProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	req, err := http.NewRequestWithContext(r.Context(), r.Method, p.upstream+r.URL.RequestURI(), r.Body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	req.Header = r.Header.Clone()
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	defer resp.Body.Close()
+	for k, vs := range resp.Header {
+		w.Header()[k] = vs
+	}
+	w.WriteHeader(resp.StatusCode)
+	buf := make([]byte, 4096)
+	for {
+		n, err := resp.Body.Read(buf)
+		if n > 0 {
+			_, _ = w.Write(buf[:n])
+			w.(http.Flusher).Flush()
+			if strings.Contains(string(buf[:n]), ": keep-alive") {
+				p.once.Do(func() { close(p.sawKeepAlive) })
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func TestGoClientStreamSkipsKeepAlives(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, func(o *Options) { o.KeepAlive = 10 * time.Millisecond })
+	id := f.newSession(f.member)
+	proxy := &keepAliveProxy{upstream: f.srv.URL, sawKeepAlive: make(chan struct{})}
+	ps := httptest.NewServer(proxy)
+	t.Cleanup(ps.Close)
+	c, err := client.New(ps.URL, f.member)
+	require.NoError(t, err)
+
+	type result struct {
+		parts []client.Part
+		err   error
+	}
+	done := make(chan result, 1)
+	go func() {
+		var res result
+		for p, err := range c.Stream(f.ctx, id, 0) {
+			if err != nil {
+				res.err = err
+				break
+			}
+			res.parts = append(res.parts, p)
+		}
+		done <- res
+	}()
+	select {
+	case <-proxy.sawKeepAlive:
+	case <-f.ctx.Done():
+		t.Fatal("no keep-alive went through")
+	}
+	r := f.relay(id)
+	last := r.append("r-1", textResponse("r-1", "after a quiet while", engines.OutcomeCompleted)...)
+	res := <-done
+	require.NoError(t, res.err)
+	require.Len(t, res.parts, int(last))
+	require.Equal(t, "finish", res.parts[len(res.parts)-1].Type)
+}
