@@ -310,4 +310,28 @@ func TestTerminalOnABox(t *testing.T) {
 
 	_, err = h.InterruptTerminal(ctx, "nope")
 	require.ErrorIs(t, err, sandbox.ErrNoProcess)
+
+	// A shell that exits ends its terminal, even while a job it left in the
+	// background still holds the terminal open; the viewers' streams end.
+	_, err = h.StartTerminal(ctx, sandbox.TerminalSpec{ID: "short", Argv: []string{"/bin/sh", "-c", "sleep 1000 & echo bye"}})
+	require.NoError(t, err)
+	short, err := h.ReadTerminal(ctx, "short", 0)
+	require.NoError(t, err)
+	var said strings.Builder
+	for {
+		chunk, err := short.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		require.NoError(t, err)
+		said.Write(chunk.Data)
+	}
+	require.NoError(t, short.Close())
+	require.Contains(t, said.String(), "bye")
+	ended, err := h.Terminal(ctx, "short")
+	require.NoError(t, err)
+	require.False(t, ended.Running)
+	require.Equal(t, 0, ended.Exit.Code)
+	_, err = h.InterruptTerminal(ctx, "short")
+	require.ErrorIs(t, err, sandbox.ErrProcessExited)
 }

@@ -77,16 +77,45 @@ func startTerminal(spec sandbox.TerminalSpec, prev *terminal, env []string, work
 		if err != nil {
 			return err
 		}
-		t.cmd, t.ptmx = cmd, ptmx
-		return nil
+		t.cmd = cmd
+		t.ptmx, err = pollable(ptmx)
+		return err
 	})
 	if err != nil {
+		if t.cmd != nil && t.cmd.Process != nil {
+			_ = t.cmd.Process.Kill()
+			_ = t.cmd.Wait()
+		}
 		return nil, fmt.Errorf("start terminal %q: %w", spec.ID, err)
 	}
 	t.started = time.Now().UTC()
-	go t.pump()
+	pumped := make(chan struct{})
+	go t.pump(pumped)
+	go t.wait(pumped)
 	return t, nil
 }
+
+// pollable returns the pseudo-terminal's controller as a non-blocking file the
+// runtime polls. The pty package leaves it in blocking mode, where a read holds
+// a thread and Close cannot end it; a shell that exits while a background job
+// keeps the terminal open would then never let the terminal end.
+func pollable(f *os.File) (*os.File, error) {
+	defer f.Close()
+	fd, err := unix.Dup(int(f.Fd()))
+	if err != nil {
+		return nil, fmt.Errorf("dup terminal: %w", err)
+	}
+	unix.CloseOnExec(fd)
+	if err := unix.SetNonblock(fd, true); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("terminal non-blocking: %w", err)
+	}
+	return os.NewFile(uintptr(fd), "ptmx"), nil
+}
+
+// pumpDrain bounds how long an exited shell's last output may take to arrive
+// before the terminal is closed under any background job still holding it.
+const pumpDrain = time.Second
 
 func orDefault(v, def int) int {
 	if v <= 0 {
@@ -96,8 +125,9 @@ func orDefault(v, def int) int {
 }
 
 // pump copies the shell's output into the scrollback until the terminal closes
-// (EIO once every process holding it has gone), then reaps the shell.
-func (t *terminal) pump() {
+// (EIO once every process holding it has gone, or closed by wait).
+func (t *terminal) pump(done chan<- struct{}) {
+	defer close(done)
 	chunk := make([]byte, 32<<10)
 	for {
 		n, err := t.ptmx.Read(chunk)
@@ -113,10 +143,20 @@ func (t *terminal) pump() {
 			t.mu.Unlock()
 		}
 		if err != nil {
-			break
+			return
 		}
 	}
+}
+
+// wait reaps the shell; the terminal ends with it, once its output is in.
+func (t *terminal) wait(pumped <-chan struct{}) {
 	_ = t.cmd.Wait()
+	drain := time.NewTimer(pumpDrain)
+	select {
+	case <-pumped:
+	case <-drain.C:
+	}
+	drain.Stop()
 	st := &sandbox.ExitStatus{Code: t.cmd.ProcessState.ExitCode(), ExitedAt: time.Now().UTC()}
 	if ws, ok := t.cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 		st.Code, st.Signal = 128+int(ws.Signal()), signalName(ws.Signal())
