@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"time"
@@ -109,7 +110,7 @@ func (s *Server) openTerminal(c *gin.Context) {
 		case "resize":
 			err = h.ResizeTerminal(ctx, terminalID, msg.Cols, msg.Rows)
 		default:
-			err = errors.New("unknown message type " + msg.Type + " (input, resize)")
+			err = fmt.Errorf("%w %q (input, resize)", errUnknownTerminalMessage, msg.Type)
 		}
 		if err != nil {
 			if werr := wsjson.Write(ctx, conn, terminalMessage{Type: "error", Message: terminalErrorText(err)}); werr != nil {
@@ -118,6 +119,9 @@ func (s *Server) openTerminal(c *gin.Context) {
 		}
 	}
 }
+
+// errUnknownTerminalMessage refuses a message type the terminal does not know.
+var errUnknownTerminalMessage = errors.New("unknown message type")
 
 // terminalErrorText says what went wrong without internal detail.
 func terminalErrorText(err error) string {
@@ -128,8 +132,7 @@ func terminalErrorText(err error) string {
 		return "the shell has exited; reconnect to start a new one"
 	case errors.Is(err, sandbox.ErrBoxLost):
 		return "the Session's sandbox was lost"
-	}
-	if _, ok := err.(interface{ Unwrap() error }); !ok {
+	case errors.Is(err, errUnknownTerminalMessage):
 		return err.Error()
 	}
 	return "the terminal did not take the message"

@@ -81,11 +81,11 @@ func workspaceUnavailable(why string) *Error {
 // files API does not wake a runtime, since only the Session's workflow places
 // one and a released ephemeral workspace is gone anyway.
 func (s *Server) sessionBox(c *gin.Context, sess store.Session) (sandbox.Handle, error) {
-	if s.boxes == nil {
-		return nil, Unavailable("this API process does not reach the sandboxes; use the process that runs the worker", nil)
-	}
 	if sess.SandboxID == nil {
 		return nil, workspaceUnavailable("its runtime is released")
+	}
+	if s.boxes == nil {
+		return nil, Unavailable("this API process does not reach the sandboxes; use the process that runs the worker", nil)
 	}
 	h, err := s.boxes.Get(c.Request.Context(), *sess.SandboxID)
 	if errors.Is(err, sandbox.ErrNotFound) {

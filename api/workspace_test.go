@@ -330,12 +330,12 @@ func TestTerminalThroughTheAPI(t *testing.T) {
 	b := f.openTerminal(0)
 	b.waitFor("40 120")
 	c := f.openTerminal(a.last)
-	a.send(terminalMessage{Type: "input", Text: "sleep 1000\n"})
-	deadline := time.Now().Add(20 * time.Second)
-	for !res.Interrupted {
-		require.True(t, time.Now().Before(deadline), "the sleep never reached the foreground")
-		f.call("POST", interrupt, f.member, nil).ok(t).into(t, &res)
-	}
+	// The command says when it runs (a SIGINT before that would be lost, as a
+	// too early Ctrl-C is).
+	a.send(terminalMessage{Type: "input", Text: "sh -c 'echo started; exec sleep 1000'\n"})
+	c.waitFor("started\r\n")
+	f.call("POST", interrupt, f.member, nil).ok(t).into(t, &res)
+	assert.True(t, res.Interrupted)
 	c.waitFor("READY> ")
 	c.send(terminalMessage{Type: "input", Text: "echo \"rc=$?\"\n"})
 	c.waitFor("rc=130")

@@ -16,6 +16,10 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// foregroundSleep is a terminal command that prints "started" once it runs as
+// itself (a SIGINT before that would be lost, as a too early Ctrl-C is).
+const foregroundSleep = "sh -c 'echo started; exec sleep 1000'\n"
+
 // TestWorkspaceAndTerminalEndToEnd follows the Sessions document's "attach and
 // download files" and web terminal against the whole platform with Claude
 // Code: a user uploads a file, asks the Agent program to change it, downloads
@@ -66,7 +70,8 @@ func TestWorkspaceAndTerminalEndToEnd(t *testing.T) {
 	term.waitFor("READY> ")
 
 	// The conversation's interrupt leaves a terminal command running.
-	term.send("sleep 1000\n")
+	term.send(foregroundSleep)
+	term.waitFor("started\r\n")
 	c.call(http.MethodPost, "/sessions/"+sessionID+"/inputs",
 		`{"content":"Explain slowly. [[script:slow chunks=300 delay=100ms]]","client_message_id":"slow-1"}`, "", http.StatusOK)
 	c.waitOpenResponse(sessionID)
@@ -84,13 +89,12 @@ func TestWorkspaceAndTerminalEndToEnd(t *testing.T) {
 	assert.Equal(t, false, c.call(http.MethodPost, interrupt, ``, "", http.StatusOK)["interrupted"], "nothing runs at the prompt")
 
 	// The terminal's interrupt leaves the response in progress alone.
-	term.send("sleep 1000\n")
+	term.send(foregroundSleep)
+	term.waitFor("started\r\n")
 	c.call(http.MethodPost, "/sessions/"+sessionID+"/inputs",
 		`{"content":"Explain briefly. [[script:slow chunks=30 delay=100ms]]","client_message_id":"slow-2"}`, "", http.StatusOK)
 	c.waitOpenResponse(sessionID)
-	c.dev.waitUntil(t, time.Minute, "the terminal's sleep interrupted", func() bool {
-		return c.call(http.MethodPost, interrupt, ``, "", http.StatusOK)["interrupted"] == true
-	})
+	assert.Equal(t, true, c.call(http.MethodPost, interrupt, ``, "", http.StatusOK)["interrupted"])
 	finished := c.stream(validator, sessionID, cancelled.lastSeq)
 	require.Len(t, finished.report.Messages, 1)
 	assert.NotContains(t, string(finished.report.Messages[0].Metadata), "cancelled", "the response ran to its end")

@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -215,6 +214,10 @@ func (r *terminalReader) waitFor(text string) {
 	r.from += strings.Index(r.seen.String()[r.from:], text) + len(text)
 }
 
+// foreground is a terminal command that prints "started" once it runs as
+// itself, then sleeps until interrupted.
+const foreground = "sh -c 'echo started; exec sleep 1000'\n"
+
 func TestTerminalOnABox(t *testing.T) {
 	t.Parallel()
 	b := newBackend(t, testOptions(t))
@@ -262,23 +265,13 @@ func TestTerminalOnABox(t *testing.T) {
 	// A foreground sleep is interrupted; the program's own process is not.
 	_, err = h.StartProcess(ctx, sandbox.ProcessSpec{ID: "program", Argv: []string{"/bin/sh", "-c", "sleep 1000"}})
 	require.NoError(t, err)
-	require.NoError(t, h.WriteTerminal(ctx, "web", []byte("sleep 1000\n")))
-	waitCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for ok = false; !ok; {
-		// The shell puts the sleep in the foreground a moment after reading the line.
-		ok, err = h.InterruptTerminal(waitCtx, "web")
-		require.NoError(t, err)
-		if !ok {
-			select {
-			case <-waitCtx.Done():
-				t.Fatal("the sleep never reached the foreground")
-			case <-tick.C:
-			}
-		}
-	}
+	// The command says when it runs: a SIGINT that reached the shell's child
+	// before it became the command would be lost, as a too early Ctrl-C is.
+	require.NoError(t, h.WriteTerminal(ctx, "web", []byte(foreground)))
+	tail.waitFor("started\r\n")
+	ok, err = h.InterruptTerminal(ctx, "web")
+	require.NoError(t, err)
+	require.True(t, ok)
 	// An interactive shell drops the rest of a line whose command died of SIGINT:
 	// ask for the status at the next prompt.
 	tail.waitFor("READY> ")
@@ -290,21 +283,16 @@ func TestTerminalOnABox(t *testing.T) {
 	require.True(t, ps.Running, "the terminal's interrupt left the program alone")
 
 	// And the other way round: signalling the program's group leaves a terminal command running.
-	require.NoError(t, h.WriteTerminal(ctx, "web", []byte("sleep 1000\n")))
+	tail.waitFor("READY> ")
+	require.NoError(t, h.WriteTerminal(ctx, "web", []byte(foreground)))
+	tail.waitFor("started\r\n")
 	require.NoError(t, h.Signal(ctx, "program", "SIGINT", true))
 	_, err = h.Wait(ctx, "program")
 	require.NoError(t, err)
-	for ok = false; !ok; {
-		ok, err = h.InterruptTerminal(waitCtx, "web")
-		require.NoError(t, err)
-		if !ok {
-			select {
-			case <-waitCtx.Done():
-				t.Fatal("the terminal's sleep did not survive the program's interrupt")
-			case <-tick.C:
-			}
-		}
-	}
+	ok, err = h.InterruptTerminal(ctx, "web")
+	require.NoError(t, err)
+	require.True(t, ok, "the terminal's command outlived the program's interrupt")
+	tail.waitFor("READY> ")
 	require.NoError(t, s.Close())
 	require.NoError(t, s3.Close())
 

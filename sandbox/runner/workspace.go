@@ -3,6 +3,8 @@ package runner
 import (
 	"archive/tar"
 	"archive/zip"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -382,7 +384,9 @@ func (w workspaceFS) stage(f sandbox.UploadFile) (staged, error) {
 		mode = 0o644
 	}
 	for attempt := 0; ; attempt++ {
-		name := fmt.Sprintf(".astrabox-upload-%s-%d", base, time.Now().UnixNano())
+		var raw [8]byte
+		_, _ = rand.Read(raw[:])
+		name := ".astrabox-upload-" + hex.EncodeToString(raw[:])
 		fd, err := unix.Openat(int(parent.Fd()), name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, mode)
 		if errors.Is(err, unix.EEXIST) && attempt < 5 {
 			continue
