@@ -118,6 +118,14 @@ func TestWorkspaceFilesOnABox(t *testing.T) {
 	}
 	require.True(t, zipped["notes.txt"] && zipped["src/app/main.sh"], "zip holds %v", zipped)
 
+	// A link that stays inside the workspace is followed.
+	body, _, err = h.OpenWorkspaceFile(ctx, "src/link")
+	require.NoError(t, err)
+	got, err = io.ReadAll(body)
+	require.NoError(t, err)
+	require.NoError(t, body.Close())
+	require.Equal(t, "echo hi\n", string(got))
+
 	// Escapes are refused, whichever way they are tried.
 	sh(t, h, "ln -s /etc /workspace/out && ln -s ../../etc/passwd /workspace/src/pw")
 	for _, p := range []string{"../etc", "/etc/passwd", "a\x00b", "out/passwd", "out", "src/pw"} {
