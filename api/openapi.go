@@ -69,11 +69,43 @@ var queryParams = map[string][]string{
 	"GET /shared/{share_token}/messages":                   {"before", "limit"},
 	"GET /shared/{share_token}/history-blocks":             {"before", "limit"},
 	"GET /shared/{share_token}/history-blocks/{block_id}":  {"cursor"},
+	"GET /sessions/{session_id}/workspace/files":           {"path", "page", "limit"},
+	"GET /sessions/{session_id}/workspace/download":        {"path", "format"},
+	"GET /shared/{share_token}/workspace/files":            {"path", "page", "limit"},
+	"GET /shared/{share_token}/workspace/download":         {"path", "format"},
+	"POST /sessions/{session_id}/workspace/files":          {"path"},
+	"GET /sessions/{session_id}/terminal":                  {"after", "cols", "rows"},
 }
 
 // routeResponses are the outcomes a route documents beyond the generic success and
 // error envelopes, by "METHOD path" and HTTP status.
 var routeResponses = map[string]map[string]string{
+	"GET /sessions/{session_id}/workspace/files": {
+		"200": "data {path, entries: [{name, path, kind: file|directory|symlink|other, size, modified_at}], page, limit, total, has_more}: the folder path (relative to the workspace; empty: the workspace) sorted by name",
+		"400": "INVALID_REQUEST naming path: absolute, climbing with .., holding a NUL byte, leading out of the workspace through a link, or not a folder",
+		"404": "NOT_FOUND: no such Session of the caller, or no such folder",
+		"409": "WORKSPACE_UNAVAILABLE: the Session has no running sandbox (its runtime is released or paused); the workspace is not woken, send a message to start the runtime",
+	},
+	"GET /sessions/{session_id}/workspace/download": {
+		"200": "the file's bytes (its content type and Content-Length), or for a folder a tar (format=tar, the default) or zip (format=zip) archive streamed as it is made; links are stored as links. A transfer that fails midway is cut, never ended cleanly",
+		"400": "INVALID_REQUEST naming path or format",
+		"404": "NOT_FOUND: no such Session of the caller, or no such file",
+		"409": "WORKSPACE_UNAVAILABLE: the Session has no running sandbox",
+	},
+	"POST /sessions/{session_id}/workspace/files": {
+		"200": "data {files: [{name, path, kind, size, modified_at}]}: every file was written, owned by the sandbox's account; parent folders are created. A multipart/form-data body writes each file part into the folder path under its filename; any other body is the one file at path. All of an upload lands or none of it",
+		"400": "INVALID_REQUEST naming path or files: an invalid path, a part without a filename, a target that is a folder",
+		"409": "WORKSPACE_UNAVAILABLE: the Session has no running sandbox",
+		"413": "PAYLOAD_TOO_LARGE: the upload is larger than the server's upload cap; nothing was written",
+	},
+	"GET /sessions/{session_id}/terminal": {
+		"101": "WebSocket of JSON messages. Client: {type: input, text} and {type: resize, cols, rows}. Server: {type: ready, offset, first_offset}, {type: output, data (base64), offset: the byte offset after data}, {type: exit, code}, {type: error, message}. Reconnect with after=<last offset> to replay what was missed (as far as the scrollback reaches); every viewer shares one shell",
+		"409": "WORKSPACE_UNAVAILABLE: the Session has no running sandbox",
+	},
+	"POST /sessions/{session_id}/terminal/interrupt": {
+		"200": "data {session_id, interrupted}: SIGINT went to the terminal's foreground command (interrupted true), or the shell waits at its prompt or no terminal runs (false, nothing signalled). The Agent program and its response are not touched; the conversation's interrupt does not touch the terminal",
+		"409": "WORKSPACE_UNAVAILABLE: the Session has no running sandbox",
+	},
 	"GET /agents": {
 		"200": "data: the Agents, which every member may use. config is shown to an Agent's creator and administrators only (null for other members), with every MCP server env value and header replaced by \"" + RedactedSecret + "\"",
 	},
@@ -169,7 +201,7 @@ func openAPIDocument() map[string]any {
 	envelope := obj(map[string]any{"code": str, "message": str, "data": map[string]any{}}, "code", "message", "data")
 	errorCodes := []string{CodeInvalidRequest, CodeUnauthorized, CodeForbidden, CodeNotFound, CodeConflict, CodeAgentRuntimeError,
 		CodeSessionBusy, CodeInteractionNotOpen, CodePendingInputsNotCancelled, CodeAdmissionDenied, CodeHistoryImportAfterConversation,
-		CodeHistoryImportConflict, CodePermissionModeRefused, CodePayloadTooLarge, CodeTooManyStreams, CodeServiceUnavailable, CodeInternal}
+		CodeHistoryImportConflict, CodePermissionModeRefused, CodePayloadTooLarge, CodeWorkspaceUnavailable, CodeTooManyStreams, CodeServiceUnavailable, CodeInternal}
 	paths := map[string]any{}
 	for i, r := range append(append([]route{}, apiRoutes...), sharedRoutes...) {
 		viewer := i >= len(apiRoutes)

@@ -73,6 +73,11 @@ type Options struct {
 	KeepAlive time.Duration
 	// Now is the clock for token expiry; nil means time.Now.
 	Now func() time.Time
+	// Boxes reaches Sessions' boxes for the workspace files API and the web
+	// terminal; nil answers those routes 503 (an API process without sandboxes).
+	Boxes SessionBoxes
+	// MaxUploadBytes caps one workspace upload request; zero means 256 MiB.
+	MaxUploadBytes int64
 }
 
 const (
@@ -103,6 +108,9 @@ type Server struct {
 	streams         *streamLimiter
 	keepAlive       time.Duration
 	now             func() time.Time
+
+	boxes              SessionBoxes
+	maxUploadBytes     int64
 }
 
 // New builds the server and its routes.
@@ -127,6 +135,12 @@ func New(opts Options) *Server {
 		streams:         newStreamLimiter(opts.MaxStreamsPerToken),
 		keepAlive:       opts.KeepAlive,
 		now:             opts.Now,
+
+		boxes:              opts.Boxes,
+		maxUploadBytes:     opts.MaxUploadBytes,
+	}
+	if s.maxUploadBytes <= 0 {
+		s.maxUploadBytes = defaultMaxUploadBytes
 	}
 	if s.log == nil {
 		s.log = zap.NewNop()

@@ -35,6 +35,8 @@ var sharedRoutes = []route{
 	{"GET", "/shared/:share_token/history-blocks", "Read a shared Session's conversation with folded work (share link viewers)", h((*Server).listHistoryBlocks)},
 	{"GET", "/shared/:share_token/history-blocks/:block_id", "Read the parts folded under one header of a shared Session (cursor=; share link viewers)", h((*Server).getHistoryBlock)},
 	{"GET", "/shared/:share_token/stream", "Follow a shared Session's output (SSE) after after_seq (share link viewers)", h((*Server).streamSession)},
+	{"GET", "/shared/:share_token/workspace/files", "List a folder of a shared Session's workspace, paged (share links that allow downloads)", h((*Server).listWorkspace)},
+	{"GET", "/shared/:share_token/workspace/download", "Download a shared Session's workspace file or folder archive (share links that allow downloads)", h((*Server).downloadWorkspace)},
 }
 
 // shareView is a share link without its token.
@@ -225,13 +227,12 @@ func (s *Server) getSharedSession(c *gin.Context) {
 	writeOK(c, sharedSession{Session: newSessionDetails(sess, f), Share: sharedTerms{AllowDownload: sh.AllowDownload, ExpiresAt: sh.ExpiresAt.UTC()}})
 }
 
-// LoadSessionForDownload authorizes reading the request's Session's workspace files and
-// returns the Session. Routes that serve workspace files call it instead of
-// loadSession: the owner and administrators may download (readAccess); a share link
-// viewer only when the link was created with allow_download, otherwise 403 FORBIDDEN. A
-// viewer's download route belongs in sharedRoutes (under /shared/:share_token), an
-// account's in apiRoutes; the same handler serves both.
-func (s *Server) LoadSessionForDownload(c *gin.Context) (store.Session, error) {
+// loadSessionForDownload authorizes reading the request's Session's workspace files
+// and returns the Session: the owner and administrators may download (readAccess); a
+// share link viewer only when the link was created with allow_download, otherwise 403
+// FORBIDDEN. The viewer's routes (under /shared/:share_token) and the account's share
+// their handlers.
+func (s *Server) loadSessionForDownload(c *gin.Context) (store.Session, error) {
 	if sh, ok := currentShare(c); ok && !sh.AllowDownload {
 		return store.Session{}, forbidden("this share link does not allow downloading workspace files")
 	}

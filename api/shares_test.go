@@ -206,7 +206,7 @@ func TestWorkspaceDownloadFollowsTheLinkFlag(t *testing.T) {
 	id := f.newSession(f.member)
 	s := New(f.opts)
 	download := func(c *gin.Context) {
-		sess, err := s.LoadSessionForDownload(c)
+		sess, err := s.loadSessionForDownload(c)
 		if err != nil {
 			s.fail(c, err)
 			return

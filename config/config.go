@@ -79,6 +79,9 @@ type HTTP struct {
 	// MaxBodyBytes caps a request body other than a message (whose cap follows
 	// MaxInputBytes) and a history import; a larger one is refused with 413.
 	MaxBodyBytes int `mapstructure:"max_body_bytes"`
+	// MaxUploadBytes caps one upload to a Session's workspace (413 beyond; the
+	// upload then writes nothing).
+	MaxUploadBytes int64 `mapstructure:"max_upload_bytes"`
 	// ReadTimeout bounds reading one whole request, body included; a client trickling
 	// its body is cut at it. Streams are not affected: they read no body.
 	ReadTimeout time.Duration `mapstructure:"read_timeout"`

@@ -220,6 +220,7 @@ func builtinDefaults() map[string]any {
 		"http.max_input_bytes":        256 * 1024,
 		"http.max_held_inputs":        0,
 		"http.max_body_bytes":         1 << 20,
+		"http.max_upload_bytes":       256 << 20,
 		"http.read_timeout":           30 * time.Second,
 		"http.idle_timeout":           2 * time.Minute,
 		"http.max_streams_per_token":  16,

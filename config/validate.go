@@ -26,6 +26,7 @@ func (c *Config) Validate() error {
 			return nil
 		},
 		func() error { return positive("http.max_body_bytes", c.HTTP.MaxBodyBytes) },
+		func() error { return positive("http.max_upload_bytes", int(c.HTTP.MaxUploadBytes)) },
 		func() error { return positiveDuration("http.read_timeout", int64(c.HTTP.ReadTimeout)) },
 		func() error { return positiveDuration("http.idle_timeout", int64(c.HTTP.IdleTimeout)) },
 		func() error { return positive("http.max_streams_per_token", c.HTTP.MaxStreamsPerToken) },

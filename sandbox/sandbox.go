@@ -118,6 +118,11 @@ type Handle interface {
 	// ListDir lists a directory's entries.
 	ListDir(ctx context.Context, path string) ([]FileInfo, error)
 
+	// WorkspaceFiles serves the Session workspace's files API; Terminals its web
+	// terminal.
+	WorkspaceFiles
+	Terminals
+
 	// DialPort opens a TCP connection to a port the box listens on (its own
 	// loopback), from the worker's side.
 	DialPort(ctx context.Context, port int) (net.Conn, error)

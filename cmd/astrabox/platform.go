@@ -99,7 +99,15 @@ func (p *platform) runAPI(ctx context.Context) error {
 		return fmt.Errorf("listen for session output: %w", err)
 	}
 	defer listener.Close()
+	// The API reaches boxes only where it runs beside the sandbox backend (the
+	// dev stack); a separate serve process answers the workspace routes 503.
+	var boxes api.SessionBoxes
+	if p.boxes != nil {
+		boxes = p.boxes
+	}
 	srv := api.New(api.Options{
+		Boxes:               boxes,
+		MaxUploadBytes:      p.cfg.HTTP.MaxUploadBytes,
 		Logger:              p.log.Named("api"),
 		Checks:              p.checks(),
 		ErrorMappers:        []api.ErrorMapper{storeErrors},

@@ -200,3 +200,54 @@ func (h *handle) WaitPort(ctx context.Context, port int) error {
 		}
 	}
 }
+
+func (h *handle) ListWorkspace(ctx context.Context, path string) ([]sandbox.FileInfo, error) {
+	out, err := h.c.ListWorkspace(ctx, path)
+	return out, h.wrap("list workspace", err)
+}
+
+func (h *handle) OpenWorkspaceFile(ctx context.Context, path string) (io.ReadCloser, sandbox.FileInfo, error) {
+	body, info, err := h.c.OpenWorkspaceFile(ctx, path)
+	return body, info, h.wrap("open workspace file", err)
+}
+
+func (h *handle) ArchiveWorkspace(ctx context.Context, path, format string) (io.ReadCloser, error) {
+	body, err := h.c.ArchiveWorkspace(ctx, path, format)
+	return body, h.wrap("archive workspace", err)
+}
+
+func (h *handle) UploadWorkspace(ctx context.Context, files sandbox.UploadSource) ([]sandbox.FileInfo, error) {
+	out, err := h.c.UploadWorkspace(ctx, files)
+	return out, h.wrap("upload to workspace", err)
+}
+
+func (h *handle) StartTerminal(ctx context.Context, spec sandbox.TerminalSpec) (sandbox.TerminalStatus, error) {
+	if err := spec.Validate(); err != nil {
+		return sandbox.TerminalStatus{}, err
+	}
+	st, err := h.c.StartTerminal(ctx, spec)
+	return st, h.wrap("start terminal", err)
+}
+
+func (h *handle) Terminal(ctx context.Context, id string) (sandbox.TerminalStatus, error) {
+	st, err := h.c.Terminal(ctx, id)
+	return st, h.wrap("terminal status", err)
+}
+
+func (h *handle) WriteTerminal(ctx context.Context, id string, data []byte) error {
+	return h.wrap("write terminal", h.c.WriteTerminal(ctx, id, data))
+}
+
+func (h *handle) ResizeTerminal(ctx context.Context, id string, cols, rows int) error {
+	return h.wrap("resize terminal", h.c.ResizeTerminal(ctx, id, cols, rows))
+}
+
+func (h *handle) InterruptTerminal(ctx context.Context, id string) (bool, error) {
+	ok, err := h.c.InterruptTerminal(ctx, id)
+	return ok, h.wrap("interrupt terminal", err)
+}
+
+func (h *handle) ReadTerminal(ctx context.Context, id string, after int64) (sandbox.OutputStream, error) {
+	s, err := h.c.ReadTerminal(ctx, id, after)
+	return s, h.wrap("read terminal", err)
+}

@@ -57,6 +57,8 @@ func (r *Runner) routes() http.Handler {
 	mux.HandleFunc("GET /v1/files", r.asProgram(handleReadFile))
 	mux.HandleFunc("PUT /v1/files", r.asProgram(handleWriteFile))
 	mux.HandleFunc("GET /v1/dirs", r.asProgram(handleListDir))
+	r.workspaceRoutes(mux)
+	r.terminalRoutes(mux)
 	mux.HandleFunc("GET /v1/ports/{port}", handlePort)
 	mux.HandleFunc("POST /v1/shutdown", func(w http.ResponseWriter, req *http.Request) {
 		var body runnerapi.ShutdownRequest

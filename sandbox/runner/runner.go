@@ -42,6 +42,7 @@ type Runner struct {
 	retry   time.Duration
 	mu      sync.Mutex
 	procs   map[string]*process
+	terms   map[string]*terminal
 	stop    chan struct{}
 	stopped sync.Once
 }
@@ -67,7 +68,7 @@ func New(cfg runnerapi.Config, logger *log.Logger) (*Runner, error) {
 		return nil, fmt.Errorf("program account %d:%d: set both or neither", cfg.ProgramUID, cfg.ProgramGID)
 	}
 	return &Runner{cfg: cfg, acct: account{uid: cfg.ProgramUID, gid: cfg.ProgramGID}, info: info, logger: logger, retry: 200 * time.Millisecond,
-		procs: map[string]*process{}, stop: make(chan struct{})}, nil
+		procs: map[string]*process{}, terms: map[string]*terminal{}, stop: make(chan struct{})}, nil
 }
 
 // Serve binds the forwards and the control socket, reports readiness on ready
@@ -212,7 +213,14 @@ func (r *Runner) shutdown(grace time.Duration) {
 		for _, p := range r.procs {
 			procs = append(procs, p)
 		}
+		terms := make([]*terminal, 0, len(r.terms))
+		for _, t := range r.terms {
+			terms = append(terms, t)
+		}
 		r.mu.Unlock()
+		for _, t := range terms {
+			t.close(grace)
+		}
 		for _, p := range procs {
 			_ = p.signal(syscall.SIGTERM, true)
 		}
@@ -237,8 +245,10 @@ func (r *Runner) Info() runnerapi.Info { return r.info }
 
 func errorStatus(err error) int {
 	switch {
-	case errors.Is(err, sandbox.ErrNoProcess), errors.Is(err, os.ErrNotExist):
+	case errors.Is(err, sandbox.ErrNoProcess), errors.Is(err, os.ErrNotExist), errors.Is(err, sandbox.ErrNoFile):
 		return http.StatusNotFound
+	case errors.Is(err, sandbox.ErrInvalidPath), errors.Is(err, sandbox.ErrIsFolder), errors.Is(err, sandbox.ErrNotFolder):
+		return http.StatusBadRequest
 	case errors.Is(err, sandbox.ErrProcessExited), errors.Is(err, sandbox.ErrStdinClosed):
 		return http.StatusConflict
 	case errors.Is(err, sandbox.ErrInvalidSpec):

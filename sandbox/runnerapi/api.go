@@ -62,6 +62,29 @@ type Config struct {
 // TokenHeader carries Config.Token.
 const TokenHeader = "X-Astrabox-Runner-Token"
 
+// Headers of the workspace files API.
+const (
+	// FileInfoHeader carries a downloaded file's sandbox.FileInfo as JSON.
+	FileInfoHeader = "X-Astrabox-File"
+	// ErrorTrailer, when set in an archive's trailer, says the archive is cut.
+	ErrorTrailer = "X-Astrabox-Error"
+	// UploadPathHeader and UploadModeHeader name each upload part's workspace
+	// path and octal mode.
+	UploadPathHeader = "X-Astrabox-Path"
+	UploadModeHeader = "X-Astrabox-Mode"
+)
+
+// ResizeRequest sets a terminal's window size.
+type ResizeRequest struct {
+	Cols int `json:"cols"`
+	Rows int `json:"rows"`
+}
+
+// InterruptResult says whether a terminal's interrupt reached a foreground job.
+type InterruptResult struct {
+	Interrupted bool `json:"interrupted"`
+}
+
 // Forward makes the runner listen on Listen (host:port on the box loopback) and
 // relay each connection to the unix socket Socket.
 type Forward struct {
@@ -102,11 +125,23 @@ const (
 	CodeJournalFailing = "JOURNAL_FAILING"
 	CodeOutputReleased = "OUTPUT_RELEASED"
 	CodeInternal       = "RUNTIME_ERROR"
+	CodeInvalidPath    = "INVALID_PATH"
+	CodeNoFile         = "FILE_NOT_FOUND"
+	CodeIsFolder       = "IS_FOLDER"
+	CodeNotFolder      = "NOT_FOLDER"
 )
 
 // CodeFor maps an error to its wire code.
 func CodeFor(err error) string {
 	switch {
+	case errors.Is(err, sandbox.ErrInvalidPath):
+		return CodeInvalidPath
+	case errors.Is(err, sandbox.ErrNoFile):
+		return CodeNoFile
+	case errors.Is(err, sandbox.ErrIsFolder):
+		return CodeIsFolder
+	case errors.Is(err, sandbox.ErrNotFolder):
+		return CodeNotFolder
 	case errors.Is(err, sandbox.ErrNoProcess), errors.Is(err, sandbox.ErrNotFound):
 		return CodeNotFound
 	case errors.Is(err, sandbox.ErrProcessExited):
@@ -126,6 +161,14 @@ func CodeFor(err error) string {
 // SentinelFor maps a wire code back to the sentinel errors.Is checks against.
 func SentinelFor(code string) error {
 	switch code {
+	case CodeInvalidPath:
+		return sandbox.ErrInvalidPath
+	case CodeNoFile:
+		return sandbox.ErrNoFile
+	case CodeIsFolder:
+		return sandbox.ErrIsFolder
+	case CodeNotFolder:
+		return sandbox.ErrNotFolder
 	case CodeNotFound:
 		return sandbox.ErrNoProcess
 	case CodeProcessExited:

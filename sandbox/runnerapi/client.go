@@ -95,6 +95,9 @@ func (c *Client) send(ctx context.Context, method, path string, query url.Values
 	for k, v := range header {
 		req.Header[k] = v
 	}
+	if tb, ok := body.(*typedBody); ok {
+		req.Header.Set("Content-Type", tb.contentType)
+	}
 	if c.token != "" {
 		req.Header.Set(TokenHeader, c.token)
 	}
