@@ -89,7 +89,11 @@ func (a *Activities) ActivateRuntime(ctx context.Context, req ActivateRequest) (
 			return ActivateResult{}, err
 		}
 	}
+	sc.CallbackCredentials = a.callbackCredentials(sess, adapter)
 	rt, err := adapter.ActivateRuntime(ctx, sc, box)
+	if required := (*engines.RuntimeStateSaveRequired)(nil); errors.As(err, &required) {
+		return ActivateResult{}, a.saveRequired(ctx, sess.ID, required)
+	}
 	if err != nil {
 		return ActivateResult{}, fmt.Errorf("activate runtime of engine %s: %w", adapter.Capabilities().EngineKind, err)
 	}

@@ -1,8 +1,12 @@
 package activities_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -175,4 +179,57 @@ func TestActivationSavesTheRuntimeInfoSnapshot(t *testing.T) {
 	second := s.requireRuntimeInfo(id)
 	require.NotEqual(t, first.SandboxID, second.SandboxID)
 	require.True(t, second.ObservedAt.After(first.ObservedAt))
+}
+
+// TestPlatformSecretsNeverEnterALog: with every worker log line kept at debug level,
+// the value of a platform secret the adapter asked for appears in no log line, no
+// workflow history event and no file the box backend keeps (box records, box logs,
+// process journals), through a reply, a box destroyed under the Session and its
+// restore; the log does say a Session ran, so the check reads real output.
+func TestPlatformSecretsNeverEnterALog(t *testing.T) {
+	binDir, err := buildAgent()
+	require.NoError(t, err)
+	value := "sv-" + uniq()
+	var logs bytes.Buffer
+	adapter := wantsSecret{Adapter: &scriptengine.Adapter{BinaryPath: agentMount + "/scriptagent"}, name: "search_token", got: make(chan map[string]string, 2)}
+	s := newStackWith(t, engineSetup{
+		kind: scriptengine.Kind, adapter: adapter,
+		mounts:  []sandbox.Mount{{Source: binDir, Target: agentMount}},
+		secrets: map[string]string{"search_token": value},
+		logs:    &logs,
+	})
+	s.startWorker("host-a-" + uniq())
+	id := s.newSession()
+	s.waitEnded(id, "resp-"+s.send(id, "quick"))
+	require.NoError(t, s.backend.Destroy(s.ctx, *s.session(id).SandboxID))
+	s.eventually("a reply from a new box", func() bool {
+		r := s.waitEnded(id, "resp-"+s.send(id, "quick"))
+		return *r.Outcome == store.OutcomeCompleted
+	})
+	require.Equal(t, value, (<-adapter.got)["search_token"])
+
+	require.Contains(t, logs.String(), id, "the worker logged the Session")
+	require.NotContains(t, logs.String(), value, "worker logs")
+	hist := s.tc.GetWorkflowHistory(s.ctx, workflows.SessionWorkflowID(id), "", false, 0)
+	for hist.HasNext() {
+		ev, err := hist.Next()
+		require.NoError(t, err)
+		raw, err := json.Marshal(ev)
+		require.NoError(t, err)
+		require.NotContains(t, string(raw), value, "workflow history")
+	}
+	files := 0
+	require.NoError(t, filepath.WalkDir(s.stateDir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return nil // a box being removed, a socket
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return nil
+		}
+		files++
+		require.NotContains(t, string(data), value, "box backend file %s", p)
+		return nil
+	}))
+	require.NotZero(t, files, "the backend's files were read")
 }

@@ -98,6 +98,15 @@ func (w *sessionWorkflow) bringUp(ctx workflow.Context) {
 		w.reconcileLost(ctx)
 		w.s.Need = NeedFresh
 		return
+	case activities.ErrTypeRuntimeStateSaveRequired:
+		// The box holds native state not yet in custody: the next attempt is made in
+		// it, never in a replacement, and a Session that keeps failing is terminated
+		// with the box kept.
+		log.Warn("activate runtime: native state must be saved first", "error", err)
+		w.s.Placement = prep.Placement
+		w.s.Need = NeedReconnect
+		w.failed(ctx)
+		return
 	default:
 		log.Warn("activate runtime", "error", err)
 		w.s.Placement = prep.Placement
