@@ -74,7 +74,9 @@ func (a *Activities) ActivateRuntime(ctx context.Context, req ActivateRequest) (
 	if sess.PermissionMode != nil {
 		sc.PermissionMode = *sess.PermissionMode
 	}
-	sc.RuntimeIdentity = defaultIdentity()
+	if sc.RuntimeIdentity, err = composeIdentity(engines.SandboxTenancy(profile.SandboxTenancy), sc.SessionKind, sess.ID); err != nil {
+		return ActivateResult{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeConfiguration, err)
+	}
 	caps := adapter.Capabilities()
 	if err := a.checkRequiredCommands(ctx, h, sess.ID, caps); err != nil {
 		return ActivateResult{}, err

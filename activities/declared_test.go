@@ -233,3 +233,26 @@ func TestPlatformSecretsNeverEnterALog(t *testing.T) {
 	}))
 	require.NotZero(t, files, "the backend's files were read")
 }
+
+// TestSharedTenancyIsRefusedWhereTheBackendCannotIsolate: a RuntimeProfile stored with
+// shared sandbox tenancy (the API refuses to save one for this backend; this one
+// predates a change) stops the Session before any box is made, saying why, and its
+// input stays in custody.
+func TestSharedTenancyIsRefusedWhereTheBackendCannotIsolate(t *testing.T) {
+	s := newStack(t)
+	profile, err := s.st.CreateRuntimeProfile(s.ctx, store.NewRuntimeProfile{Name: "shared-" + uniq(), EngineKind: scriptengine.Kind,
+		Enabled: true, SandboxBackend: store.SandboxLocal, SandboxTenancy: store.TenancyShared})
+	require.NoError(t, err)
+	s.agent, err = s.st.CreateAgent(s.ctx, store.NewAgent{Name: "a-" + uniq(), EngineKind: scriptengine.Kind, RuntimeProfileID: profile.ID})
+	require.NoError(t, err)
+	s.startWorker("host-a-" + uniq())
+	id := s.newSession()
+	in := s.send(id, "quick")
+	s.eventually("the Session to be terminated", func() bool { return s.session(id).Lifecycle == store.LifecycleTerminated })
+	sess := s.session(id)
+	require.Contains(t, *sess.RuntimeError, `shared sandbox tenancy, but the sandbox backend "local" cannot isolate conversations in one box`)
+	require.Nil(t, sess.SandboxID, "no box was made")
+	got, err := s.st.GetInputByID(s.ctx, in)
+	require.NoError(t, err)
+	require.NotEqual(t, store.InputAdmitted, got.State)
+}

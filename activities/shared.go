@@ -62,6 +62,13 @@ func (a *Activities) PrepareRuntime(ctx context.Context, req PrepareRequest) (Pr
 	if err != nil {
 		return PrepareResult{}, err
 	}
+	if err := checkTenancy(engines.SandboxTenancy(profile.SandboxTenancy), profile.SandboxBackend, backend.Capabilities(), adapter.Capabilities()); err != nil {
+		reason := fmt.Sprintf("the Agent program %s cannot start: %v", agent.EngineKind, err)
+		if serr := a.deps.Store.SetSessionRuntimeError(ctx, sess.ID, reason); serr != nil {
+			return PrepareResult{}, serr
+		}
+		return PrepareResult{}, temporal.NewNonRetryableApplicationError(reason, ErrTypeConfiguration, err)
+	}
 	res := PrepareResult{EngineKind: agent.EngineKind}
 	if req.Mode == PrepareReconnect {
 		if sess.SandboxID == nil {

@@ -23,6 +23,9 @@ type Capabilities struct {
 	// IsolatedAccounts: every box runs as its own OS account, so conversations in
 	// different boxes cannot read each other's files.
 	IsolatedAccounts bool `json:"isolated_accounts"`
+	// IsolatedSessions: one box can carry several conversations, each in its own
+	// account and home that the others cannot read (sandbox_tenancy "shared").
+	IsolatedSessions bool `json:"isolated_sessions"`
 	// Pause: Pause and Resume freeze and thaw a box.
 	Pause bool `json:"pause"`
 	// Prewarm: Claim can hand out boxes made ready before any Session asked.
