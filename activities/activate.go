@@ -47,7 +47,7 @@ func (a *Activities) ActivateRuntime(ctx context.Context, req ActivateRequest) (
 	if err != nil {
 		return ActivateResult{}, fmt.Errorf("open box %s: %w", req.SandboxID, err)
 	}
-	box = publishedBox{Box: box, req: adapter.SandboxRequest()}
+	box = newPlatformBox(box, adapter)
 	sc := engines.EngineStartupContext{
 		SessionID:   sess.ID,
 		SessionKind: engines.SessionKind(sess.Kind),

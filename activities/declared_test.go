@@ -256,3 +256,46 @@ func TestSharedTenancyIsRefusedWhereTheBackendCannotIsolate(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEqual(t, store.InputAdmitted, got.State)
 }
+
+// configDirProbe is scriptagent whose activation first runs a probe process as the
+// runtime identity, without setting any environment itself, and reports what the
+// engine's configuration-directory variable held in it.
+type configDirProbe struct {
+	*scriptengine.Adapter
+	seen chan string
+}
+
+func (a configDirProbe) ActivateRuntime(ctx context.Context, sc engines.EngineStartupContext, box engines.Box) (engines.SessionRuntime, error) {
+	env := a.Capabilities().Workload.ConfigDirEnv
+	proc, err := box.StartProcess(ctx, engines.ProcessSpec{Name: "probe-" + uniq(), Identity: sc.RuntimeIdentity,
+		Command: []string{"/bin/sh", "-c", `printf '%s\n' "$` + env + `"`}})
+	if err != nil {
+		return engines.SessionRuntime{}, err
+	}
+	for line, err := range proc.ReadOutput(ctx, 0, true) {
+		if err != nil {
+			return engines.SessionRuntime{}, err
+		}
+		select {
+		case a.seen <- string(line.Data):
+		default:
+		}
+		break
+	}
+	return a.Adapter.ActivateRuntime(ctx, sc, box)
+}
+
+// TestTheProgramFindsItsConfigDirectoryFromItsConfigDirVariable: a process the
+// adapter starts as the runtime identity has the engine's Workload.ConfigDirEnv set
+// to <home>/<ConfigDirName>, the directory the platform mirrors the session log from.
+func TestTheProgramFindsItsConfigDirectoryFromItsConfigDirVariable(t *testing.T) {
+	binDir, err := buildAgent()
+	require.NoError(t, err)
+	adapter := configDirProbe{Adapter: &scriptengine.Adapter{BinaryPath: agentMount + "/scriptagent"}, seen: make(chan string, 1)}
+	s := newStackWith(t, engineSetup{kind: scriptengine.Kind, adapter: adapter,
+		mounts: []sandbox.Mount{{Source: binDir, Target: agentMount}}})
+	s.startWorker("host-a-" + uniq())
+	id := s.newSession()
+	s.waitEnded(id, "resp-"+s.send(id, "quick"))
+	require.Equal(t, "/workspace/.home/.scriptagent", <-adapter.seen)
+}

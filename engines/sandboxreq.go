@@ -34,19 +34,20 @@ type EngineSandboxRequest struct {
 	ReadinessPort int `json:"readiness_port,omitempty"`
 }
 
-// ModelCredentialDestination says where the platform places the model credential. The
-// credential itself stays on the host side: the program holds a placeholder and reaches
-// the model service through the platform's forwarder at the base URL it is given.
+// ModelCredentialDestination says where the program expects its model credential.
+// The credential itself stays on the host side: the platform puts a placeholder key in
+// APIKeyEnv and the forwarder's address in BaseURLEnv in every process of the box, and
+// the forwarder adds the real credential to the requests it passes on. A credential
+// file is not offered: the box never holds a real key to write into one, and a program
+// that reads a placeholder from a file has its adapter write it.
 type ModelCredentialDestination struct {
 	// APIKeyEnv is the environment variable holding the (placeholder) key, e.g.
 	// ANTHROPIC_API_KEY.
 	APIKeyEnv string `json:"api_key_env,omitempty"`
 	// BaseURLEnv is the environment variable holding the model service base URL, e.g.
-	// ANTHROPIC_BASE_URL.
+	// ANTHROPIC_BASE_URL; empty when the adapter points the program at the forwarder
+	// through the program's own configuration.
 	BaseURLEnv string `json:"base_url_env,omitempty"`
-	// File, when set, is a path relative to the engine's configuration directory where
-	// the credential is written instead of (or besides) the environment.
-	File string `json:"file,omitempty"`
 }
 
 // PublishedPort is an in-box port the platform publishes.
@@ -73,7 +74,7 @@ func (r EngineSandboxRequest) Validate() error {
 	if len(r.EntryPoint) > 0 && r.EntryPoint[0] == "" {
 		errs = append(errs, errors.New("sandbox request's entry point names no program"))
 	}
-	if r.ModelCredential.APIKeyEnv == "" && r.ModelCredential.File == "" {
+	if r.ModelCredential.APIKeyEnv == "" && r.ModelCredential.BaseURLEnv == "" {
 		errs = append(errs, errors.New("sandbox request has no model-credential destination"))
 	}
 	if r.WorkingDirectoryVariable == "" {
