@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -27,6 +29,31 @@ const stateBlob = "transcript"
 type statefulScript struct {
 	*scriptengine.Adapter
 	owners chan string
+	// saves, when set, counts save attempts (by box) and fails the first failSaves.
+	saves *saveLog
+}
+
+// saveLog records the boxes save attempts were made in.
+type saveLog struct {
+	mu        sync.Mutex
+	boxes     []string
+	failSaves int
+}
+
+func (l *saveLog) attempt(box string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.boxes = append(l.boxes, box)
+	if len(l.boxes) <= l.failSaves {
+		return errors.New("profile archive not acknowledged")
+	}
+	return nil
+}
+
+func (l *saveLog) attempts() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.boxes)
 }
 
 func (a statefulScript) Capabilities() engines.EngineRuntimeCapabilities {
@@ -73,7 +100,7 @@ func (a statefulScript) ActivateRuntime(ctx context.Context, sc engines.EngineSt
 		return rt, err
 	}
 	rt.EngineClient = &statefulClient{Client: rt.EngineClient.(*scriptengine.Client), box: box, identity: sc.RuntimeIdentity,
-		path: path, storage: cred.RuntimeState, generation: gen}
+		path: path, storage: cred.RuntimeState, generation: gen, saves: a.saves}
 	return rt, nil
 }
 
@@ -85,12 +112,19 @@ type statefulClient struct {
 	path       string
 	storage    engines.RuntimeStateStorage
 	generation int64
+	saves      *saveLog
 }
 
 func (c *statefulClient) SaveRuntimeState(ctx context.Context) error {
+	// The read is from the box: it fails once the box is gone.
 	data, err := c.box.ReadFile(ctx, c.identity, c.path)
 	if err != nil {
 		return err
+	}
+	if c.saves != nil {
+		if err := c.saves.attempt(c.box.ID()); err != nil {
+			return err
+		}
 	}
 	gen, err := c.storage.Save(ctx, stateBlob, c.generation, data)
 	if err != nil {
@@ -185,4 +219,28 @@ func TestRuntimeStateSaveRequiredKeepsTheBox(t *testing.T) {
 	require.Equal(t, int64(1), sess.RuntimeGeneration, "no replacement box was placed")
 	require.Nil(t, sess.RuntimeError, "cleared once a runtime started")
 	require.Equal(t, store.LifecycleActive, sess.Lifecycle)
+}
+
+// TestAFailedSaveKeepsTheIdleBox: when the client's save before an idle release fails,
+// the box is not released: the platform reconnects to it and, at the next idle period,
+// saves from that same box (its native state still there) and only then releases it.
+func TestAFailedSaveKeepsTheIdleBox(t *testing.T) {
+	binDir, err := buildAgent()
+	require.NoError(t, err)
+	saves := &saveLog{failSaves: 1}
+	adapter := statefulScript{Adapter: &scriptengine.Adapter{BinaryPath: agentMount + "/scriptagent"}, owners: make(chan string, 1), saves: saves}
+	s := newStackWith(t, engineSetup{kind: scriptengine.Kind, adapter: adapter,
+		mounts: []sandbox.Mount{{Source: binDir, Target: agentMount}}})
+	s.startWorkerWith("host-a-"+uniq(), activities.Settings{HeartbeatEvery: time.Second, IdleRelease: 2 * time.Second})
+	id := s.newSession()
+
+	in := s.send(id, "quick")
+	s.waitEnded(id, "resp-"+in)
+	box := *s.session(id).SandboxID
+	s.eventually("the idle box to be released", func() bool { return s.session(id).RuntimeUnavailable })
+	require.Equal(t, []string{box, box}, saves.attempts(), "the failed save and the one that succeeded, both in the first box")
+	blob, err := s.st.GetRuntimeStateBlob(s.ctx, "session", id, stateBlob)
+	require.NoError(t, err)
+	require.Contains(t, string(blob.Data), in)
+	require.Equal(t, int64(1), s.session(id).RuntimeGeneration, "no other box was placed")
 }

@@ -29,9 +29,10 @@ const (
 	// error's message is the program's own. Retrying does not help, and nothing was
 	// stored.
 	ErrTypePermissionModeRefused = "PermissionModeRefused"
-	// ErrTypeRuntimeStateSaveRequired: the adapter failed activation with native state
-	// still only in the box (engines.RuntimeStateSaveRequired); the box must be kept
-	// and the next attempt made in it.
+	// ErrTypeRuntimeStateSaveRequired: native state is still only in the box: the
+	// adapter failed activation with engines.RuntimeStateSaveRequired, or the client's
+	// save before a release failed. The box must be kept and the next attempt made in
+	// it.
 	ErrTypeRuntimeStateSaveRequired = "RuntimeStateSaveRequired"
 )
 
