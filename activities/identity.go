@@ -62,10 +62,14 @@ func composeIdentity(tenancy engines.SandboxTenancy, kind engines.SessionKind, s
 
 // checkTenancy refuses a RuntimeProfile's tenancy the backend or engine cannot serve.
 // The API refuses such a profile when it is saved; this catches one saved before the
-// backend or engine changed. Shared tenancy needs a backend that isolates
+// backend or engine changed. Conversation tenancy of an engine that requires process
+// sessions needs a backend with them; shared tenancy needs a backend that isolates
 // conversations in one box and an engine placed per conversation account.
 func checkTenancy(tenancy engines.SandboxTenancy, backendName string, backend sandbox.Capabilities, caps engines.EngineRuntimeCapabilities) error {
 	if tenancy != engines.TenancyShared {
+		if caps.RequiresProcessSessions && !backend.ProcessSessions {
+			return fmt.Errorf("the Agent program %s runs as a process session in its box, which the sandbox backend %q does not support", caps.EngineKind, backendName)
+		}
 		return nil
 	}
 	if !backend.IsolatedSessions {

@@ -38,11 +38,16 @@ func TestRuntimeIdentityPerTenancyAndSessionKind(t *testing.T) {
 
 // TestSharedTenancyNeedsIsolationAndPerConversationAccounts: checkTenancy refuses
 // shared tenancy on a backend without isolated sessions, or for an engine running as
-// the box account, and lets conversation tenancy through.
+// the box account, and conversation tenancy of a process-session engine on a backend
+// without process sessions.
 func TestSharedTenancyNeedsIsolationAndPerConversationAccounts(t *testing.T) {
 	perConversation := engines.EngineRuntimeCapabilities{EngineKind: "x", ConversationPlacement: engines.PlacementPerConversationAccount}
 	boxAccount := engines.EngineRuntimeCapabilities{EngineKind: "x", ConversationPlacement: engines.PlacementBoxAccount}
 	require.NoError(t, checkTenancy(engines.TenancyConversation, "local", sandbox.Capabilities{}, boxAccount))
+	process := engines.EngineRuntimeCapabilities{EngineKind: "x", RequiresProcessSessions: true}
+	require.ErrorContains(t, checkTenancy(engines.TenancyConversation, "os", sandbox.Capabilities{}, process),
+		`runs as a process session in its box, which the sandbox backend "os" does not support`)
+	require.NoError(t, checkTenancy(engines.TenancyConversation, "local", sandbox.Capabilities{ProcessSessions: true}, process))
 	require.ErrorContains(t, checkTenancy(engines.TenancyShared, "local", sandbox.Capabilities{IsolatedAccounts: true}, perConversation),
 		`sandbox backend "local" cannot isolate conversations in one box`)
 	require.ErrorContains(t, checkTenancy(engines.TenancyShared, "os", sandbox.Capabilities{IsolatedSessions: true}, boxAccount),
