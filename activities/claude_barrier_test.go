@@ -20,7 +20,8 @@ const maxKillLag = 50 * time.Millisecond
 
 // TestClaudeCodeAdmittedInputsSurviveTheBoxKilledRightAfter is the session-log
 // barrier with the real Claude Code: 20 times, a box is destroyed within 50 ms of the
-// admission of an input that starts a long reply, so only the mirror the admission
+// admission of an input that starts a long reply (a kill that comes later is made
+// again with a new input; its input is checked too), so only the mirror the admission
 // waited on can have carried the input out of the box. The box that finally answers
 // resumes a conversation whose transcript holds every admitted input in one user
 // turn each (none lost, none sent again).
@@ -32,21 +33,28 @@ func TestClaudeCodeAdmittedInputsSurviveTheBoxKilledRightAfter(t *testing.T) {
 	markers := map[string]string{}
 	var admitted []string
 	var lags []time.Duration
-	for i := range barrierKills {
-		marker := fmt.Sprintf("barrier-%d-%s", i, uniq())
+	// A kill the test saw the admission of too late (a loaded machine) still counts
+	// for the check below but not towards the 20 within maxKillLag.
+	fast := 0
+	for attempt := 0; fast < barrierKills; attempt++ {
+		require.Less(t, attempt, 3*barrierKills, "only %d of %d kills came within %v of the admission", fast, attempt, maxKillLag)
+		marker := fmt.Sprintf("barrier-%d-%s", attempt, uniq())
 		in := s.send(id, marker+" "+devmodel.Directive("slow", "chunks", "100", "delay", "100ms"))
 		got := s.waitAdmitted(in)
 		box := s.session(id).SandboxID
 		require.NotNil(t, box)
 		lag := time.Since(*got.AdmittedAt)
 		require.NoError(t, s.backend.Destroy(s.ctx, *box))
-		require.Less(t, lag, maxKillLag, "kill %d came %v after the admission", i, lag)
+		if lag < maxKillLag {
+			fast++
+		}
 		lags = append(lags, lag)
 		admitted = append(admitted, in)
 		markers[in] = marker
 	}
 	sort.Slice(lags, func(i, j int) bool { return lags[i] < lags[j] })
-	t.Logf("admission to box destroyed: min %v, median %v, max %v", lags[0], lags[len(lags)/2], lags[len(lags)-1])
+	t.Logf("%d kills, %d within %v of the admission: min %v, median %v, max %v", len(lags), fast, maxKillLag,
+		lags[0], lags[len(lags)/2], lags[len(lags)-1])
 
 	last := s.send(id, "are you still there?")
 	s.eventually("the last message answered in a new box", func() bool { return s.admittedAndIdle(id, last) })
