@@ -47,6 +47,7 @@ func (a *Activities) ActivateRuntime(ctx context.Context, req ActivateRequest) (
 	if err != nil {
 		return ActivateResult{}, fmt.Errorf("open box %s: %w", req.SandboxID, err)
 	}
+	box = newPlatformBox(box, adapter)
 	sc := engines.EngineStartupContext{
 		SessionID:   sess.ID,
 		SessionKind: engines.SessionKind(sess.Kind),
@@ -73,7 +74,9 @@ func (a *Activities) ActivateRuntime(ctx context.Context, req ActivateRequest) (
 	if sess.PermissionMode != nil {
 		sc.PermissionMode = *sess.PermissionMode
 	}
-	sc.RuntimeIdentity = defaultIdentity()
+	if sc.RuntimeIdentity, err = composeIdentity(engines.SandboxTenancy(profile.SandboxTenancy), sc.SessionKind, sess.ID); err != nil {
+		return ActivateResult{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeConfiguration, err)
+	}
 	caps := adapter.Capabilities()
 	if err := a.checkRequiredCommands(ctx, h, sess.ID, caps); err != nil {
 		return ActivateResult{}, err
@@ -88,7 +91,11 @@ func (a *Activities) ActivateRuntime(ctx context.Context, req ActivateRequest) (
 			return ActivateResult{}, err
 		}
 	}
+	sc.CallbackCredentials = a.callbackCredentials(sess, adapter)
 	rt, err := adapter.ActivateRuntime(ctx, sc, box)
+	if required := (*engines.RuntimeStateSaveRequired)(nil); errors.As(err, &required) {
+		return ActivateResult{}, a.saveRequired(ctx, sess.ID, required)
+	}
 	if err != nil {
 		return ActivateResult{}, fmt.Errorf("activate runtime of engine %s: %w", adapter.Capabilities().EngineKind, err)
 	}

@@ -224,9 +224,13 @@ func boxImage(profileImage, engineDefault string) sandbox.Image {
 	return sandbox.Image{URI: image}
 }
 
+// EntryPointProcess is the process id the engine's entry point runs under in a box.
+const EntryPointProcess = "entrypoint"
+
 // DefaultSpec builds a box spec from the RuntimeProfile and the adapter's sandbox
-// request: the profile's image (or the engine's default) and resources, the engine's environment, and
-// the profile key prewarm pools are kept under. Resources the profile leaves out
+// request: the profile's image (or the engine's default) and resources, the engine's
+// environment, its entry point as the box's resident service, and the profile key
+// prewarm pools are kept under. Resources the profile leaves out
 // take the backend's configured defaults.
 func DefaultSpec(profile store.RuntimeProfile, agent store.Agent, adapter engines.EngineAdapter) (sandbox.Spec, error) {
 	req := adapter.SandboxRequest()
@@ -243,6 +247,14 @@ func DefaultSpec(profile store.RuntimeProfile, agent store.Agent, adapter engine
 	}
 	for k, v := range req.Environment {
 		spec.Env[k] = v
+	}
+	if len(req.EntryPoint) > 0 {
+		// The image's entry point is the box's resident service: running, and
+		// listening on its readiness port, before the box reports ready.
+		spec.Services = append(spec.Services, sandbox.Service{
+			Process:   sandbox.ProcessSpec{ID: EntryPointProcess, Argv: req.EntryPoint},
+			ReadyPort: req.ReadinessPort,
+		})
 	}
 	if req.WorkingDirectoryVariable != "" {
 		// The program learns its working directory from the platform: the workspace

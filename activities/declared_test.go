@@ -1,8 +1,12 @@
 package activities_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -175,4 +179,123 @@ func TestActivationSavesTheRuntimeInfoSnapshot(t *testing.T) {
 	second := s.requireRuntimeInfo(id)
 	require.NotEqual(t, first.SandboxID, second.SandboxID)
 	require.True(t, second.ObservedAt.After(first.ObservedAt))
+}
+
+// TestPlatformSecretsNeverEnterALog: with every worker log line kept at debug level,
+// the value of a platform secret the adapter asked for appears in no log line, no
+// workflow history event and no file the box backend keeps (box records, box logs,
+// process journals), through a reply, a box destroyed under the Session and its
+// restore; the log does say a Session ran, so the check reads real output.
+func TestPlatformSecretsNeverEnterALog(t *testing.T) {
+	binDir, err := buildAgent()
+	require.NoError(t, err)
+	value := "sv-" + uniq()
+	var logs bytes.Buffer
+	adapter := wantsSecret{Adapter: &scriptengine.Adapter{BinaryPath: agentMount + "/scriptagent"}, name: "search_token", got: make(chan map[string]string, 2)}
+	s := newStackWith(t, engineSetup{
+		kind: scriptengine.Kind, adapter: adapter,
+		mounts:  []sandbox.Mount{{Source: binDir, Target: agentMount}},
+		secrets: map[string]string{"search_token": value},
+		logs:    &logs,
+	})
+	s.startWorker("host-a-" + uniq())
+	id := s.newSession()
+	s.waitEnded(id, "resp-"+s.send(id, "quick"))
+	require.NoError(t, s.backend.Destroy(s.ctx, *s.session(id).SandboxID))
+	s.eventually("a reply from a new box", func() bool {
+		r := s.waitEnded(id, "resp-"+s.send(id, "quick"))
+		return *r.Outcome == store.OutcomeCompleted
+	})
+	require.Equal(t, value, (<-adapter.got)["search_token"])
+
+	require.Contains(t, logs.String(), id, "the worker logged the Session")
+	require.NotContains(t, logs.String(), value, "worker logs")
+	hist := s.tc.GetWorkflowHistory(s.ctx, workflows.SessionWorkflowID(id), "", false, 0)
+	for hist.HasNext() {
+		ev, err := hist.Next()
+		require.NoError(t, err)
+		raw, err := json.Marshal(ev)
+		require.NoError(t, err)
+		require.NotContains(t, string(raw), value, "workflow history")
+	}
+	files := 0
+	require.NoError(t, filepath.WalkDir(s.stateDir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return nil // a box being removed, a socket
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return nil
+		}
+		files++
+		require.NotContains(t, string(data), value, "box backend file %s", p)
+		return nil
+	}))
+	require.NotZero(t, files, "the backend's files were read")
+}
+
+// TestSharedTenancyIsRefusedWhereTheBackendCannotIsolate: a RuntimeProfile stored with
+// shared sandbox tenancy (the API refuses to save one for this backend; this one
+// predates a change) stops the Session before any box is made, saying why, and its
+// input stays in custody.
+func TestSharedTenancyIsRefusedWhereTheBackendCannotIsolate(t *testing.T) {
+	s := newStack(t)
+	profile, err := s.st.CreateRuntimeProfile(s.ctx, store.NewRuntimeProfile{Name: "shared-" + uniq(), EngineKind: scriptengine.Kind,
+		Enabled: true, SandboxBackend: store.SandboxLocal, SandboxTenancy: store.TenancyShared})
+	require.NoError(t, err)
+	s.agent, err = s.st.CreateAgent(s.ctx, store.NewAgent{Name: "a-" + uniq(), EngineKind: scriptengine.Kind, RuntimeProfileID: profile.ID})
+	require.NoError(t, err)
+	s.startWorker("host-a-" + uniq())
+	id := s.newSession()
+	in := s.send(id, "quick")
+	s.eventually("the Session to be terminated", func() bool { return s.session(id).Lifecycle == store.LifecycleTerminated })
+	sess := s.session(id)
+	require.Contains(t, *sess.RuntimeError, `shared sandbox tenancy, but the sandbox backend "local" cannot isolate conversations in one box`)
+	require.Nil(t, sess.SandboxID, "no box was made")
+	got, err := s.st.GetInputByID(s.ctx, in)
+	require.NoError(t, err)
+	require.NotEqual(t, store.InputAdmitted, got.State)
+}
+
+// configDirProbe is scriptagent whose activation first runs a probe process as the
+// runtime identity, without setting any environment itself, and reports what the
+// engine's configuration-directory variable held in it.
+type configDirProbe struct {
+	*scriptengine.Adapter
+	seen chan string
+}
+
+func (a configDirProbe) ActivateRuntime(ctx context.Context, sc engines.EngineStartupContext, box engines.Box) (engines.SessionRuntime, error) {
+	env := a.Capabilities().Workload.ConfigDirEnv
+	proc, err := box.StartProcess(ctx, engines.ProcessSpec{Name: "probe-" + uniq(), Identity: sc.RuntimeIdentity,
+		Command: []string{"/bin/sh", "-c", `printf '%s\n' "$` + env + `"`}})
+	if err != nil {
+		return engines.SessionRuntime{}, err
+	}
+	for line, err := range proc.ReadOutput(ctx, 0, true) {
+		if err != nil {
+			return engines.SessionRuntime{}, err
+		}
+		select {
+		case a.seen <- string(line.Data):
+		default:
+		}
+		break
+	}
+	return a.Adapter.ActivateRuntime(ctx, sc, box)
+}
+
+// TestTheProgramFindsItsConfigDirectoryFromItsConfigDirVariable: a process the
+// adapter starts as the runtime identity has the engine's Workload.ConfigDirEnv set
+// to <home>/<ConfigDirName>, the directory the platform mirrors the session log from.
+func TestTheProgramFindsItsConfigDirectoryFromItsConfigDirVariable(t *testing.T) {
+	binDir, err := buildAgent()
+	require.NoError(t, err)
+	adapter := configDirProbe{Adapter: &scriptengine.Adapter{BinaryPath: agentMount + "/scriptagent"}, seen: make(chan string, 1)}
+	s := newStackWith(t, engineSetup{kind: scriptengine.Kind, adapter: adapter,
+		mounts: []sandbox.Mount{{Source: binDir, Target: agentMount}}})
+	s.startWorker("host-a-" + uniq())
+	id := s.newSession()
+	s.waitEnded(id, "resp-"+s.send(id, "quick"))
+	require.Equal(t, "/workspace/.home/.scriptagent", <-adapter.seen)
 }

@@ -120,16 +120,22 @@ func (r *liveRegistry) len() int {
 	return len(r.m)
 }
 
-// Disconnect mirrors the engine's native log one last time and closes this process's
+// Disconnect mirrors the engine's native log one last time, has a runtime_state_store
+// engine save its native state (RuntimeStateSaver), and closes this process's
 // connection to the Session's runtime, if any; the runtime itself keeps running. The
 // workflow calls it before releasing the box (idle release, archive, delete), so what
 // the program wrote since the last admission, such as a reply's tail, is in custody
 // before the box goes. A failed mirror keeps the connection and fails the attempt, so
-// the activity's retries try again before the workflow gives up and releases.
+// the activity's retries try again before the workflow gives up and releases; a failed
+// save fails it as RuntimeStateSaveRequired, on which the workflow keeps the box.
 func (a *Activities) Disconnect(ctx context.Context, ref SessionRef) error {
 	if l := a.live.lookup(ref.SessionID); l != nil && l.client.IsLive() {
 		if err := a.mirrorSessionLog(ctx, l); err != nil {
 			return fmt.Errorf("mirror session log before release: %w", err)
+		}
+		if err := saveRuntimeState(ctx, l); err != nil {
+			// The box holds the only copy: the workflow keeps it and reconnects.
+			return temporal.NewNonRetryableApplicationError(fmt.Sprintf("before release: %v", err), ErrTypeRuntimeStateSaveRequired, err)
 		}
 	}
 	a.live.removeSession(ref.SessionID)

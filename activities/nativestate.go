@@ -19,20 +19,6 @@ import (
 // it at the same place.
 const sessionLogPrefix = "session_log:"
 
-// defaultIdentity is the runtime identity of a conversation's own box as the sandbox
-// backends lay it out by default (sandbox.Spec.WithDefaults): the box account with its
-// home inside the workspace. Composing identities per tenancy and Session kind is the
-// platform's job still to be done; this one serves conversation tenancy.
-func defaultIdentity() *engines.RuntimeIdentity {
-	def := sandbox.Spec{}.WithDefaults()
-	home := def.Identity.Home
-	ws := def.Workspace.MountPath
-	return &engines.RuntimeIdentity{
-		Account: def.Identity.Account, HomeDir: home, WorkspaceDir: ws, SourceDir: ws, FileRoot: ws,
-		CacheDir: path.Join(home, ".cache"), TempDir: "/tmp",
-	}
-}
-
 // sessionLogPattern is the engine's declared log path for a conversation, relative to
 // its configuration directory, and that directory; false when it declares none.
 func sessionLogPattern(caps engines.EngineRuntimeCapabilities, id *engines.RuntimeIdentity, key string) (rel, configDir string, ok bool) {

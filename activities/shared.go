@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"go.temporal.io/sdk/temporal"
 	"go.uber.org/zap"
@@ -61,6 +62,13 @@ func (a *Activities) PrepareRuntime(ctx context.Context, req PrepareRequest) (Pr
 	if err != nil {
 		return PrepareResult{}, err
 	}
+	if err := checkTenancy(engines.SandboxTenancy(profile.SandboxTenancy), profile.SandboxBackend, backend.Capabilities(), adapter.Capabilities()); err != nil {
+		reason := fmt.Sprintf("the Agent program %s cannot start: %v", agent.EngineKind, err)
+		if serr := a.deps.Store.SetSessionRuntimeError(ctx, sess.ID, reason); serr != nil {
+			return PrepareResult{}, serr
+		}
+		return PrepareResult{}, temporal.NewNonRetryableApplicationError(reason, ErrTypeConfiguration, err)
+	}
 	res := PrepareResult{EngineKind: agent.EngineKind}
 	if req.Mode == PrepareReconnect {
 		if sess.SandboxID == nil {
@@ -81,6 +89,16 @@ func (a *Activities) PrepareRuntime(ctx context.Context, req PrepareRequest) (Pr
 		return PrepareResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("runtime profile %s is disabled", profile.ID), ErrTypeConfiguration, nil)
 	}
 	h, err := a.claimOrCreate(ctx, backend, profile, agent, adapter)
+	if notReady := (*sandbox.NotReadyError)(nil); errors.As(err, &notReady) {
+		// The image cannot serve: a new box would fail the same way, so the Session
+		// says why instead of retrying.
+		reason := fmt.Sprintf("the Agent program %s cannot start: its entry point (%s) %s", agent.EngineKind,
+			strings.Join(adapter.SandboxRequest().EntryPoint, " "), notReady)
+		if serr := a.deps.Store.SetSessionRuntimeError(ctx, sess.ID, reason); serr != nil {
+			return PrepareResult{}, serr
+		}
+		return PrepareResult{}, temporal.NewNonRetryableApplicationError(reason, ErrTypeConfiguration, err)
+	}
 	if err != nil {
 		return PrepareResult{}, err
 	}

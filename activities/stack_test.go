@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +16,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 
 	"github.com/astrabox/astrabox/activities"
 	"github.com/astrabox/astrabox/engines"
@@ -51,7 +54,10 @@ type stack struct {
 	// modelEgress points boxes at the model service through the "model" forward.
 	modelEgress bool
 	// secrets are the configured platform secrets by name.
-	secrets   map[string]string
+	secrets map[string]string
+	// logs, when set, also receives every worker log line at debug level.
+	logs      io.Writer
+	stateDir  string
 	taskQueue string
 	user      store.User
 	agent     store.Agent
@@ -94,6 +100,8 @@ type engineSetup struct {
 	egress map[string]egress.Route
 	// secrets are the platform secrets the workers' configuration holds.
 	secrets map[string]string
+	// logs, when set, also receives every worker log line at debug level.
+	logs io.Writer
 }
 
 func newStack(t testing.TB) *stack {
@@ -115,7 +123,7 @@ func newStackWith(t testing.TB, setup engineSetup) *stack {
 	opts := localtest.Options(t)
 	opts.Egress = setup.egress
 	var err error
-	s := &stack{t: t, ctx: testutil.ContextWithTimeout(t, 10*time.Minute), mounts: setup.mounts, secrets: setup.secrets, taskQueue: "orch-" + uniq()}
+	s := &stack{t: t, ctx: testutil.ContextWithTimeout(t, 10*time.Minute), mounts: setup.mounts, secrets: setup.secrets, logs: setup.logs, stateDir: opts.StateDir, taskQueue: "orch-" + uniq()}
 	_, s.modelEgress = setup.egress[activities.ModelForwardName]
 	var dsn string
 	s.st, dsn = testutil.NewDB(t)
@@ -144,6 +152,11 @@ func (s *stack) startWorker(hostID string) (stop func()) {
 // startWorkerWith is startWorker with the activities' settings.
 func (s *stack) startWorkerWith(hostID string, set activities.Settings) (stop func()) {
 	s.t.Helper()
+	logger := testutil.Logger(s.t).Named(hostID)
+	if s.logs != nil {
+		debug := zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.Lock(zapcore.AddSync(s.logs)), zap.DebugLevel)
+		logger = zap.New(zapcore.NewTee(logger.Core(), debug)).Named(hostID)
+	}
 	acts, err := activities.New(activities.Deps{
 		Store:    s.st,
 		Engines:  s.engines,
@@ -163,7 +176,7 @@ func (s *stack) startWorkerWith(hostID string, set activities.Settings) (stop fu
 			v, ok := s.secrets[name]
 			return v, ok
 		},
-		Logger:   testutil.Logger(s.t).Named(hostID),
+		Logger:   logger,
 		Settings: set,
 	})
 	require.NoError(s.t, err)
@@ -172,7 +185,7 @@ func (s *stack) startWorkerWith(hostID string, set activities.Settings) (stop fu
 		HostID:          hostID,
 		Shared:          []worker.Registrar{workflows.Register, acts.RegisterShared},
 		Host:            []worker.Registrar{acts.RegisterHost},
-		Logger:          testutil.Logger(s.t).Named(hostID),
+		Logger:          logger,
 	})
 	require.NoError(s.t, err)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -29,6 +29,11 @@ const (
 	// error's message is the program's own. Retrying does not help, and nothing was
 	// stored.
 	ErrTypePermissionModeRefused = "PermissionModeRefused"
+	// ErrTypeRuntimeStateSaveRequired: native state is still only in the box: the
+	// adapter failed activation with engines.RuntimeStateSaveRequired, or the client's
+	// save before a release failed. The box must be kept and the next attempt made in
+	// it.
+	ErrTypeRuntimeStateSaveRequired = "RuntimeStateSaveRequired"
 )
 
 // SessionRef names a Session.

@@ -49,7 +49,7 @@ func (a *testAdapter) SandboxRequest() engines.EngineSandboxRequest {
 	}
 }
 func (a *testAdapter) StartupMaterialRequest() engines.EngineStartupMaterialRequest {
-	return engines.EngineStartupMaterialRequest{TranscriptStorage: true}
+	return engines.EngineStartupMaterialRequest{}
 }
 func (a *testAdapter) ActivateRuntime(context.Context, engines.EngineStartupContext, engines.Box) (engines.SessionRuntime, error) {
 	return engines.SessionRuntime{}, nil

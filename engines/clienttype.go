@@ -11,12 +11,13 @@ var (
 	permissionModeSetterType = reflect.TypeFor[PermissionModeSetter]()
 	childRunStopperType      = reflect.TypeFor[ChildRunStopper]()
 	serverInfoProviderType   = reflect.TypeFor[ServerInfoProvider]()
+	runtimeStateSaverType    = reflect.TypeFor[RuntimeStateSaver]()
 )
 
 // CheckClientType checks that a declared runtime client type serves the whole runtime
 // contract and the optional interfaces the capabilities declare: PermissionModeSetter
 // when the engine has permission modes, ServerInfoProvider for supports_server_info and
-// ChildRunStopper for supports_child_run_stop. Each missing or mistyped method is named.
+// ChildRunStopper for supports_child_run_stop, RuntimeStateSaver for runtime_state_store. Each missing or mistyped method is named.
 func CheckClientType(t reflect.Type, caps EngineRuntimeCapabilities) error {
 	if t == nil {
 		return errors.New("no runtime client type declared")
@@ -35,6 +36,9 @@ func CheckClientType(t reflect.Type, caps EngineRuntimeCapabilities) error {
 	if caps.SupportsChildRunStop {
 		errs = append(errs, implementsErr(t, childRunStopperType, "ChildRunStopper (the engine declares supports_child_run_stop)"))
 	}
+	if caps.RuntimeStateStore {
+		errs = append(errs, implementsErr(t, runtimeStateSaverType, "RuntimeStateSaver (the engine declares runtime_state_store)"))
+	}
 	return errors.Join(errs...)
 }
 
@@ -45,7 +49,7 @@ func MismatchedOptionalMethods(t reflect.Type) []string {
 		return nil
 	}
 	var out []string
-	for _, iface := range []reflect.Type{permissionModeSetterType, childRunStopperType, serverInfoProviderType} {
+	for _, iface := range []reflect.Type{permissionModeSetterType, childRunStopperType, serverInfoProviderType, runtimeStateSaverType} {
 		for i := range iface.NumMethod() {
 			want := iface.Method(i)
 			if got, ok := t.MethodByName(want.Name); ok && !sameSignature(t, got, want) {

@@ -72,7 +72,7 @@ func validAdapter(kind string) *testAdapter {
 			PublishedPorts:           []engines.PublishedPort{{Name: "control", Port: 7000}},
 			ReadinessPort:            7000,
 		},
-		material: engines.EngineStartupMaterialRequest{TranscriptStorage: true, Secrets: []string{"example-token"}},
+		material: engines.EngineStartupMaterialRequest{Secrets: []string{"example-token"}},
 	}
 }
 

@@ -104,7 +104,13 @@ func TestRegisterRejects(t *testing.T) {
 			return a
 		}, "runtime_state_scope", "without runtime_state_store"},
 		{"runtime state store without material", "example", func(a *testAdapter) engines.EngineAdapter { a.caps.RuntimeStateStore = true; return a }, "runtime_state_store", "does not ask for runtime state storage"},
-		{"no entry point", "example", func(a *testAdapter) engines.EngineAdapter { a.sandbox.EntryPoint = nil; return a }, "sandbox_request", "no entry point"},
+		{"runtime state store without a saver", "example", func(a *testAdapter) engines.EngineAdapter {
+			a.caps.RuntimeStateStore = true
+			a.material.RuntimeStateStorage = true
+			return a
+		}, "engine_client_type", "RuntimeStateSaver (the engine declares runtime_state_store)"},
+		{"empty entry point program", "example", func(a *testAdapter) engines.EngineAdapter { a.sandbox.EntryPoint = []string{""}; return a }, "sandbox_request", "entry point names no program"},
+		{"readiness port without entry point", "example", func(a *testAdapter) engines.EngineAdapter { a.sandbox.EntryPoint = nil; return a }, "sandbox_request", "readiness port 7000 declared without an entry point"},
 		{"no model credential destination", "example", func(a *testAdapter) engines.EngineAdapter {
 			a.sandbox.ModelCredential = engines.ModelCredentialDestination{}
 			return a

@@ -9,8 +9,14 @@ import (
 // applies it together with the selected backend, workspace, runtime identity, network
 // policy and credentials; the adapter never provisions sandboxes itself.
 type EngineSandboxRequest struct {
-	// EntryPoint is the image entry point (argv) that starts the box's resident services.
-	EntryPoint []string `json:"entry_point"`
+	// EntryPoint, when set, is the image's own entry point (argv): the resident service
+	// the program's runtime client reaches, such as a control or API server. The
+	// platform starts it in every box of the engine before the box reports ready
+	// (prewarmed boxes too), under the box's control service, which every backend
+	// supplies itself; a ReadinessPort makes the box wait until it listens. Leave it
+	// empty when ActivateRuntime starts the program per conversation (Box.StartProcess),
+	// as a process-session engine does.
+	EntryPoint []string `json:"entry_point,omitempty"`
 	// ModelCredential says where the program expects its model credential.
 	ModelCredential ModelCredentialDestination `json:"model_credential"`
 	// WorkingDirectoryVariable is the environment variable through which the program
@@ -18,26 +24,30 @@ type EngineSandboxRequest struct {
 	WorkingDirectoryVariable string `json:"working_directory_variable"`
 	// Environment holds fixed environment values for the program.
 	Environment map[string]string `json:"environment,omitempty"`
-	// PublishedPorts are in-box ports the platform makes reachable (Box.DialPort).
+	// PublishedPorts are the in-box ports the adapter and its runtime client reach
+	// through Box.DialPort (relayed by the box's control service); a port not published
+	// here is refused.
 	PublishedPorts []PublishedPort `json:"published_ports,omitempty"`
-	// ReadinessPort, when nonzero, is a published port whose listener means the box is
-	// ready; a readiness service must fail startup clearly when the program cannot serve.
+	// ReadinessPort, when nonzero, is a published port the entry point listens on once
+	// it can serve: the box reports ready only then, and an entry point that exits
+	// first or does not listen in time fails startup with its exit status and output.
 	ReadinessPort int `json:"readiness_port,omitempty"`
 }
 
-// ModelCredentialDestination says where the platform places the model credential. The
-// credential itself stays on the host side: the program holds a placeholder and reaches
-// the model service through the platform's forwarder at the base URL it is given.
+// ModelCredentialDestination says where the program expects its model credential.
+// The credential itself stays on the host side: the platform puts a placeholder key in
+// APIKeyEnv and the forwarder's address in BaseURLEnv in every process of the box, and
+// the forwarder adds the real credential to the requests it passes on. A credential
+// file is not offered: the box never holds a real key to write into one, and a program
+// that reads a placeholder from a file has its adapter write it.
 type ModelCredentialDestination struct {
 	// APIKeyEnv is the environment variable holding the (placeholder) key, e.g.
 	// ANTHROPIC_API_KEY.
 	APIKeyEnv string `json:"api_key_env,omitempty"`
 	// BaseURLEnv is the environment variable holding the model service base URL, e.g.
-	// ANTHROPIC_BASE_URL.
+	// ANTHROPIC_BASE_URL; empty when the adapter points the program at the forwarder
+	// through the program's own configuration.
 	BaseURLEnv string `json:"base_url_env,omitempty"`
-	// File, when set, is a path relative to the engine's configuration directory where
-	// the credential is written instead of (or besides) the environment.
-	File string `json:"file,omitempty"`
 }
 
 // PublishedPort is an in-box port the platform publishes.
@@ -48,13 +58,23 @@ type PublishedPort struct {
 	Port int `json:"port"`
 }
 
+// Publishes reports whether port is one of the published ports.
+func (r EngineSandboxRequest) Publishes(port int) bool {
+	for _, p := range r.PublishedPorts {
+		if p.Port == port {
+			return true
+		}
+	}
+	return false
+}
+
 // Validate checks the request's structure.
 func (r EngineSandboxRequest) Validate() error {
 	var errs []error
-	if len(r.EntryPoint) == 0 || r.EntryPoint[0] == "" {
-		errs = append(errs, errors.New("sandbox request has no entry point"))
+	if len(r.EntryPoint) > 0 && r.EntryPoint[0] == "" {
+		errs = append(errs, errors.New("sandbox request's entry point names no program"))
 	}
-	if r.ModelCredential.APIKeyEnv == "" && r.ModelCredential.File == "" {
+	if r.ModelCredential.APIKeyEnv == "" && r.ModelCredential.BaseURLEnv == "" {
 		errs = append(errs, errors.New("sandbox request has no model-credential destination"))
 	}
 	if r.WorkingDirectoryVariable == "" {
@@ -72,6 +92,9 @@ func (r EngineSandboxRequest) Validate() error {
 	}
 	if r.ReadinessPort != 0 && !seen[r.ReadinessPort] {
 		errs = append(errs, fmt.Errorf("readiness port %d is not a published port", r.ReadinessPort))
+	}
+	if r.ReadinessPort != 0 && len(r.EntryPoint) == 0 {
+		errs = append(errs, fmt.Errorf("readiness port %d declared without an entry point to listen on it", r.ReadinessPort))
 	}
 	return errors.Join(errs...)
 }

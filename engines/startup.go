@@ -109,22 +109,22 @@ type CallbackScope string
 
 // The callback scopes an EngineStartupMaterialRequest can ask for.
 const (
-	// CallbackTranscriptStorage stores the engine's transcript in platform custody.
-	CallbackTranscriptStorage CallbackScope = "transcript_storage"
 	// CallbackRuntimeStateStorage saves and restores native runtime state.
 	CallbackRuntimeStateStorage CallbackScope = "runtime_state_storage"
-	// CallbackSandboxDeath delivers sandbox-death notifications.
-	CallbackSandboxDeath CallbackScope = "sandbox_death"
 )
 
-// ScopedCallbackCredential lets the adapter or its in-box service call the platform for
-// one scope. The platform issues the owner and capability; engines forward them unchanged.
+// ScopedCallbackCredential is the platform material of one callback scope: the owner
+// the platform issued and the capability bound to it. The adapter runs in the
+// platform's worker, so the capability is a handle it calls, not an address and token
+// it could hand on or mint: it reaches the owner's material and nothing else. Engines
+// forward Owner unchanged (for example into a vendor's own receipt).
 type ScopedCallbackCredential struct {
-	Scope    CallbackScope `json:"scope"`
-	Endpoint string        `json:"endpoint"`
-	Token    string        `json:"-"`
-	// Owner identifies what the stored material belongs to (workspace or Session).
+	Scope CallbackScope `json:"scope"`
+	// Owner identifies what the stored material belongs to: "workspace:<agent id>" or
+	// "session:<session id>", as the engine's RuntimeStateScope declares.
 	Owner string `json:"owner"`
+	// RuntimeState is the CallbackRuntimeStateStorage capability.
+	RuntimeState RuntimeStateStorage `json:"-"`
 }
 
 // CallbackCredential returns the credential for scope, if the platform supplied one.
@@ -137,14 +137,15 @@ func (sc EngineStartupContext) CallbackCredential(scope CallbackScope) (ScopedCa
 	return ScopedCallbackCredential{}, false
 }
 
-// EngineStartupMaterialRequest is the platform material an adapter asks for.
+// EngineStartupMaterialRequest is the platform material an adapter asks for. The
+// platform keeps a JSONL transcript itself (SessionLogDeclaration) and learns of a
+// sandbox's death itself (it alone replaces sandboxes), so neither is material an
+// adapter asks for.
 type EngineStartupMaterialRequest struct {
-	// TranscriptStorage asks for platform transcript storage.
-	TranscriptStorage bool `json:"transcript_storage"`
-	// RuntimeStateStorage asks for native runtime-state storage.
+	// RuntimeStateStorage asks for native runtime-state storage: a
+	// CallbackRuntimeStateStorage credential in EngineStartupContext.CallbackCredentials.
+	// An engine declaring RuntimeStateStore must ask for it.
 	RuntimeStateStorage bool `json:"runtime_state_storage"`
-	// SandboxDeathNotifications asks to be told when the sandbox dies.
-	SandboxDeathNotifications bool `json:"sandbox_death_notifications"`
 	// Secrets names platform secrets to resolve into EngineStartupContext.Secrets.
 	Secrets []string `json:"secrets"`
 }
@@ -152,14 +153,8 @@ type EngineStartupMaterialRequest struct {
 // Scopes returns the callback scopes this request implies.
 func (r EngineStartupMaterialRequest) Scopes() []CallbackScope {
 	var out []CallbackScope
-	if r.TranscriptStorage {
-		out = append(out, CallbackTranscriptStorage)
-	}
 	if r.RuntimeStateStorage {
 		out = append(out, CallbackRuntimeStateStorage)
-	}
-	if r.SandboxDeathNotifications {
-		out = append(out, CallbackSandboxDeath)
 	}
 	return out
 }

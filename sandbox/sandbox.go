@@ -9,6 +9,7 @@ package sandbox
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"time"
 )
@@ -22,6 +23,9 @@ type Capabilities struct {
 	// IsolatedAccounts: every box runs as its own OS account, so conversations in
 	// different boxes cannot read each other's files.
 	IsolatedAccounts bool `json:"isolated_accounts"`
+	// IsolatedSessions: one box can carry several conversations, each in its own
+	// account and home that the others cannot read (sandbox_tenancy "shared").
+	IsolatedSessions bool `json:"isolated_sessions"`
 	// Pause: Pause and Resume freeze and thaw a box.
 	Pause bool `json:"pause"`
 	// Prewarm: Claim can hand out boxes made ready before any Session asked.
@@ -182,14 +186,33 @@ type Death struct {
 
 // Errors a caller checks with errors.Is.
 var (
-	ErrNotFound       = errors.New("sandbox: box not found")
-	ErrNoWarmBox      = errors.New("sandbox: no prewarmed box ready")
-	ErrBoxLost        = errors.New("sandbox: box lost")
-	ErrProcessExited  = errors.New("sandbox: process has exited")
-	ErrStdinClosed    = errors.New("sandbox: process stdin is closed")
-	ErrNoProcess      = errors.New("sandbox: no such process")
-	ErrInvalidSpec    = errors.New("sandbox: invalid spec")
+	ErrNotFound      = errors.New("sandbox: box not found")
+	ErrNoWarmBox     = errors.New("sandbox: no prewarmed box ready")
+	ErrBoxLost       = errors.New("sandbox: box lost")
+	ErrProcessExited = errors.New("sandbox: process has exited")
+	ErrStdinClosed   = errors.New("sandbox: process stdin is closed")
+	ErrNoProcess     = errors.New("sandbox: no such process")
+	ErrInvalidSpec   = errors.New("sandbox: invalid spec")
+	// ErrNotReady: a resident service exited or did not listen on its ready port
+	// in time, so the box never reported ready (the image cannot serve). Backends
+	// return it as a *NotReadyError.
+	ErrNotReady       = errors.New("sandbox: resident service not ready")
 	ErrNotSupported   = errors.New("sandbox: not supported by this backend")
 	ErrJournalFailing = errors.New("sandbox: output journal cannot be written")
 	ErrOutputReleased = errors.New("sandbox: output before this offset was released")
 )
+
+// NotReadyError says which resident service kept a box from reporting ready, and why.
+type NotReadyError struct {
+	Service string
+	Port    int
+	// Reason is what happened, with the service's exit status and last output.
+	Reason string
+}
+
+func (e *NotReadyError) Error() string {
+	return fmt.Sprintf("resident service %q not ready on port %d: %s", e.Service, e.Port, e.Reason)
+}
+
+// Is makes errors.Is(err, ErrNotReady) hold.
+func (e *NotReadyError) Is(target error) bool { return target == ErrNotReady }

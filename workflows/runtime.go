@@ -98,6 +98,15 @@ func (w *sessionWorkflow) bringUp(ctx workflow.Context) {
 		w.reconcileLost(ctx)
 		w.s.Need = NeedFresh
 		return
+	case activities.ErrTypeRuntimeStateSaveRequired:
+		// The box holds native state not yet in custody: the next attempt is made in
+		// it, never in a replacement, and a Session that keeps failing is terminated
+		// with the box kept.
+		log.Warn("activate runtime: native state must be saved first", "error", err)
+		w.s.Placement = prep.Placement
+		w.s.Need = NeedReconnect
+		w.failed(ctx)
+		return
 	default:
 		log.Warn("activate runtime", "error", err)
 		w.s.Placement = prep.Placement
@@ -267,12 +276,20 @@ func (w *sessionWorkflow) hostGone(ctx workflow.Context, err error) bool {
 }
 
 // releaseBox stops the Relay, closes the connection, frees the box and settles what
-// the released runtime left open; the next input starts a new box.
-func (w *sessionWorkflow) releaseBox(ctx workflow.Context) {
+// the released runtime left open; the next input starts a new box. A box whose native
+// state could not be saved (RuntimeStateSaveRequired) is kept, unless ending says
+// otherwise: the workflow reconnects to it and tries again at the next idle period.
+func (w *sessionWorkflow) releaseBox(ctx workflow.Context, ending bool) {
 	w.stopRelay(ctx)
 	if q := w.s.Placement.HostTaskQueue; q != "" {
 		// Best effort: a dead host has no connection to close.
-		_ = workflow.ExecuteActivity(withHost(ctx, q, 30*time.Second), act.Disconnect, activities.SessionRef{SessionID: w.s.SessionID}).Get(ctx, nil)
+		err := workflow.ExecuteActivity(withHost(ctx, q, 30*time.Second), act.Disconnect, activities.SessionRef{SessionID: w.s.SessionID}).Get(ctx, nil)
+		if errorType(err) == activities.ErrTypeRuntimeStateSaveRequired && !ending {
+			workflow.GetLogger(ctx).Warn("keeping the box: its native state is not saved", "error", err)
+			w.s.Need = NeedReconnect
+			w.setPhase(ctx, PhaseCreating)
+			return
+		}
 	}
 	err := workflow.ExecuteActivity(withShared(ctx), act.Release, activities.ReleaseRequest{SessionID: w.s.SessionID, SandboxID: w.s.Placement.SandboxID}).Get(ctx, nil)
 	if err != nil {
@@ -287,7 +304,7 @@ func (w *sessionWorkflow) releaseBox(ctx workflow.Context) {
 // CONVERSATION_ENDED, and the workflow completes.
 func (w *sessionWorkflow) end(ctx workflow.Context) error {
 	if w.s.Placement.SandboxID != "" || w.s.Phase == PhaseActive {
-		w.releaseBox(ctx)
+		w.releaseBox(ctx, true)
 	}
 	var res activities.EndResult
 	err := workflow.ExecuteActivity(withShared(ctx), act.EndConversation, activities.EndRequest{SessionID: w.s.SessionID, Delete: w.s.Work.Delete}).Get(ctx, &res)

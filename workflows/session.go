@@ -154,7 +154,7 @@ func (w *sessionWorkflow) run(ctx workflow.Context) error {
 		case w.s.Work.Release:
 			w.s.Work.Release = false
 			if w.s.Phase == PhaseActive || w.s.Placement.SandboxID != "" {
-				w.releaseBox(ctx)
+				w.releaseBox(ctx, false)
 			}
 			continue
 		case w.s.Phase == PhaseReleased && w.s.Work.Deliver:
@@ -225,7 +225,7 @@ func (w *sessionWorkflow) wait(ctx workflow.Context) error {
 		return nil
 	}
 	if idle.Idle && !w.wake(ctx) {
-		w.releaseBox(ctx)
+		w.releaseBox(ctx, false)
 	}
 	return nil
 }

@@ -111,7 +111,6 @@ func (a *Adapter) EngineClientType() reflect.Type { return reflect.TypeFor[*Clie
 // platform's forwarder adds the real credential on the host side.
 func (a *Adapter) SandboxRequest() engines.EngineSandboxRequest {
 	return engines.EngineSandboxRequest{
-		EntryPoint: []string{"astrabox-runner"},
 		ModelCredential: engines.ModelCredentialDestination{
 			APIKeyEnv: "ANTHROPIC_API_KEY", BaseURLEnv: "ANTHROPIC_BASE_URL",
 		},

@@ -116,7 +116,6 @@ func (a *Adapter) EngineClientType() reflect.Type { return reflect.TypeFor[*Clie
 // writes, pointing at the box's model forward.
 func (a *Adapter) SandboxRequest() engines.EngineSandboxRequest {
 	return engines.EngineSandboxRequest{
-		EntryPoint:               []string{"astrabox-runner"},
 		ModelCredential:          engines.ModelCredentialDestination{APIKeyEnv: ModelKeyEnv},
 		WorkingDirectoryVariable: "ASTRABOX_WORKSPACE",
 		Environment:              map[string]string{},

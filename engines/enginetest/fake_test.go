@@ -51,7 +51,7 @@ func (a *fakeAdapter) Capabilities() engines.EngineRuntimeCapabilities { return 
 func (a *fakeAdapter) EngineClientType() reflect.Type                  { return a.clientType }
 func (a *fakeAdapter) SandboxRequest() engines.EngineSandboxRequest    { return a.sandbox }
 func (a *fakeAdapter) StartupMaterialRequest() engines.EngineStartupMaterialRequest {
-	return engines.EngineStartupMaterialRequest{TranscriptStorage: true}
+	return engines.EngineStartupMaterialRequest{}
 }
 func (a *fakeAdapter) ActivateRuntime(ctx context.Context, sc engines.EngineStartupContext, _ engines.Box) (engines.SessionRuntime, error) {
 	key := sc.ResumeSessionKey

@@ -58,7 +58,6 @@ func (a *Adapter) EngineClientType() reflect.Type { return reflect.TypeFor[*Clie
 // SandboxRequest implements engines.EngineAdapter.
 func (a *Adapter) SandboxRequest() engines.EngineSandboxRequest {
 	return engines.EngineSandboxRequest{
-		EntryPoint:               []string{a.BinaryPath},
 		ModelCredential:          engines.ModelCredentialDestination{APIKeyEnv: "SCRIPTAGENT_API_KEY"},
 		WorkingDirectoryVariable: "SCRIPTAGENT_CWD",
 	}

@@ -89,17 +89,76 @@ func (b *Backend) create(ctx context.Context, spec sandbox.Spec, pool string) (s
 			return fail(fmt.Errorf("start service %q: %w", svc.Process.ID, err))
 		}
 		if svc.ReadyPort > 0 {
-			wctx, cancel := context.WithTimeout(ctx, b.opts.ReadyTimeout)
-			err := h.WaitPort(wctx, svc.ReadyPort)
-			cancel()
-			if err != nil {
-				return fail(fmt.Errorf("service %q not ready on port %d: %w", svc.Process.ID, svc.ReadyPort, err))
+			if err := b.waitServiceReady(ctx, h, svc); err != nil {
+				return fail(err)
 			}
 		}
 	}
 	b.expireLater(x)
 	b.log.Info("local sandbox: box ready", zap.String("box", id), zap.Int("uid", uid), zap.String("boot", bootID))
 	return h, nil
+}
+
+// waitServiceReady waits until svc listens on its ready port. A service that exits
+// first fails at once, and one still not listening after ReadyTimeout fails then;
+// either way the error is a *sandbox.NotReadyError with the service's exit status and last
+// output, so whoever reads it learns why the image cannot serve.
+func (b *Backend) waitServiceReady(ctx context.Context, h *handle, svc sandbox.Service) error {
+	id, port := svc.Process.ID, svc.ReadyPort
+	wctx, cancel := context.WithTimeout(ctx, b.opts.ReadyTimeout)
+	defer cancel()
+	// There is no event for "a program started listening", so this polls.
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		conn, err := h.c.DialPort(wctx, port)
+		if err == nil {
+			return conn.Close()
+		}
+		if d := h.x.deathInfo(); d != nil {
+			return h.wrap("wait for service "+id, err)
+		}
+		st, serr := h.Process(wctx, id)
+		if serr == nil && st.Exit != nil {
+			return &sandbox.NotReadyError{Service: id, Port: port, Reason: fmt.Sprintf(
+				"exited with code %d before listening; its last output: %s", st.Exit.Code, outputTail(ctx, h, id))}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("wait for service %q on port %d: %w", id, port, ctx.Err())
+		case <-wctx.Done():
+			return &sandbox.NotReadyError{Service: id, Port: port, Reason: fmt.Sprintf(
+				"did not listen within %s; its last output: %s", b.opts.ReadyTimeout, outputTail(ctx, h, id))}
+		case <-tick.C:
+		}
+	}
+}
+
+// outputTail is the last few lines a process wrote, for an error message.
+func outputTail(ctx context.Context, h *handle, id string) string {
+	const keep = 5
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	s, err := h.ReadOutput(rctx, id, 0, false)
+	if err != nil {
+		return "(unreadable: " + err.Error() + ")"
+	}
+	defer s.Close()
+	var lines []string
+	for {
+		l, err := s.Next()
+		if err != nil {
+			break
+		}
+		lines = append(lines, string(l.Data))
+		if len(lines) > keep {
+			lines = lines[1:]
+		}
+	}
+	if len(lines) == 0 {
+		return "(none)"
+	}
+	return strings.Join(lines, " | ")
 }
 
 // prepare writes the box's folders, account files and runner configuration.

@@ -310,3 +310,28 @@ func TestLimitsAreEnforced(t *testing.T) {
 	res = sh(t, h, "for i in $(seq 1 40); do sleep 30 & done")
 	require.Contains(t, string(res.Stderr), "fork", "the pids limit stops a fork storm")
 }
+
+// TestAServiceThatNeverListensFailsTheBoxClearly: a resident service still not
+// listening on its ready port after ReadyTimeout fails the create with
+// sandbox.ErrNotReady naming the service, the port and its last output, and the box
+// is gone.
+func TestAServiceThatNeverListensFailsTheBoxClearly(t *testing.T) {
+	t.Parallel()
+	opts := testOptions(t)
+	opts.ReadyTimeout = 5 * time.Second
+	b := newBackend(t, opts)
+	ctx := testContext(t)
+	spec := sandbox.Spec{Services: []sandbox.Service{{ReadyPort: 7400, Process: sandbox.ProcessSpec{ID: "server",
+		Argv: []string{"/bin/sh", "-c", "echo waiting for a model; exec sleep 600"}}}}}
+	_, err := b.Create(ctx, spec)
+	require.ErrorIs(t, err, sandbox.ErrNotReady)
+	var notReady *sandbox.NotReadyError
+	require.ErrorAs(t, err, &notReady)
+	require.Equal(t, "server", notReady.Service)
+	require.Equal(t, 7400, notReady.Port)
+	require.Contains(t, notReady.Reason, "did not listen within 5s")
+	require.Contains(t, notReady.Reason, "waiting for a model")
+	entries, err := os.ReadDir(filepath.Join(opts.StateDir, "boxes"))
+	require.NoError(t, err)
+	require.Empty(t, entries, "the failed box is removed")
+}

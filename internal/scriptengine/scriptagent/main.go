@@ -23,12 +23,18 @@
 // (a child agent's status: running, then stopped). A
 // delta carries at_us, when it was written, so benchmarks can measure the platform's
 // event-to-committed-part latency.
+//
+// "scriptagent serve PORT GREETING" is instead a resident service, an image entry
+// point: it listens on 127.0.0.1:PORT and writes GREETING and its environment's
+// SCRIPTAGENT_SERVE_NOTE to every connection. A PORT of "fail" writes a reason and exits
+// 3 without listening, as a service that cannot serve does.
 package main
 
 import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -68,6 +74,9 @@ const lateTurn = 500 * time.Millisecond
 func (r *response) textID() string { return fmt.Sprintf("t%d", r.segment) }
 
 func main() {
+	if len(os.Args) == 4 && os.Args[1] == "serve" {
+		os.Exit(serve(os.Args[2], os.Args[3]))
+	}
 	conversation := "default"
 	for i, a := range os.Args {
 		if a == "--conversation" && i+1 < len(os.Args) {
@@ -227,4 +236,26 @@ func parseSlow(text string) (int, time.Duration, bool) {
 		return 0, 0, false
 	}
 	return n, time.Duration(ms) * time.Millisecond, true
+}
+
+// serve is the resident-service mode (see the package comment).
+func serve(port, greeting string) int {
+	if port == "fail" {
+		fmt.Println("scriptagent serve: no model configured, cannot serve")
+		return 3
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:"+port)
+	if err != nil {
+		fmt.Println("scriptagent serve:", err)
+		return 1
+	}
+	fmt.Println("scriptagent serve: listening on", ln.Addr())
+	for {
+		conn, err := ln.Accept()
+		if err != nil {
+			return 1
+		}
+		fmt.Fprintf(conn, "%s %s\n", greeting, os.Getenv("SCRIPTAGENT_SERVE_NOTE"))
+		conn.Close()
+	}
 }
