@@ -371,9 +371,13 @@ func call(ctx context.Context, proc engines.ProcessSession, from int64, id strin
 	if err := proc.WriteStdin(ctx, id, append(data, '\n')); err != nil {
 		return nil, err
 	}
+	var stderr []string
 	for out, err := range proc.ReadOutput(ctx, from, true) {
 		if err != nil {
 			return nil, err
+		}
+		if out.Stream == engines.Stderr && len(stderr) < 5 {
+			stderr = append(stderr, strings.TrimSpace(string(out.Data)))
 		}
 		var l line
 		if out.Stream != engines.Stdout || json.Unmarshal(out.Data, &l) != nil || l.Type != evResponse || l.ID != id {
@@ -386,6 +390,9 @@ func call(ctx context.Context, proc engines.ProcessSession, from int64, id strin
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	if len(stderr) > 0 {
+		return nil, fmt.Errorf("pi exited before it answered %s; it printed: %s", cmd["type"], strings.Join(stderr, " | "))
 	}
 	return nil, fmt.Errorf("pi exited before it answered %s", cmd["type"])
 }
