@@ -288,3 +288,20 @@ func TestSubmitSendsAPrompt(t *testing.T) {
 	require.Error(t, c.SetPermissionMode(ctx, "bypassPermissions"), "only the extension's modes")
 	require.Len(t, box.written(), 1)
 }
+
+// TestAgentConfigPiCannotTakeIsRefused: the adapter applies no Agent extension to Pi
+// yet, so each kind is refused on save with a message naming it.
+func TestAgentConfigPiCannotTakeIsRefused(t *testing.T) {
+	t.Parallel()
+	caps := pi.NewAdapter(pi.Config{}).Capabilities()
+	require.NoError(t, engines.ValidateAgentConfigFor(caps, engines.AgentConfig{}))
+	for field, cfg := range map[string]engines.AgentConfig{
+		"mcp_servers":   {MCPServers: []engines.MCPServerConfig{{Name: "git", Transport: engines.MCPTransportStdio, Command: []string{"git-mcp"}}}},
+		"skills":        {Skills: []engines.SkillConfig{{Name: "review", Source: "skills/review"}}},
+		"packages":      {Packages: []engines.PackageConfig{{Kind: "plugin", Name: "x"}}},
+		"native_config": {NativeConfig: map[string]json.RawMessage{"settings.json": json.RawMessage(`{}`)}},
+	} {
+		err := engines.ValidateAgentConfigFor(caps, cfg)
+		require.ErrorContains(t, err, field, field)
+	}
+}
