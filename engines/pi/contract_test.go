@@ -172,6 +172,23 @@ func TestTranslationFacts(t *testing.T) {
 		require.Len(t, ofType(evs, engines.EventInputAdmitted), 3, name)
 	}
 
+	// An abort leaves a steering message in Pi's queue: the next run delivers it after
+	// its own prompt, and each user message is paired with its own input.
+	aborted := events("interrupt_with_queued_message")
+	ids := inputIDs(t, loadRecording(t, "interrupt_with_queued_message"))
+	require.Len(t, ids, 4)
+	ends := endings(aborted)
+	require.Len(t, ends, 3)
+	require.Equal(t, "aborted", ends[1].NativeReason)
+	started = ofType(aborted, engines.EventResponseStarted)
+	require.Equal(t, []string{ids[3], ids[2]}, started[len(started)-1].(engines.ResponseStarted).InputIDs,
+		"the run's prompt first, then the steering message the abort left")
+	var admitted []string
+	for _, ev := range ofType(aborted, engines.EventInputAdmitted) {
+		admitted = append(admitted, ev.(engines.InputAdmitted).InputID)
+	}
+	require.Equal(t, []string{ids[0], ids[1], ids[3], ids[2]}, admitted)
+
 	// Endings keep Pi's own stop reason.
 	for _, name := range []string{"interrupt_streaming", "interrupt_during_tool", "interrupt_while_approval_pending"} {
 		e := last(events(name))

@@ -175,8 +175,8 @@ func readAll(t testing.TB, c *pi.Client) []engines.Event {
 
 var nativeCases = []string{
 	"plain_text", "two_turns", "reasoning", "tool_call", "approval_allow", "approval_deny", "interrupt_streaming",
-	"interrupt_during_tool", "interrupt_while_approval_pending", "message_while_streaming", "message_during_tool",
-	"model_error_400",
+	"interrupt_during_tool", "interrupt_while_approval_pending", "interrupt_with_queued_message", "message_while_streaming",
+	"message_during_tool", "model_error_400",
 }
 
 // TestTranslateNativeRecordings replays each native recording through the runtime

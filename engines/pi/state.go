@@ -23,6 +23,9 @@ type transState struct {
 	// Received are inputs Pi accepted (its prompt response) whose user message it has
 	// not delivered yet, in order: Pi delivers them first in, first out.
 	Received []string `json:"received,omitempty"`
+	// Starters are the received inputs Pi accepted while idle: each starts a run and is
+	// its first user message, ahead of steering messages an abort left in Pi's queue.
+	Starters []string `json:"starters,omitempty"`
 	// Pending are delivered inputs whose user message the session file does not hold
 	// yet.
 	Pending []delivered `json:"pending,omitempty"`
@@ -103,6 +106,7 @@ func (s *transState) clone() transState {
 		out.Resp = &r
 	}
 	out.Received = slices.Clone(s.Received)
+	out.Starters = slices.Clone(s.Starters)
 	out.Pending = slices.Clone(s.Pending)
 	out.Admitted = slices.Clone(s.Admitted)
 	out.Open = slices.Clone(s.Open)

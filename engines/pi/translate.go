@@ -122,6 +122,9 @@ func (t *translator) response(l line, raw json.RawMessage) {
 	}
 	if inputID != "" && !t.st.knows(inputID) {
 		t.st.Received = append(t.st.Received, inputID)
+		if t.st.Resp == nil {
+			t.st.Starters = append(t.st.Starters, inputID)
+		}
 	}
 }
 
@@ -164,8 +167,11 @@ func (t *translator) output(f engines.Frame) {
 	t.emit(engines.NewResponseOutput(engines.RuntimeCursor{}, r.ID, f))
 }
 
-// deliver takes the oldest accepted input as the user message Pi delivered: the run
-// answers it, and it is admitted once the session file holds the message.
+// deliver pairs the user message Pi delivered with the input it is: a run's first user
+// message is the prompt that started it, later ones are steering messages first in,
+// first out (an abort leaves them queued, and Pi delivers them after the next run's
+// prompt). The run answers the input, which is admitted once the session file holds
+// the message.
 func (t *translator) deliver(m message, raw json.RawMessage) {
 	if len(t.st.Received) == 0 {
 		// A user message no input of ours sent (an extension's, or a prompt whose
@@ -173,8 +179,15 @@ func (t *translator) deliver(m message, raw json.RawMessage) {
 		t.diag("user_message_without_input", raw)
 		return
 	}
-	id := t.st.Received[0]
-	t.st.Received = t.st.Received[1:]
+	i := 0
+	if r := t.st.Resp; r != nil && len(r.InputIDs) == 0 && len(t.st.Starters) > 0 {
+		if j := slices.Index(t.st.Received, t.st.Starters[0]); j >= 0 {
+			i = j
+		}
+	}
+	id := t.st.Received[i]
+	t.st.Received = slices.Delete(t.st.Received, i, i+1)
+	t.st.Starters = slices.DeleteFunc(t.st.Starters, func(s string) bool { return s == id })
 	t.st.Pending = append(t.st.Pending, delivered{InputID: id, Timestamp: m.Timestamp})
 	r := t.st.Resp
 	if r == nil || slices.Contains(r.InputIDs, id) {

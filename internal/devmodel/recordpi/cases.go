@@ -148,6 +148,36 @@ var cases = []scenario{
 		},
 	},
 	{
+		name: "interrupt_with_queued_message", description: "abort while a steering message waits: Pi keeps it and delivers it in the next run, after that run's own prompt.",
+		mode: pi.ModeAllowAll,
+		run: func(s *session) error {
+			if err := s.turn("warm up", "stop"); err != nil {
+				return err
+			}
+			from, err := s.send(`[[script:slow chunks=12]]`)
+			if err != nil {
+				return err
+			}
+			if _, err := s.await(from, "a text delta", isDelta("text_delta")); err != nil {
+				return err
+			}
+			if _, err := s.send("steered before the abort"); err != nil {
+				return err
+			}
+			if err := s.abort(); err != nil {
+				return err
+			}
+			if err := s.ended(from, "aborted"); err != nil {
+				return err
+			}
+			next, err := s.send("the next prompt")
+			if err != nil {
+				return err
+			}
+			return s.ended(next, "stop")
+		},
+	},
+	{
 		name: "model_error_400", description: "The model answers 400: the run ends with stopReason error.",
 		mode: pi.ModeAllowAll,
 		run: func(s *session) error {
