@@ -150,7 +150,7 @@ func (c *Client) Events(ctx context.Context, after *engines.RuntimeCursor) iter.
 
 func (c *Client) replay(ctx context.Context, pos position, follow bool, yield func(engines.Event, error) bool) (transState, int64) {
 	tr := &translator{st: pos.State.clone(), process: c.proc.Name(),
-		admitted: func(ts int64) bool { return c.admissions.holds(ctx, ts) }}
+		admitted: func(id string) bool { return c.admissions.holds(ctx, id) }}
 	return engines.ReplayJournal(ctx, engines.JournalReplay{
 		Process: c.proc, Generation: c.generation, Program: "pi rpc", PollInterval: c.pollInterval,
 		Seen: func(offset int64) {
@@ -162,42 +162,28 @@ func (c *Client) replay(ctx context.Context, pos position, follow bool, yield fu
 	}, tr, pos, follow, yield)
 }
 
-// translated is the translation state after the whole journal, the offset after it
-// and every input admitted on the way.
+// translated is the translation state after the whole journal, and the offset after it.
 func (c *Client) translated(ctx context.Context) (transState, int64, error) {
-	st, next, _, err := c.translatedAll(ctx)
-	return st, next, err
-}
-
-func (c *Client) translatedAll(ctx context.Context) (transState, int64, []string, error) {
 	var failure error
-	var admitted []string
-	st, next := c.replay(ctx, position{}, false, func(ev engines.Event, err error) bool {
+	st, next := c.replay(ctx, position{}, false, func(_ engines.Event, err error) bool {
 		if err != nil {
 			failure = err
 			return false
 		}
-		if a, ok := ev.(engines.InputAdmitted); ok {
-			admitted = append(admitted, a.InputID)
-		}
 		return true
 	})
-	return st, next, admitted, failure
+	return st, next, failure
 }
 
 // State implements engines.RuntimeClient: Pi's account of itself, read by translating
-// its whole journal; the admitted inputs are those this process delivered and the
-// session file holds.
+// its whole journal, with every input the session file durably holds.
 func (c *Client) State(ctx context.Context) (engines.RuntimeState, error) {
-	st, next, admitted, err := c.translatedAll(ctx)
+	st, next, err := c.translated(ctx)
 	if err != nil {
 		return engines.RuntimeState{}, fmt.Errorf("pi state: %w", err)
 	}
 	rs := st.runtimeState()
-	rs.AdmittedInputIDs = admitted
-	if rs.AdmittedInputIDs == nil {
-		rs.AdmittedInputIDs = []string{}
-	}
+	rs.AdmittedInputIDs = c.admissions.all(ctx)
 	if next > 0 {
 		stateJSON, _ := json.Marshal(st)
 		cur := cursorAt(c.generation, next, 0, stateJSON)
@@ -208,8 +194,11 @@ func (c *Client) State(ctx context.Context) (engines.RuntimeState, error) {
 
 // Submit implements engines.RuntimeClient with Pi's prompt command, streamingBehavior
 // steer: while Pi is idle it starts a run, while Pi works it is a steering message
-// delivered within the running run. The input id is the command's id behind a
-// prefix, so Pi's response names the input. The write is idempotent by input id.
+// delivered within the running run. The input id is the command's id behind a prefix,
+// so Pi's response names the input, and the text starts with the input id marker, so
+// the user message Pi delivers names it too (in its event and the session file). The
+// write is idempotent by input id, and an input the session file already holds is not
+// sent again.
 func (c *Client) Submit(ctx context.Context, input engines.RuntimeInput) error {
 	if input.InputID == "" {
 		return &engines.RuntimeInputRefused{Code: "invalid_input_id", Message: "the input has no id"}
@@ -218,8 +207,11 @@ func (c *Client) Submit(ctx context.Context, input engines.RuntimeInput) error {
 	if err != nil {
 		return err
 	}
+	if c.admissions.holds(ctx, input.InputID) {
+		return nil
+	}
 	id := requestIDPrefixInput + input.InputID
-	cmd := map[string]any{"id": id, "type": cmdPrompt, "message": text, "streamingBehavior": streamingBehaviorSteer}
+	cmd := map[string]any{"id": id, "type": cmdPrompt, "message": InputMarker(input.InputID) + text, "streamingBehavior": streamingBehaviorSteer}
 	if len(images) > 0 {
 		cmd["images"] = images
 	}

@@ -251,6 +251,24 @@ func TestFirstPromptWaitsForTheSessionFile(t *testing.T) {
 	require.Empty(t, st.AdmittedInputIDs)
 }
 
+// TestSessionFileNamesEveryInput: the platform extension records each input's id on the
+// user message Pi writes, so a new client (a new Pi on the same file) knows every
+// admitted input, in order.
+func TestSessionFileNamesEveryInput(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{"two_turns", "message_while_streaming", "interrupt_with_queued_message"} {
+		rec := loadRecording(t, name)
+		ids := inputIDs(t, rec)
+		c, _ := replayClient(t, rec)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		st, err := c.State(ctx)
+		cancel()
+		require.NoError(t, err)
+		require.ElementsMatch(t, ids, st.AdmittedInputIDs, name)
+		require.NotContains(t, string(rec.session), "astrabox-input:", "the marker never reaches Pi's history")
+	}
+}
+
 // TestAnswerRepliesWithTheExtensionsOption answers the open question of a recording
 // cut before the answer and checks the extension UI response Pi gets.
 func TestAnswerRepliesWithTheExtensionsOption(t *testing.T) {
@@ -295,8 +313,14 @@ func TestSubmitSendsAPrompt(t *testing.T) {
 	require.Len(t, writes, 1)
 	writeID, l, _ := strings.Cut(writes[0], " ")
 	require.Equal(t, "input:"+input.InputID, writeID)
-	require.JSONEq(t, `{"id":"input:`+input.InputID+`","type":"prompt","message":"hi","streamingBehavior":"steer",`+
-		`"images":[{"type":"image","data":"iVBORw0KGgo=","mimeType":"image/png"}]}`, l)
+	require.JSONEq(t, `{"id":"input:`+input.InputID+`","type":"prompt","message":"\u2063astrabox-input:`+input.InputID+`\u2063hi",`+
+		`"streamingBehavior":"steer","images":[{"type":"image","data":"iVBORw0KGgo=","mimeType":"image/png"}]}`, l)
+
+	// The recorded input is in the session file: it is not sent again.
+	recorded := inputIDs(t, loadRecording(t, "plain_text"))
+	require.Len(t, recorded, 1)
+	require.NoError(t, c.Submit(ctx, engines.TextInput(recorded[0], "hello there")))
+	require.Len(t, box.written(), 1)
 
 	var refused *engines.RuntimeInputRefused
 	require.ErrorAs(t, c.Submit(ctx, engines.TextInput("x", "/reload")), &refused, "a Pi command is not a message")

@@ -4,8 +4,9 @@ import _ "embed"
 
 // ApprovalExtension is the platform's Pi extension (extension/astrabox-approval.ts):
 // it asks for approval of bash, edit and write through Pi's extension UI request,
-// honours Pi's abort signal, and reports each outcome as a status line. The adapter
-// writes it into the box and loads it with -e.
+// honours Pi's abort signal, and reports each outcome as a status line; it also records
+// each input's id on the user message Pi delivers (see InputMarker). The adapter writes
+// it into the box and loads it with -e.
 //
 //go:embed extension/astrabox-approval.ts
 var ApprovalExtension []byte
@@ -34,3 +35,17 @@ const (
 
 // approvalStatusKey is the status key the extension reports outcomes under.
 const approvalStatusKey = "astrabox-approval"
+
+// The input id marker: a prompt's text starts with it, the extension takes it off and
+// records the id on the user message Pi delivers (inputIDField), in Pi's event and in
+// the session file. U+2063 (invisible separator) keeps it apart from any text a person
+// types.
+const (
+	inputMarkOpen  = "\u2063astrabox-input:"
+	inputMarkClose = "\u2063"
+	inputIDField   = "astraboxInputId"
+)
+
+// InputMarker is the prefix of the prompt text that carries an input id to the
+// extension.
+func InputMarker(inputID string) string { return inputMarkOpen + inputID + inputMarkClose }

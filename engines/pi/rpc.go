@@ -89,13 +89,16 @@ type assistantEvent struct {
 
 // message is the part of a Pi message this package reads.
 type message struct {
-	Role         string          `json:"role"`
-	Content      json.RawMessage `json:"content"`
-	Timestamp    int64           `json:"timestamp"`
-	StopReason   string          `json:"stopReason"`
-	ErrorMessage string          `json:"errorMessage"`
-	Model        string          `json:"model"`
-	Usage        *usage          `json:"usage"`
+	Role      string          `json:"role"`
+	Content   json.RawMessage `json:"content"`
+	Timestamp int64           `json:"timestamp"`
+	// InputID is the input a user message delivers, as the platform extension
+	// recorded it (inputIDField).
+	InputID      string `json:"astraboxInputId"`
+	StopReason   string `json:"stopReason"`
+	ErrorMessage string `json:"errorMessage"`
+	Model        string `json:"model"`
+	Usage        *usage `json:"usage"`
 }
 
 // usage is Pi's token usage of one assistant message.

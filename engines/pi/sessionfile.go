@@ -16,11 +16,11 @@ import (
 // found at the same place.
 const SessionPattern = "sessions/" + engines.SessionLogKeyPlaceholder + ".jsonl"
 
-// sessionAdmissions remembers which user messages the session file durably holds,
-// by their timestamp (ms, the same in Pi's events and in the file). Pi writes a new
-// session's header and first user message only when the first assistant message
-// ends; after that every message is appended at its message_end. The file only
-// grows, so what was found stays found.
+// sessionAdmissions remembers which inputs the session file durably holds: the
+// platform extension records the input id on each user message (inputIDField), in the
+// file as in Pi's event. Pi writes a new session's header and first user message only
+// when the first assistant message ends; after that every message is appended at its
+// message_end. The file only grows, so what was found stays found.
 type sessionAdmissions struct {
 	box      engines.Box
 	identity *engines.RuntimeIdentity
@@ -29,36 +29,37 @@ type sessionAdmissions struct {
 	minInterval time.Duration
 
 	mu       sync.Mutex
-	held     map[int64]bool
+	held     map[string]bool
+	order    []string
 	parsed   int
 	lastRead time.Time
 }
 
 func newSessionAdmissions(box engines.Box, identity *engines.RuntimeIdentity, path string) *sessionAdmissions {
-	return &sessionAdmissions{box: box, identity: identity, path: path, minInterval: 50 * time.Millisecond, held: map[int64]bool{}}
+	return &sessionAdmissions{box: box, identity: identity, path: path, minInterval: 50 * time.Millisecond, held: map[string]bool{}}
 }
 
-// holds reports whether the file holds the user message of timestamp ts, re-reading
-// the file when the last read is older than minInterval.
-func (a *sessionAdmissions) holds(ctx context.Context, ts int64) bool {
+// holds reports whether the file holds the input's user message, re-reading the file
+// when the last read is older than minInterval.
+func (a *sessionAdmissions) holds(ctx context.Context, inputID string) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.held[ts] {
+	if a.held[inputID] {
 		return true
 	}
 	if !a.lastRead.IsZero() && time.Since(a.lastRead) < a.minInterval {
 		return false
 	}
 	a.refreshLocked(ctx)
-	return a.held[ts]
+	return a.held[inputID]
 }
 
-// count is the number of user messages the file holds.
-func (a *sessionAdmissions) count(ctx context.Context) int {
+// all returns every input the file holds, in file order.
+func (a *sessionAdmissions) all(ctx context.Context) []string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.refreshLocked(ctx)
-	return len(a.held)
+	return append([]string{}, a.order...)
 }
 
 func (a *sessionAdmissions) refreshLocked(ctx context.Context) {
@@ -73,25 +74,26 @@ func (a *sessionAdmissions) refreshLocked(ctx context.Context) {
 		return
 	}
 	for _, l := range bytes.Split(data[a.parsed:end], []byte{'\n'}) {
-		if ts, ok := userMessageTimestamp(l); ok {
-			a.held[ts] = true
+		if id := userMessageInput(l); id != "" && !a.held[id] {
+			a.held[id] = true
+			a.order = append(a.order, id)
 		}
 	}
 	a.parsed = end + 1
 }
 
-// userMessageTimestamp reads a session line that records a user message:
-// {"type":"message",…,"message":{"role":"user",…,"timestamp":…}}.
-func userMessageTimestamp(l []byte) (int64, bool) {
+// userMessageInput reads the input id of a session line that records a user message:
+// {"type":"message",…,"message":{"role":"user",…,"astraboxInputId":…}}.
+func userMessageInput(l []byte) string {
 	var e struct {
 		Type    string `json:"type"`
 		Message struct {
-			Role      string `json:"role"`
-			Timestamp int64  `json:"timestamp"`
+			Role    string `json:"role"`
+			InputID string `json:"astraboxInputId"`
 		} `json:"message"`
 	}
 	if json.Unmarshal(l, &e) != nil || e.Type != "message" || e.Message.Role != roleUser {
-		return 0, false
+		return ""
 	}
-	return e.Message.Timestamp, true
+	return e.Message.InputID
 }

@@ -21,14 +21,11 @@ type transState struct {
 	// Resp is the run (agent_start … agent_end) in progress, if any.
 	Resp *respState `json:"resp,omitempty"`
 	// Received are inputs Pi accepted (its prompt response) whose user message it has
-	// not delivered yet, in order: Pi delivers them first in, first out.
+	// not delivered yet, in order.
 	Received []string `json:"received,omitempty"`
-	// Starters are the received inputs Pi accepted while idle: each starts a run and is
-	// its first user message, ahead of steering messages an abort left in Pi's queue.
-	Starters []string `json:"starters,omitempty"`
 	// Pending are delivered inputs whose user message the session file does not hold
 	// yet.
-	Pending []delivered `json:"pending,omitempty"`
+	Pending []string `json:"pending,omitempty"`
 	// Admitted are the newest inputs whose admission was reported.
 	Admitted []string `json:"admitted,omitempty"`
 	// Open are the approval questions Pi's extension waits on.
@@ -37,13 +34,6 @@ type transState struct {
 	Closed []engines.ClosedInteraction `json:"closed,omitempty"`
 	// Model is the model of the newest assistant message.
 	Model string `json:"model,omitempty"`
-}
-
-// delivered is an input Pi delivered as a user message with this timestamp (ms; the
-// same in the event and in the session file).
-type delivered struct {
-	InputID   string `json:"input_id"`
-	Timestamp int64  `json:"ts"`
 }
 
 // respState is a run in progress.
@@ -106,7 +96,6 @@ func (s *transState) clone() transState {
 		out.Resp = &r
 	}
 	out.Received = slices.Clone(s.Received)
-	out.Starters = slices.Clone(s.Starters)
 	out.Pending = slices.Clone(s.Pending)
 	out.Admitted = slices.Clone(s.Admitted)
 	out.Open = slices.Clone(s.Open)
@@ -126,8 +115,7 @@ func (s *transState) removeInteraction(id string) {
 }
 
 func (s *transState) knows(inputID string) bool {
-	return slices.Contains(s.Received, inputID) || slices.Contains(s.Admitted, inputID) ||
-		slices.ContainsFunc(s.Pending, func(d delivered) bool { return d.InputID == inputID })
+	return slices.Contains(s.Received, inputID) || slices.Contains(s.Admitted, inputID) || slices.Contains(s.Pending, inputID)
 }
 
 func (r *respState) tool(id string) (int, bool) {

@@ -17,9 +17,8 @@ type translator struct {
 	st transState
 	// process names the process session: run ids are unique per launch.
 	process string
-	// admitted reports whether the session file holds the user message with this
-	// timestamp.
-	admitted func(timestamp int64) bool
+	// admitted reports whether the session file holds the input's user message.
+	admitted func(inputID string) bool
 	out      []engines.Event
 }
 
@@ -90,14 +89,14 @@ func (t *translator) admit() {
 	if len(t.st.Pending) == 0 || t.admitted == nil {
 		return
 	}
-	var still []delivered
-	for _, d := range t.st.Pending {
-		if !t.admitted(d.Timestamp) {
-			still = append(still, d)
+	var still []string
+	for _, id := range t.st.Pending {
+		if !t.admitted(id) {
+			still = append(still, id)
 			continue
 		}
-		t.emit(engines.InputAdmitted{InputID: d.InputID})
-		t.st.Admitted = append(t.st.Admitted, d.InputID)
+		t.emit(engines.InputAdmitted{InputID: id})
+		t.st.Admitted = append(t.st.Admitted, id)
 		if len(t.st.Admitted) > maxAdmittedKept {
 			t.st.Admitted = t.st.Admitted[len(t.st.Admitted)-maxAdmittedKept:]
 		}
@@ -122,9 +121,6 @@ func (t *translator) response(l line, raw json.RawMessage) {
 	}
 	if inputID != "" && !t.st.knows(inputID) {
 		t.st.Received = append(t.st.Received, inputID)
-		if t.st.Resp == nil {
-			t.st.Starters = append(t.st.Starters, inputID)
-		}
 	}
 }
 
@@ -167,28 +163,21 @@ func (t *translator) output(f engines.Frame) {
 	t.emit(engines.NewResponseOutput(engines.RuntimeCursor{}, r.ID, f))
 }
 
-// deliver pairs the user message Pi delivered with the input it is: a run's first user
-// message is the prompt that started it, later ones are steering messages first in,
-// first out (an abort leaves them queued, and Pi delivers them after the next run's
-// prompt). The run answers the input, which is admitted once the session file holds
-// the message.
+// deliver reads the input a user message delivers from the id the platform extension
+// recorded on it (Pi delivers a run's prompt first, then steering messages, including
+// ones an abort left queued). The run answers the input, which is admitted once the
+// session file holds the message.
 func (t *translator) deliver(m message, raw json.RawMessage) {
-	if len(t.st.Received) == 0 {
-		// A user message no input of ours sent (an extension's, or a prompt whose
-		// response line was lost): nothing to admit.
+	id := m.InputID
+	if id == "" {
+		// A user message no input of ours sent (an extension's): nothing to admit.
 		t.diag("user_message_without_input", raw)
 		return
 	}
-	i := 0
-	if r := t.st.Resp; r != nil && len(r.InputIDs) == 0 && len(t.st.Starters) > 0 {
-		if j := slices.Index(t.st.Received, t.st.Starters[0]); j >= 0 {
-			i = j
-		}
+	t.st.Received = slices.DeleteFunc(t.st.Received, func(r string) bool { return r == id })
+	if !slices.Contains(t.st.Pending, id) && !slices.Contains(t.st.Admitted, id) {
+		t.st.Pending = append(t.st.Pending, id)
 	}
-	id := t.st.Received[i]
-	t.st.Received = slices.Delete(t.st.Received, i, i+1)
-	t.st.Starters = slices.DeleteFunc(t.st.Starters, func(s string) bool { return s == id })
-	t.st.Pending = append(t.st.Pending, delivered{InputID: id, Timestamp: m.Timestamp})
 	r := t.st.Resp
 	if r == nil || slices.Contains(r.InputIDs, id) {
 		return

@@ -17,11 +17,25 @@
  * the outcome as a status line (key "astrabox-approval", text JSON
  * {"toolCallId","decision"} with decision allow, deny or withdrawn), so the
  * platform reads from Pi's own output that an answer took effect.
+ *
+ * Input ids. The platform sends each input as a prompt whose text starts with
+ * "\u2063astrabox-input:<input id>\u2063". The extension takes the marker off before Pi
+ * expands or queues the text, and when Pi delivers the message it records the id on the
+ * user message itself (field astraboxInputId), so Pi's message_end event and the
+ * session file name the input. The model never sees the marker or the field.
  */
 
 const MODES = ["ask", "allow-all"];
 const ASKED_TOOLS = ["bash", "edit", "write"];
 const STATUS_KEY = "astrabox-approval";
+const INPUT_MARK = "\u2063astrabox-input:";
+const INPUT_MARK_END = "\u2063";
+
+function userText(message: any): string {
+	if (typeof message.content === "string") return message.content;
+	if (!Array.isArray(message.content)) return "";
+	return message.content.filter((c: any) => c.type === "text").map((c: any) => c.text).join("");
+}
 
 function summary(toolName: string, input: any): string {
 	if (!input || typeof input !== "object") return "";
@@ -44,6 +58,31 @@ export default function (pi: any) {
 			mode = next;
 			ctx.ui.setStatus("astrabox-permission-mode", JSON.stringify({ mode }));
 		},
+	});
+
+	// Inputs taken off their marker, waiting for Pi to deliver them. Pi matches queued
+	// messages to deliveries by their text too.
+	const waiting: { id: string; text: string }[] = [];
+
+	pi.on("input", async (event: any) => {
+		const text = String(event.text ?? "");
+		if (!text.startsWith(INPUT_MARK)) return { action: "continue" };
+		const end = text.indexOf(INPUT_MARK_END, INPUT_MARK.length);
+		if (end < 0) return { action: "continue" };
+		const id = text.slice(INPUT_MARK.length, end);
+		const clean = text.slice(end + INPUT_MARK_END.length);
+		waiting.push({ id, text: clean });
+		return { action: "transform", text: clean };
+	});
+
+	pi.on("message_end", async (event: any) => {
+		const message = event.message;
+		if (!message || message.role !== "user" || message.astraboxInputId) return undefined;
+		const text = userText(message);
+		const i = waiting.findIndex((w) => w.text === text);
+		if (i < 0) return undefined;
+		const [w] = waiting.splice(i, 1);
+		return { message: { ...message, astraboxInputId: w.id } };
 	});
 
 	pi.on("tool_call", async (event: any, ctx: any) => {

@@ -10,13 +10,14 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/astrabox/astrabox/engines/pi"
 	"github.com/astrabox/astrabox/internal/agentrun"
 	"github.com/astrabox/astrabox/internal/devmodel"
 )
 
 // session drives one `pi --mode rpc` through a scenario the way engines/pi does:
-// every input is a prompt with id "input:<input id>" and streamingBehavior steer,
-// an interrupt is an abort.
+// every input is a prompt with id "input:<input id>", the text behind the input id
+// marker and streamingBehavior steer; an interrupt is an abort.
 type session struct {
 	ctx   context.Context
 	proc  *agentrun.Process
@@ -101,7 +102,8 @@ func (s *session) state() (json.RawMessage, error) {
 // send sends an input and returns the index to await its lines from.
 func (s *session) send(text string) (int, error) {
 	from := s.mark()
-	_, err := s.call(map[string]any{"id": "input:" + uuid.NewString(), "type": "prompt", "message": text, "streamingBehavior": "steer"})
+	id := uuid.NewString()
+	_, err := s.call(map[string]any{"id": "input:" + id, "type": "prompt", "message": pi.InputMarker(id) + text, "streamingBehavior": "steer"})
 	return from, err
 }
 
