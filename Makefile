@@ -17,7 +17,7 @@ GOTEST_FLAGS ?= -count=1 -timeout 45m
 export ASTRABOX_REPO_ROOT := $(CURDIR)
 export ASTRABOX_TEMPORAL_BIN := $(TEMPORAL)
 
-.PHONY: all build run test test-unit vet workflowcheck bench soak deps deps-system deps-npm deps-agents clean help record-claude record-codex
+.PHONY: all build run test test-unit vet workflowcheck bench soak deps deps-system deps-npm deps-agents clean help record-claude record-codex record-pi
 
 all: build
 
@@ -28,6 +28,7 @@ help:
 	@echo "make soak   - run Sessions through turns while injecting faults (S=3 T=3 F=20s), print the audit"
 	@echo "make record-claude - re-record the pinned Claude Code into engines/claude/testdata/native and refresh the translated goldens"
 	@echo "make record-codex  - re-record the pinned Codex CLI into engines/codex/testdata/native and refresh the translated goldens"
+	@echo "make record-pi     - re-record the pinned Pi into engines/pi/testdata/native and refresh the translated goldens"
 
 ## deps: everything the platform and its tests need on this machine.
 deps: deps-system $(TEMPORAL) deps-npm deps-agents
@@ -113,6 +114,12 @@ record-claude: deps-agents deps-npm
 record-codex: deps-agents deps-npm
 	$(GO) run ./internal/devmodel/cmd/record-codex $(CASES)
 	$(GO) test -count=1 -run TestTranslateNativeRecordings ./engines/codex/ -update
+
+## record-pi: re-record the pinned Pi (`pi --mode rpc` with the platform's approval extension)
+## against the scripted model (CASES=... for some), then rewrite engines/pi/testdata/*.events.jsonl.
+record-pi: deps-agents deps-npm
+	$(GO) run ./internal/devmodel/cmd/record-pi $(CASES)
+	$(GO) test -count=1 -run TestTranslateNativeRecordings ./engines/pi/ -update
 
 clean:
 	rm -rf $(BIN)/astrabox $(BIN)/astrabox-runner

@@ -206,6 +206,18 @@ type Models struct {
 type Engines struct {
 	Claude Claude `mapstructure:"claude"`
 	Codex  Codex  `mapstructure:"codex"`
+	Pi     Pi     `mapstructure:"pi"`
+}
+
+// Pi configures the Pi adapter.
+type Pi struct {
+	// Command is Pi's argv inside the box (node and Pi's cli.js), for images that
+	// install it. Empty uses the pinned release installed in tools/agents (make
+	// deps-agents), bound read-only into local boxes and run on the system's Node.
+	Command []string `mapstructure:"command"`
+	// Model is the model id Pi asks the Anthropic Messages forward for; empty uses
+	// the adapter's default.
+	Model string `mapstructure:"model"`
 }
 
 // Codex configures the Codex CLI adapter.

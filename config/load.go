@@ -262,6 +262,8 @@ func builtinDefaults() map[string]any {
 		"engines.claude.command":          []string{},
 		"engines.codex.command":           []string{},
 		"engines.codex.model":             "",
+		"engines.pi.command":              []string{},
+		"engines.pi.model":                "",
 		"dev.data_dir":                    "var",
 		"dev.postgres_port":               15432,
 		"dev.temporal_port":               7233,

@@ -48,6 +48,8 @@ func TestDevStack(t *testing.T) {
 	require.Equal(t, vars["AGENT_ID"], vars["AGENT_ID_CLAUDE_CODE"])
 	require.NotEmpty(t, vars["AGENT_ID_CODEX"])
 	require.NotEqual(t, vars["AGENT_ID"], vars["AGENT_ID_CODEX"])
+	require.NotEmpty(t, vars["AGENT_ID_PI"])
+	require.NotEqual(t, vars["AGENT_ID_CODEX"], vars["AGENT_ID_PI"])
 	waitHTTP(t, first, vars["SERVICE_URL"]+"/readyz", http.StatusOK)
 	waitHTTP(t, first, fmt.Sprintf("http://127.0.0.1:%d/", ports[3]), http.StatusOK)
 	// With no model credentials the scripted model server stands in.
@@ -93,6 +95,7 @@ func TestDevStack(t *testing.T) {
 	revisited := waitForDevEnv(t, again, setup.envFile)
 	assert.Equal(t, vars["AGENT_ID"], revisited["AGENT_ID"])
 	assert.Equal(t, vars["AGENT_ID_CODEX"], revisited["AGENT_ID_CODEX"])
+	assert.Equal(t, vars["AGENT_ID_PI"], revisited["AGENT_ID_PI"])
 	assert.Equal(t, vars["ACCESS_TOKEN"], revisited["ACCESS_TOKEN"])
 	waitHTTP(t, again, revisited["SERVICE_URL"]+"/readyz", http.StatusOK)
 	// The same key opens the sealed value: the marker sent back keeps it.

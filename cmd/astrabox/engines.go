@@ -10,6 +10,7 @@ import (
 	"github.com/astrabox/astrabox/engines"
 	"github.com/astrabox/astrabox/engines/claude"
 	"github.com/astrabox/astrabox/engines/codex"
+	"github.com/astrabox/astrabox/engines/pi"
 	"github.com/astrabox/astrabox/internal/agentbin"
 	"github.com/astrabox/astrabox/internal/reporoot"
 	"github.com/astrabox/astrabox/sandbox"
@@ -21,6 +22,9 @@ import (
 const (
 	claudeMountPoint = "/opt/astrabox/claude"
 	codexMountPoint  = "/opt/astrabox/codex"
+	// Pi's node_modules keeps its name in the box: Node resolves Pi's dependencies
+	// from a folder called node_modules.
+	piMountPoint = "/opt/astrabox/pi/node_modules"
 )
 
 // installedEngines is the process's one engine registry and what boxes need
@@ -65,7 +69,43 @@ func newInstalledEngines(cfg config.Engines) (*installedEngines, error) {
 	if err := out.registry.Register(codex.EngineKind, codex.NewAdapter(codexCfg)); err != nil {
 		return nil, err
 	}
+
+	// Pi speaks Anthropic Messages to the default model forward; its provider's base
+	// URL is the forward without /v1, which Pi's client adds.
+	piCfg := pi.Config{Command: cfg.Pi.Command, Model: cfg.Pi.Model,
+		ModelBaseURL: fmt.Sprintf("http://127.0.0.1:%d", activities.ModelForwardPort)}
+	if len(piCfg.Command) == 0 {
+		prog, err := out.pinnedPi()
+		if err != nil {
+			return nil, fmt.Errorf("pi: set engines.pi.command or run from the checkout: %w", err)
+		}
+		piCfg.Command, piCfg.Version = prog.Command, prog.Version
+	}
+	if err := out.registry.Register(pi.EngineKind, pi.NewAdapter(piCfg)); err != nil {
+		return nil, err
+	}
 	return out, nil
+}
+
+// pinnedPi locates the pinned Pi in the checkout and mounts its node_modules in Pi's
+// boxes; Pi runs on the system's Node, which boxes see at the same path under /usr.
+func (e *installedEngines) pinnedPi() (agentbin.Program, error) {
+	root, err := reporoot.Find()
+	if err != nil {
+		return agentbin.Program{}, err
+	}
+	prog, err := agentbin.Locate(root, agentbin.Pi)
+	if err != nil {
+		return agentbin.Program{}, err
+	}
+	rel, err := filepath.Rel(prog.Dir, prog.Command[1])
+	if err != nil {
+		return agentbin.Program{}, err
+	}
+	e.mounts[pi.EngineKind] = []sandbox.Mount{{Source: prog.Dir, Target: piMountPoint}}
+	boxed := prog
+	boxed.Command = []string{prog.Command[0], filepath.Join(piMountPoint, rel)}
+	return boxed, nil
 }
 
 // pinned locates the pinned release of a program in the checkout, mounts its

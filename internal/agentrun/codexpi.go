@@ -107,6 +107,10 @@ type PiConfig struct {
 	Home, AgentDir, Workdir, SessionFile string
 	// Provider is PiProviderChat (the default) or PiProviderAnthropic.
 	Provider string
+	// Extensions are extension files loaded with -e; Env is added to Pi's
+	// environment (KEY=VALUE).
+	Extensions []string
+	Env        []string
 }
 
 // Pi providers PiModelsJSON defines.
@@ -147,12 +151,16 @@ func PiSpec(cfg PiConfig) (Spec, error) {
 	if cfg.SessionFile != "" {
 		args = append(args, "--session", cfg.SessionFile)
 	}
+	for _, ext := range cfg.Extensions {
+		args = append(args, "-e", ext)
+	}
 	env := []string{
 		"PATH=" + os.Getenv("PATH"), "HOME=" + cfg.Home, "LANG=C.UTF-8", "TERM=dumb",
 		"PI_CODING_AGENT_DIR=" + cfg.AgentDir, "DEVMODEL_API_KEY=" + PlaceholderAPIKey,
 		// Only interactive mode phones home, but keep RPC mode quiet too.
 		"PI_OFFLINE=1", "PI_TELEMETRY=0",
 	}
+	env = append(env, cfg.Env...)
 	return Spec{Command: args, Env: env, Dir: cfg.Workdir}, nil
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/astrabox/astrabox/engines/claude"
 	"github.com/astrabox/astrabox/engines/codex"
+	"github.com/astrabox/astrabox/engines/pi"
 	"github.com/astrabox/astrabox/store"
 )
 
@@ -27,6 +28,8 @@ var builtinAgents = []builtinAgent{
 		engineKind: claude.EngineKind, description: "Reviews code in its workspace."},
 	{envKey: "AGENT_ID_CODEX", profileName: "local-codex", agentName: "codex-reviewer",
 		engineKind: codex.EngineKind, description: "Reviews code in its workspace, with the Codex CLI."},
+	{envKey: "AGENT_ID_PI", profileName: "local-pi", agentName: "pi-reviewer",
+		engineKind: pi.EngineKind, description: "Reviews code in its workspace, with Pi."},
 }
 
 // SeedOptions says where dev.env goes and what it points at.
