@@ -130,7 +130,6 @@ func (a *Adapter) EngineClientType() reflect.Type { return reflect.TypeFor[*Clie
 // models.json names; the base URL there is the box's model forward.
 func (a *Adapter) SandboxRequest() engines.EngineSandboxRequest {
 	return engines.EngineSandboxRequest{
-		EntryPoint:               []string{"astrabox-runner"},
 		ModelCredential:          engines.ModelCredentialDestination{APIKeyEnv: ModelKeyEnv},
 		WorkingDirectoryVariable: "ASTRABOX_WORKSPACE",
 		Environment:              map[string]string{},
