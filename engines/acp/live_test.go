@@ -51,11 +51,13 @@ var liveProfiles = map[string]struct {
 	header, headerValue string
 	// baseURL is the model base URL inside the box.
 	baseURL string
-	// askMode is a mode in which a shell command asks permission.
-	askMode string
+	// askMode is a mode in which a shell command asks permission, and askArgs what
+	// the scripted command adds to make the program ask.
+	askMode, askArgs string
 }{
-	acp.KindClaude: {acp.ClaudeProfile, "x-api-key", "sk-host-side", "http://127.0.0.1:18080", "default"},
-	acp.KindCodex:  {acp.CodexProfile, "Authorization", "Bearer sk-host-side", "http://127.0.0.1:18080/v1", "read-only"},
+	acp.KindClaude: {acp.ClaudeProfile, "x-api-key", "sk-host-side", "http://127.0.0.1:18080", "default", ""},
+	// Codex asks under on-request only for a command that wants out of its sandbox.
+	acp.KindCodex: {acp.CodexProfile, "Authorization", "Bearer sk-host-side", "http://127.0.0.1:18080/v1", "read-only", " escalate=true"},
 }
 
 func newLiveEnv(t *testing.T, kind string) *liveEnv {
@@ -228,7 +230,7 @@ func runLiveConversation(t *testing.T, kind string) {
 
 	// A permission request answered after the reader reconnects from its stored cursor.
 	require.NoError(t, client.(engines.PermissionModeSetter).SetPermissionMode(ctx, liveProfiles[kind].askMode))
-	require.NoError(t, client.Submit(ctx, engines.TextInput(uuid.NewString(), `[[script:bash cmd="touch approved.txt"]]`)))
+	require.NoError(t, client.Submit(ctx, engines.TextInput(uuid.NewString(), `[[script:bash cmd="touch approved.txt"`+liveProfiles[kind].askArgs+`]]`)))
 	opened := r.until("permission request", isType(engines.EventInteractionOpened)).(engines.InteractionOpened)
 	stored := opened.Cursor
 	r.cancel()
@@ -317,3 +319,5 @@ func sessionLogs(t *testing.T, ctx context.Context, box *enginebox.Box, a *acp.A
 	require.NotEmpty(t, out, "the session log %s exists", pattern)
 	return out
 }
+
+func TestLiveCodexACP(t *testing.T) { runLiveConversation(t, acp.KindCodex) }
