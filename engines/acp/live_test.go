@@ -58,6 +58,9 @@ var liveProfiles = map[string]struct {
 	acp.KindClaude: {acp.ClaudeProfile, "x-api-key", "sk-host-side", "http://127.0.0.1:18080", "default", ""},
 	// Codex asks under on-request only for a command that wants out of its sandbox.
 	acp.KindCodex: {acp.CodexProfile, "Authorization", "Bearer sk-host-side", "http://127.0.0.1:18080/v1", "read-only", " escalate=true"},
+	acp.KindQwen:  {acp.QwenProfile, "Authorization", "Bearer sk-host-side", "http://127.0.0.1:18080/v1", "default", ""},
+	// opencode asks for every shell command (its configuration); it has no modes.
+	acp.KindOpencode: {acp.OpencodeProfile, "Authorization", "Bearer sk-host-side", "http://127.0.0.1:18080/v1", "", ""},
 }
 
 func newLiveEnv(t *testing.T, kind string) *liveEnv {
@@ -210,14 +213,29 @@ func runLiveConversation(t *testing.T, kind string) {
 
 	// Two prompts, the second while the first streams: each gets its own response.
 	first, second := uuid.NewString(), uuid.NewString()
-	require.NoError(t, client.Submit(ctx, engines.TextInput(first, "[[script:slow chunks=6]]")))
+	require.NoError(t, client.Submit(ctx, engines.TextInput(first, "[[script:slow chunks=20]]")))
 	firstResp := startedFor(r, first)
 	r.until("first text delta", isFrame("text-delta"))
 	require.NoError(t, client.Submit(ctx, engines.TextInput(second, "second while busy")))
 	require.NoError(t, client.Submit(ctx, engines.TextInput(second, "second while busy")), "submit is idempotent")
-	require.Equal(t, engines.OutcomeCompleted, endedFor(r, firstResp.ResponseID).Outcome)
-	secondResp := startedFor(r, second)
-	require.Equal(t, engines.OutcomeCompleted, endedFor(r, secondResp.ResponseID).Outcome)
+	messages := 5
+	switch e.adapter.Profile().Busy {
+	case acp.BusyQueued:
+		require.Equal(t, engines.OutcomeCompleted, endedFor(r, firstResp.ResponseID).Outcome)
+		secondResp := startedFor(r, second)
+		require.NotEqual(t, firstResp.ResponseID, secondResp.ResponseID)
+		require.Equal(t, engines.OutcomeCompleted, endedFor(r, secondResp.ResponseID).Outcome)
+	case acp.BusyCancels:
+		require.NotEqual(t, engines.OutcomeCompleted, endedFor(r, firstResp.ResponseID).Outcome, "the second prompt ends the first:\n%s", lastEvents(r.seen, 60))
+		secondResp := startedFor(r, second)
+		require.Equal(t, engines.OutcomeCompleted, endedFor(r, secondResp.ResponseID).Outcome)
+	case acp.BusyJoined:
+		joined := startedFor(r, second)
+		require.Equal(t, firstResp.ResponseID, joined.ResponseID, "the second prompt joins the running response")
+		require.Equal(t, []string{first, second}, joined.InputIDs)
+		require.Equal(t, engines.OutcomeCompleted, endedFor(r, firstResp.ResponseID).Outcome)
+		messages = 4
+	}
 
 	// Cancel while streaming.
 	cancelled := uuid.NewString()
@@ -229,7 +247,9 @@ func runLiveConversation(t *testing.T, kind string) {
 	require.Equal(t, "cancelled", ended.NativeReason)
 
 	// A permission request answered after the reader reconnects from its stored cursor.
-	require.NoError(t, client.(engines.PermissionModeSetter).SetPermissionMode(ctx, liveProfiles[kind].askMode))
+	if mode := liveProfiles[kind].askMode; mode != "" {
+		require.NoError(t, client.(engines.PermissionModeSetter).SetPermissionMode(ctx, mode))
+	}
 	require.NoError(t, client.Submit(ctx, engines.TextInput(uuid.NewString(), `[[script:bash cmd="touch approved.txt"`+liveProfiles[kind].askArgs+`]]`)))
 	opened := r.until("permission request", isType(engines.EventInteractionOpened)).(engines.InteractionOpened)
 	stored := opened.Cursor
@@ -293,18 +313,25 @@ func runLiveConversation(t *testing.T, kind string) {
 		}
 	}
 	report := uicheck.RequireValidChunks(t, frames)
-	require.Len(t, report.Messages, 5, "one message per response: first, second, cancelled, approved, in the new box")
+	require.Len(t, report.Messages, messages, "one message per response: first, second (unless joined), cancelled, approved, in the new box")
 }
 
-// sessionLogs reads the session's transcript files the profile declares, as the
-// platform mirrors them.
+// sessionLogs reads the session's state files the profile declares (its transcript,
+// or its state files), as the platform mirrors them.
 func sessionLogs(t *testing.T, ctx context.Context, box *enginebox.Box, a *acp.Adapter, key string) map[string][]byte {
 	t.Helper()
 	p := a.Profile()
-	require.NotEmpty(t, p.SessionLog, "the profile declares a session log")
-	pattern := filepath.Join("/workspace/.home", p.StateDir, strings.ReplaceAll(p.SessionLog, "{engine_session_key}", key))
+	patterns := p.StateFiles
+	if p.SessionLog != "" {
+		patterns = []string{p.SessionLog}
+	}
+	require.NotEmpty(t, patterns, "the profile declares a session log or state files")
+	var globs []string
+	for _, pat := range patterns {
+		globs = append(globs, filepath.Join("/workspace/.home", p.StateDir, strings.ReplaceAll(pat, "{engine_session_key}", key)))
+	}
 	proc, err := box.StartProcess(ctx, engines.ProcessSpec{Name: "find-logs-" + uuid.NewString()[:8],
-		Command: []string{"/bin/sh", "-c", "ls -1 " + pattern}})
+		Command: []string{"/bin/sh", "-c", "ls -1 " + strings.Join(globs, " ")}})
 	require.NoError(t, err)
 	out := map[string][]byte{}
 	for line, err := range proc.ReadOutput(ctx, 0, true) {
@@ -316,8 +343,10 @@ func sessionLogs(t *testing.T, ctx context.Context, box *enginebox.Box, a *acp.A
 		require.NoError(t, err)
 		out[string(line.Data)] = data
 	}
-	require.NotEmpty(t, out, "the session log %s exists", pattern)
+	require.NotEmpty(t, out, "the state files %v exist", globs)
 	return out
 }
 
-func TestLiveCodexACP(t *testing.T) { runLiveConversation(t, acp.KindCodex) }
+func TestLiveQwenCode(t *testing.T) { runLiveConversation(t, acp.KindQwen) }
+
+func TestLiveOpencode(t *testing.T) { runLiveConversation(t, acp.KindOpencode) }

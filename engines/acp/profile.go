@@ -74,6 +74,9 @@ type Profile struct {
 	// {engine_session_key} and globs; the platform mirrors it and restores it in a new
 	// box. Empty when the program keeps no JSONL transcript the platform can mirror.
 	SessionLog string `json:"session_log,omitempty" yaml:"session_log"`
+	// StateFiles are globs under StateDir of the state to save and restore when the
+	// program keeps no JSONL transcript (opencode's SQLite database and its WAL).
+	StateFiles []string `json:"state_files,omitempty" yaml:"state_files"`
 	// Modes are the program's own session mode ids offered as permission modes, and
 	// DefaultMode the one a new Session starts in. Empty when the program has none.
 	Modes       []string `json:"modes,omitempty" yaml:"modes"`
@@ -117,6 +120,11 @@ func (p Profile) Validate() error {
 	}
 	if p.SessionLog != "" && !strings.Contains(p.SessionLog, "{engine_session_key}") {
 		errs = append(errs, fmt.Errorf("session_log %q must contain {engine_session_key}", p.SessionLog))
+	}
+	for _, f := range p.StateFiles {
+		if f == "" || path.IsAbs(f) || slices.Contains(strings.Split(f, "/"), "..") {
+			errs = append(errs, fmt.Errorf("state_files: %q must be a pattern under the state folder", f))
+		}
 	}
 	if len(p.Modes) > 0 && !slices.Contains(p.Modes, p.DefaultMode) {
 		errs = append(errs, fmt.Errorf("default_mode %q is not one of modes %v", p.DefaultMode, p.Modes))

@@ -125,8 +125,11 @@ func QwenProfile(in Install) Profile {
 		SessionLog:  "projects/*/chats/{engine_session_key}.jsonl",
 		Modes:       []string{"default"},
 		DefaultMode: "default",
-		Busy:        BusyCancels, Admission: AdmissionPromptReply, Resume: ResumeResume,
-		Quirks: []string{"a prompt sent while busy fails the running one with JSON-RPC error -32603"},
+		Busy:        BusyQueued, Admission: AdmissionPromptReply, Resume: ResumeResume,
+		Quirks: []string{
+			"a prompt sent while busy waits for the running turn (observed in a box; earlier releases failed the running one with -32603)",
+			"asks the client craft/drainMidTurnQueue, which the client declines",
+		},
 	}
 }
 
@@ -135,7 +138,7 @@ func QwenProfile(in Install) Profile {
 func OpencodeProfile(in Install) Profile {
 	return Profile{
 		Kind: KindOpencode, Title: "opencode",
-		Command: []string{in.Modules + "/opencode-ai/bin/opencode", "acp"},
+		Command: []string{in.Modules + "/opencode-ai/bin/opencode.exe", "acp"},
 		Env: map[string]string{
 			"XDG_CONFIG_HOME": "{home}/.config", "XDG_DATA_HOME": "{home}/.local/share", "XDG_STATE_HOME": "{home}/.local/state",
 			"XDG_CACHE_HOME": "{home}/.cache", "OPENCODE_DISABLE_AUTOUPDATE": "1", "OPENCODE_DISABLE_MODELS_FETCH": "1",
@@ -148,6 +151,7 @@ func OpencodeProfile(in Install) Profile {
 			`"model":"astrabox/stub-model","small_model":"astrabox/stub-model","permission":{"bash":"ask","edit":"ask"}}`},
 		ModelKeyEnv: "OPENAI_API_KEY",
 		StateDir:    ".local/share/opencode",
+		StateFiles:  []string{"opencode.db", "opencode.db-wal", "opencode.db-shm"},
 		Busy:        BusyJoined, Admission: AdmissionPromptReply, Resume: ResumeResume,
 		Quirks: []string{"state is a SQLite database (with its -wal), not a JSONL transcript: no session log to mirror"},
 	}
