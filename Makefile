@@ -29,6 +29,7 @@ help:
 	@echo "make soak   - run Sessions through turns while injecting faults (S=3 T=3 F=20s), print the audit"
 	@echo "make record-claude - re-record the pinned Claude Code into engines/claude/testdata/native and refresh the translated goldens"
 	@echo "make record-codex  - re-record the pinned Codex CLI into engines/codex/testdata/native and refresh the translated goldens"
+	@echo "make record-acp    - re-record the shipped ACP programs into engines/acp/testdata/native and refresh the translated goldens"
 
 ## deps: everything the platform and its tests need on this machine.
 deps: deps-system $(TEMPORAL) deps-npm deps-agents deps-acp-agents
@@ -122,6 +123,13 @@ record-claude: deps-agents deps-npm
 record-codex: deps-agents deps-npm
 	$(GO) run ./internal/devmodel/cmd/record-codex $(CASES)
 	$(GO) test -count=1 -run TestTranslateNativeRecordings ./engines/codex/ -update
+
+## record-acp: re-record the shipped ACP programs (each in a local box, against the scripted
+## model) into engines/acp/testdata/native, then rewrite engines/acp/testdata/*.events.jsonl;
+## review the diff.
+record-acp: deps-agents deps-acp-agents deps-npm build
+	$(GO) test -count=1 -timeout 20m -run 'TestLive' ./engines/acp/ -args -record
+	$(GO) test -count=1 -run TestTranslateRecordings ./engines/acp/ -args -update
 
 clean:
 	rm -rf $(BIN)/astrabox $(BIN)/astrabox-runner

@@ -75,11 +75,17 @@ func (a *Adapter) SeamsAPIVersion() int { return engines.SeamsAPIVersion }
 // Skills and native documents are not passed to ACP programs yet.
 func (a *Adapter) Capabilities() engines.EngineRuntimeCapabilities {
 	p := a.cfg.Profile
+	// A program without its own variable keeps its state folder under HOME, which the
+	// adapter sets to the conversation's home: HOME is what moves it.
+	dirEnv := p.StateDirEnv
+	if dirEnv == "" {
+		dirEnv = "HOME"
+	}
 	caps := engines.EngineRuntimeCapabilities{
 		EngineKind:            p.Kind,
 		SupportedSessionKinds: []engines.SessionKind{engines.SessionKindAgentChat, engines.SessionKindAssistantChat},
 		Workload: engines.EngineWorkloadDeclaration{
-			ConfigDirName: p.StateDir, ConfigDirEnv: p.StateDirEnv, RequiredCommands: []string{p.Command[0]},
+			ConfigDirName: p.StateDir, ConfigDirEnv: dirEnv, RequiredCommands: []string{p.Command[0]},
 		},
 		ConversationPlacement:   engines.PlacementPerConversationAccount,
 		DefaultRuntimeImage:     a.cfg.DefaultRuntimeImage,

@@ -272,6 +272,10 @@ func runLiveConversation(t *testing.T, kind string) {
 	require.NoError(t, err, "the approved command ran")
 	enginetest.CheckClientCursorDeterminism(t, client, len(r.seen), 30*time.Second)
 
+	if *record {
+		writeRecording(t, ctx, box, client.(*acp.Client))
+	}
+
 	// The box removed; the session resumes in a new box from the mirrored transcript,
 	// which the platform restores at the same place.
 	logs := sessionLogs(t, ctx, box, e.adapter, key)
@@ -350,3 +354,5 @@ func sessionLogs(t *testing.T, ctx context.Context, box *enginebox.Box, a *acp.A
 func TestLiveQwenCode(t *testing.T) { runLiveConversation(t, acp.KindQwen) }
 
 func TestLiveOpencode(t *testing.T) { runLiveConversation(t, acp.KindOpencode) }
+
+func TestLiveCodexACP(t *testing.T) { runLiveConversation(t, acp.KindCodex) }
