@@ -8,6 +8,7 @@ import (
 	"github.com/astrabox/astrabox/activities"
 	"github.com/astrabox/astrabox/config"
 	"github.com/astrabox/astrabox/engines"
+	"github.com/astrabox/astrabox/engines/acp"
 	"github.com/astrabox/astrabox/engines/claude"
 	"github.com/astrabox/astrabox/engines/codex"
 	"github.com/astrabox/astrabox/internal/agentbin"
@@ -21,6 +22,9 @@ import (
 const (
 	claudeMountPoint = "/opt/astrabox/claude"
 	codexMountPoint  = "/opt/astrabox/codex"
+	// acpMountPoint is named node_modules: Node looks for the packages the ACP
+	// programs import in a folder of that name.
+	acpMountPoint = "/opt/astrabox/acp/node_modules"
 )
 
 // installedEngines is the process's one engine registry and what boxes need
@@ -65,7 +69,65 @@ func newInstalledEngines(cfg config.Engines) (*installedEngines, error) {
 	if err := out.registry.Register(codex.EngineKind, codex.NewAdapter(codexCfg)); err != nil {
 		return nil, err
 	}
+	if err := out.registerACP(); err != nil {
+		return nil, err
+	}
 	return out, nil
+}
+
+// registerACP registers the shipped ACP programs when the checkout has them installed
+// (make deps-acp-agents), each under its own engine_kind, run from the pinned installs
+// bound read-only into local boxes. A build without them serves the other programs.
+func (e *installedEngines) registerACP() error {
+	root, err := reporoot.Find()
+	if err != nil {
+		return nil
+	}
+	inst, err := agentbin.LocateACP(root)
+	if err != nil {
+		return nil
+	}
+	claudeProg, err := agentbin.Locate(root, agentbin.Claude)
+	if err != nil {
+		return nil
+	}
+	codexProg, err := agentbin.Locate(root, agentbin.Codex)
+	if err != nil {
+		return nil
+	}
+	codexRel, err := filepath.Rel(codexProg.Dir, codexProg.Command[0])
+	if err != nil {
+		return err
+	}
+	in := acp.Install{Node: inst.Node, Modules: acpMountPoint,
+		ClaudeCode: filepath.Join(claudeMountPoint, filepath.Base(claudeProg.Command[0])), Codex: filepath.Join(codexMountPoint, codexRel)}
+	mounts := []sandbox.Mount{{Source: inst.Modules, Target: acpMountPoint}, {Source: claudeProg.Dir, Target: claudeMountPoint},
+		{Source: codexProg.Dir, Target: codexMountPoint}}
+	anthropicURL := fmt.Sprintf("http://127.0.0.1:%d", activities.ModelForwardPort)
+	openAIURL := fmt.Sprintf("http://127.0.0.1:%d/v1", activities.OpenAIModelForwardPort)
+	for _, shipped := range []struct {
+		profile acp.Profile
+		baseURL string
+	}{
+		{acp.ClaudeProfile(in), anthropicURL},
+		{acp.CodexProfile(in), openAIURL},
+		{acp.QwenProfile(in), openAIURL},
+		{acp.OpencodeProfile(in), openAIURL},
+	} {
+		adapter, err := acp.NewAdapter(acp.Config{Profile: shipped.profile, ModelBaseURL: shipped.baseURL})
+		if err != nil {
+			return err
+		}
+		kind := shipped.profile.Kind
+		if err := e.registry.Register(kind, adapter); err != nil {
+			return err
+		}
+		e.mounts[kind] = mounts
+		if shipped.baseURL == openAIURL {
+			e.forwards[kind] = sandbox.Forward{Name: activities.OpenAIModelForwardName, Port: activities.OpenAIModelForwardPort}
+		}
+	}
+	return nil
 }
 
 // pinned locates the pinned release of a program in the checkout, mounts its
