@@ -72,7 +72,44 @@ func newInstalledEngines(cfg config.Engines) (*installedEngines, error) {
 	if err := out.registerACP(); err != nil {
 		return nil, err
 	}
+	for i, prog := range cfg.ACPPrograms {
+		if err := out.registerACPProgram(prog); err != nil {
+			return nil, fmt.Errorf("engines.acp_programs[%d]: %w", i, err)
+		}
+	}
 	return out, nil
+}
+
+// registerACPProgram registers an ACP program the configuration declares; the profile
+// is validated by the adapter and the capabilities by the registry.
+func (e *installedEngines) registerACPProgram(prog config.ACPProgram) error {
+	profile := acp.Profile{Kind: prog.Kind, Title: prog.Title, Command: prog.Command, Env: prog.Env, Files: prog.Files,
+		ModelKeyEnv: prog.ModelKeyEnv, StateDir: prog.StateDir, StateDirEnv: prog.StateDirEnv, SessionLog: prog.SessionLog,
+		StateFiles: prog.StateFiles, Modes: prog.Modes, DefaultMode: prog.DefaultMode, Busy: acp.BusyPrompt(prog.Busy),
+		Admission: acp.Admission(prog.Admission), Resume: acp.ResumeMethod(prog.Resume)}
+	baseURL := fmt.Sprintf("http://127.0.0.1:%d", activities.ModelForwardPort)
+	switch prog.ModelAPI {
+	case "", "anthropic":
+	case "openai":
+		baseURL = fmt.Sprintf("http://127.0.0.1:%d/v1", activities.OpenAIModelForwardPort)
+		e.forwards[prog.Kind] = sandbox.Forward{Name: activities.OpenAIModelForwardName, Port: activities.OpenAIModelForwardPort}
+	default:
+		return fmt.Errorf("model_api %q must be anthropic or openai", prog.ModelAPI)
+	}
+	adapter, err := acp.NewAdapter(acp.Config{Profile: profile, ModelBaseURL: baseURL})
+	if err != nil {
+		return err
+	}
+	if err := e.registry.Register(prog.Kind, adapter); err != nil {
+		return err
+	}
+	for _, m := range prog.Mounts {
+		if !filepath.IsAbs(m.Source) || !filepath.IsAbs(m.Target) {
+			return fmt.Errorf("mount %q -> %q: both must be absolute paths", m.Source, m.Target)
+		}
+		e.mounts[prog.Kind] = append(e.mounts[prog.Kind], sandbox.Mount{Source: m.Source, Target: m.Target})
+	}
+	return nil
 }
 
 // registerACP registers the shipped ACP programs when the checkout has them installed
