@@ -44,7 +44,7 @@ func newACPStack(t *testing.T, profile func(acp.Install) acp.Profile, openAI boo
 	model := devmodel.New(devmodel.Options{SlowDelay: 100 * time.Millisecond})
 	require.NoError(t, model.Start(context.Background(), "127.0.0.1:0"))
 	t.Cleanup(func() { _ = model.Close() })
-	p := profile(acp.Install{Node: inst.Node, Modules: acpModulesMount,
+	p := profile(acp.Install{Node: inst.Node, Modules: acpModulesMount, Opencode: filepath.Join(acpModulesMount, inst.Opencode),
 		ClaudeCode: filepath.Join(acpClaudeMount, filepath.Base(claudeProg.Command[0])), Codex: filepath.Join(acpCodexMount, codexRel)})
 	baseURL := fmt.Sprintf("http://127.0.0.1:%d", activities.ModelForwardPort)
 	header := map[string]string{"x-api-key": "sk-host-side"}

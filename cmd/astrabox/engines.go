@@ -136,7 +136,7 @@ func (e *installedEngines) registerACP() error {
 	if err != nil {
 		return err
 	}
-	in := acp.Install{Node: inst.Node, Modules: acpMountPoint,
+	in := acp.Install{Node: inst.Node, Modules: acpMountPoint, Opencode: filepath.Join(acpMountPoint, inst.Opencode),
 		ClaudeCode: filepath.Join(claudeMountPoint, filepath.Base(claudeProg.Command[0])), Codex: filepath.Join(codexMountPoint, codexRel)}
 	mounts := []sandbox.Mount{{Source: inst.Modules, Target: acpMountPoint}, {Source: claudeProg.Dir, Target: claudeMountPoint},
 		{Source: codexProg.Dir, Target: codexMountPoint}}

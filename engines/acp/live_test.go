@@ -85,7 +85,7 @@ func newLiveEnv(t *testing.T, kind string) *liveEnv {
 	opts := localtest.Options(t)
 	opts.Egress = map[string]egress.Route{"model": {Upstream: model.URL(), Headers: map[string]string{lp.header: lp.headerValue}}}
 	backend := localtest.NewBackend(t, opts)
-	profile := lp.profile(acp.Install{Node: inst.Node, Modules: acpMount,
+	profile := lp.profile(acp.Install{Node: inst.Node, Modules: acpMount, Opencode: filepath.Join(acpMount, inst.Opencode),
 		ClaudeCode: claudeMount + "/" + filepath.Base(claudeProg.Command[0]), Codex: filepath.Join(codexMount, codexRel)})
 	adapter, err := acp.NewAdapter(acp.Config{Profile: profile, ModelBaseURL: lp.baseURL})
 	require.NoError(t, err)

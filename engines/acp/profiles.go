@@ -20,6 +20,8 @@ type Install struct {
 	ClaudeCode string
 	// Codex is the pinned Codex CLI binary codex-acp drives (its app-server).
 	Codex string
+	// Opencode is opencode's native binary.
+	Opencode string
 }
 
 // ClaudeProfile is Claude Code through claude-agent-acp, driving the pinned Claude Code.
@@ -138,7 +140,7 @@ func QwenProfile(in Install) Profile {
 func OpencodeProfile(in Install) Profile {
 	return Profile{
 		Kind: KindOpencode, Title: "opencode",
-		Command: []string{in.Modules + "/opencode-ai/bin/opencode.exe", "acp"},
+		Command: []string{in.Opencode, "acp"},
 		Env: map[string]string{
 			"XDG_CONFIG_HOME": "{home}/.config", "XDG_DATA_HOME": "{home}/.local/share", "XDG_STATE_HOME": "{home}/.local/state",
 			"XDG_CACHE_HOME": "{home}/.cache", "OPENCODE_DISABLE_AUTOUPDATE": "1", "OPENCODE_DISABLE_MODELS_FETCH": "1",

@@ -156,7 +156,8 @@ var (
 // shippedAdapter is the adapter of a shipped profile, with install paths as a box sees them.
 func shippedAdapter(t testing.TB, kind string) *acp.Adapter {
 	t.Helper()
-	in := acp.Install{Node: "/usr/bin/node", Modules: acpMount, ClaudeCode: claudeMount + "/claude", Codex: codexMount + "/bin/codex"}
+	in := acp.Install{Node: "/usr/bin/node", Modules: acpMount, ClaudeCode: claudeMount + "/claude", Codex: codexMount + "/bin/codex",
+		Opencode: acpMount + "/opencode-linux-x64/bin/opencode"}
 	profiles := map[string]func(acp.Install) acp.Profile{acp.KindClaude: acp.ClaudeProfile, acp.KindCodex: acp.CodexProfile,
 		acp.KindGemini: acp.GeminiProfile, acp.KindQwen: acp.QwenProfile, acp.KindOpencode: acp.OpencodeProfile}
 	a, err := acp.NewAdapter(acp.Config{Profile: profiles[kind](in), ModelBaseURL: "http://127.0.0.1:18080"})

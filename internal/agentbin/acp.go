@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 )
 
 // The ACP programs that `make deps-acp-agents` installs into tools/acp-agents at pinned
@@ -27,6 +28,10 @@ type ACPInstall struct {
 	Modules string
 	// Node is the Node.js the programs run on.
 	Node string
+	// Opencode is opencode's native binary for this machine, relative to Modules: the
+	// platform package npm installs, used as it is rather than through the copy
+	// opencode-ai's install script makes.
+	Opencode string
 }
 
 // LocateACP finds the pinned ACP programs under root/tools/acp-agents, checking that
@@ -45,5 +50,15 @@ func LocateACP(root string) (ACPInstall, error) {
 	if _, err := os.Stat(node); err != nil {
 		return ACPInstall{}, fmt.Errorf("the ACP programs need node at %s: %w", node, err)
 	}
-	return ACPInstall{Modules: modules, Node: node}, nil
+	out := ACPInstall{Modules: modules, Node: node}
+	for _, pkg := range []string{"opencode-" + runtime.GOOS + "-" + nodeArch(), "opencode-" + runtime.GOOS + "-" + nodeArch() + "-baseline"} {
+		if rel := filepath.Join(pkg, "bin", "opencode"); isExecutable(filepath.Join(modules, rel)) {
+			out.Opencode = rel
+			break
+		}
+	}
+	if out.Opencode == "" {
+		return ACPInstall{}, fmt.Errorf("opencode's native binary for %s-%s is not under %s: %w", runtime.GOOS, nodeArch(), modules, ErrNotInstalled)
+	}
+	return out, nil
 }
