@@ -93,6 +93,7 @@ func (a *Adapter) Capabilities() engines.EngineRuntimeCapabilities {
 		PermissionModeDefaults:  map[engines.SessionKind]string{},
 		Extensions:              engines.EngineExtensions{},
 		RequiresProcessSessions: true,
+		SupportsServerInfo:      true,
 	}
 	if p.DefaultMode != "" {
 		caps.PermissionModeDefaults[engines.SessionKindAgentChat] = p.DefaultMode

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	acpsdk "github.com/coder/acp-go-sdk"
+
 	"github.com/astrabox/astrabox/engines"
 )
 
@@ -290,4 +292,35 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+var _ engines.ServerInfoProvider = (*Client)(nil)
+
+// ServerInfo implements engines.ServerInfoProvider: the program's name and version as
+// its initialize reply gives them (agentInfo), read from the journal.
+func (c *Client) ServerInfo(ctx context.Context) (engines.ServerInfo, error) {
+	const source = "initialize response agentInfo"
+	want, _ := json.Marshal(idHandshake + methodInitialize)
+	comp := engines.UnknownComponent(c.profile.Kind, source, "the program's initialize reply is not in this process's journal")
+	for out, err := range c.proc.ReadOutput(ctx, 0, false) {
+		if err != nil {
+			return engines.ServerInfo{}, fmt.Errorf("%s server info: %w", c.profile.Kind, err)
+		}
+		jl, ok := parseJournalLine(out.Data)
+		if out.Stream != engines.Stdout || !ok || jl.sent || !jl.msg.isReply() || string(jl.msg.ID) != string(want) {
+			continue
+		}
+		var init acpsdk.InitializeResponse
+		switch {
+		case json.Unmarshal(jl.msg.Result, &init) != nil || init.AgentInfo == nil:
+			comp = engines.UnknownComponent(c.profile.Kind, source, "the program's initialize reply names no agentInfo")
+		case init.AgentInfo.Version == "":
+			comp = engines.UnknownComponent(init.AgentInfo.Name, source, "the program reported no version")
+		default:
+			comp = engines.KnownComponent(init.AgentInfo.Name, init.AgentInfo.Version, source)
+		}
+		break
+	}
+	return engines.ServerInfo{RuntimeVersions: &engines.RuntimeVersions{
+		RuntimeGeneration: c.generation, Components: []engines.RuntimeComponent{comp}}}, nil
 }

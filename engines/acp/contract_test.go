@@ -13,6 +13,7 @@ import (
 	"github.com/astrabox/astrabox/engines"
 	"github.com/astrabox/astrabox/engines/acp"
 	"github.com/astrabox/astrabox/engines/enginetest"
+	"github.com/astrabox/astrabox/internal/agentbin"
 	"github.com/astrabox/astrabox/internal/uicheck"
 )
 
@@ -210,6 +211,25 @@ func TestTranslationFacts(t *testing.T) {
 			for _, w := range proc.written() {
 				require.NotContains(t, w, "answer:", "nothing is written for an answer already given")
 			}
+		})
+	}
+}
+
+// TestServerInfoFromInitialize reads each recorded program's name and version from its
+// initialize reply: the pinned release.
+func TestServerInfoFromInitialize(t *testing.T) {
+	pinned := map[string]string{acp.KindClaude: agentbin.ClaudeACPVersion, acp.KindCodex: agentbin.CodexACPVersion,
+		acp.KindQwen: agentbin.QwenVersion, acp.KindOpencode: agentbin.OpencodeVersion}
+	for _, kind := range recordedKinds {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			c, _ := replayClient(t, loadRecording(t, kind))
+			info, err := c.ServerInfo(t.Context())
+			require.NoError(t, err)
+			require.NoError(t, info.Validate())
+			comp := info.RuntimeVersions.Components[0]
+			require.NotNil(t, comp.Version, "%+v", comp)
+			require.Equal(t, pinned[kind], *comp.Version)
 		})
 	}
 }

@@ -203,6 +203,10 @@ func runLiveConversation(t *testing.T, kind string) {
 	require.NoError(t, err)
 	client := rt.EngineClient
 	key := client.EngineSessionKey()
+	info, err := client.(engines.ServerInfoProvider).ServerInfo(ctx)
+	require.NoError(t, err)
+	require.NoError(t, info.Validate())
+	require.NotNil(t, info.RuntimeVersions.Components[0].Version, "the version the program reports itself")
 	var readers []*reader
 	start := func(c engines.RuntimeClient, after *engines.RuntimeCursor) *reader {
 		rd := startReader(t, ctx, c, after)
