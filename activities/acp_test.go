@@ -29,7 +29,7 @@ const (
 
 // newACPStack runs one shipped ACP program in local boxes, reaching the in-process
 // scripted model through the host-side credential proxy.
-func newACPStack(t *testing.T, profile func(acp.Install) acp.Profile, openAI bool) (*stack, *devmodel.Server) {
+func newACPStack(t *testing.T, profile func(acp.Install) acp.Profile, openAI bool) (*stack, *devmodel.Server, acp.Profile) {
 	t.Helper()
 	root, err := agentbin.Root()
 	require.NoError(t, err)
@@ -59,12 +59,13 @@ func newACPStack(t *testing.T, profile func(acp.Install) acp.Profile, openAI boo
 		mounts: []sandbox.Mount{{Source: inst.Modules, Target: acpModulesMount}, {Source: claudeProg.Dir, Target: acpClaudeMount},
 			{Source: codexProg.Dir, Target: acpCodexMount}},
 		egress: map[string]egress.Route{activities.ModelForwardName: {Upstream: model.URL(), Headers: header}},
-	}), model
+	}), model, p
 }
 
 // TestACPProgramsHoldAConversation runs a two-message conversation with each shipped
 // ACP program through the Session workflow: both inputs admitted and answered, the
-// second answer built on the first.
+// second answer built on the first; for a program whose transcript the platform
+// mirrors, a third message after its box was removed, in the same ACP session.
 func TestACPProgramsHoldAConversation(t *testing.T) {
 	for _, tc := range []struct {
 		kind    string
@@ -77,7 +78,7 @@ func TestACPProgramsHoldAConversation(t *testing.T) {
 		{acp.KindOpencode, acp.OpencodeProfile, true},
 	} {
 		t.Run(tc.kind, func(t *testing.T) {
-			s, model := newACPStack(t, tc.profile, tc.openAI)
+			s, model, profile := newACPStack(t, tc.profile, tc.openAI)
 			s.startWorker("host-a-" + uniq())
 			id := s.newSession()
 			first := s.send(id, "remember the word PINEAPPLE")
@@ -88,6 +89,18 @@ func TestACPProgramsHoldAConversation(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, store.OutcomeCompleted, *last.Outcome)
 			require.True(t, anyContains(model.Requests(), "which word?", "PINEAPPLE"), "the model saw the first message with the second")
+			if profile.SessionLog != "" {
+				// The box removed: the next message reopens the same ACP session in a
+				// new box from its mirrored and restored session log.
+				before := s.session(id)
+				require.NoError(t, s.backend.Destroy(s.ctx, *before.SandboxID))
+				third := s.send(id, "and in the new box?")
+				s.eventually("the answer in a new box", func() bool { return s.admittedAndIdle(id, third) && s.answerEnded(id, third) })
+				after := s.session(id)
+				require.NotEqual(t, *before.SandboxID, *after.SandboxID)
+				require.Equal(t, *before.EngineSessionKey, *after.EngineSessionKey, "the same ACP session")
+				require.True(t, anyContains(model.Requests(), "and in the new box?", "PINEAPPLE"), "the model saw the earlier turns in the new box")
+			}
 			s.requireGaplessLog(id)
 		})
 	}
