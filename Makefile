@@ -12,12 +12,13 @@ TEMPORAL_CLI_VERSION := v1.5.1
 TEMPORAL := $(BIN)/temporal
 AISDK_DIR := $(CURDIR)/tools/aisdk
 AGENTS_DIR := $(CURDIR)/tools/agents
+ACP_AGENTS_DIR := $(CURDIR)/tools/acp-agents
 GOTEST_FLAGS ?= -count=1 -timeout 45m
 
 export ASTRABOX_REPO_ROOT := $(CURDIR)
 export ASTRABOX_TEMPORAL_BIN := $(TEMPORAL)
 
-.PHONY: all build run test test-unit vet workflowcheck bench soak deps deps-system deps-npm deps-agents clean help record-claude record-codex record-pi
+.PHONY: all build run test test-unit vet workflowcheck bench soak deps deps-system deps-npm deps-agents deps-acp-agents clean help record-claude record-codex record-pi record-acp
 
 all: build
 
@@ -29,9 +30,10 @@ help:
 	@echo "make record-claude - re-record the pinned Claude Code into engines/claude/testdata/native and refresh the translated goldens"
 	@echo "make record-codex  - re-record the pinned Codex CLI into engines/codex/testdata/native and refresh the translated goldens"
 	@echo "make record-pi     - re-record the pinned Pi into engines/pi/testdata/native and refresh the translated goldens"
+	@echo "make record-acp    - re-record the shipped ACP programs into engines/acp/testdata/native and refresh the translated goldens"
 
 ## deps: everything the platform and its tests need on this machine.
-deps: deps-system $(TEMPORAL) deps-npm deps-agents
+deps: deps-system $(TEMPORAL) deps-npm deps-agents deps-acp-agents
 
 # System packages from Debian: PostgreSQL server binaries and bubblewrap.
 deps-system:
@@ -67,6 +69,14 @@ deps-agents: $(AGENTS_DIR)/node_modules/.installed
 
 $(AGENTS_DIR)/node_modules/.installed: $(AGENTS_DIR)/package.json $(AGENTS_DIR)/package-lock.json
 	cd $(AGENTS_DIR) && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+# The Agent Client Protocol programs (claude-agent-acp, codex-acp, Gemini CLI, Qwen Code,
+# opencode) at pinned releases, run through engines/acp.
+deps-acp-agents: $(ACP_AGENTS_DIR)/node_modules/.installed
+
+$(ACP_AGENTS_DIR)/node_modules/.installed: $(ACP_AGENTS_DIR)/package.json $(ACP_AGENTS_DIR)/package-lock.json
+	cd $(ACP_AGENTS_DIR) && npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
 build:
@@ -120,6 +130,13 @@ record-codex: deps-agents deps-npm
 record-pi: deps-agents deps-npm
 	$(GO) run ./internal/devmodel/cmd/record-pi $(CASES)
 	$(GO) test -count=1 -run TestTranslateNativeRecordings ./engines/pi/ -update
+
+## record-acp: re-record the shipped ACP programs (each in a local box, against the scripted
+## model) into engines/acp/testdata/native, then rewrite engines/acp/testdata/*.events.jsonl;
+## review the diff.
+record-acp: deps-agents deps-acp-agents deps-npm build
+	$(GO) test -count=1 -timeout 20m -run 'TestLive' ./engines/acp/ -args -record
+	$(GO) test -count=1 -run TestTranslateRecordings ./engines/acp/ -args -update
 
 clean:
 	rm -rf $(BIN)/astrabox $(BIN)/astrabox-runner

@@ -207,6 +207,9 @@ type Engines struct {
 	Claude Claude `mapstructure:"claude"`
 	Codex  Codex  `mapstructure:"codex"`
 	Pi     Pi     `mapstructure:"pi"`
+	// ACPPrograms are further Agent Client Protocol programs, each registered under
+	// its own engine_kind through the generic ACP adapter: adding one is configuration.
+	ACPPrograms []ACPProgram `mapstructure:"acp_programs"`
 }
 
 // Pi configures the Pi adapter.
@@ -218,6 +221,37 @@ type Pi struct {
 	// Model is the model id Pi asks the Anthropic Messages forward for; empty uses
 	// the adapter's default.
 	Model string `mapstructure:"model"`
+}
+
+// ACPProgram is an Agent Client Protocol program's profile (engines/acp.Profile;
+// docs/engines/acp.md). The registry validates it at start.
+type ACPProgram struct {
+	Kind        string            `mapstructure:"kind"`
+	Title       string            `mapstructure:"title"`
+	Command     []string          `mapstructure:"command"`
+	Env         map[string]string `mapstructure:"env"`
+	Files       map[string]string `mapstructure:"files"`
+	ModelKeyEnv string            `mapstructure:"model_key_env"`
+	// ModelAPI is the model API the program speaks: anthropic (the default forward)
+	// or openai (the OpenAI forward, base URL ending in /v1).
+	ModelAPI    string   `mapstructure:"model_api"`
+	StateDir    string   `mapstructure:"state_dir"`
+	StateDirEnv string   `mapstructure:"state_dir_env"`
+	SessionLog  string   `mapstructure:"session_log"`
+	StateFiles  []string `mapstructure:"state_files"`
+	Modes       []string `mapstructure:"modes"`
+	DefaultMode string   `mapstructure:"default_mode"`
+	Busy        string   `mapstructure:"busy"`
+	Admission   string   `mapstructure:"admission"`
+	Resume      string   `mapstructure:"resume"`
+	// Mounts bind host folders (the program's install) read-only into local boxes.
+	Mounts []ACPMount `mapstructure:"mounts"`
+}
+
+// ACPMount binds a host folder into boxes at Target.
+type ACPMount struct {
+	Source string `mapstructure:"source"`
+	Target string `mapstructure:"target"`
 }
 
 // Codex configures the Codex CLI adapter.

@@ -7,6 +7,7 @@
 //	astrabox-runner serve -config /run/astrabox/runner.json [-ready-fd N]
 //	astrabox-runner launch -uid U -runner-uid R [-fds N] [-cgroup DIR]... -- bwrap ARGS...
 //	astrabox-runner egress [-ready-fd N] < forwarder config (JSON)
+//	astrabox-runner stdin-echo -- PROGRAM [ARGS...]   (in a box: journal what a JSON-RPC program is sent)
 package main
 
 import (
@@ -29,7 +30,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: astrabox-runner serve|launch|egress ...")
+		fmt.Fprintln(os.Stderr, "usage: astrabox-runner serve|launch|egress|stdin-echo ...")
 		os.Exit(2)
 	}
 	var err error
@@ -40,8 +41,10 @@ func main() {
 		err = launch(os.Args[2:])
 	case "egress":
 		err = forward(os.Args[2:])
+	case "stdin-echo":
+		err = stdinEcho(os.Args[2:])
 	default:
-		err = fmt.Errorf("unknown command %q (want serve, launch or egress)", os.Args[1])
+		err = fmt.Errorf("unknown command %q (want serve, launch, egress or stdin-echo)", os.Args[1])
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "astrabox-runner:", err)

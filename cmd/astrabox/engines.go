@@ -8,6 +8,7 @@ import (
 	"github.com/astrabox/astrabox/activities"
 	"github.com/astrabox/astrabox/config"
 	"github.com/astrabox/astrabox/engines"
+	"github.com/astrabox/astrabox/engines/acp"
 	"github.com/astrabox/astrabox/engines/claude"
 	"github.com/astrabox/astrabox/engines/codex"
 	"github.com/astrabox/astrabox/engines/pi"
@@ -25,6 +26,10 @@ const (
 	// Pi's node_modules keeps its name in the box: Node resolves Pi's dependencies
 	// from a folder called node_modules.
 	piMountPoint = "/opt/astrabox/pi/node_modules"
+
+	// acpMountPoint is named node_modules: Node looks for the packages the ACP
+	// programs import in a folder of that name.
+	acpMountPoint = "/opt/astrabox/acp/node_modules"
 )
 
 // installedEngines is the process's one engine registry and what boxes need
@@ -84,7 +89,102 @@ func newInstalledEngines(cfg config.Engines) (*installedEngines, error) {
 	if err := out.registry.Register(pi.EngineKind, pi.NewAdapter(piCfg)); err != nil {
 		return nil, err
 	}
+	if err := out.registerACP(); err != nil {
+		return nil, err
+	}
+	for i, prog := range cfg.ACPPrograms {
+		if err := out.registerACPProgram(prog); err != nil {
+			return nil, fmt.Errorf("engines.acp_programs[%d]: %w", i, err)
+		}
+	}
 	return out, nil
+}
+
+// registerACPProgram registers an ACP program the configuration declares; the profile
+// is validated by the adapter and the capabilities by the registry.
+func (e *installedEngines) registerACPProgram(prog config.ACPProgram) error {
+	profile := acp.Profile{Kind: prog.Kind, Title: prog.Title, Command: prog.Command, Env: prog.Env, Files: prog.Files,
+		ModelKeyEnv: prog.ModelKeyEnv, StateDir: prog.StateDir, StateDirEnv: prog.StateDirEnv, SessionLog: prog.SessionLog,
+		StateFiles: prog.StateFiles, Modes: prog.Modes, DefaultMode: prog.DefaultMode, Busy: acp.BusyPrompt(prog.Busy),
+		Admission: acp.Admission(prog.Admission), Resume: acp.ResumeMethod(prog.Resume)}
+	baseURL := fmt.Sprintf("http://127.0.0.1:%d", activities.ModelForwardPort)
+	switch prog.ModelAPI {
+	case "", "anthropic":
+	case "openai":
+		baseURL = fmt.Sprintf("http://127.0.0.1:%d/v1", activities.OpenAIModelForwardPort)
+		e.forwards[prog.Kind] = sandbox.Forward{Name: activities.OpenAIModelForwardName, Port: activities.OpenAIModelForwardPort}
+	default:
+		return fmt.Errorf("model_api %q must be anthropic or openai", prog.ModelAPI)
+	}
+	adapter, err := acp.NewAdapter(acp.Config{Profile: profile, ModelBaseURL: baseURL})
+	if err != nil {
+		return err
+	}
+	if err := e.registry.Register(prog.Kind, adapter); err != nil {
+		return err
+	}
+	for _, m := range prog.Mounts {
+		if !filepath.IsAbs(m.Source) || !filepath.IsAbs(m.Target) {
+			return fmt.Errorf("mount %q -> %q: both must be absolute paths", m.Source, m.Target)
+		}
+		e.mounts[prog.Kind] = append(e.mounts[prog.Kind], sandbox.Mount{Source: m.Source, Target: m.Target})
+	}
+	return nil
+}
+
+// registerACP registers the shipped ACP programs when the checkout has them installed
+// (make deps-acp-agents), each under its own engine_kind, run from the pinned installs
+// bound read-only into local boxes. A build without them serves the other programs.
+func (e *installedEngines) registerACP() error {
+	root, err := reporoot.Find()
+	if err != nil {
+		return nil
+	}
+	inst, err := agentbin.LocateACP(root)
+	if err != nil {
+		return nil
+	}
+	claudeProg, err := agentbin.Locate(root, agentbin.Claude)
+	if err != nil {
+		return nil
+	}
+	codexProg, err := agentbin.Locate(root, agentbin.Codex)
+	if err != nil {
+		return nil
+	}
+	codexRel, err := filepath.Rel(codexProg.Dir, codexProg.Command[0])
+	if err != nil {
+		return err
+	}
+	in := acp.Install{Node: inst.Node, Modules: acpMountPoint, Opencode: filepath.Join(acpMountPoint, inst.Opencode),
+		ClaudeCode: filepath.Join(claudeMountPoint, filepath.Base(claudeProg.Command[0])), Codex: filepath.Join(codexMountPoint, codexRel)}
+	mounts := []sandbox.Mount{{Source: inst.Modules, Target: acpMountPoint}, {Source: claudeProg.Dir, Target: claudeMountPoint},
+		{Source: codexProg.Dir, Target: codexMountPoint}}
+	anthropicURL := fmt.Sprintf("http://127.0.0.1:%d", activities.ModelForwardPort)
+	openAIURL := fmt.Sprintf("http://127.0.0.1:%d/v1", activities.OpenAIModelForwardPort)
+	for _, shipped := range []struct {
+		profile acp.Profile
+		baseURL string
+	}{
+		{acp.ClaudeProfile(in), anthropicURL},
+		{acp.CodexProfile(in), openAIURL},
+		{acp.QwenProfile(in), openAIURL},
+		{acp.OpencodeProfile(in), openAIURL},
+	} {
+		adapter, err := acp.NewAdapter(acp.Config{Profile: shipped.profile, ModelBaseURL: shipped.baseURL})
+		if err != nil {
+			return err
+		}
+		kind := shipped.profile.Kind
+		if err := e.registry.Register(kind, adapter); err != nil {
+			return err
+		}
+		e.mounts[kind] = mounts
+		if shipped.baseURL == openAIURL {
+			e.forwards[kind] = sandbox.Forward{Name: activities.OpenAIModelForwardName, Port: activities.OpenAIModelForwardPort}
+		}
+	}
+	return nil
 }
 
 // pinnedPi locates the pinned Pi in the checkout and mounts its node_modules in Pi's

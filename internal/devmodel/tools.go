@@ -7,16 +7,20 @@ import (
 )
 
 // bashCall builds one shell call per cmd= argument for whichever shell tool the
-// program offers: Claude Code's Bash, Pi's bash, Codex's exec_command or shell.
+// program offers: Claude Code's Bash, Pi's bash, Codex's exec_command or shell,
+// Gemini CLI's and Qwen Code's run_shell_command. With escalate=true a Codex
+// exec_command asks to run outside Codex's own sandbox, which makes Codex ask for
+// approval under its on-request policy.
 func bashCall(d directive, conv *conversation) ([]toolCall, error) {
 	cmds := d.all("cmd")
 	if len(cmds) == 0 {
 		return nil, fmt.Errorf("bash needs cmd=")
 	}
-	name, ok := conv.offers("Bash", "bash", "exec_command", "shell")
+	name, ok := conv.offers("Bash", "bash", "exec_command", "shell", "run_shell_command")
 	if !ok {
 		return nil, nil
 	}
+	escalate := d.str("escalate", "") == "true"
 	calls := make([]toolCall, 0, len(cmds))
 	for _, cmd := range cmds {
 		var args any
@@ -24,7 +28,14 @@ func bashCall(d directive, conv *conversation) ([]toolCall, error) {
 		case "Bash":
 			args = map[string]string{"command": cmd, "description": d.str("description", "Run scripted command")}
 		case "exec_command":
-			args = map[string]string{"cmd": cmd}
+			if escalate {
+				args = map[string]string{"cmd": cmd, "sandbox_permissions": "require_escalated",
+					"justification": d.str("description", "Run scripted command")}
+			} else {
+				args = map[string]string{"cmd": cmd}
+			}
+		case "run_shell_command":
+			args = map[string]any{"command": cmd, "is_background": false, "description": d.str("description", "Run scripted command")}
 		case "shell":
 			args = map[string][]string{"command": {"bash", "-lc", cmd}}
 		default:

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/astrabox/astrabox/engines/acp"
 	"github.com/astrabox/astrabox/engines/claude"
 	"github.com/astrabox/astrabox/engines/codex"
 	"github.com/astrabox/astrabox/engines/pi"
@@ -30,6 +31,14 @@ var builtinAgents = []builtinAgent{
 		engineKind: codex.EngineKind, description: "Reviews code in its workspace, with the Codex CLI."},
 	{envKey: "AGENT_ID_PI", profileName: "local-pi", agentName: "pi-reviewer",
 		engineKind: pi.EngineKind, description: "Reviews code in its workspace, with Pi."},
+	{envKey: "AGENT_ID_CLAUDE_ACP", profileName: "local-claude-acp", agentName: "claude-acp-reviewer",
+		engineKind: acp.KindClaude, description: "Reviews code in its workspace, with Claude Code over the Agent Client Protocol."},
+	{envKey: "AGENT_ID_CODEX_ACP", profileName: "local-codex-acp", agentName: "codex-acp-reviewer",
+		engineKind: acp.KindCodex, description: "Reviews code in its workspace, with the Codex CLI over the Agent Client Protocol."},
+	{envKey: "AGENT_ID_QWEN", profileName: "local-qwen", agentName: "qwen-reviewer",
+		engineKind: acp.KindQwen, description: "Reviews code in its workspace, with Qwen Code."},
+	{envKey: "AGENT_ID_OPENCODE", profileName: "local-opencode", agentName: "opencode-reviewer",
+		engineKind: acp.KindOpencode, description: "Reviews code in its workspace, with opencode."},
 }
 
 // SeedOptions says where dev.env goes and what it points at.

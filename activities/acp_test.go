@@ -1,0 +1,118 @@
+package activities_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/astrabox/astrabox/activities"
+	"github.com/astrabox/astrabox/engines/acp"
+	"github.com/astrabox/astrabox/internal/agentbin"
+	"github.com/astrabox/astrabox/internal/devmodel"
+	"github.com/astrabox/astrabox/sandbox"
+	"github.com/astrabox/astrabox/sandbox/egress"
+	"github.com/astrabox/astrabox/store"
+)
+
+// Where boxes see the ACP programs (a folder named node_modules, where Node looks for
+// their packages) and the programs two of them drive.
+const (
+	acpModulesMount = "/opt/acp/node_modules"
+	acpClaudeMount  = "/opt/acp-claude"
+	acpCodexMount   = "/opt/acp-codex"
+)
+
+// newACPStack runs one shipped ACP program in local boxes, reaching the in-process
+// scripted model through the host-side credential proxy.
+func newACPStack(t *testing.T, profile func(acp.Install) acp.Profile, openAI bool) (*stack, *devmodel.Server, acp.Profile) {
+	t.Helper()
+	root, err := agentbin.Root()
+	require.NoError(t, err)
+	inst, err := agentbin.LocateACP(root)
+	require.NoError(t, err, "run `make deps-acp-agents`")
+	claudeProg, err := agentbin.Locate(root, agentbin.Claude)
+	require.NoError(t, err, "run `make deps-agents`")
+	codexProg, err := agentbin.Locate(root, agentbin.Codex)
+	require.NoError(t, err, "run `make deps-agents`")
+	codexRel, err := filepath.Rel(codexProg.Dir, codexProg.Command[0])
+	require.NoError(t, err)
+	model := devmodel.New(devmodel.Options{SlowDelay: 100 * time.Millisecond})
+	require.NoError(t, model.Start(context.Background(), "127.0.0.1:0"))
+	t.Cleanup(func() { _ = model.Close() })
+	p := profile(acp.Install{Node: inst.Node, Modules: acpModulesMount, Opencode: filepath.Join(acpModulesMount, inst.Opencode),
+		ClaudeCode: filepath.Join(acpClaudeMount, filepath.Base(claudeProg.Command[0])), Codex: filepath.Join(acpCodexMount, codexRel)})
+	baseURL := fmt.Sprintf("http://127.0.0.1:%d", activities.ModelForwardPort)
+	header := map[string]string{"x-api-key": "sk-host-side"}
+	if openAI {
+		baseURL += "/v1"
+		header = map[string]string{"Authorization": "Bearer sk-host-side"}
+	}
+	adapter, err := acp.NewAdapter(acp.Config{Profile: p, ModelBaseURL: baseURL})
+	require.NoError(t, err)
+	return newStackWith(t, engineSetup{
+		kind: p.Kind, adapter: adapter,
+		mounts: []sandbox.Mount{{Source: inst.Modules, Target: acpModulesMount}, {Source: claudeProg.Dir, Target: acpClaudeMount},
+			{Source: codexProg.Dir, Target: acpCodexMount}},
+		egress: map[string]egress.Route{activities.ModelForwardName: {Upstream: model.URL(), Headers: header}},
+	}), model, p
+}
+
+// TestACPProgramsHoldAConversation runs a two-message conversation with each shipped
+// ACP program through the Session workflow: both inputs admitted and answered, the
+// second answer built on the first; for a program whose transcript the platform
+// mirrors, a third message after its box was removed, in the same ACP session.
+func TestACPProgramsHoldAConversation(t *testing.T) {
+	for _, tc := range []struct {
+		kind    string
+		profile func(acp.Install) acp.Profile
+		openAI  bool
+	}{
+		{acp.KindClaude, acp.ClaudeProfile, false},
+		{acp.KindCodex, acp.CodexProfile, true},
+		{acp.KindQwen, acp.QwenProfile, true},
+		{acp.KindOpencode, acp.OpencodeProfile, true},
+	} {
+		t.Run(tc.kind, func(t *testing.T) {
+			s, model, profile := newACPStack(t, tc.profile, tc.openAI)
+			s.startWorker("host-a-" + uniq())
+			id := s.newSession()
+			first := s.send(id, "remember the word PINEAPPLE")
+			s.eventually("the first answer", func() bool { return s.admittedAndIdle(id, first) && s.answerEnded(id, first) })
+			second := s.send(id, "which word?")
+			s.eventually("the second answer", func() bool { return s.admittedAndIdle(id, second) && s.answerEnded(id, second) })
+			last, err := s.st.GetLastEndedResponse(s.ctx, id)
+			require.NoError(t, err)
+			require.Equal(t, store.OutcomeCompleted, *last.Outcome)
+			require.True(t, anyContains(model.Requests(), "which word?", "PINEAPPLE"), "the model saw the first message with the second")
+			if profile.SessionLog != "" {
+				// The box removed: the next message reopens the same ACP session in a
+				// new box from its mirrored and restored session log.
+				before := s.session(id)
+				require.NoError(t, s.backend.Destroy(s.ctx, *before.SandboxID))
+				third := s.send(id, "and in the new box?")
+				s.eventually("the answer in a new box", func() bool { return s.admittedAndIdle(id, third) && s.answerEnded(id, third) })
+				after := s.session(id)
+				require.NotEqual(t, *before.SandboxID, *after.SandboxID)
+				require.Equal(t, *before.EngineSessionKey, *after.EngineSessionKey, "the same ACP session")
+				require.True(t, anyContains(model.Requests(), "and in the new box?", "PINEAPPLE"), "the model saw the earlier turns in the new box")
+			}
+			s.requireGaplessLog(id)
+		})
+	}
+}
+
+// anyContains reports whether one request holds both strings (programs send side
+// requests, such as titles, after the conversation's own).
+func anyContains(reqs []devmodel.Request, a, b string) bool {
+	for _, r := range reqs {
+		if bytes.Contains(r.Body, []byte(a)) && bytes.Contains(r.Body, []byte(b)) {
+			return true
+		}
+	}
+	return false
+}

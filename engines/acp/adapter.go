@@ -1,0 +1,342 @@
+package acp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"reflect"
+	"slices"
+	"strings"
+
+	acpsdk "github.com/coder/acp-go-sdk"
+
+	"github.com/astrabox/astrabox/engines"
+)
+
+// DefaultEchoCommand runs a program under the box runner's stdin-echo, which journals
+// what the client sends the program (see the package documentation).
+var DefaultEchoCommand = []string{"/run/astrabox-runner", "stdin-echo", "--"}
+
+// Config configures one adapter: one profile and where it runs.
+type Config struct {
+	// Profile is the program's profile.
+	Profile Profile
+	// EchoCommand is the argv prefix that journals stdin; default DefaultEchoCommand.
+	EchoCommand []string
+	// ModelBaseURL is the model service's base URL inside the box (the box's model
+	// forward), the {model_base_url} of the profile.
+	ModelBaseURL string
+	// Env is added to the program's environment (after the profile's).
+	Env map[string]string
+	// DefaultRuntimeImage is used when a RuntimeProfile names no image.
+	DefaultRuntimeImage string
+	// WorkspaceDir and HomeDir are used when the startup context carries no runtime
+	// identity (the box account); defaults /workspace and /workspace/.home.
+	WorkspaceDir string
+	HomeDir      string
+}
+
+// Adapter is the generic ACP engine adapter, one per profile.
+type Adapter struct {
+	cfg Config
+}
+
+var (
+	_ engines.EngineAdapter     = (*Adapter)(nil)
+	_ engines.SeamsAPIVersioned = (*Adapter)(nil)
+)
+
+// NewAdapter returns the adapter for a valid profile.
+func NewAdapter(cfg Config) (*Adapter, error) {
+	if err := cfg.Profile.Validate(); err != nil {
+		return nil, err
+	}
+	if len(cfg.EchoCommand) == 0 {
+		cfg.EchoCommand = DefaultEchoCommand
+	}
+	if cfg.WorkspaceDir == "" {
+		cfg.WorkspaceDir = "/workspace"
+	}
+	if cfg.HomeDir == "" {
+		cfg.HomeDir = path.Join(cfg.WorkspaceDir, ".home")
+	}
+	return &Adapter{cfg: cfg}, nil
+}
+
+// Profile is the adapter's profile.
+func (a *Adapter) Profile() Profile { return a.cfg.Profile }
+
+// SeamsAPIVersion implements engines.SeamsAPIVersioned.
+func (a *Adapter) SeamsAPIVersion() int { return engines.SeamsAPIVersion }
+
+// Capabilities implements engines.EngineAdapter. No extension is declared: MCP servers,
+// Skills and native documents are not passed to ACP programs yet.
+func (a *Adapter) Capabilities() engines.EngineRuntimeCapabilities {
+	p := a.cfg.Profile
+	// A program without its own variable keeps its state folder under HOME, which the
+	// adapter sets to the conversation's home: HOME is what moves it.
+	dirEnv := p.StateDirEnv
+	if dirEnv == "" {
+		dirEnv = "HOME"
+	}
+	caps := engines.EngineRuntimeCapabilities{
+		EngineKind:            p.Kind,
+		SupportedSessionKinds: []engines.SessionKind{engines.SessionKindAgentChat, engines.SessionKindAssistantChat},
+		Workload: engines.EngineWorkloadDeclaration{
+			ConfigDirName: p.StateDir, ConfigDirEnv: dirEnv, RequiredCommands: []string{p.Command[0]},
+		},
+		ConversationPlacement:   engines.PlacementPerConversationAccount,
+		DefaultRuntimeImage:     a.cfg.DefaultRuntimeImage,
+		PermissionModes:         append([]string{}, p.Modes...),
+		PermissionModeDefaults:  map[engines.SessionKind]string{},
+		Extensions:              engines.EngineExtensions{},
+		RequiresProcessSessions: true,
+		SupportsServerInfo:      true,
+	}
+	if p.DefaultMode != "" {
+		caps.PermissionModeDefaults[engines.SessionKindAgentChat] = p.DefaultMode
+		caps.PermissionModeDefaults[engines.SessionKindAssistantChat] = p.DefaultMode
+	}
+	if p.SessionLog != "" {
+		caps.SessionLog = &engines.SessionLogDeclaration{PathPattern: p.SessionLog}
+	}
+	return caps
+}
+
+// EngineClientType implements engines.EngineAdapter.
+func (a *Adapter) EngineClientType() reflect.Type { return reflect.TypeFor[*Client]() }
+
+// SandboxRequest implements engines.EngineAdapter.
+func (a *Adapter) SandboxRequest() engines.EngineSandboxRequest {
+	return engines.EngineSandboxRequest{
+		EntryPoint:               []string{"astrabox-runner"},
+		ModelCredential:          engines.ModelCredentialDestination{APIKeyEnv: a.cfg.Profile.ModelKeyEnv},
+		WorkingDirectoryVariable: "ASTRABOX_WORKSPACE",
+		Environment:              map[string]string{},
+	}
+}
+
+// StartupMaterialRequest implements engines.EngineAdapter: a transcript is declared as a
+// session log, which the platform mirrors itself.
+func (a *Adapter) StartupMaterialRequest() engines.EngineStartupMaterialRequest {
+	return engines.EngineStartupMaterialRequest{Secrets: []string{}}
+}
+
+// resumeMaterial is what the platform saves with the Session: the process session that
+// runs the ACP session.
+type resumeMaterial struct {
+	Process string `json:"process"`
+}
+
+// Paths are the runtime-visible directories one conversation uses.
+type Paths struct {
+	HomeDir, StateDir, WorkDir string
+}
+
+// PathsFor resolves the directories for a startup context.
+func (a *Adapter) PathsFor(sc engines.EngineStartupContext) Paths {
+	home, work := a.cfg.HomeDir, a.cfg.WorkspaceDir
+	if id := sc.RuntimeIdentity; id != nil {
+		home, work = id.HomeDir, id.WorkspaceDir
+	}
+	return Paths{HomeDir: home, StateDir: path.Join(home, a.cfg.Profile.StateDir), WorkDir: work}
+}
+
+// ActivateRuntime implements engines.EngineAdapter. A new Session starts the program and
+// a new ACP session; an attach reconnects to the running program named in the resume
+// material or, when it is gone (or the box is new, the platform having restored the
+// session log), starts the program again and reopens exactly the Session's ACP session
+// with session/resume or session/load.
+func (a *Adapter) ActivateRuntime(ctx context.Context, sc engines.EngineStartupContext, box engines.Box) (engines.SessionRuntime, error) {
+	p := a.cfg.Profile
+	attach := sc.AttachMode != ""
+	if attach && sc.ResumeSessionKey == "" {
+		return engines.SessionRuntime{}, fmt.Errorf("activate %s: attach without an ACP session id", p.Kind)
+	}
+	paths := a.PathsFor(sc)
+	var proc engines.ProcessSession
+	sessionID := sc.ResumeSessionKey
+	if attach {
+		proc = a.attachRunning(ctx, sc, box)
+	}
+	if proc == nil {
+		started, id, err := a.start(ctx, sc, box, paths)
+		if err != nil {
+			return engines.SessionRuntime{}, fmt.Errorf("activate %s: %w", p.Kind, err)
+		}
+		proc, sessionID = started, id
+	}
+	client := newClient(p, a.Capabilities(), proc, sessionID)
+	manifest, err := engines.InitializeRuntimeClient(ctx, client, a.Capabilities(), sc.ResumeSessionKey)
+	if err != nil {
+		return engines.SessionRuntime{}, fmt.Errorf("activate %s: %w", p.Kind, err)
+	}
+	material, _ := json.Marshal(resumeMaterial{Process: proc.Name()})
+	return engines.SessionRuntime{EngineClient: client, EngineManifest: manifest, ResumeMaterial: material}, nil
+}
+
+// attachRunning returns the program's process session when it still runs in this box.
+func (a *Adapter) attachRunning(ctx context.Context, sc engines.EngineStartupContext, box engines.Box) engines.ProcessSession {
+	if sc.AttachMode != engines.AttachReconnect || len(sc.ResumeMaterial) == 0 {
+		return nil
+	}
+	var m resumeMaterial
+	if json.Unmarshal(sc.ResumeMaterial, &m) != nil || m.Process == "" {
+		return nil
+	}
+	// Starting an existing name attaches; an unknown name starts a placeholder that
+	// prints nothing and exits, while a running program has journalled at least the
+	// handshake.
+	p, err := box.StartProcess(ctx, engines.ProcessSpec{Name: m.Process, Command: []string{"/bin/false"}, Identity: sc.RuntimeIdentity})
+	if err != nil {
+		return nil
+	}
+	if st, err := p.ExitStatus(ctx); err != nil || st != nil {
+		return nil
+	}
+	for range p.ReadOutput(ctx, 0, false) {
+		return p
+	}
+	return nil
+}
+
+// start writes the profile's files, starts the program and opens the ACP session: a
+// new one, or sc.ResumeSessionKey reopened. It returns the process and the session id.
+func (a *Adapter) start(ctx context.Context, sc engines.EngineStartupContext, box engines.Box, paths Paths) (engines.ProcessSession, string, error) {
+	p := a.cfg.Profile
+	vars := map[string]string{"home": paths.HomeDir, "state": paths.StateDir, "workspace": paths.WorkDir, "model_base_url": a.cfg.ModelBaseURL}
+	names := make([]string, 0, len(p.Files))
+	for name := range p.Files {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		if err := box.WriteFile(ctx, sc.RuntimeIdentity, path.Join(paths.HomeDir, name), []byte(expand(p.Files[name], vars)), 0o600); err != nil {
+			return nil, "", fmt.Errorf("write %s: %w", name, err)
+		}
+	}
+	env := map[string]string{"HOME": paths.HomeDir, "LANG": "C.UTF-8", "TERM": "dumb"}
+	if p.StateDirEnv != "" {
+		env[p.StateDirEnv] = paths.StateDir
+	}
+	for k, v := range p.Env {
+		env[k] = expand(v, vars)
+	}
+	for k, v := range a.cfg.Env {
+		env[k] = v
+	}
+	argv := append([]string{}, a.cfg.EchoCommand...)
+	for _, arg := range p.Command {
+		argv = append(argv, expand(arg, vars))
+	}
+	tag := "new"
+	if sc.ResumeSessionKey != "" {
+		tag = strings.ReplaceAll(sc.ResumeSessionKey, "-", "")
+		tag = tag[:min(len(tag), 12)]
+	}
+	proc, err := box.StartProcess(ctx, engines.ProcessSpec{Name: p.Kind + "-" + tag + "-" + randomHex(4), Command: argv, Env: env,
+		Dir: paths.WorkDir, Identity: sc.RuntimeIdentity})
+	if err != nil {
+		return nil, "", err
+	}
+	sessionID, err := a.handshake(ctx, sc, proc, paths)
+	if err != nil {
+		_ = proc.Signal(context.WithoutCancel(ctx), "KILL")
+		return nil, "", err
+	}
+	return proc, sessionID, nil
+}
+
+// clientInfo is what the client says of itself in initialize.
+var clientInfo = map[string]any{"name": "astrabox", "title": "AstraBox", "version": "1"}
+
+// handshake initializes the program and opens the session, then puts it in the
+// Session's permission mode.
+func (a *Adapter) handshake(ctx context.Context, sc engines.EngineStartupContext, proc engines.ProcessSession, paths Paths) (string, error) {
+	p := a.cfg.Profile
+	res, err := call(ctx, proc, 0, idHandshake+methodInitialize, methodInitialize, map[string]any{
+		"protocolVersion": protocolVersion,
+		// Tools stay inside the program, in its box: no fs/* or terminal/* callbacks.
+		"clientCapabilities": map[string]any{"fs": map[string]any{"readTextFile": false, "writeTextFile": false}, "terminal": false},
+		"clientInfo":         clientInfo,
+	})
+	if err != nil {
+		return "", err
+	}
+	var init acpsdk.InitializeResponse
+	if err := json.Unmarshal(res, &init); err != nil {
+		return "", fmt.Errorf("initialize reply: %w", err)
+	}
+	if init.ProtocolVersion != protocolVersion {
+		return "", fmt.Errorf("the agent speaks ACP version %d, not %d", init.ProtocolVersion, protocolVersion)
+	}
+	sessionParams := map[string]any{"cwd": paths.WorkDir, "mcpServers": []any{}}
+	var modes *acpsdk.SessionModeState
+	sessionID := sc.ResumeSessionKey
+	if sessionID == "" {
+		if len(p.NewSessionMeta) > 0 {
+			sessionParams["_meta"] = p.NewSessionMeta
+		}
+		res, err := call(ctx, proc, 0, idHandshake+methodSessionNew, methodSessionNew, sessionParams)
+		if err != nil {
+			return "", err
+		}
+		var created acpsdk.NewSessionResponse
+		if err := json.Unmarshal(res, &created); err != nil || created.SessionId == "" {
+			return "", fmt.Errorf("session/new reply without a session id: %s", res)
+		}
+		sessionID, modes = string(created.SessionId), created.Modes
+	} else {
+		sessionParams["sessionId"] = sessionID
+		method := methodSessionLoad
+		if p.Resume == ResumeResume {
+			method = methodSessionResume
+		}
+		if method == methodSessionLoad && !init.AgentCapabilities.LoadSession {
+			return "", errors.New("the agent does not offer session/load")
+		}
+		res, err := call(ctx, proc, 0, idHandshake+method, method, sessionParams)
+		if err != nil {
+			return "", err
+		}
+		var reopened struct {
+			Modes *acpsdk.SessionModeState `json:"modes"`
+		}
+		_ = json.Unmarshal(res, &reopened)
+		modes = reopened.Modes
+	}
+	if err := a.checkModes(modes); err != nil {
+		return "", err
+	}
+	mode := sc.PermissionMode
+	if mode == "" {
+		mode = p.DefaultMode
+	}
+	if mode != "" && (modes == nil || string(modes.CurrentModeId) != mode) {
+		if _, err := call(ctx, proc, 0, idPrefixMode+mode+":"+randomHex(4), methodSessionSetMode,
+			map[string]any{"sessionId": sessionID, "modeId": mode}); err != nil {
+			return "", err
+		}
+	}
+	return sessionID, nil
+}
+
+// checkModes refuses a program that does not offer every mode its profile declares:
+// the platform would offer modes the program refuses.
+func (a *Adapter) checkModes(modes *acpsdk.SessionModeState) error {
+	if len(a.cfg.Profile.Modes) == 0 || modes == nil {
+		return nil
+	}
+	offered := make([]string, 0, len(modes.AvailableModes))
+	for _, m := range modes.AvailableModes {
+		offered = append(offered, string(m.Id))
+	}
+	for _, m := range a.cfg.Profile.Modes {
+		if !slices.Contains(offered, m) {
+			return fmt.Errorf("the agent offers the modes %v; the profile declares %q, which it lacks", offered, m)
+		}
+	}
+	return nil
+}

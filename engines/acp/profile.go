@@ -1,0 +1,162 @@
+package acp
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// BusyPrompt is what a program does with a prompt sent while a prompt of the same
+// session is still running, as observed and declared per profile.
+type BusyPrompt string
+
+// The busy-prompt behaviours.
+const (
+	// BusyQueued: the program runs the second prompt as its own turn after the first
+	// (claude-agent-acp, codex-acp).
+	BusyQueued BusyPrompt = "queued"
+	// BusyCancels: the program ends the running turn (cancelled or failed) and runs
+	// the second prompt (Gemini CLI, Qwen Code).
+	BusyCancels BusyPrompt = "cancels"
+	// BusyJoined: the program folds the second prompt into the running turn and
+	// answers both prompts when it ends (opencode).
+	BusyJoined BusyPrompt = "joined"
+)
+
+// Admission names where a profile's program durably records an input.
+type Admission string
+
+// The admission sources.
+const (
+	// AdmissionPromptReply: the program's reply to session/prompt. ACP version 1 has
+	// no earlier acknowledgement; the platform keeps the input in custody until the
+	// program answered the prompt, by when every shipped program has written it.
+	AdmissionPromptReply Admission = "prompt_reply"
+)
+
+// ResumeMethod is how a replacement process reopens a session.
+type ResumeMethod string
+
+// The resume methods.
+const (
+	// ResumeLoad: session/load, which replays the history as updates first.
+	ResumeLoad ResumeMethod = "load"
+	// ResumeResume: session/resume, which replays nothing.
+	ResumeResume ResumeMethod = "resume"
+)
+
+// Profile describes one ACP program. A profile is configuration: a new ACP program
+// needs a profile, not code. Paths in Command, Env and Files may use the placeholders
+// {home} (the conversation's home folder), {state} (the state folder), {workspace} and
+// {model_base_url}; Files are relative to {home}.
+type Profile struct {
+	// Kind is the engine_kind the program is registered under.
+	Kind string `json:"kind" yaml:"kind"`
+	// Title names the program for people ("Claude Code through claude-agent-acp").
+	Title string `json:"title" yaml:"title"`
+	// Command is the program's argv in the box.
+	Command []string `json:"command" yaml:"command"`
+	// Env is added to the program's environment.
+	Env map[string]string `json:"env,omitempty" yaml:"env"`
+	// ModelKeyEnv is the variable the program reads its (placeholder) model key from;
+	// the platform's forwarder adds the real credential on the host side.
+	ModelKeyEnv string `json:"model_key_env" yaml:"model_key_env"`
+	// Files are written before the program starts (its settings), relative to {home}.
+	Files map[string]string `json:"files,omitempty" yaml:"files"`
+	// StateDir is the program's state folder under {home} (".claude", ".codex",
+	// ".gemini"); StateDirEnv, when the program has one, is the variable that moves it.
+	StateDir    string `json:"state_dir" yaml:"state_dir"`
+	StateDirEnv string `json:"state_dir_env,omitempty" yaml:"state_dir_env"`
+	// SessionLog locates the session's transcript under StateDir, with the placeholder
+	// {engine_session_key} and globs; the platform mirrors it and restores it in a new
+	// box. Empty when the program keeps no JSONL transcript the platform can mirror.
+	SessionLog string `json:"session_log,omitempty" yaml:"session_log"`
+	// StateFiles are globs under StateDir of the state to save and restore when the
+	// program keeps no JSONL transcript (opencode's SQLite database and its WAL).
+	StateFiles []string `json:"state_files,omitempty" yaml:"state_files"`
+	// Modes are the program's own session mode ids offered as permission modes, and
+	// DefaultMode the one a new Session starts in. Empty when the program has none.
+	Modes       []string `json:"modes,omitempty" yaml:"modes"`
+	DefaultMode string   `json:"default_mode,omitempty" yaml:"default_mode"`
+	// Busy is what the program does with a prompt sent while busy.
+	Busy BusyPrompt `json:"busy" yaml:"busy"`
+	// Admission is where the program durably records an input.
+	Admission Admission `json:"admission" yaml:"admission"`
+	// Resume is how a replacement process reopens the session.
+	Resume ResumeMethod `json:"resume" yaml:"resume"`
+	// NewSessionMeta is sent as _meta of session/new (program options such as
+	// turning off prompt suggestions, which cost a model call per turn).
+	NewSessionMeta map[string]any `json:"new_session_meta,omitempty" yaml:"new_session_meta"`
+	// ReportsUsage says the program's prompt reply carries token usage.
+	ReportsUsage bool `json:"reports_usage" yaml:"reports_usage"`
+	// Quirks are known deviations the adapter works around or reports.
+	Quirks []string `json:"quirks,omitempty" yaml:"quirks"`
+}
+
+var kindPattern = regexp.MustCompile(`^[a-z][a-z0-9_-]{1,62}$`)
+
+// Validate checks a profile names everything the adapter needs.
+func (p Profile) Validate() error {
+	var errs []error
+	if !kindPattern.MatchString(p.Kind) {
+		errs = append(errs, fmt.Errorf("kind %q must be lower-case letters, digits, '-' or '_' (2 to 63, starting with a letter)", p.Kind))
+	}
+	if len(p.Command) == 0 || strings.TrimSpace(p.Command[0]) == "" {
+		errs = append(errs, errors.New("command is required"))
+	}
+	if p.ModelKeyEnv == "" {
+		errs = append(errs, errors.New("model_key_env is required"))
+	}
+	if p.StateDir == "" || path.IsAbs(p.StateDir) || strings.Contains(p.StateDir, "..") {
+		errs = append(errs, fmt.Errorf("state_dir %q must be a folder name under the home folder", p.StateDir))
+	}
+	for name := range p.Files {
+		if name == "" || path.IsAbs(name) || slices.Contains(strings.Split(name, "/"), "..") {
+			errs = append(errs, fmt.Errorf("files: %q must be a path under the home folder", name))
+		}
+	}
+	if p.SessionLog != "" && !strings.Contains(p.SessionLog, "{engine_session_key}") {
+		errs = append(errs, fmt.Errorf("session_log %q must contain {engine_session_key}", p.SessionLog))
+	}
+	for _, f := range p.StateFiles {
+		if f == "" || path.IsAbs(f) || slices.Contains(strings.Split(f, "/"), "..") {
+			errs = append(errs, fmt.Errorf("state_files: %q must be a pattern under the state folder", f))
+		}
+	}
+	if len(p.Modes) > 0 && !slices.Contains(p.Modes, p.DefaultMode) {
+		errs = append(errs, fmt.Errorf("default_mode %q is not one of modes %v", p.DefaultMode, p.Modes))
+	}
+	if len(p.Modes) == 0 && p.DefaultMode != "" {
+		errs = append(errs, errors.New("default_mode needs modes"))
+	}
+	switch p.Busy {
+	case BusyQueued, BusyCancels, BusyJoined:
+	default:
+		errs = append(errs, fmt.Errorf("busy %q must be queued, cancels or joined", p.Busy))
+	}
+	switch p.Admission {
+	case AdmissionPromptReply:
+	default:
+		errs = append(errs, fmt.Errorf("admission %q must be prompt_reply", p.Admission))
+	}
+	switch p.Resume {
+	case ResumeLoad, ResumeResume:
+	default:
+		errs = append(errs, fmt.Errorf("resume %q must be load or resume", p.Resume))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("acp profile %q: %w", p.Kind, err)
+	}
+	return nil
+}
+
+// expand replaces the profile placeholders in s.
+func expand(s string, vars map[string]string) string {
+	for k, v := range vars {
+		s = strings.ReplaceAll(s, "{"+k+"}", v)
+	}
+	return s
+}

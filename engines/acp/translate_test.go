@@ -1,0 +1,113 @@
+package acp_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/astrabox/astrabox/engines"
+	"github.com/astrabox/astrabox/engines/acp"
+)
+
+// syntheticRecording builds a journal from lines as the box would hold them.
+func syntheticRecording(kind string, lines ...string) recording {
+	rec := recording{kind: kind, meta: recordingMeta{Process: kind + "-new-0a1b2c3d", SessionID: "sess-1"}}
+	for i, l := range lines {
+		rec.journal = append(rec.journal, engines.OutputLine{Offset: int64(i + 1), Stream: engines.Stdout, Data: []byte(l)})
+	}
+	return rec
+}
+
+const (
+	sentPrompt      = `{"astrabox_sent":{"jsonrpc":"2.0","id":"prompt:in-1","method":"session/prompt","params":{"sessionId":"sess-1","prompt":[{"type":"text","text":"hi"}]}}}`
+	toolCall        = `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"sess-1","update":{"sessionUpdate":"tool_call","toolCallId":"call-1","title":"Terminal","kind":"execute","status":"pending","rawInput":{"command":"touch x"}}}}`
+	permission      = `{"jsonrpc":"2.0","id":7,"method":"session/request_permission","params":{"sessionId":"sess-1","toolCall":{"toolCallId":"call-1","title":"Terminal"},"options":[{"optionId":"yes","name":"Allow","kind":"allow_once"},{"optionId":"always","name":"Always","kind":"allow_always"},{"optionId":"no","name":"Reject","kind":"reject_once"}]}}`
+	sentCancel      = `{"astrabox_sent":{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"sess-1"}}}`
+	sentCancelled   = `{"astrabox_sent":{"jsonrpc":"2.0","id":7,"result":{"outcome":{"outcome":"cancelled"}}}}`
+	replyCancelled  = `{"jsonrpc":"2.0","id":"prompt:in-1","result":{"stopReason":"cancelled"}}`
+	withdrawRequest = `{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":7}}`
+	fsRequest       = `{"jsonrpc":"2.0","id":8,"method":"fs/read_text_file","params":{"sessionId":"sess-1","path":"/etc/hosts"}}`
+)
+
+// TestInterruptAnswersOpenPermissionsCancelled checks the cancel of a turn waiting on a
+// permission: the client sends session/cancel and answers the open request cancelled
+// (Gemini CLI waits for that answer); the request closes withdrawn when the answer is in
+// the journal, and the response ends cancelled.
+func TestInterruptAnswersOpenPermissionsCancelled(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	waiting, proc := replayClient(t, syntheticRecording(acp.KindGemini, sentPrompt, toolCall, permission))
+	st, err := waiting.State(ctx)
+	require.NoError(t, err)
+	require.Len(t, st.PendingInteractions, 1)
+	require.Equal(t, engines.StatusWaiting, st.Status)
+	opened := st.PendingInteractions[0]
+	require.Equal(t, "resp_sess-1:0a1b2c3d:1:call-1", opened.InteractionID)
+	require.Len(t, opened.Contract.Options, 3, "the program's own options are offered")
+
+	require.NoError(t, waiting.Interrupt(ctx, false))
+	writes := proc.written()
+	require.Len(t, writes, 2)
+	require.Contains(t, writes[0], `"method":"session/cancel"`)
+	require.Contains(t, writes[1], `"id":7`)
+	require.Contains(t, writes[1], `"outcome":"cancelled"`)
+
+	done, _ := replayClient(t, syntheticRecording(acp.KindGemini, sentPrompt, toolCall, permission, sentCancel, sentCancelled, replyCancelled))
+	var closed []engines.InteractionClosed
+	var ended []engines.ResponseEnded
+	for _, ev := range readAll(t, done) {
+		switch e := ev.(type) {
+		case engines.InteractionClosed:
+			closed = append(closed, e)
+		case engines.ResponseEnded:
+			ended = append(ended, e)
+		}
+	}
+	require.Equal(t, []engines.InteractionClosed{{Cursor: closed[0].Cursor, InteractionID: opened.InteractionID, Reason: engines.ClosureWithdrawn}}, closed)
+	require.Len(t, ended, 1)
+	require.Equal(t, engines.OutcomeCancelled, ended[0].Outcome)
+	require.Equal(t, "cancelled", ended[0].NativeReason)
+	require.ErrorIs(t, done.Answer(ctx, opened.InteractionID, engines.InteractionAnswer{Decision: engines.DecisionApprove}),
+		engines.ErrInteractionNotOpen, "a withdrawn request takes no answer")
+}
+
+// TestAnswersChooseOptionsByKind answers by the options' kinds, never their ids, and
+// takes a program option id as it is.
+func TestAnswersChooseOptionsByKind(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for decision, option := range map[string]string{engines.DecisionApprove: "yes", engines.DecisionDeny: "no", "always": "always"} {
+		c, proc := replayClient(t, syntheticRecording(acp.KindClaude, sentPrompt, toolCall, permission))
+		require.NoError(t, c.Answer(ctx, "resp_sess-1:0a1b2c3d:1:call-1", engines.InteractionAnswer{Decision: decision}))
+		writes := proc.written()
+		require.Len(t, writes, 1)
+		require.True(t, strings.HasPrefix(writes[0], "answer:resp_sess-1:0a1b2c3d:1:call-1 "), writes[0])
+		require.Contains(t, writes[0], `"optionId":"`+option+`"`, decision)
+	}
+}
+
+// TestProgramWithdrawsAndUndeclaredRequests closes a request the program withdraws
+// ($/cancel_request) and declines fs/* requests, which initialize declared unserved.
+func TestProgramWithdrawsAndUndeclaredRequests(t *testing.T) {
+	t.Parallel()
+	c, proc := replayClient(t, syntheticRecording(acp.KindCodex, sentPrompt, toolCall, permission, withdrawRequest, fsRequest))
+	var closed []engines.InteractionClosed
+	var diags []string
+	for _, ev := range readAll(t, c) {
+		switch e := ev.(type) {
+		case engines.InteractionClosed:
+			closed = append(closed, e)
+		case engines.RuntimeDiagnostic:
+			diags = append(diags, e.EventType)
+		}
+	}
+	require.Len(t, closed, 1)
+	require.Equal(t, engines.ClosureWithdrawn, closed[0].Reason)
+	require.Contains(t, diags, "fs/read_text_file")
+	writes := proc.written()
+	require.Len(t, writes, 1)
+	require.True(t, strings.HasPrefix(writes[0], "decline:8 "), writes[0])
+	require.Contains(t, writes[0], `"code":-32601`)
+}
