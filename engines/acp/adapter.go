@@ -111,7 +111,6 @@ func (a *Adapter) EngineClientType() reflect.Type { return reflect.TypeFor[*Clie
 // SandboxRequest implements engines.EngineAdapter.
 func (a *Adapter) SandboxRequest() engines.EngineSandboxRequest {
 	return engines.EngineSandboxRequest{
-		EntryPoint:               []string{"astrabox-runner"},
 		ModelCredential:          engines.ModelCredentialDestination{APIKeyEnv: a.cfg.Profile.ModelKeyEnv},
 		WorkingDirectoryVariable: "ASTRABOX_WORKSPACE",
 		Environment:              map[string]string{},
