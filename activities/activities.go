@@ -139,6 +139,7 @@ func (a *Activities) RegisterShared(r worker.Registry) {
 	r.RegisterActivity(a.Release)
 	r.RegisterActivity(a.EndConversation)
 	r.RegisterActivity(a.MarkTerminated)
+	r.RegisterActivity(a.RefuseHeldInputs)
 	r.RegisterActivity(a.StorePermissionMode)
 }
 

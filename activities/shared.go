@@ -194,8 +194,52 @@ func (a *Activities) EndConversation(ctx context.Context, req EndRequest) (EndRe
 	return EndResult{FailedInputs: ids}, nil
 }
 
-// MarkTerminated records that the Session's runtime is offline until recovered.
+// RefuseHeldInputs fails every held input with RUNTIME_PREPARATION_REFUSED and the
+// reason, and reports each on the stream as a data-input-failed part: the
+// deployment's preparation refused to start the Agent program, so these messages will
+// not run, and a client following the stream learns why.
+func (a *Activities) RefuseHeldInputs(ctx context.Context, req RefuseRequest) ([]string, error) {
+	return a.deps.Store.FailHeldInputsReported(ctx, req.SessionID, store.InputFailurePreparationRefused, req.Reason)
+}
+
+// MarkTerminated takes the Session's runtime offline until recovered. A TERMINATED
+// Session has no runtime, so nothing of one may stay open: its box is released (which
+// confirms the runtime lost), then the records are settled as for a lost runtime (the
+// open response ends failed with runtime_lost, open interactions expire, delivered
+// but unadmitted inputs return to custody, runtime_status is cleared), and only then
+// is the lifecycle recorded. Without that a stale "working" report kept archive and
+// delete answering SESSION_BUSY for ever.
 func (a *Activities) MarkTerminated(ctx context.Context, ref SessionRef) error {
+	if err := a.releaseForTermination(ctx, ref.SessionID); err != nil {
+		return err
+	}
+	if err := a.ReconcileLostRuntime(ctx, ReconcileRequest{SessionID: ref.SessionID}); err != nil {
+		return fmt.Errorf("settle the terminated runtime: %w", err)
+	}
 	_, err := a.deps.Store.SetSessionLifecycle(ctx, ref.SessionID, store.LifecycleTerminated)
 	return err
+}
+
+// releaseForTermination frees the Session's box, if it has one. An Agent program that
+// is not installed (a usual cause of a termination) does not stop the release: resolve
+// has read the profile by then. A backend this worker does not run made no box this
+// worker could free.
+func (a *Activities) releaseForTermination(ctx context.Context, sessionID string) error {
+	sess, _, profile, _, err := a.resolve(ctx, sessionID)
+	var app *temporal.ApplicationError
+	if err != nil && !(errors.As(err, &app) && app.Type() == ErrTypeConfiguration) {
+		return err
+	}
+	if sess.SandboxID == nil {
+		return nil
+	}
+	backend, err := a.backendFor(profile)
+	if err != nil {
+		a.log.Warn("terminate: the box's backend does not run on this worker", zap.String("session_id", sessionID), zap.Error(err))
+		return nil
+	}
+	if err := backend.Release(ctx, *sess.SandboxID); err != nil && !errors.Is(err, sandbox.ErrNotFound) {
+		return fmt.Errorf("release box %s of a terminated runtime: %w", *sess.SandboxID, err)
+	}
+	return nil
 }

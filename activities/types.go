@@ -173,6 +173,13 @@ type ReconcileRequest struct {
 	SessionID string `json:"session_id"`
 }
 
+// RefuseRequest fails the Session's held inputs with the preparation's refusal.
+type RefuseRequest struct {
+	SessionID string `json:"session_id"`
+	// Reason is the refusal as the preparation said it.
+	Reason string `json:"reason"`
+}
+
 // ReleaseRequest frees a Session's box.
 type ReleaseRequest struct {
 	SessionID string `json:"session_id"`

@@ -91,6 +91,20 @@ var routeResponses = map[string]map[string]string{
 		"409": "PERMISSION_MODE_REFUSED: the running Agent program refused the mode; data {permission_mode, program_message} carries the program's own words and the Session keeps its mode. CONFLICT: the Session is deleted",
 		"503": "SERVICE_UNAVAILABLE: the Session's workflow could not confirm the mode in time; read the Session for its current mode and try again",
 	},
+	"POST /sessions/{session_id}/interrupt": {
+		"200": "data {session_id, status, request_id?}: accepted (a response is open and the request was passed to the running Agent program, which reports how it ended) or idle (no open response or held input was observed; a TERMINATED Session has no runtime, so it is never accepted there)",
+		"409": "PENDING_INPUTS_NOT_CANCELLED: no open response, but accepted inputs are held; data.input_ids names them (not withdrawn, they may still run)",
+	},
+	"POST /sessions/{session_id}/archive": {
+		"409": "SESSION_BUSY: the Agent program reports working (never for a TERMINATED Session, whose runtime was settled on termination)",
+	},
+	"DELETE /sessions/{session_id}": {
+		"409": "SESSION_BUSY: the Agent program reports working (never for a TERMINATED Session)",
+	},
+	"POST /sessions/{session_id}/inputs": {
+		"200": "data: the receipt {session_id, input_id, client_message_id, accepted_at, state, duplicate, failure, output_seq}. A message the Agent program or the deployment's runtime preparation refuses fails later (failure_code RUNTIME_PREPARATION_REFUSED for the preparation) and the stream reports it as a data-input-failed part {input_id, code, message}",
+		"409": "AGENT_RUNTIME_ERROR: the Session is TERMINATED (recover it first) or DELETED",
+	},
 	"POST /sessions/{session_id}/child-runs/{child_run_id}/stop": {
 		"200": "data {status: accepted, child_run_id}: the request was passed to the Session's workflow, which asks the running Agent program to stop the child run (now, or once its runtime connects again); the child run's status changes when the program reports it",
 		"404": "NOT_FOUND: no such Session or child run of the caller",

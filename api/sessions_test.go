@@ -300,3 +300,26 @@ func TestPermissionModeUnconfirmedOrOfADeletedSession(t *testing.T) {
 		refused(t, http.StatusConflict, CodeConflict)
 	assert.Len(t, f.signals.named(workflows.UpdateSetPermissionMode), sent, "a deleted Session's workflow is not asked")
 }
+
+// TestATerminatedSessionIsNeverBusy: a Session recorded TERMINATED with a stale
+// "working" report and a response still recorded open (as a runtime terminated before
+// its settlement left it) answers interrupt with what happens (nothing runs there: no
+// signal, "idle"), and can be archived and deleted.
+func TestATerminatedSessionIsNeverBusy(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	id := f.newSession(f.member)
+	f.exec(`UPDATE sessions SET lifecycle = 'terminated', runtime_status = 'working' WHERE id = $1`, id)
+	f.exec(`INSERT INTO responses (session_id, response_id, origin, started_seq) VALUES ($1, 'r-stale', 'input', 1)`, id)
+
+	var res interruptResult
+	f.call("POST", "/api/v1/sessions/"+id+"/interrupt", f.member, nil).ok(t).into(t, &res)
+	assert.Equal(t, "idle", res.Status, "no runtime takes the request")
+	assert.Empty(t, f.signals.named(workflows.SignalInterrupt))
+
+	var d sessionDetails
+	f.call("POST", "/api/v1/sessions/"+id+"/archive", f.member, nil).ok(t).into(t, &d)
+	assert.True(t, d.Archived)
+	f.call("DELETE", "/api/v1/sessions/"+id, f.member, nil).ok(t).into(t, &d)
+	assert.Equal(t, "DELETED", d.State)
+}

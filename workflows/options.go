@@ -83,6 +83,15 @@ func withRelay(ctx workflow.Context, queue string) workflow.Context {
 	})
 }
 
+// refusalReason is an application error's own message, without the SDK's wrapping.
+func refusalReason(err error) string {
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) {
+		return app.Message()
+	}
+	return err.Error()
+}
+
 // errorType names a failure the workflow switches on: an application error's type,
 // "Timeout" for a timeout (a host worker that stopped polling or heartbeating), or "".
 func errorType(err error) string {

@@ -77,7 +77,7 @@ func (w *sessionWorkflow) bringUp(ctx workflow.Context) {
 		return
 	default:
 		log.Warn("prepare runtime", "error", err)
-		w.failed(ctx)
+		w.failed(ctx, err)
 		return
 	}
 	if prep.EngineKind != "" && prep.EngineKind != w.s.EngineKind {
@@ -101,7 +101,7 @@ func (w *sessionWorkflow) bringUp(ctx workflow.Context) {
 	default:
 		log.Warn("activate runtime", "error", err)
 		w.s.Placement = prep.Placement
-		w.failed(ctx)
+		w.failed(ctx, err)
 		return
 	}
 	w.s.Placement = prep.Placement
@@ -115,8 +115,27 @@ func (w *sessionWorkflow) bringUp(ctx workflow.Context) {
 	w.setPhase(ctx, PhaseActive)
 }
 
-// failed counts a failed bring-up; too many terminate the runtime.
-func (w *sessionWorkflow) failed(ctx workflow.Context) {
+// preparationRefusalChange versions the refusal of held inputs on a configuration
+// failure: histories recorded before it count such a failure like any other.
+const preparationRefusalChange = "preparation-refusal"
+
+// failed counts a failed bring-up; too many terminate the runtime. A configuration
+// failure is the deployment's preparation refusing to start the program: trying again
+// cannot cure it, so the held messages fail at once with its reason (reported on the
+// stream) and the runtime is terminated until recovered.
+func (w *sessionWorkflow) failed(ctx workflow.Context, cause error) {
+	if errorType(cause) == activities.ErrTypeConfiguration &&
+		workflow.GetVersion(ctx, preparationRefusalChange, workflow.DefaultVersion, 1) >= 1 {
+		err := workflow.ExecuteActivity(withShared(ctx), act.RefuseHeldInputs, activities.RefuseRequest{
+			SessionID: w.s.SessionID, Reason: refusalReason(cause),
+		}).Get(ctx, nil)
+		if err != nil {
+			workflow.GetLogger(ctx).Warn("refuse held inputs", "error", err)
+		}
+		w.s.Work.Deliver = false
+		w.terminate(ctx)
+		return
+	}
 	w.s.Failures++
 	if w.s.Failures < maxFailures {
 		if w.s.Need == NeedNone {

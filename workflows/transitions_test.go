@@ -146,7 +146,7 @@ func TestRepeatedPrepareFailureTerminatesUntilRecover(t *testing.T) {
 	h.prepare = func(ctx context.Context, req activities.PrepareRequest) (activities.PrepareResult, error) {
 		h.record("PrepareRuntime:" + string(req.Mode))
 		if failing {
-			return activities.PrepareResult{}, nonRetryable(activities.ErrTypeConfiguration)
+			return activities.PrepareResult{}, nonRetryable("BoxUnavailable")
 		}
 		return activities.PrepareResult{Placement: activities.Placement{SandboxID: "box-9", HostTaskQueue: testHostQueue, RuntimeGeneration: 9}}, nil
 	}
@@ -165,6 +165,24 @@ func TestRepeatedPrepareFailureTerminatesUntilRecover(t *testing.T) {
 	require.Equal(t, maxFailures+1, count(calls, "PrepareRuntime:"))
 	requireInOrder(t, calls, "MarkTerminated", "ActivateRuntime:box-9:9:", "Deliver")
 	require.Equal(t, 1, count(calls, "Relay:9"))
+}
+
+// TestPreparationRefusalFailsTheHeldInputsAndTerminatesAtOnce: a configuration
+// failure is not tried again: the held inputs fail with its reason and the runtime is
+// terminated until recovered.
+func TestPreparationRefusalFailsTheHeldInputsAndTerminatesAtOnce(t *testing.T) {
+	h := newHarness(t)
+	h.prepare = func(ctx context.Context, req activities.PrepareRequest) (activities.PrepareResult, error) {
+		h.record("PrepareRuntime:" + string(req.Mode))
+		return activities.PrepareResult{}, nonRetryable(activities.ErrTypeConfiguration)
+	}
+	h.at(step, func() { require.Equal(t, PhaseTerminated, h.state().Phase) })
+	h.at(2*step, h.signal(SignalLifecycle, Lifecycle{Action: LifecycleDelete}))
+	h.run(SessionStart{SessionID: "s-refused"})
+	require.NoError(t, h.env.GetWorkflowError())
+	calls := h.recorded()
+	require.Equal(t, 1, count(calls, "PrepareRuntime:"), "a refusal is not tried again")
+	requireInOrder(t, calls, "RefuseHeldInputs:test: "+activities.ErrTypeConfiguration, "MarkTerminated")
 }
 
 func TestStartForDeletedOrArchivedSessionEnds(t *testing.T) {
