@@ -54,6 +54,8 @@ type relayRun struct {
 	lease      int64
 	throughSeq int64
 	log        *zap.Logger
+	// model is the model name this reader last recorded.
+	model string
 }
 
 // eventOrErr is one item of a runtime's event sequence.
@@ -171,8 +173,25 @@ func (r *relayRun) readFrom(ctx context.Context, cursor *engines.RuntimeCursor) 
 			if err != nil {
 				return err
 			}
+			if err := r.recordModel(ctx); err != nil {
+				return err
+			}
 		}
 	}
+}
+
+// recordModel saves the model the program names for its runtime once it has said or
+// changed it (Claude Code names it in the init message of each turn).
+func (r *relayRun) recordModel(ctx context.Context) error {
+	model := reportedModel(r.l.client)
+	if model == "" || model == r.model {
+		return nil
+	}
+	if _, err := r.a.deps.Store.SetSessionModelName(ctx, r.l.sessionID, r.lease, model); err != nil {
+		return fmt.Errorf("record model name: %w", err)
+	}
+	r.model = model
+	return nil
 }
 
 // record writes the events of a batch (up to an error item, which it returns).

@@ -53,12 +53,13 @@ var requestBodies = map[string]map[string]any{
 
 // queryParams are the query parameters routes take, by "METHOD path".
 var queryParams = map[string][]string{
-	"GET /runtime-profiles":                                {"include_disabled"},
-	"GET /sessions":                                        {"page", "limit", "cursor", "archived"},
-	"GET /sessions/{session_id}/stream":                    {"after_seq"},
-	"GET /sessions/{session_id}/messages":                  {"before", "limit"},
-	"GET /sessions/{session_id}/history-blocks":            {"before", "limit"},
-	"GET /sessions/{session_id}/history-blocks/{block_id}": {"cursor"},
+	"GET /runtime-profiles":                                                {"include_disabled"},
+	"GET /sessions":                                                        {"page", "limit", "cursor", "archived"},
+	"GET /sessions/{session_id}/stream":                                    {"after_seq"},
+	"GET /sessions/{session_id}/messages":                                  {"before", "limit"},
+	"GET /sessions/{session_id}/history-blocks":                            {"before", "limit"},
+	"GET /sessions/{session_id}/history-blocks/{block_id}":                 {"cursor"},
+	"GET /sessions/{session_id}/history-blocks/{block_id}/process-summary": {"cursor"},
 }
 
 // routeResponses are the outcomes a route documents beyond the generic success and
@@ -90,6 +91,14 @@ var routeResponses = map[string]map[string]string{
 		"400": "INVALID_REQUEST: permission_mode is missing or not a mode the Agent program declares",
 		"409": "PERMISSION_MODE_REFUSED: the running Agent program refused the mode; data {permission_mode, program_message} carries the program's own words and the Session keeps its mode. CONFLICT: the Session is deleted",
 		"503": "SERVICE_UNAVAILABLE: the Session's workflow could not confirm the mode in time; read the Session for its current mode and try again",
+	},
+	"GET /sessions/{session_id}": {
+		"200": "data: the Session's details {session_id, agent_id, state, title, model_name, permission_mode, runtime_status, current_responses, last_response, pending_interaction, held_inputs, output_seq, runtime_unavailable, created_at, updated_at, archived, last_output_at, read_at, unread, runtime_error}; model_name is the model the Agent program reported for its current runtime (null until it has said)",
+	},
+	"GET /sessions/{session_id}/history-blocks/{block_id}/process-summary": {
+		"200": "data {block_id, response_id, status, label, operations: [{name, count}], outcome, native_reason, response_completed}: status completed means label generation finished (the response ended; the label names the folded operations), pending while the response is open (label null). response_completed is true only for a completed response: false for a failed or cancelled one even when its label exists. Use outcome to decide whether the response succeeded",
+		"400": "INVALID_REQUEST: the cursor does not address the block",
+		"404": "NOT_FOUND: no such Session of the caller, or no such block",
 	},
 	"POST /sessions/{session_id}/interrupt": {
 		"200": "data {session_id, status, request_id?}: accepted (a response is open and the request was passed to the running Agent program, which reports how it ended) or idle (no open response or held input was observed; a TERMINATED Session has no runtime, so it is never accepted there)",

@@ -40,6 +40,10 @@ type RuntimeActivation struct {
 	ResumeMaterial []byte
 	// RuntimeInfo replaces the runtime-info snapshot when not nil.
 	RuntimeInfo json.RawMessage
+	// ModelName is the model the program reported at activation; empty keeps the
+	// stored one until the program reports (a restored conversation usually keeps its
+	// model).
+	ModelName string
 }
 
 // RecordRuntimeActive records that the runtime of a generation is live on a host task
@@ -60,6 +64,9 @@ func (s *Store) RecordRuntimeActive(ctx context.Context, a RuntimeActivation) er
 	if a.RuntimeInfo != nil {
 		updates["runtime_info"] = nullableJSON(a.RuntimeInfo)
 	}
+	if a.ModelName != "" {
+		updates["model_name"] = a.ModelName
+	}
 	res := s.conn(ctx).Model(&Session{}).
 		Where("id = ? AND runtime_generation = ? AND lifecycle IN ?", a.SessionID, a.RuntimeGeneration,
 			[]string{LifecycleCreating, LifecycleActive, LifecycleTerminated}).
@@ -71,6 +78,20 @@ func (s *Store) RecordRuntimeActive(ctx context.Context, a RuntimeActivation) er
 		return fmt.Errorf("record runtime generation %d of session %s: %w", a.RuntimeGeneration, a.SessionID, ErrLeaseLost)
 	}
 	return nil
+}
+
+// SetSessionModelName records the model the program reports for its current runtime,
+// fenced by the reader's lease generation (a superseded reader writes nothing:
+// ErrLeaseLost). It reports whether the stored name changed.
+func (s *Store) SetSessionModelName(ctx context.Context, sessionID string, leaseGeneration int64, model string) (bool, error) {
+	var changed bool
+	err := s.InLeaseTx(ctx, sessionID, leaseGeneration, func(tx *Store) error {
+		res := tx.conn(ctx).Model(&Session{}).Where("id = ? AND model_name IS DISTINCT FROM ?", sessionID, model).
+			Updates(map[string]any{"model_name": model, "updated_at": gormExpr("now()")})
+		changed = res.RowsAffected > 0
+		return mapError("set session model name", res.Error)
+	})
+	return changed, err
 }
 
 // SetSessionRuntimeError records why the platform could not start the Session's
