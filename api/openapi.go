@@ -92,6 +92,9 @@ var routeResponses = map[string]map[string]string{
 		"409": "PERMISSION_MODE_REFUSED: the running Agent program refused the mode; data {permission_mode, program_message} carries the program's own words and the Session keeps its mode. CONFLICT: the Session is deleted",
 		"503": "SERVICE_UNAVAILABLE: the Session's workflow could not confirm the mode in time; read the Session for its current mode and try again",
 	},
+	"GET /sessions": {
+		"200": "data: without page or cursor, the console's unpaged array of Session summaries, newest activity first, at most 1000 (limit 1..1000): header X-List-Truncated is true when Sessions were left out, and X-Next-Cursor then continues the list with GET /sessions?cursor=. With page=1 (limit 1..100, default 20) or cursor: {sessions, has_more, next_cursor}",
+	},
 	"GET /sessions/{session_id}": {
 		"200": "data: the Session's details {session_id, agent_id, state, title, model_name, permission_mode, runtime_status, current_responses, last_response, pending_interaction, held_inputs, output_seq, runtime_unavailable, created_at, updated_at, archived, last_output_at, read_at, unread, runtime_error}; model_name is the model the Agent program reported for its current runtime (null until it has said)",
 	},

@@ -323,3 +323,32 @@ func TestATerminatedSessionIsNeverBusy(t *testing.T) {
 	f.call("DELETE", "/api/v1/sessions/"+id, f.member, nil).ok(t).into(t, &d)
 	assert.Equal(t, "DELETED", d.State)
 }
+
+// TestUnpagedListSaysWhenItIsCut: the unpaged array holds at most 1000 Sessions; a cut
+// list says so (X-List-Truncated: true) and names the cursor that continues it in the
+// paged form, which reaches every Session.
+func TestUnpagedListSaysWhenItIsCut(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	first := f.newSession(f.member)
+	var all []sessionSummary
+	r := f.call("GET", "/api/v1/sessions", f.member, nil).ok(t)
+	r.into(t, &all)
+	assert.Equal(t, "false", r.Header.Get(headerListTruncated))
+	assert.Empty(t, r.Header.Get(headerNextCursor))
+
+	f.exec(`INSERT INTO sessions (id, agent_id, user_id, last_activity_at)
+		SELECT gen_random_uuid(), agent_id, user_id, last_activity_at - make_interval(secs => n)
+		FROM sessions, generate_series(1, 1000) AS n WHERE id = $1`, first)
+	r = f.call("GET", "/api/v1/sessions", f.member, nil).ok(t)
+	r.into(t, &all)
+	require.Len(t, all, maxUnpagedSessions)
+	assert.Equal(t, "true", r.Header.Get(headerListTruncated))
+	cursor := r.Header.Get(headerNextCursor)
+	require.NotEmpty(t, cursor)
+	var rest sessionPage
+	f.call("GET", "/api/v1/sessions?cursor="+cursor, f.member, nil).ok(t).into(t, &rest)
+	require.Len(t, rest.Sessions, 1, "the cursor continues where the array stopped")
+	assert.False(t, rest.HasMore)
+	assert.NotContains(t, summaryIDs(all), rest.Sessions[0].SessionID)
+}
