@@ -56,6 +56,7 @@ func TestMissingRequiredCommandStopsActivationAndTheSessionSaysWhy(t *testing.T)
 	require.Equal(t, store.InputFailurePreparationRefused, *got.FailureCode)
 	require.Contains(t, *got.FailureMessage, missing)
 	require.Contains(t, s.inputFailedParts(id), in, "the refusal is on the stream")
+	s.eventually("TERMINATED in the search attribute", func() bool { return s.searchState(id) == string(store.StateTerminated) })
 	s.requireGaplessLog(id)
 }
 

@@ -56,6 +56,8 @@ type relayRun struct {
 	log        *zap.Logger
 	// model is the model name this reader last recorded.
 	model string
+	// observed is the observation of the Session this reader last sent its workflow.
+	observed SessionObservation
 }
 
 // eventOrErr is one item of a runtime's event sequence.
@@ -76,6 +78,7 @@ func (r *relayRun) run(ctx context.Context) (RelayResult, error) {
 	default:
 		return RelayResult{}, err
 	}
+	r.observe(ctx)
 	if r.a.deps.Notices != nil {
 		noticeCtx, stop := context.WithCancel(ctx)
 		defer stop()
@@ -176,8 +179,32 @@ func (r *relayRun) readFrom(ctx context.Context, cursor *engines.RuntimeCursor) 
 			if err := r.recordModel(ctx); err != nil {
 				return err
 			}
+			r.observe(ctx)
 		}
 	}
+}
+
+// observe sends the Session's workflow the Session as the platform derives it, when
+// that changed since the last observation sent: the workflow keeps its search
+// attribute and current details with it. A failed signal is logged and sent with the
+// next change; it never stops the reader.
+func (r *relayRun) observe(ctx context.Context) {
+	facts, err := r.a.deps.Store.GetSessionFactsByID(ctx, r.l.sessionID)
+	if err != nil {
+		r.log.Warn("observe session", zap.Error(err))
+		return
+	}
+	obs := observationOf(facts)
+	if obs == r.observed {
+		return
+	}
+	info := activity.GetInfo(ctx)
+	err = activity.GetClient(ctx).SignalWorkflow(ctx, info.WorkflowExecution.ID, "", SignalSessionObserved, obs)
+	if err != nil {
+		r.log.Warn("signal session observation", zap.Error(err))
+		return
+	}
+	r.observed = obs
 }
 
 // recordModel saves the model the program names for its runtime once it has said or

@@ -83,6 +83,14 @@ func withRelay(ctx workflow.Context, queue string) workflow.Context {
 	})
 }
 
+// summarized gives the activities scheduled with ctx a one-line summary, which the
+// Temporal UI shows for each activity (user metadata).
+func summarized(ctx workflow.Context, summary string) workflow.Context {
+	opts := workflow.GetActivityOptions(ctx)
+	opts.Summary = summary
+	return workflow.WithActivityOptions(ctx, opts)
+}
+
 // refusalReason is an application error's own message, without the SDK's wrapping.
 func refusalReason(err error) string {
 	var app *temporal.ApplicationError

@@ -257,12 +257,13 @@ func TestDrainSignalsMovesBufferedSignalsIntoState(t *testing.T) {
 	env := suite.NewTestWorkflowEnvironment()
 	env.RegisterWorkflowWithOptions(func(ctx workflow.Context) (SessionState, error) {
 		w := &sessionWorkflow{
-			inputs:      workflow.GetSignalChannel(ctx, SignalInputAccepted),
-			answers:     workflow.GetSignalChannel(ctx, SignalInteractionAnswered),
-			interrupts:  workflow.GetSignalChannel(ctx, SignalInterrupt),
-			permissions: workflow.GetSignalChannel(ctx, SignalPermissionModeChanged),
-			stops:       workflow.GetSignalChannel(ctx, SignalStopChildRun),
-			lifecycles:  workflow.GetSignalChannel(ctx, SignalLifecycle),
+			inputs:       workflow.GetSignalChannel(ctx, SignalInputAccepted),
+			answers:      workflow.GetSignalChannel(ctx, SignalInteractionAnswered),
+			interrupts:   workflow.GetSignalChannel(ctx, SignalInterrupt),
+			permissions:  workflow.GetSignalChannel(ctx, SignalPermissionModeChanged),
+			stops:        workflow.GetSignalChannel(ctx, SignalStopChildRun),
+			lifecycles:   workflow.GetSignalChannel(ctx, SignalLifecycle),
+			observations: workflow.GetSignalChannel(ctx, SignalSessionObserved),
 		}
 		// No listener runs here: only the drain can read the buffered signals.
 		if err := workflow.Sleep(ctx, time.Minute); err != nil {
@@ -281,6 +282,8 @@ func TestDrainSignalsMovesBufferedSignalsIntoState(t *testing.T) {
 		env.SignalWorkflow(SignalStopChildRun, StopChildRun{ChildRunID: "cr-1"})
 		env.SignalWorkflow(SignalStopChildRun, StopChildRun{ChildRunID: "cr-1"})
 		env.SignalWorkflow(SignalLifecycle, Lifecycle{Action: LifecycleArchive})
+		env.SignalWorkflow(SignalSessionObserved, activities.SessionObservation{State: "PROCESSING", HeldInputs: 1})
+		env.SignalWorkflow(SignalSessionObserved, activities.SessionObservation{State: "READY"})
 	}, time.Second)
 	env.ExecuteWorkflow("drain")
 	require.NoError(t, env.GetWorkflowError())
@@ -292,6 +295,7 @@ func TestDrainSignalsMovesBufferedSignalsIntoState(t *testing.T) {
 	require.True(t, s.Work.PermissionMode)
 	require.Equal(t, []string{"cr-1"}, s.Work.StopChildRuns, "a repeated stop is recorded once")
 	require.True(t, s.Work.Archive)
+	require.Equal(t, activities.SessionObservation{State: "READY"}, s.Observed, "the newest observation is carried")
 }
 
 func TestContinuedRunResumesRelayAndHandsOverCarriedWork(t *testing.T) {
