@@ -59,6 +59,9 @@ type Settings struct {
 	// DiagnosticsKept bounds the runtime diagnostics stored per Session; the oldest
 	// are dropped first (default 500).
 	DiagnosticsKept int
+	// TitleResponses is how many of a Session's first responses may give it an
+	// automatic title (default 3): each completed one is tried once until one does.
+	TitleResponses int
 }
 
 func (s Settings) withDefaults() Settings {
@@ -76,6 +79,9 @@ func (s Settings) withDefaults() Settings {
 	}
 	if s.DiagnosticsKept <= 0 {
 		s.DiagnosticsKept = defaultDiagnosticsKept
+	}
+	if s.TitleResponses <= 0 {
+		s.TitleResponses = 3
 	}
 	return s
 }
@@ -96,8 +102,11 @@ type Deps struct {
 	// PlatformSecrets resolves the named platform secrets adapters ask for in their
 	// StartupMaterialRequest (nil: none is configured).
 	PlatformSecrets PlatformSecrets
-	Logger          *zap.Logger
-	Settings        Settings
+	// Titles, when set, writes automatic titles (configuration titles.enabled); nil
+	// leaves untitled Sessions untitled.
+	Titles   Titler
+	Logger   *zap.Logger
+	Settings Settings
 }
 
 // PlatformSecrets returns the value of a named platform secret from the platform's

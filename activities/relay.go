@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -41,6 +43,7 @@ func (a *Activities) Relay(ctx context.Context, ref RuntimeRef) (RelayResult, er
 	l.setLease(lease.Generation)
 	r := &relayRun{a: a, l: l, lease: lease.Generation, log: a.logger(ctx, ref.SessionID).With(zap.Int64("lease_generation", lease.Generation))}
 	res, err := r.run(ctx)
+	r.titling.Wait()
 	if errors.Is(err, store.ErrLeaseLost) {
 		return res, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeLeaseLost, err)
 	}
@@ -58,6 +61,13 @@ type relayRun struct {
 	model string
 	// observed is the observation of the Session this reader last sent its workflow.
 	observed SessionObservation
+	// ended is set by record when its batch ended a response.
+	ended bool
+	// titling runs the automatic title in flight, if any; titleTried are the
+	// responses a title was asked from.
+	titling    sync.WaitGroup
+	titleBusy  atomic.Bool
+	titleTried map[string]bool
 }
 
 // eventOrErr is one item of a runtime's event sequence.
@@ -180,6 +190,10 @@ func (r *relayRun) readFrom(ctx context.Context, cursor *engines.RuntimeCursor) 
 				return err
 			}
 			r.observe(ctx)
+			if r.ended {
+				r.ended = false
+				r.maybeTitle(ctx)
+			}
 		}
 	}
 }
@@ -247,6 +261,7 @@ func (r *relayRun) record(ctx context.Context, batch []eventOrErr, cursor *engin
 		c := it.ev.EventCursor()
 		last = &c
 	}
+	r.ended = r.ended || ends
 	if last != cursor {
 		if admits {
 			// The session-log barrier: an engine reports an input admitted once its

@@ -51,7 +51,9 @@ type stack struct {
 	// modelEgress points boxes at the model service through the "model" forward.
 	modelEgress bool
 	// secrets are the configured platform secrets by name.
-	secrets   map[string]string
+	secrets map[string]string
+	// titles, when set, writes automatic titles in the workers started after.
+	titles    activities.Titler
 	taskQueue string
 	user      store.User
 	agent     store.Agent
@@ -163,6 +165,7 @@ func (s *stack) startWorkerWith(hostID string, set activities.Settings) (stop fu
 			v, ok := s.secrets[name]
 			return v, ok
 		},
+		Titles:   s.titles,
 		Logger:   testutil.Logger(s.t).Named(hostID),
 		Settings: set,
 	})

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"go.temporal.io/sdk/client"
 	"go.uber.org/zap"
@@ -21,6 +23,7 @@ import (
 	"github.com/astrabox/astrabox/sandbox/local"
 	"github.com/astrabox/astrabox/store"
 	"github.com/astrabox/astrabox/store/pubsub"
+	"github.com/astrabox/astrabox/titles"
 	"github.com/astrabox/astrabox/worker"
 	"github.com/astrabox/astrabox/worker/resignal"
 	"github.com/astrabox/astrabox/workflows"
@@ -148,7 +151,12 @@ func (p *platform) runWorker(ctx context.Context) error {
 		defer l.Close()
 		notices = l
 	}
+	titler, err := p.titler()
+	if err != nil {
+		return err
+	}
 	acts, err := activities.New(activities.Deps{
+		Titles:        titler,
 		Store:         p.store,
 		Engines:       p.engines.registry,
 		SpecFor:       p.engines.spec,
@@ -271,4 +279,24 @@ func (p *platform) prewarmPools(ctx context.Context) ([]local.PrewarmProfile, er
 		pools = append(pools, local.PrewarmProfile{Key: profile.ID, Spec: spec, Size: profile.PrewarmSize})
 	}
 	return pools, nil
+}
+
+// titler is the automatic-title writer when titles.enabled, nil otherwise. It asks the
+// Anthropic Messages API at models.anthropic_base_url (the scripted model server under
+// `astrabox dev` without credentials, which takes any key).
+func (p *platform) titler() (activities.Titler, error) {
+	if !p.cfg.Titles.Enabled {
+		return nil, nil
+	}
+	key := p.cfg.Models.AnthropicAPIKey.Reveal()
+	if key == "" {
+		key = activities.ModelPlaceholderKey
+	}
+	g, err := titles.New(titles.Config{BaseURL: p.cfg.Models.AnthropicBaseURL, APIKey: key, Model: p.cfg.Titles.Model,
+		HTTP: &http.Client{Timeout: time.Minute}})
+	if err != nil {
+		return nil, err
+	}
+	p.log.Info("automatic titles on", zap.String("model", p.cfg.Titles.Model), zap.String("model_service", p.cfg.Models.AnthropicBaseURL))
+	return g, nil
 }
