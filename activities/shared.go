@@ -120,6 +120,7 @@ func (a *Activities) claimOrCreate(ctx context.Context, backend sandbox.Backend,
 		if !errors.Is(err, sandbox.ErrNoWarmBox) && !errors.Is(err, sandbox.ErrNotSupported) {
 			return nil, fmt.Errorf("claim prewarmed box: %w", err)
 		}
+		a.ensurePrewarm(ctx, backend, profile, adapter)
 	}
 	spec, err := a.deps.SpecFor(profile, agent, adapter)
 	if err != nil {
@@ -415,4 +416,26 @@ type EndRequest struct {
 // EndResult lists the inputs that failed.
 type EndResult struct {
 	FailedInputs []string `json:"failed_inputs"`
+}
+
+// ensurePrewarm starts the prewarm pool of a profile that asks for one and found no
+// ready box, when the backend can add pools while it runs: a profile saved after the
+// worker started is prewarmed from its first Session on, without a restart. The pool's
+// boxes are made for the profile alone, as the worker's start-up pools are.
+func (a *Activities) ensurePrewarm(ctx context.Context, backend sandbox.Backend, profile store.RuntimeProfile, adapter engines.EngineAdapter) {
+	p, ok := backend.(sandbox.Prewarmer)
+	if !ok {
+		return
+	}
+	spec, err := a.deps.SpecFor(profile, store.Agent{EngineKind: profile.EngineKind}, adapter)
+	if err == nil {
+		var added bool
+		added, err = p.EnsurePrewarm(profile.ID, spec, profile.PrewarmSize)
+		if added {
+			a.log.Info("prewarm pool started", zap.String("runtime_profile", profile.ID), zap.Int("size", profile.PrewarmSize))
+		}
+	}
+	if err != nil {
+		a.log.Warn("not prewarming", zap.String("runtime_profile", profile.ID), zap.Error(err))
+	}
 }
