@@ -102,12 +102,21 @@ type Deps struct {
 	// PlatformSecrets resolves the named platform secrets adapters ask for in their
 	// StartupMaterialRequest (nil: none is configured).
 	PlatformSecrets PlatformSecrets
+	// CredentialOwner, when set, is the deployment's runtime preparation integration
+	// declaring the model credential delivery owner of a conversation's current
+	// configuration; nil declares none.
+	CredentialOwner CredentialOwnerFunc
 	// Titles, when set, writes automatic titles (configuration titles.enabled); nil
 	// leaves untitled Sessions untitled.
 	Titles   Titler
 	Logger   *zap.Logger
 	Settings Settings
 }
+
+// CredentialOwnerFunc names the model credential delivery owner the deployment's
+// runtime preparation integration declares for an Agent conversation's current
+// configuration (its Agent and RuntimeProfile), or "" when it declares none.
+type CredentialOwnerFunc func(ctx context.Context, agent store.Agent, profile store.RuntimeProfile) (string, error)
 
 // PlatformSecrets returns the value of a named platform secret from the platform's
 // configuration, and whether one is configured.

@@ -73,11 +73,18 @@ func (a *Activities) PrepareRuntime(ctx context.Context, req PrepareRequest) (Pr
 		return PrepareResult{}, err
 	}
 	res := PrepareResult{EngineKind: agent.EngineKind}
+	owner, err := a.credentialOwner(ctx, agent, profile)
+	if err != nil {
+		return PrepareResult{}, err
+	}
 	if req.Mode == PrepareReconnect {
 		if sess.SandboxID == nil {
 			return PrepareResult{}, temporal.NewNonRetryableApplicationError("session has no box", ErrTypeRuntimeLost, nil)
 		}
 		if err := a.checkAlive(ctx, backend, *sess.SandboxID); err != nil {
+			return PrepareResult{}, err
+		}
+		if err := a.replaceForNewOwner(ctx, backend, sess, owner); err != nil {
 			return PrepareResult{}, err
 		}
 		res.Placement = Placement{SandboxID: *sess.SandboxID, HostTaskQueue: a.deps.HostTaskQueue, RuntimeGeneration: sess.RuntimeGeneration}
@@ -96,7 +103,7 @@ func (a *Activities) PrepareRuntime(ctx context.Context, req PrepareRequest) (Pr
 		return PrepareResult{}, err
 	}
 	defer h.Close()
-	gen, err := a.deps.Store.PlaceRuntime(ctx, sess.ID, h.ID())
+	gen, err := a.deps.Store.PlaceRuntimeFor(ctx, sess.ID, h.ID(), owner)
 	if err != nil {
 		// The box is ours alone; do not leak it when the Session cannot take it.
 		if derr := backend.Destroy(context.WithoutCancel(ctx), h.ID()); derr != nil {
@@ -438,4 +445,34 @@ func (a *Activities) ensurePrewarm(ctx context.Context, backend sandbox.Backend,
 	if err != nil {
 		a.log.Warn("not prewarming", zap.String("runtime_profile", profile.ID), zap.Error(err))
 	}
+}
+
+// credentialOwner is the model credential delivery owner the deployment declares for
+// the conversation's current configuration, "" when none.
+func (a *Activities) credentialOwner(ctx context.Context, agent store.Agent, profile store.RuntimeProfile) (string, error) {
+	if a.deps.CredentialOwner == nil {
+		return "", nil
+	}
+	owner, err := a.deps.CredentialOwner(ctx, agent, profile)
+	if err != nil {
+		return "", fmt.Errorf("declare the model credential delivery owner: %w", err)
+	}
+	return owner, nil
+}
+
+// replaceForNewOwner refuses to reattach to a runtime placed with another model
+// credential delivery owner than the one declared now: a running runtime cannot take
+// a different owner. The box is released and the reconnect answered RuntimeLost, so
+// the workflow settles the old runtime's records and places a replacement, which
+// restores the conversation and records the new owner.
+func (a *Activities) replaceForNewOwner(ctx context.Context, backend sandbox.Backend, sess store.Session, owner string) error {
+	if owner == "" || (sess.ModelCredentialOwner != nil && *sess.ModelCredentialOwner == owner) {
+		return nil
+	}
+	a.logger(ctx, sess.ID).Info("model credential delivery owner changed: replacing the runtime", zap.String("sandbox_id", *sess.SandboxID))
+	a.live.removeSession(sess.ID)
+	if err := backend.Release(ctx, *sess.SandboxID); err != nil && !errors.Is(err, sandbox.ErrNotFound) {
+		return fmt.Errorf("release box %s for a new credential owner: %w", *sess.SandboxID, err)
+	}
+	return temporal.NewNonRetryableApplicationError("the model credential delivery owner changed; the runtime is replaced", ErrTypeRuntimeLost, nil)
 }

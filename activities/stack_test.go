@@ -53,10 +53,12 @@ type stack struct {
 	// secrets are the configured platform secrets by name.
 	secrets map[string]string
 	// titles, when set, writes automatic titles in the workers started after.
-	titles    activities.Titler
-	taskQueue string
-	user      store.User
-	agent     store.Agent
+	titles activities.Titler
+	// credentialOwner, when set, declares the model credential delivery owner.
+	credentialOwner activities.CredentialOwnerFunc
+	taskQueue       string
+	user            store.User
+	agent           store.Agent
 }
 
 var buildAgent = sync.OnceValues(func() (string, error) {
@@ -165,9 +167,10 @@ func (s *stack) startWorkerWith(hostID string, set activities.Settings) (stop fu
 			v, ok := s.secrets[name]
 			return v, ok
 		},
-		Titles:   s.titles,
-		Logger:   testutil.Logger(s.t).Named(hostID),
-		Settings: set,
+		Titles:          s.titles,
+		CredentialOwner: s.credentialOwner,
+		Logger:          testutil.Logger(s.t).Named(hostID),
+		Settings:        set,
 	})
 	require.NoError(s.t, err)
 	w, err := worker.New(s.tc, worker.Options{

@@ -12,14 +12,25 @@ import (
 // for the Session in sandboxID and returns its runtime generation, one more than the
 // last. The host task queue is cleared until ActivateRuntime records the live one.
 func (s *Store) PlaceRuntime(ctx context.Context, sessionID, sandboxID string) (int64, error) {
+	return s.PlaceRuntimeFor(ctx, sessionID, sandboxID, "")
+}
+
+// PlaceRuntimeFor is PlaceRuntime for a runtime placed with a model credential
+// delivery owner ("" for none), which the Session records with it.
+func (s *Store) PlaceRuntimeFor(ctx context.Context, sessionID, sandboxID, credentialOwner string) (int64, error) {
+	var owner *string
+	if credentialOwner != "" {
+		owner = &credentialOwner
+	}
 	var rows []Session
 	res := s.conn(ctx).Model(&rows).Clauses(clause.Returning{Columns: []clause.Column{{Name: "runtime_generation"}}}).
 		Where("id = ? AND lifecycle <> ?", sessionID, LifecycleDeleted).
 		Updates(map[string]any{
-			"runtime_generation": gormExpr("runtime_generation + 1"),
-			"sandbox_id":         sandboxID,
-			"host_task_queue":    nil,
-			"updated_at":         gormExpr("now()"),
+			"runtime_generation":     gormExpr("runtime_generation + 1"),
+			"sandbox_id":             sandboxID,
+			"host_task_queue":        nil,
+			"model_credential_owner": owner,
+			"updated_at":             gormExpr("now()"),
 		})
 	if res.Error != nil {
 		return 0, mapError("place runtime", res.Error)
