@@ -129,6 +129,7 @@ func (a *Activities) ActivateRuntime(ctx context.Context, req ActivateRequest) (
 		EngineSessionKey:  client.EngineSessionKey(),
 		ResumeMaterial:    rt.ResumeMaterial,
 		RuntimeInfo:       infoJSON,
+		ModelName:         reportedModel(client),
 	})
 	if err != nil {
 		_ = client.Close()

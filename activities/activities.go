@@ -59,6 +59,9 @@ type Settings struct {
 	// DiagnosticsKept bounds the runtime diagnostics stored per Session; the oldest
 	// are dropped first (default 500).
 	DiagnosticsKept int
+	// TitleResponses is how many of a Session's first responses may give it an
+	// automatic title (default 3): each completed one is tried once until one does.
+	TitleResponses int
 }
 
 func (s Settings) withDefaults() Settings {
@@ -76,6 +79,9 @@ func (s Settings) withDefaults() Settings {
 	}
 	if s.DiagnosticsKept <= 0 {
 		s.DiagnosticsKept = defaultDiagnosticsKept
+	}
+	if s.TitleResponses <= 0 {
+		s.TitleResponses = 3
 	}
 	return s
 }
@@ -96,9 +102,21 @@ type Deps struct {
 	// PlatformSecrets resolves the named platform secrets adapters ask for in their
 	// StartupMaterialRequest (nil: none is configured).
 	PlatformSecrets PlatformSecrets
-	Logger          *zap.Logger
-	Settings        Settings
+	// CredentialOwner, when set, is the deployment's runtime preparation integration
+	// declaring the model credential delivery owner of a conversation's current
+	// configuration; nil declares none.
+	CredentialOwner CredentialOwnerFunc
+	// Titles, when set, writes automatic titles (configuration titles.enabled); nil
+	// leaves untitled Sessions untitled.
+	Titles   Titler
+	Logger   *zap.Logger
+	Settings Settings
 }
+
+// CredentialOwnerFunc names the model credential delivery owner the deployment's
+// runtime preparation integration declares for an Agent conversation's current
+// configuration (its Agent and RuntimeProfile), or "" when it declares none.
+type CredentialOwnerFunc func(ctx context.Context, agent store.Agent, profile store.RuntimeProfile) (string, error)
 
 // PlatformSecrets returns the value of a named platform secret from the platform's
 // configuration, and whether one is configured.
@@ -139,6 +157,7 @@ func (a *Activities) RegisterShared(r worker.Registry) {
 	r.RegisterActivity(a.Release)
 	r.RegisterActivity(a.EndConversation)
 	r.RegisterActivity(a.MarkTerminated)
+	r.RegisterActivity(a.RefuseHeldInputs)
 	r.RegisterActivity(a.StorePermissionMode)
 }
 

@@ -31,6 +31,13 @@ const claudeMount = "/opt/claude"
 // given, rewrites the command the adapter starts it with.
 func newClaudeStack(t *testing.T, wrap ...func(command []string) []string) *stack {
 	t.Helper()
+	s, _ := newClaudeStackWithModel(t, wrap...)
+	return s
+}
+
+// newClaudeStackWithModel is newClaudeStack that also returns its scripted model server.
+func newClaudeStackWithModel(t *testing.T, wrap ...func(command []string) []string) (*stack, *devmodel.Server) {
+	t.Helper()
 	root, err := agentbin.Root()
 	require.NoError(t, err)
 	prog, err := agentbin.Locate(root, agentbin.Claude)
@@ -50,7 +57,7 @@ func newClaudeStack(t *testing.T, wrap ...func(command []string) []string) *stac
 		mounts:  []sandbox.Mount{{Source: prog.Dir, Target: claudeMount}},
 		egress: map[string]egress.Route{activities.ModelForwardName: {Upstream: model.URL(),
 			Headers: map[string]string{"x-api-key": "sk-host-side"}}},
-	})
+	}), model
 }
 
 // TestClaudeCodeTwoInputsOneSentWhileWorking is the first Claude Code end-to-end

@@ -56,7 +56,30 @@ func TestMissingRequiredCommandStopsActivationAndTheSessionSaysWhy(t *testing.T)
 	require.NotContains(t, *sess.RuntimeError, "scriptagent,", "the commands the box has are not named")
 	got, err := s.st.GetInputByID(s.ctx, in)
 	require.NoError(t, err)
-	require.NotEqual(t, store.InputAdmitted, got.State)
+	require.Equal(t, store.InputFailed, got.State, "the preparation refused it: it will not run")
+	require.Equal(t, store.InputFailurePreparationRefused, *got.FailureCode)
+	require.Contains(t, *got.FailureMessage, missing)
+	require.Contains(t, s.inputFailedParts(id), in, "the refusal is on the stream")
+	s.eventually("TERMINATED in the search attribute", func() bool { return s.searchState(id) == string(store.StateTerminated) })
+	s.requireGaplessLog(id)
+}
+
+// inputFailedParts returns the input ids the Session's data-input-failed parts name.
+func (s *stack) inputFailedParts(sessionID string) []string {
+	var out []string
+	for _, p := range s.parts(sessionID) {
+		var f struct {
+			Type string `json:"type"`
+			Data struct {
+				InputID string `json:"input_id"`
+			} `json:"data"`
+		}
+		require.NoError(s.t, json.Unmarshal(p.Frame, &f))
+		if f.Type == "data-input-failed" {
+			out = append(out, f.Data.InputID)
+		}
+	}
+	return out
 }
 
 // TestTheProgramLearnsItsWorkspaceFromItsWorkingDirectoryVariable: the variable the

@@ -7,7 +7,6 @@ import (
 	"fmt"
 
 	"go.temporal.io/sdk/temporal"
-	"go.uber.org/zap"
 
 	"github.com/astrabox/astrabox/engines"
 	"github.com/astrabox/astrabox/store"
@@ -56,27 +55,11 @@ func (a *Activities) deliverHeld(ctx context.Context, l *liveRuntime) (DeliverRe
 	return res, nil
 }
 
-// refuseInput records the runtime's refusal with the input and, when a Relay holds
-// the lease, reports it on the stream as a data-input-failed part.
+// refuseInput records the runtime's refusal with the input and reports it on the
+// stream as a data-input-failed part, in one transaction: the report is the
+// platform's, so it does not wait for a reader to hold the lease.
 func (a *Activities) refuseInput(ctx context.Context, l *liveRuntime, in store.Input, refused *engines.RuntimeInputRefused) error {
-	failed, err := a.deps.Store.MarkInputFailed(ctx, l.sessionID, in.ID, refused.Code, refused.Message)
-	if err != nil || !failed {
-		return err
-	}
-	lease := l.lease()
-	if lease == 0 {
-		return nil
-	}
-	frame, err := json.Marshal(engines.InputFailedFrame(in.ID, refused.Code, refused.Message))
-	if err != nil {
-		return fmt.Errorf("encode input failed part: %w", err)
-	}
-	_, err = a.deps.Store.AppendParts(ctx, store.AppendRequest{SessionID: l.sessionID, LeaseGeneration: lease, Parts: []store.NewPart{{Frame: frame}}})
-	if errors.Is(err, store.ErrLeaseLost) {
-		// The failure is recorded with the input; the new reader owns the stream.
-		a.logger(ctx, l.sessionID).Info("input refused while the reader changed", zap.String("input_id", in.ID))
-		return nil
-	}
+	_, err := a.deps.Store.FailInputReported(ctx, l.sessionID, in.ID, refused.Code, refused.Message)
 	return err
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -41,6 +43,7 @@ func (a *Activities) Relay(ctx context.Context, ref RuntimeRef) (RelayResult, er
 	l.setLease(lease.Generation)
 	r := &relayRun{a: a, l: l, lease: lease.Generation, log: a.logger(ctx, ref.SessionID).With(zap.Int64("lease_generation", lease.Generation))}
 	res, err := r.run(ctx)
+	r.titling.Wait()
 	if errors.Is(err, store.ErrLeaseLost) {
 		return res, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeLeaseLost, err)
 	}
@@ -54,6 +57,17 @@ type relayRun struct {
 	lease      int64
 	throughSeq int64
 	log        *zap.Logger
+	// model is the model name this reader last recorded.
+	model string
+	// observed is the observation of the Session this reader last sent its workflow.
+	observed SessionObservation
+	// ended is set by record when its batch ended a response.
+	ended bool
+	// titling runs the automatic title in flight, if any; titleTried are the
+	// responses a title was asked from.
+	titling    sync.WaitGroup
+	titleBusy  atomic.Bool
+	titleTried map[string]bool
 }
 
 // eventOrErr is one item of a runtime's event sequence.
@@ -74,6 +88,7 @@ func (r *relayRun) run(ctx context.Context) (RelayResult, error) {
 	default:
 		return RelayResult{}, err
 	}
+	r.observe(ctx)
 	if r.a.deps.Notices != nil {
 		noticeCtx, stop := context.WithCancel(ctx)
 		defer stop()
@@ -171,8 +186,53 @@ func (r *relayRun) readFrom(ctx context.Context, cursor *engines.RuntimeCursor) 
 			if err != nil {
 				return err
 			}
+			if err := r.recordModel(ctx); err != nil {
+				return err
+			}
+			r.observe(ctx)
+			if r.ended {
+				r.ended = false
+				r.maybeTitle(ctx)
+			}
 		}
 	}
+}
+
+// observe sends the Session's workflow the Session as the platform derives it, when
+// that changed since the last observation sent: the workflow keeps its search
+// attribute and current details with it. A failed signal is logged and sent with the
+// next change; it never stops the reader.
+func (r *relayRun) observe(ctx context.Context) {
+	facts, err := r.a.deps.Store.GetSessionFactsByID(ctx, r.l.sessionID)
+	if err != nil {
+		r.log.Warn("observe session", zap.Error(err))
+		return
+	}
+	obs := observationOf(facts)
+	if obs == r.observed {
+		return
+	}
+	info := activity.GetInfo(ctx)
+	err = activity.GetClient(ctx).SignalWorkflow(ctx, info.WorkflowExecution.ID, "", SignalSessionObserved, obs)
+	if err != nil {
+		r.log.Warn("signal session observation", zap.Error(err))
+		return
+	}
+	r.observed = obs
+}
+
+// recordModel saves the model the program names for its runtime once it has said or
+// changed it (Claude Code names it in the init message of each turn).
+func (r *relayRun) recordModel(ctx context.Context) error {
+	model := reportedModel(r.l.client)
+	if model == "" || model == r.model {
+		return nil
+	}
+	if _, err := r.a.deps.Store.SetSessionModelName(ctx, r.l.sessionID, r.lease, model); err != nil {
+		return fmt.Errorf("record model name: %w", err)
+	}
+	r.model = model
+	return nil
 }
 
 // record writes the events of a batch (up to an error item, which it returns).
@@ -201,6 +261,7 @@ func (r *relayRun) record(ctx context.Context, batch []eventOrErr, cursor *engin
 		c := it.ev.EventCursor()
 		last = &c
 	}
+	r.ended = r.ended || ends
 	if last != cursor {
 		if admits {
 			// The session-log barrier: an engine reports an input admitted once its

@@ -30,6 +30,15 @@ type RuntimeInfo struct {
 	AdapterVersion string `json:"adapter_version"`
 }
 
+// reportedModel is the model the program reported for its runtime, or "" when it has
+// not said or its client cannot say (engines.ModelReporter).
+func reportedModel(client engines.RuntimeClient) string {
+	if m, ok := client.(engines.ModelReporter); ok {
+		return m.ModelName()
+	}
+	return ""
+}
+
 // runnerBuildReporter is a box handle that can name its runner's build (the local
 // backend's).
 type runnerBuildReporter interface {

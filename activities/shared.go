@@ -25,8 +25,19 @@ func (a *Activities) LoadSession(ctx context.Context, ref SessionRef) (SessionFa
 	if err != nil {
 		return SessionFacts{}, sessionErr(err)
 	}
+	observed, err := a.deps.Store.GetSessionFactsByID(ctx, ref.SessionID)
+	if err != nil {
+		return SessionFacts{}, sessionErr(err)
+	}
+	owner, err := a.deps.Store.GetUserByID(ctx, sess.UserID)
+	if err != nil {
+		return SessionFacts{}, sessionErr(err)
+	}
 	facts := SessionFacts{
 		AgentID:            sess.AgentID,
+		AgentName:          agent.Name,
+		Owner:              owner.Email,
+		Observed:           observationOf(observed),
 		EngineKind:         agent.EngineKind,
 		Lifecycle:          sess.Lifecycle,
 		Archived:           sess.ArchivedAt != nil,
@@ -70,11 +81,18 @@ func (a *Activities) PrepareRuntime(ctx context.Context, req PrepareRequest) (Pr
 		return PrepareResult{}, temporal.NewNonRetryableApplicationError(reason, ErrTypeConfiguration, err)
 	}
 	res := PrepareResult{EngineKind: agent.EngineKind}
+	owner, err := a.credentialOwner(ctx, agent, profile)
+	if err != nil {
+		return PrepareResult{}, err
+	}
 	if req.Mode == PrepareReconnect {
 		if sess.SandboxID == nil {
 			return PrepareResult{}, temporal.NewNonRetryableApplicationError("session has no box", ErrTypeRuntimeLost, nil)
 		}
 		if err := a.checkAlive(ctx, backend, *sess.SandboxID); err != nil {
+			return PrepareResult{}, err
+		}
+		if err := a.replaceForNewOwner(ctx, backend, sess, owner); err != nil {
 			return PrepareResult{}, err
 		}
 		res.Placement = Placement{SandboxID: *sess.SandboxID, HostTaskQueue: a.deps.HostTaskQueue, RuntimeGeneration: sess.RuntimeGeneration}
@@ -103,7 +121,7 @@ func (a *Activities) PrepareRuntime(ctx context.Context, req PrepareRequest) (Pr
 		return PrepareResult{}, err
 	}
 	defer h.Close()
-	gen, err := a.deps.Store.PlaceRuntime(ctx, sess.ID, h.ID())
+	gen, err := a.deps.Store.PlaceRuntimeFor(ctx, sess.ID, h.ID(), owner)
 	if err != nil {
 		// The box is ours alone; do not leak it when the Session cannot take it.
 		if derr := backend.Destroy(context.WithoutCancel(ctx), h.ID()); derr != nil {
@@ -127,6 +145,7 @@ func (a *Activities) claimOrCreate(ctx context.Context, backend sandbox.Backend,
 		if !errors.Is(err, sandbox.ErrNoWarmBox) && !errors.Is(err, sandbox.ErrNotSupported) {
 			return nil, fmt.Errorf("claim prewarmed box: %w", err)
 		}
+		a.ensurePrewarm(ctx, backend, profile, adapter)
 	}
 	spec, err := a.deps.SpecFor(profile, agent, adapter)
 	if err != nil {
@@ -212,8 +231,266 @@ func (a *Activities) EndConversation(ctx context.Context, req EndRequest) (EndRe
 	return EndResult{FailedInputs: ids}, nil
 }
 
-// MarkTerminated records that the Session's runtime is offline until recovered.
+// RefuseHeldInputs fails every held input with RUNTIME_PREPARATION_REFUSED and the
+// reason, and reports each on the stream as a data-input-failed part: the
+// deployment's preparation refused to start the Agent program, so these messages will
+// not run, and a client following the stream learns why.
+func (a *Activities) RefuseHeldInputs(ctx context.Context, req RefuseRequest) ([]string, error) {
+	return a.deps.Store.FailHeldInputsReported(ctx, req.SessionID, store.InputFailurePreparationRefused, req.Reason)
+}
+
+// MarkTerminated takes the Session's runtime offline until recovered. A TERMINATED
+// Session has no runtime, so nothing of one may stay open: its box is released (which
+// confirms the runtime lost), then the records are settled as for a lost runtime (the
+// open response ends failed with runtime_lost, open interactions expire, delivered
+// but unadmitted inputs return to custody, runtime_status is cleared), and only then
+// is the lifecycle recorded. Without that a stale "working" report kept archive and
+// delete answering SESSION_BUSY for ever.
 func (a *Activities) MarkTerminated(ctx context.Context, ref SessionRef) error {
+	if err := a.releaseForTermination(ctx, ref.SessionID); err != nil {
+		return err
+	}
+	if err := a.ReconcileLostRuntime(ctx, ReconcileRequest{SessionID: ref.SessionID}); err != nil {
+		return fmt.Errorf("settle the terminated runtime: %w", err)
+	}
 	_, err := a.deps.Store.SetSessionLifecycle(ctx, ref.SessionID, store.LifecycleTerminated)
 	return err
+}
+
+// releaseForTermination frees the Session's box, if it has one. An Agent program that
+// is not installed (a usual cause of a termination) does not stop the release: resolve
+// has read the profile by then. A backend this worker does not run made no box this
+// worker could free.
+func (a *Activities) releaseForTermination(ctx context.Context, sessionID string) error {
+	sess, _, profile, _, err := a.resolve(ctx, sessionID)
+	var app *temporal.ApplicationError
+	if err != nil && !(errors.As(err, &app) && app.Type() == ErrTypeConfiguration) {
+		return err
+	}
+	if sess.SandboxID == nil {
+		return nil
+	}
+	backend, err := a.backendFor(profile)
+	if err != nil {
+		a.log.Warn("terminate: the box's backend does not run on this worker", zap.String("session_id", sessionID), zap.Error(err))
+		return nil
+	}
+	if err := backend.Release(ctx, *sess.SandboxID); err != nil && !errors.Is(err, sandbox.ErrNotFound) {
+		return fmt.Errorf("release box %s of a terminated runtime: %w", *sess.SandboxID, err)
+	}
+	return nil
+}
+
+// observationOf is the observation of a Session's facts.
+func observationOf(f store.SessionFacts) SessionObservation {
+	o := SessionObservation{State: string(f.State()), OpenResponses: f.OpenResponses,
+		OpenInteractions: f.OpenInteractions, HeldInputs: f.HeldInputs}
+	if f.Title != nil {
+		o.Title = *f.Title
+	}
+	return o
+}
+
+// Placement is where a Session's runtime is.
+type Placement struct {
+	SandboxID         string `json:"sandbox_id,omitempty"`
+	HostTaskQueue     string `json:"host_task_queue,omitempty"`
+	RuntimeGeneration int64  `json:"runtime_generation"`
+}
+
+// PrepareMode says what PrepareRuntime should do.
+type PrepareMode string
+
+// The prepare modes.
+const (
+	// PrepareFresh claims or creates a new box (a new Session, or a replacement after
+	// loss or release; the conversation is resumed when the Session has one).
+	PrepareFresh PrepareMode = "fresh"
+	// PrepareReconnect checks that the Session's current box is alive, for a new
+	// connection to it; it fails with ErrTypeRuntimeLost when the box is gone.
+	PrepareReconnect PrepareMode = "reconnect"
+)
+
+// PrepareRequest asks PrepareRuntime for a box.
+type PrepareRequest struct {
+	SessionID string      `json:"session_id"`
+	Mode      PrepareMode `json:"mode"`
+}
+
+// PrepareResult is the prepared box and the host task queue of the worker whose
+// process will hold the runtime connection.
+type PrepareResult struct {
+	Placement Placement `json:"placement"`
+	// AttachMode is empty for a new conversation, reconnect for the same box, restore
+	// for a replacement box resuming the Session's conversation.
+	AttachMode string `json:"attach_mode,omitempty"`
+	EngineKind string `json:"engine_kind"`
+}
+
+// ActivateRequest asks ActivateRuntime to connect the runtime in a prepared box.
+type ActivateRequest struct {
+	SessionID         string `json:"session_id"`
+	SandboxID         string `json:"sandbox_id"`
+	RuntimeGeneration int64  `json:"runtime_generation"`
+	AttachMode        string `json:"attach_mode,omitempty"`
+}
+
+// ActivateResult is the live runtime's placement.
+type ActivateResult struct {
+	HostTaskQueue string `json:"host_task_queue"`
+	// RuntimeSummary is the runtime-info snapshot in one line (program version,
+	// runner and adapter builds), for the workflow's memo.
+	RuntimeSummary string `json:"runtime_summary,omitempty"`
+}
+
+// RuntimeRef names a Session's runtime generation, for host activities.
+type RuntimeRef struct {
+	SessionID         string `json:"session_id"`
+	RuntimeGeneration int64  `json:"runtime_generation"`
+}
+
+// RelayEnd says why a Relay ended without an error.
+type RelayEnd string
+
+// The relay ends.
+const (
+	// RelayConnectionLost: the connection dropped; the box may live (reconnect).
+	RelayConnectionLost RelayEnd = "connection_lost"
+)
+
+// RelayResult is how a Relay ended.
+type RelayResult struct {
+	End RelayEnd `json:"end"`
+	// ThroughSeq is the last output seq the Relay committed.
+	ThroughSeq int64 `json:"through_seq"`
+}
+
+// RelayProgress is a Relay's heartbeat detail.
+type RelayProgress struct {
+	LeaseGeneration int64 `json:"lease_generation"`
+	ThroughSeq      int64 `json:"through_seq"`
+}
+
+// DeliverResult lists the inputs handed to the runtime and the ones it refused.
+type DeliverResult struct {
+	Delivered []string `json:"delivered"`
+	Refused   []string `json:"refused"`
+}
+
+// AnswerRequest passes a saved answer to the runtime.
+type AnswerRequest struct {
+	SessionID         string `json:"session_id"`
+	RuntimeGeneration int64  `json:"runtime_generation"`
+	InteractionID     string `json:"interaction_id"`
+}
+
+// InterruptRequest stops the response in progress.
+type InterruptRequest struct {
+	SessionID         string `json:"session_id"`
+	RuntimeGeneration int64  `json:"runtime_generation"`
+	CancelQueued      bool   `json:"cancel_queued"`
+}
+
+// PermissionModeRequest names a permission mode for a Session: to apply to its live
+// runtime generation (ApplyPermissionMode), or to store (StorePermissionMode, which
+// ignores the generation).
+type PermissionModeRequest struct {
+	SessionID         string `json:"session_id"`
+	RuntimeGeneration int64  `json:"runtime_generation,omitempty"`
+	PermissionMode    string `json:"permission_mode"`
+}
+
+// StopChildRunRequest asks the runtime to stop one child run; the control reference is
+// read from PostgreSQL by the activity, never carried in the history.
+type StopChildRunRequest struct {
+	SessionID         string `json:"session_id"`
+	RuntimeGeneration int64  `json:"runtime_generation"`
+	ChildRunID        string `json:"child_run_id"`
+}
+
+// ReconcileRequest settles the records of a runtime confirmed lost.
+type ReconcileRequest struct {
+	SessionID string `json:"session_id"`
+}
+
+// RefuseRequest fails the Session's held inputs with the preparation's refusal.
+type RefuseRequest struct {
+	SessionID string `json:"session_id"`
+	// Reason is the refusal as the preparation said it.
+	Reason string `json:"reason"`
+}
+
+// ReleaseRequest frees a Session's box.
+type ReleaseRequest struct {
+	SessionID string `json:"session_id"`
+	SandboxID string `json:"sandbox_id"`
+}
+
+// IdleResult says whether a Session is idle enough to release its box.
+type IdleResult struct {
+	Idle bool `json:"idle"`
+}
+
+// EndRequest ends a conversation: held inputs fail with CONVERSATION_ENDED, and a
+// delete moves the Session to deleted.
+type EndRequest struct {
+	SessionID string `json:"session_id"`
+	Delete    bool   `json:"delete"`
+}
+
+// EndResult lists the inputs that failed.
+type EndResult struct {
+	FailedInputs []string `json:"failed_inputs"`
+}
+
+// ensurePrewarm starts the prewarm pool of a profile that asks for one and found no
+// ready box, when the backend can add pools while it runs: a profile saved after the
+// worker started is prewarmed from its first Session on, without a restart. The pool's
+// boxes are made for the profile alone, as the worker's start-up pools are.
+func (a *Activities) ensurePrewarm(ctx context.Context, backend sandbox.Backend, profile store.RuntimeProfile, adapter engines.EngineAdapter) {
+	p, ok := backend.(sandbox.Prewarmer)
+	if !ok {
+		return
+	}
+	spec, err := a.deps.SpecFor(profile, store.Agent{EngineKind: profile.EngineKind}, adapter)
+	if err == nil {
+		var added bool
+		added, err = p.EnsurePrewarm(profile.ID, spec, profile.PrewarmSize)
+		if added {
+			a.log.Info("prewarm pool started", zap.String("runtime_profile", profile.ID), zap.Int("size", profile.PrewarmSize))
+		}
+	}
+	if err != nil {
+		a.log.Warn("not prewarming", zap.String("runtime_profile", profile.ID), zap.Error(err))
+	}
+}
+
+// credentialOwner is the model credential delivery owner the deployment declares for
+// the conversation's current configuration, "" when none.
+func (a *Activities) credentialOwner(ctx context.Context, agent store.Agent, profile store.RuntimeProfile) (string, error) {
+	if a.deps.CredentialOwner == nil {
+		return "", nil
+	}
+	owner, err := a.deps.CredentialOwner(ctx, agent, profile)
+	if err != nil {
+		return "", fmt.Errorf("declare the model credential delivery owner: %w", err)
+	}
+	return owner, nil
+}
+
+// replaceForNewOwner refuses to reattach to a runtime placed with another model
+// credential delivery owner than the one declared now: a running runtime cannot take
+// a different owner. The box is released and the reconnect answered RuntimeLost, so
+// the workflow settles the old runtime's records and places a replacement, which
+// restores the conversation and records the new owner.
+func (a *Activities) replaceForNewOwner(ctx context.Context, backend sandbox.Backend, sess store.Session, owner string) error {
+	if owner == "" || (sess.ModelCredentialOwner != nil && *sess.ModelCredentialOwner == owner) {
+		return nil
+	}
+	a.logger(ctx, sess.ID).Info("model credential delivery owner changed: replacing the runtime", zap.String("sandbox_id", *sess.SandboxID))
+	a.live.removeSession(sess.ID)
+	if err := backend.Release(ctx, *sess.SandboxID); err != nil && !errors.Is(err, sandbox.ErrNotFound) {
+		return fmt.Errorf("release box %s for a new credential owner: %w", *sess.SandboxID, err)
+	}
+	return temporal.NewNonRetryableApplicationError("the model credential delivery owner changed; the runtime is replaced", ErrTypeRuntimeLost, nil)
 }

@@ -56,11 +56,15 @@ type stack struct {
 	// secrets are the configured platform secrets by name.
 	secrets map[string]string
 	// logs, when set, also receives every worker log line at debug level.
-	logs      io.Writer
-	stateDir  string
-	taskQueue string
-	user      store.User
-	agent     store.Agent
+	logs     io.Writer
+	stateDir string
+	// titles, when set, writes automatic titles in the workers started after.
+	titles activities.Titler
+	// credentialOwner, when set, declares the model credential delivery owner.
+	credentialOwner activities.CredentialOwnerFunc
+	taskQueue       string
+	user            store.User
+	agent           store.Agent
 }
 
 var buildAgent = sync.OnceValues(func() (string, error) {
@@ -176,8 +180,10 @@ func (s *stack) startWorkerWith(hostID string, set activities.Settings) (stop fu
 			v, ok := s.secrets[name]
 			return v, ok
 		},
-		Logger:   logger,
-		Settings: set,
+		Titles:          s.titles,
+		CredentialOwner: s.credentialOwner,
+		Logger:          logger,
+		Settings:        set,
 	})
 	require.NoError(s.t, err)
 	w, err := worker.New(s.tc, worker.Options{

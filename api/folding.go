@@ -190,26 +190,34 @@ func (s *Server) listHistoryBlocks(c *gin.Context) {
 // getHistoryBlock returns the parts folded under one header; the cursor names the
 // response the block belongs to.
 func (s *Server) getHistoryBlock(c *gin.Context) {
-	sess, err := s.loadSession(c, readAccess)
+	m, block, blocks, err := s.findHistoryBlock(c)
 	if err != nil {
 		s.fail(c, err)
 		return
 	}
+	writeOK(c, map[string]any{"block_id": block, "response_id": m.ID, "parts": blocks[block]})
+}
+
+// findHistoryBlock resolves the block a request addresses (block_id and cursor): the
+// response it belongs to, assembled, the block's id, and the parts of every block of
+// that response by id.
+func (s *Server) findHistoryBlock(c *gin.Context) (uiMessage, string, map[string][]map[string]any, error) {
+	sess, err := s.loadSession(c, readAccess)
+	if err != nil {
+		return uiMessage{}, "", nil, err
+	}
 	if err := knownQuery(c, "cursor"); err != nil {
-		s.fail(c, err)
-		return
+		return uiMessage{}, "", nil, err
 	}
 	block := c.Param("block_id")
 	raw, err := base64.RawURLEncoding.DecodeString(c.Query("cursor"))
 	responseID := string(raw)
 	if err != nil || responseID == "" || !strings.HasPrefix(block, responseID+".") {
-		s.fail(c, InvalidRequest("cursor", "does not address block %q", block))
-		return
+		return uiMessage{}, "", nil, InvalidRequest("cursor", "does not address block %q", block)
 	}
 	responses, err := s.store.ListResponsesBySession(c.Request.Context(), sess.ID)
 	if err != nil {
-		s.fail(c, err)
-		return
+		return uiMessage{}, "", nil, err
 	}
 	for _, r := range responses {
 		if r.ResponseID != responseID {
@@ -217,14 +225,28 @@ func (s *Server) getHistoryBlock(c *gin.Context) {
 		}
 		m, err := s.responseWithParts(c, sess.ID, r)
 		if err != nil {
-			s.fail(c, err)
-			return
+			return uiMessage{}, "", nil, err
 		}
 		if _, blocks := responseBlocks(m); blocks[block] != nil {
-			writeOK(c, map[string]any{"block_id": block, "response_id": responseID, "parts": blocks[block]})
-			return
+			return m, block, blocks, nil
 		}
 		break
 	}
-	s.fail(c, NotFound("history block "+block))
+	return uiMessage{}, "", nil, NotFound("history block " + block)
+}
+
+// expandBlocks returns parts with every nested process-group header replaced by the
+// parts it folds, for a summary of everything under a whole-response header.
+func expandBlocks(parts []map[string]any, blocks map[string][]map[string]any) []map[string]any {
+	out := make([]map[string]any, 0, len(parts))
+	for _, p := range parts {
+		if p["type"] == "data-process-block" {
+			if id, _ := p["id"].(string); blocks[id] != nil {
+				out = append(out, expandBlocks(blocks[id], blocks)...)
+				continue
+			}
+		}
+		out = append(out, p)
+	}
+	return out
 }

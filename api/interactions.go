@@ -106,8 +106,11 @@ func (s *Server) interrupt(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
+	// A terminated Session has no runtime to pass the request to: the workflow would
+	// drop it, so a response recorded open there is not answered "accepted".
+	running := len(f.OpenResponses) > 0 && sess.Lifecycle != store.LifecycleTerminated
 	switch {
-	case len(f.OpenResponses) > 0:
+	case running:
 		requestID := uuid.NewString()
 		s.signal(c, sess.ID, workflows.SignalInterrupt, workflows.Interrupt{CancelQueued: false, RequestID: requestID})
 		writeOK(c, interruptResult{SessionID: sess.ID, Status: "accepted", RequestID: requestID})

@@ -59,22 +59,23 @@ var requestBodies = map[string]map[string]any{
 
 // queryParams are the query parameters routes take, by "METHOD path".
 var queryParams = map[string][]string{
-	"GET /runtime-profiles":                                {"include_disabled"},
-	"GET /sessions":                                        {"page", "limit", "cursor", "archived"},
-	"GET /sessions/{session_id}/stream":                    {"after_seq"},
-	"GET /sessions/{session_id}/messages":                  {"before", "limit"},
-	"GET /sessions/{session_id}/history-blocks":            {"before", "limit"},
-	"GET /sessions/{session_id}/history-blocks/{block_id}": {"cursor"},
-	"GET /shared/{share_token}/stream":                     {"after_seq"},
-	"GET /shared/{share_token}/messages":                   {"before", "limit"},
-	"GET /shared/{share_token}/history-blocks":             {"before", "limit"},
-	"GET /shared/{share_token}/history-blocks/{block_id}":  {"cursor"},
-	"GET /sessions/{session_id}/workspace/files":           {"path", "page", "limit"},
-	"GET /sessions/{session_id}/workspace/download":        {"path", "format"},
-	"GET /shared/{share_token}/workspace/files":            {"path", "page", "limit"},
-	"GET /shared/{share_token}/workspace/download":         {"path", "format"},
-	"POST /sessions/{session_id}/workspace/files":          {"path"},
-	"GET /sessions/{session_id}/terminal":                  {"after", "cols", "rows"},
+	"GET /runtime-profiles":                                                {"include_disabled"},
+	"GET /sessions":                                                        {"page", "limit", "cursor", "archived"},
+	"GET /sessions/{session_id}/stream":                                    {"after_seq"},
+	"GET /sessions/{session_id}/messages":                                  {"before", "limit"},
+	"GET /sessions/{session_id}/history-blocks":                            {"before", "limit"},
+	"GET /sessions/{session_id}/history-blocks/{block_id}":                 {"cursor"},
+	"GET /shared/{share_token}/stream":                                     {"after_seq"},
+	"GET /shared/{share_token}/messages":                                   {"before", "limit"},
+	"GET /shared/{share_token}/history-blocks":                             {"before", "limit"},
+	"GET /shared/{share_token}/history-blocks/{block_id}":                  {"cursor"},
+	"GET /sessions/{session_id}/workspace/files":                           {"path", "page", "limit"},
+	"GET /sessions/{session_id}/workspace/download":                        {"path", "format"},
+	"GET /shared/{share_token}/workspace/files":                            {"path", "page", "limit"},
+	"GET /shared/{share_token}/workspace/download":                         {"path", "format"},
+	"POST /sessions/{session_id}/workspace/files":                          {"path"},
+	"GET /sessions/{session_id}/terminal":                                  {"after", "cols", "rows"},
+	"GET /sessions/{session_id}/history-blocks/{block_id}/process-summary": {"cursor"},
 }
 
 // routeResponses are the outcomes a route documents beyond the generic success and
@@ -174,6 +175,31 @@ var routeResponses = map[string]map[string]string{
 		"400": "INVALID_REQUEST: permission_mode is missing or not a mode the Agent program declares",
 		"409": "PERMISSION_MODE_REFUSED: the running Agent program refused the mode; data {permission_mode, program_message} carries the program's own words and the Session keeps its mode. CONFLICT: the Session is deleted",
 		"503": "SERVICE_UNAVAILABLE: the Session's workflow could not confirm the mode in time; read the Session for its current mode and try again",
+	},
+	"GET /sessions": {
+		"200": "data: without page or cursor, the console's unpaged array of Session summaries, newest activity first, at most 1000 (limit 1..1000): header X-List-Truncated is true when Sessions were left out, and X-Next-Cursor then continues the list with GET /sessions?cursor=. With page=1 (limit 1..100, default 20) or cursor: {sessions, has_more, next_cursor}",
+	},
+	"GET /sessions/{session_id}": {
+		"200": "data: the Session's details {session_id, agent_id, state, title, model_name, permission_mode, runtime_status, current_responses, last_response, pending_interaction, held_inputs, output_seq, runtime_unavailable, created_at, updated_at, archived, last_output_at, read_at, unread, runtime_error}; model_name is the model the Agent program reported for its current runtime (null until it has said)",
+	},
+	"GET /sessions/{session_id}/history-blocks/{block_id}/process-summary": {
+		"200": "data {block_id, response_id, status, label, operations: [{name, count}], outcome, native_reason, response_completed}: status completed means label generation finished (the response ended; the label names the folded operations), pending while the response is open (label null). response_completed is true only for a completed response: false for a failed or cancelled one even when its label exists. Use outcome to decide whether the response succeeded",
+		"400": "INVALID_REQUEST: the cursor does not address the block",
+		"404": "NOT_FOUND: no such Session of the caller, or no such block",
+	},
+	"POST /sessions/{session_id}/interrupt": {
+		"200": "data {session_id, status, request_id?}: accepted (a response is open and the request was passed to the running Agent program, which reports how it ended) or idle (no open response or held input was observed; a TERMINATED Session has no runtime, so it is never accepted there)",
+		"409": "PENDING_INPUTS_NOT_CANCELLED: no open response, but accepted inputs are held; data.input_ids names them (not withdrawn, they may still run)",
+	},
+	"POST /sessions/{session_id}/archive": {
+		"409": "SESSION_BUSY: the Agent program reports working (never for a TERMINATED Session, whose runtime was settled on termination)",
+	},
+	"DELETE /sessions/{session_id}": {
+		"409": "SESSION_BUSY: the Agent program reports working (never for a TERMINATED Session)",
+	},
+	"POST /sessions/{session_id}/inputs": {
+		"200": "data: the receipt {session_id, input_id, client_message_id, accepted_at, state, duplicate, failure, output_seq}. A message the Agent program or the deployment's runtime preparation refuses fails later (failure_code RUNTIME_PREPARATION_REFUSED for the preparation) and the stream reports it as a data-input-failed part {input_id, code, message}",
+		"409": "AGENT_RUNTIME_ERROR: the Session is TERMINATED (recover it first) or DELETED",
 	},
 	"POST /sessions/{session_id}/child-runs/{child_run_id}/stop": {
 		"200": "data {status: accepted, child_run_id}: the request was passed to the Session's workflow, which asks the running Agent program to stop the child run (now, or once its runtime connects again); the child run's status changes when the program reports it",

@@ -55,6 +55,7 @@ var apiRoutes = []route{
 	{"GET", "/sessions/:session_id/messages", "Read the recorded conversation as UI messages, paging back with before", h((*Server).listMessages)},
 	{"GET", "/sessions/:session_id/history-blocks", "Read the conversation with folded work as data-process-block headers", h((*Server).listHistoryBlocks)},
 	{"GET", "/sessions/:session_id/history-blocks/:block_id", "Read the parts folded under one header (cursor=)", h((*Server).getHistoryBlock)},
+	{"GET", "/sessions/:session_id/history-blocks/:block_id/process-summary", "Name the operations folded under one header (cursor=); status completed means label generation finished, response_completed is the response's own outcome", h((*Server).getProcessSummary)},
 	{"POST", "/sessions/:session_id/interactions/:interaction_id/answer", "Answer an approval or question (owner)", h((*Server).answerInteraction)},
 	{"POST", "/sessions/:session_id/shares", "Create a read-only share link with an expiry; the token is shown once (owner)", h((*Server).createShare)},
 	{"GET", "/sessions/:session_id/shares", "List the Session's share links, without tokens (owner)", h((*Server).listShares)},

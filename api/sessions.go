@@ -29,8 +29,15 @@ const (
 	// defaultListLimit and maxListLimit bound a page of the conversation list.
 	defaultListLimit = 20
 	maxListLimit     = 100
-	// maxUnpagedSessions caps the console's unpaged array.
+	// maxUnpagedSessions caps the console's unpaged array; a longer list is cut there
+	// and says so (headerListTruncated, headerNextCursor).
 	maxUnpagedSessions = 1000
+	// headerListTruncated is "true" on an unpaged list that holds only the first
+	// entries, "false" on a complete one.
+	headerListTruncated = "X-List-Truncated"
+	// headerNextCursor, on a cut unpaged list, is the cursor that continues it with
+	// GET /sessions?cursor=...
+	headerNextCursor = "X-Next-Cursor"
 )
 
 // createdSession is the data of a successful Session creation.
@@ -172,17 +179,23 @@ func (s *Server) listSessions(c *gin.Context) {
 	for i, r := range rows {
 		out[i] = newSessionSummary(r.Session, r.State())
 	}
-	if !paged {
-		writeOK(c, out)
-		return
-	}
-	result := sessionPage{Sessions: out, HasMore: hasMore}
+	var next *string
 	if hasMore {
 		last := rows[len(rows)-1]
 		cursor := encodeListCursor(store.SessionListCursor{LastActivityAt: last.LastActivityAt, ID: last.ID})
-		result.NextCursor = &cursor
+		next = &cursor
 	}
-	writeOK(c, result)
+	if !paged {
+		// The unpaged array has no room for paging fields: a cut list says so in
+		// headers, with the cursor that continues it in the paged form.
+		c.Header(headerListTruncated, strconv.FormatBool(hasMore))
+		if next != nil {
+			c.Header(headerNextCursor, *next)
+		}
+		writeOK(c, out)
+		return
+	}
+	writeOK(c, sessionPage{Sessions: out, HasMore: hasMore, NextCursor: next})
 }
 
 // encodeListCursor makes the opaque next_cursor of a list page.

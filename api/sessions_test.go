@@ -300,3 +300,55 @@ func TestPermissionModeUnconfirmedOrOfADeletedSession(t *testing.T) {
 		refused(t, http.StatusConflict, CodeConflict)
 	assert.Len(t, f.signals.named(workflows.UpdateSetPermissionMode), sent, "a deleted Session's workflow is not asked")
 }
+
+// TestATerminatedSessionIsNeverBusy: a Session recorded TERMINATED with a stale
+// "working" report and a response still recorded open (as a runtime terminated before
+// its settlement left it) answers interrupt with what happens (nothing runs there: no
+// signal, "idle"), and can be archived and deleted.
+func TestATerminatedSessionIsNeverBusy(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	id := f.newSession(f.member)
+	f.exec(`UPDATE sessions SET lifecycle = 'terminated', runtime_status = 'working' WHERE id = $1`, id)
+	f.exec(`INSERT INTO responses (session_id, response_id, origin, started_seq) VALUES ($1, 'r-stale', 'input', 1)`, id)
+
+	var res interruptResult
+	f.call("POST", "/api/v1/sessions/"+id+"/interrupt", f.member, nil).ok(t).into(t, &res)
+	assert.Equal(t, "idle", res.Status, "no runtime takes the request")
+	assert.Empty(t, f.signals.named(workflows.SignalInterrupt))
+
+	var d sessionDetails
+	f.call("POST", "/api/v1/sessions/"+id+"/archive", f.member, nil).ok(t).into(t, &d)
+	assert.True(t, d.Archived)
+	f.call("DELETE", "/api/v1/sessions/"+id, f.member, nil).ok(t).into(t, &d)
+	assert.Equal(t, "DELETED", d.State)
+}
+
+// TestUnpagedListSaysWhenItIsCut: the unpaged array holds at most 1000 Sessions; a cut
+// list says so (X-List-Truncated: true) and names the cursor that continues it in the
+// paged form, which reaches every Session.
+func TestUnpagedListSaysWhenItIsCut(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	first := f.newSession(f.member)
+	var all []sessionSummary
+	r := f.call("GET", "/api/v1/sessions", f.member, nil).ok(t)
+	r.into(t, &all)
+	assert.Equal(t, "false", r.Header.Get(headerListTruncated))
+	assert.Empty(t, r.Header.Get(headerNextCursor))
+
+	f.exec(`INSERT INTO sessions (id, agent_id, user_id, last_activity_at)
+		SELECT gen_random_uuid(), agent_id, user_id, last_activity_at - make_interval(secs => n)
+		FROM sessions, generate_series(1, 1000) AS n WHERE id = $1`, first)
+	r = f.call("GET", "/api/v1/sessions", f.member, nil).ok(t)
+	r.into(t, &all)
+	require.Len(t, all, maxUnpagedSessions)
+	assert.Equal(t, "true", r.Header.Get(headerListTruncated))
+	cursor := r.Header.Get(headerNextCursor)
+	require.NotEmpty(t, cursor)
+	var rest sessionPage
+	f.call("GET", "/api/v1/sessions?cursor="+cursor, f.member, nil).ok(t).into(t, &rest)
+	require.Len(t, rest.Sessions, 1, "the cursor continues where the array stopped")
+	assert.False(t, rest.HasMore)
+	assert.NotContains(t, summaryIDs(all), rest.Sessions[0].SessionID)
+}

@@ -22,6 +22,7 @@ type Config struct {
 	Temporal Temporal `mapstructure:"temporal"`
 	Sandbox  Sandbox  `mapstructure:"sandbox"`
 	Models   Models   `mapstructure:"models"`
+	Titles   Titles   `mapstructure:"titles"`
 	Engines  Engines  `mapstructure:"engines"`
 	Dev      Dev      `mapstructure:"dev"`
 	Startup  Startup  `mapstructure:"startup"`
@@ -200,6 +201,16 @@ type Models struct {
 	AnthropicBaseURL string `mapstructure:"anthropic_base_url"`
 	OpenAIAPIKey     Secret `mapstructure:"openai_api_key"`
 	OpenAIBaseURL    string `mapstructure:"openai_base_url"`
+}
+
+// Titles configures automatic Session titles, written through the model service of
+// models.anthropic_base_url (the Anthropic Messages API) with its credential.
+type Titles struct {
+	// Enabled turns automatic titles on: an untitled Session is titled from one of
+	// its first responses; a title its owner set is never replaced.
+	Enabled bool `mapstructure:"enabled"`
+	// Model is the model asked for titles.
+	Model string `mapstructure:"model"`
 }
 
 // Engines configures the installed Agent program adapters.

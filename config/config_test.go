@@ -27,6 +27,12 @@ func TestDefaultsAreValid(t *testing.T) {
 	assert.Equal(t, "127.0.0.1:8080", cfg.HTTP.Addr)
 	assert.Equal(t, 30*time.Second, cfg.Startup.Timeout)
 	assert.Equal(t, "local", cfg.Sandbox.Backend)
+	assert.False(t, cfg.Titles.Enabled, "automatic titles are asked for in configuration")
+
+	cfg, err = Load(Source{Environ: []string{"ASTRABOX_TITLES_ENABLED=true"}})
+	require.NoError(t, err)
+	assert.True(t, cfg.Titles.Enabled)
+	assert.Equal(t, "claude-haiku-4-5", cfg.Titles.Model)
 }
 
 func TestPrecedenceFileEnvFlag(t *testing.T) {
@@ -84,6 +90,7 @@ func TestValidationNamesTheKey(t *testing.T) {
 		{name: "bad cpu limit", environ: []string{"ASTRABOX_SANDBOX_LIMITS_CPU=-1"}, key: "sandbox.limits", want: "out of range"},
 		{name: "negative box cap", environ: []string{"ASTRABOX_SANDBOX_MAX_LIVE_BOXES_PER_USER=-1"}, key: "sandbox.max_live_boxes_per_user", want: "zero (no cap)"},
 		{name: "bad url", environ: []string{"ASTRABOX_MODELS_ANTHROPIC_BASE_URL=api.example"}, key: "models.anthropic_base_url", want: "http:// or https://"},
+		{name: "titles without a model", environ: []string{"ASTRABOX_TITLES_ENABLED=true", "ASTRABOX_TITLES_MODEL="}, key: "titles.model", want: "must not be empty"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -259,6 +259,8 @@ func builtinDefaults() map[string]any {
 		"models.anthropic_base_url":       "https://api.anthropic.com",
 		"models.openai_api_key":           "",
 		"models.openai_base_url":          "https://api.openai.com",
+		"titles.enabled":                  false,
+		"titles.model":                    "claude-haiku-4-5",
 		"engines.claude.command":          []string{},
 		"engines.codex.command":           []string{},
 		"engines.codex.model":             "",

@@ -68,6 +68,12 @@ func (c *Config) Validate() error {
 		},
 		func() error { return optionalURL("models.anthropic_base_url", c.Models.AnthropicBaseURL) },
 		func() error { return optionalURL("models.openai_base_url", c.Models.OpenAIBaseURL) },
+		func() error {
+			if c.Titles.Enabled {
+				return nonEmpty("titles.model", c.Titles.Model)
+			}
+			return nil
+		},
 		func() error { return nonEmpty("dev.data_dir", c.Dev.DataDir) },
 		func() error { return port("dev.postgres_port", c.Dev.PostgresPort) },
 		func() error { return port("dev.temporal_port", c.Dev.TemporalPort) },

@@ -86,6 +86,14 @@ type ServerInfoProvider interface {
 	ServerInfo(ctx context.Context) (ServerInfo, error)
 }
 
+// ModelReporter is implemented by a client whose program names the model it runs
+// (Claude Code's init message, the model Codex reports for its thread). ModelName is
+// the model the program last reported for this runtime, empty until it has said; the
+// platform shows it as the Session's model_name. Engines without it remain usable.
+type ModelReporter interface {
+	ModelName() string
+}
+
 // InputContentType names a kind of input content. The manifest lists the kinds a
 // runtime accepts.
 type InputContentType string

@@ -78,6 +78,15 @@ type Backend interface {
 	Close() error
 }
 
+// Prewarmer is a backend whose prewarm pools can be added while it runs: a
+// RuntimeProfile saved after the backend started that asks for prewarmed boxes
+// (prewarm_size) gets its pool without a restart.
+type Prewarmer interface {
+	// EnsurePrewarm starts the pool of size boxes made from spec under profileKey,
+	// unless the backend keeps one for that key already; it reports whether it did.
+	EnsurePrewarm(profileKey string, spec Spec, size int) (bool, error)
+}
+
 // Handle drives one box. Closing a Handle drops its connections only; the box and
 // its processes keep running.
 type Handle interface {

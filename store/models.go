@@ -154,16 +154,19 @@ type Session struct {
 	RuntimeInfo        json.RawMessage `gorm:"column:runtime_info"`
 	// RuntimeError says why the platform could not start the Agent program; nil once
 	// a runtime starts.
-	RuntimeError   *string    `gorm:"column:runtime_error"`
-	ModelName      *string    `gorm:"column:model_name"`
-	ResumeMaterial []byte     `gorm:"column:resume_material"`
-	OutputSeq      int64      `gorm:"column:output_seq"`
-	InputSeq       int64      `gorm:"column:input_seq"`
-	LastOutputAt   *time.Time `gorm:"column:last_output_at"`
-	ReadAt         *time.Time `gorm:"column:read_at"`
-	LastActivityAt time.Time  `gorm:"column:last_activity_at"`
-	CreatedAt      time.Time  `gorm:"column:created_at"`
-	UpdatedAt      time.Time  `gorm:"column:updated_at"`
+	RuntimeError *string `gorm:"column:runtime_error"`
+	// ModelCredentialOwner is the model credential delivery owner the current runtime
+	// was placed with (nil: none was declared).
+	ModelCredentialOwner *string    `gorm:"column:model_credential_owner"`
+	ModelName            *string    `gorm:"column:model_name"`
+	ResumeMaterial       []byte     `gorm:"column:resume_material"`
+	OutputSeq            int64      `gorm:"column:output_seq"`
+	InputSeq             int64      `gorm:"column:input_seq"`
+	LastOutputAt         *time.Time `gorm:"column:last_output_at"`
+	ReadAt               *time.Time `gorm:"column:read_at"`
+	LastActivityAt       time.Time  `gorm:"column:last_activity_at"`
+	CreatedAt            time.Time  `gorm:"column:created_at"`
+	UpdatedAt            time.Time  `gorm:"column:updated_at"`
 }
 
 // TableName is the sessions table.

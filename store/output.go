@@ -51,65 +51,74 @@ type AppendResult struct {
 func (s *Store) AppendParts(ctx context.Context, req AppendRequest) (AppendResult, error) {
 	var result AppendResult
 	err := s.InLeaseTx(ctx, req.SessionID, req.LeaseGeneration, func(tx *Store) error {
-		var last int64
-		n := int64(len(req.Parts))
-		updates := map[string]any{"output_seq": gormExpr("output_seq + ?", n)}
-		if n > 0 {
-			updates["last_output_at"] = gormExpr("now()")
-			updates["updated_at"] = gormExpr("now()")
-		}
-		var sessions []Session
-		res := tx.conn(ctx).Model(&sessions).Clauses(clause.Returning{Columns: []clause.Column{{Name: "output_seq"}}}).
-			Where("id = ?", req.SessionID).Updates(updates)
-		if res.Error != nil {
-			return mapError("advance output seq", res.Error)
-		}
-		if len(sessions) == 0 {
-			return fmt.Errorf("advance output seq of session %s: %w", req.SessionID, ErrNotFound)
-		}
-		last = sessions[0].OutputSeq
-		result = AppendResult{FirstSeq: last - n + 1, LastSeq: last}
-		if n == 0 {
-			result.FirstSeq = last
-		}
-		if n > 0 {
-			rows := make([]OutputPart, n)
-			for i, p := range req.Parts {
-				rows[i] = OutputPart{SessionID: req.SessionID, Seq: result.FirstSeq + int64(i), ResponseID: p.ResponseID, Frame: p.Frame}
-			}
-			if err := tx.conn(ctx).Omit("CreatedAt").Create(&rows).Error; err != nil {
-				return mapError("insert output parts", err)
-			}
-		}
-		if req.Cursor != nil {
-			cur := RuntimeCursor{
-				SessionID:       req.SessionID,
-				Generation:      req.Cursor.Generation,
-				Position:        req.Cursor.Position,
-				ThroughSeq:      last,
-				LeaseGeneration: req.LeaseGeneration,
-			}
-			err := tx.conn(ctx).Omit("UpdatedAt").Clauses(clause.OnConflict{
-				Columns: []clause.Column{{Name: "session_id"}},
-				DoUpdates: clause.Assignments(map[string]any{
-					"generation":       cur.Generation,
-					"position":         cur.Position,
-					"through_seq":      cur.ThroughSeq,
-					"lease_generation": cur.LeaseGeneration,
-					"updated_at":       gormExpr("now()"),
-				}),
-			}).Create(&cur).Error
-			if err != nil {
-				return mapError("save runtime cursor", err)
-			}
-		}
-		if n > 0 {
-			return tx.notify(ctx, pubsub.SessionOutputChannel(req.SessionID), strconv.FormatInt(last, 10))
-		}
-		return nil
+		var err error
+		result, err = tx.appendLocked(ctx, req)
+		return err
 	})
 	if err != nil {
 		return AppendResult{}, fmt.Errorf("append parts: %w", err)
+	}
+	return result, nil
+}
+
+// appendLocked is AppendParts' write, in a transaction that holds the Session's lease
+// row lock.
+func (s *Store) appendLocked(ctx context.Context, req AppendRequest) (AppendResult, error) {
+	var result AppendResult
+	var last int64
+	n := int64(len(req.Parts))
+	updates := map[string]any{"output_seq": gormExpr("output_seq + ?", n)}
+	if n > 0 {
+		updates["last_output_at"] = gormExpr("now()")
+		updates["updated_at"] = gormExpr("now()")
+	}
+	var sessions []Session
+	res := s.conn(ctx).Model(&sessions).Clauses(clause.Returning{Columns: []clause.Column{{Name: "output_seq"}}}).
+		Where("id = ?", req.SessionID).Updates(updates)
+	if res.Error != nil {
+		return result, mapError("advance output seq", res.Error)
+	}
+	if len(sessions) == 0 {
+		return result, fmt.Errorf("advance output seq of session %s: %w", req.SessionID, ErrNotFound)
+	}
+	last = sessions[0].OutputSeq
+	result = AppendResult{FirstSeq: last - n + 1, LastSeq: last}
+	if n == 0 {
+		result.FirstSeq = last
+	}
+	if n > 0 {
+		rows := make([]OutputPart, n)
+		for i, p := range req.Parts {
+			rows[i] = OutputPart{SessionID: req.SessionID, Seq: result.FirstSeq + int64(i), ResponseID: p.ResponseID, Frame: p.Frame}
+		}
+		if err := s.conn(ctx).Omit("CreatedAt").Create(&rows).Error; err != nil {
+			return result, mapError("insert output parts", err)
+		}
+	}
+	if req.Cursor != nil {
+		cur := RuntimeCursor{
+			SessionID:       req.SessionID,
+			Generation:      req.Cursor.Generation,
+			Position:        req.Cursor.Position,
+			ThroughSeq:      last,
+			LeaseGeneration: req.LeaseGeneration,
+		}
+		err := s.conn(ctx).Omit("UpdatedAt").Clauses(clause.OnConflict{
+			Columns: []clause.Column{{Name: "session_id"}},
+			DoUpdates: clause.Assignments(map[string]any{
+				"generation":       cur.Generation,
+				"position":         cur.Position,
+				"through_seq":      cur.ThroughSeq,
+				"lease_generation": cur.LeaseGeneration,
+				"updated_at":       gormExpr("now()"),
+			}),
+		}).Create(&cur).Error
+		if err != nil {
+			return result, mapError("save runtime cursor", err)
+		}
+	}
+	if n > 0 {
+		return result, s.notify(ctx, pubsub.SessionOutputChannel(req.SessionID), strconv.FormatInt(last, 10))
 	}
 	return result, nil
 }

@@ -12,14 +12,25 @@ import (
 // for the Session in sandboxID and returns its runtime generation, one more than the
 // last. The host task queue is cleared until ActivateRuntime records the live one.
 func (s *Store) PlaceRuntime(ctx context.Context, sessionID, sandboxID string) (int64, error) {
+	return s.PlaceRuntimeFor(ctx, sessionID, sandboxID, "")
+}
+
+// PlaceRuntimeFor is PlaceRuntime for a runtime placed with a model credential
+// delivery owner ("" for none), which the Session records with it.
+func (s *Store) PlaceRuntimeFor(ctx context.Context, sessionID, sandboxID, credentialOwner string) (int64, error) {
+	var owner *string
+	if credentialOwner != "" {
+		owner = &credentialOwner
+	}
 	var rows []Session
 	res := s.conn(ctx).Model(&rows).Clauses(clause.Returning{Columns: []clause.Column{{Name: "runtime_generation"}}}).
 		Where("id = ? AND lifecycle <> ?", sessionID, LifecycleDeleted).
 		Updates(map[string]any{
-			"runtime_generation": gormExpr("runtime_generation + 1"),
-			"sandbox_id":         sandboxID,
-			"host_task_queue":    nil,
-			"updated_at":         gormExpr("now()"),
+			"runtime_generation":     gormExpr("runtime_generation + 1"),
+			"sandbox_id":             sandboxID,
+			"host_task_queue":        nil,
+			"model_credential_owner": owner,
+			"updated_at":             gormExpr("now()"),
 		})
 	if res.Error != nil {
 		return 0, mapError("place runtime", res.Error)
@@ -40,6 +51,10 @@ type RuntimeActivation struct {
 	ResumeMaterial []byte
 	// RuntimeInfo replaces the runtime-info snapshot when not nil.
 	RuntimeInfo json.RawMessage
+	// ModelName is the model the program reported at activation; empty keeps the
+	// stored one until the program reports (a restored conversation usually keeps its
+	// model).
+	ModelName string
 }
 
 // RecordRuntimeActive records that the runtime of a generation is live on a host task
@@ -60,6 +75,9 @@ func (s *Store) RecordRuntimeActive(ctx context.Context, a RuntimeActivation) er
 	if a.RuntimeInfo != nil {
 		updates["runtime_info"] = nullableJSON(a.RuntimeInfo)
 	}
+	if a.ModelName != "" {
+		updates["model_name"] = a.ModelName
+	}
 	res := s.conn(ctx).Model(&Session{}).
 		Where("id = ? AND runtime_generation = ? AND lifecycle IN ?", a.SessionID, a.RuntimeGeneration,
 			[]string{LifecycleCreating, LifecycleActive, LifecycleTerminated}).
@@ -71,6 +89,20 @@ func (s *Store) RecordRuntimeActive(ctx context.Context, a RuntimeActivation) er
 		return fmt.Errorf("record runtime generation %d of session %s: %w", a.RuntimeGeneration, a.SessionID, ErrLeaseLost)
 	}
 	return nil
+}
+
+// SetSessionModelName records the model the program reports for its current runtime,
+// fenced by the reader's lease generation (a superseded reader writes nothing:
+// ErrLeaseLost). It reports whether the stored name changed.
+func (s *Store) SetSessionModelName(ctx context.Context, sessionID string, leaseGeneration int64, model string) (bool, error) {
+	var changed bool
+	err := s.InLeaseTx(ctx, sessionID, leaseGeneration, func(tx *Store) error {
+		res := tx.conn(ctx).Model(&Session{}).Where("id = ? AND model_name IS DISTINCT FROM ?", sessionID, model).
+			Updates(map[string]any{"model_name": model, "updated_at": gormExpr("now()")})
+		changed = res.RowsAffected > 0
+		return mapError("set session model name", res.Error)
+	})
+	return changed, err
 }
 
 // SetSessionRuntimeError records why the platform could not start the Session's

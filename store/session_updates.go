@@ -155,18 +155,20 @@ func (s *Store) SetSessionLifecycle(ctx context.Context, sessionID, lifecycle st
 // ArchiveSession marks the Session archived unless the Agent program is working
 // (ErrSessionBusy); a deleted Session is ErrWrongLifecycle. Archiving twice keeps the
 // first time. The check and the write are one statement, so a status report in
-// between cannot slip past.
+// between cannot slip past. A terminated Session has no runtime, so a "working" it
+// last reported does not hold it.
 func (s *Store) ArchiveSession(ctx context.Context, sessionID string) (Session, error) {
 	return s.guardedUpdate(ctx, "archive session", sessionID, "", true,
-		"lifecycle <> ? AND runtime_status IS DISTINCT FROM ?", []any{LifecycleDeleted, RuntimeWorking},
+		"lifecycle <> ? AND (runtime_status IS DISTINCT FROM ? OR lifecycle = ?)", []any{LifecycleDeleted, RuntimeWorking, LifecycleTerminated},
 		map[string]any{"archived_at": gormExpr("COALESCE(archived_at, now())")})
 }
 
 // DeleteSession moves the Session to its terminal deleted state unless the Agent
-// program is working (ErrSessionBusy). Deleting twice keeps the first time.
+// program is working (ErrSessionBusy); a terminated Session is never working.
+// Deleting twice keeps the first time.
 func (s *Store) DeleteSession(ctx context.Context, sessionID string) (Session, error) {
 	return s.guardedUpdate(ctx, "delete session", sessionID, "", true,
-		"runtime_status IS DISTINCT FROM ? OR lifecycle = ?", []any{RuntimeWorking, LifecycleDeleted},
+		"runtime_status IS DISTINCT FROM ? OR lifecycle IN ?", []any{RuntimeWorking, []string{LifecycleDeleted, LifecycleTerminated}},
 		map[string]any{"lifecycle": LifecycleDeleted, "deleted_at": gormExpr("COALESCE(deleted_at, now())")})
 }
 

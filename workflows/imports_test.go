@@ -21,7 +21,7 @@ func TestWorkflowCodeImportsOnlyTheSDKAndActivities(t *testing.T) {
 		switch {
 		case strings.HasPrefix(p, "go.temporal.io/sdk/"),
 			p == "github.com/astrabox/astrabox/activities",
-			p == "errors", p == "time":
+			p == "errors", p == "time", p == "fmt", p == "strings":
 			return true
 		}
 		return false

@@ -83,6 +83,23 @@ func withRelay(ctx workflow.Context, queue string) workflow.Context {
 	})
 }
 
+// summarized gives the activities scheduled with ctx a one-line summary, which the
+// Temporal UI shows for each activity (user metadata).
+func summarized(ctx workflow.Context, summary string) workflow.Context {
+	opts := workflow.GetActivityOptions(ctx)
+	opts.Summary = summary
+	return workflow.WithActivityOptions(ctx, opts)
+}
+
+// refusalReason is an application error's own message, without the SDK's wrapping.
+func refusalReason(err error) string {
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) {
+		return app.Message()
+	}
+	return err.Error()
+}
+
 // errorType names a failure the workflow switches on: an application error's type,
 // "Timeout" for a timeout (a host worker that stopped polling or heartbeating), or "".
 func errorType(err error) string {

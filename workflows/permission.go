@@ -64,7 +64,7 @@ func (w *sessionWorkflow) setPermissionMode(ctx workflow.Context, req SetPermiss
 // may have read the previous mode, and a live one holds it: either is given the
 // stored mode again once live.
 func (w *sessionWorkflow) storeMode(ctx workflow.Context, mode string) error {
-	err := workflow.ExecuteActivity(withShared(ctx), act.StorePermissionMode,
+	err := workflow.ExecuteActivity(summarized(withShared(ctx), "Store the permission mode"), act.StorePermissionMode,
 		activities.PermissionModeRequest{SessionID: w.s.SessionID, PermissionMode: mode}).Get(ctx, nil)
 	if err != nil {
 		return err
@@ -94,7 +94,7 @@ func (w *sessionWorkflow) applyModeChanges(ctx workflow.Context, hctx workflow.C
 	ref := w.runtimeRef()
 	for len(w.modeChanges) > 0 {
 		c := w.modeChanges[0]
-		err := workflow.ExecuteActivity(hctx, act.ApplyPermissionMode, activities.PermissionModeRequest{
+		err := workflow.ExecuteActivity(summarized(hctx, "Apply a permission mode to the running program"), act.ApplyPermissionMode, activities.PermissionModeRequest{
 			SessionID: ref.SessionID, RuntimeGeneration: ref.RuntimeGeneration, PermissionMode: c.mode,
 		}).Get(ctx, nil)
 		switch errorType(err) {
@@ -119,7 +119,7 @@ func (w *sessionWorkflow) applyModeChanges(ctx workflow.Context, hctx workflow.C
 // storeApplied stores a mode the live program accepted. Should the store fail, the
 // program holds a mode the Session does not: the stored one is applied again.
 func (w *sessionWorkflow) storeApplied(ctx workflow.Context, mode string) (PermissionModeSet, error) {
-	err := workflow.ExecuteActivity(withShared(ctx), act.StorePermissionMode,
+	err := workflow.ExecuteActivity(summarized(withShared(ctx), "Store the permission mode"), act.StorePermissionMode,
 		activities.PermissionModeRequest{SessionID: w.s.SessionID, PermissionMode: mode}).Get(ctx, nil)
 	if err != nil {
 		w.s.Work.PermissionMode = true

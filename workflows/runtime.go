@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"fmt"
 	"time"
 
 	"go.temporal.io/sdk/workflow"
@@ -20,7 +21,7 @@ const maxReconnects = 5
 // the Session needs no workflow (unknown, archived or deleted).
 func (w *sessionWorkflow) load(ctx workflow.Context) (done bool, err error) {
 	var facts activities.SessionFacts
-	err = workflow.ExecuteActivity(withShared(ctx), act.LoadSession, activities.SessionRef{SessionID: w.s.SessionID}).Get(ctx, &facts)
+	err = workflow.ExecuteActivity(summarized(withShared(ctx), "Load the Session"), act.LoadSession, activities.SessionRef{SessionID: w.s.SessionID}).Get(ctx, &facts)
 	if errorType(err) == activities.ErrTypeSessionGone {
 		return true, nil
 	}
@@ -28,6 +29,7 @@ func (w *sessionWorkflow) load(ctx workflow.Context) (done bool, err error) {
 		return true, err
 	}
 	w.s.AgentID, w.s.EngineKind = facts.AgentID, facts.EngineKind
+	w.s.AgentName, w.s.Owner, w.s.Observed = facts.AgentName, facts.Owner, facts.Observed
 	w.s.IdleReleaseSeconds = facts.IdleReleaseSeconds
 	w.s.Placement = facts.Placement
 	switch {
@@ -63,7 +65,7 @@ func (w *sessionWorkflow) bringUp(ctx workflow.Context) {
 		mode = activities.PrepareReconnect
 	}
 	var prep activities.PrepareResult
-	err := workflow.ExecuteActivity(withPrepare(ctx), act.PrepareRuntime, activities.PrepareRequest{SessionID: w.s.SessionID, Mode: mode}).Get(ctx, &prep)
+	err := workflow.ExecuteActivity(summarized(withPrepare(ctx), "Prepare a runtime ("+string(mode)+")"), act.PrepareRuntime, activities.PrepareRequest{SessionID: w.s.SessionID, Mode: mode}).Get(ctx, &prep)
 	switch errorType(err) {
 	case "":
 	case activities.ErrTypeRuntimeLost:
@@ -77,7 +79,7 @@ func (w *sessionWorkflow) bringUp(ctx workflow.Context) {
 		return
 	default:
 		log.Warn("prepare runtime", "error", err)
-		w.failed(ctx)
+		w.failed(ctx, err)
 		return
 	}
 	if prep.EngineKind != "" && prep.EngineKind != w.s.EngineKind {
@@ -85,7 +87,7 @@ func (w *sessionWorkflow) bringUp(ctx workflow.Context) {
 		w.upsertSearch(ctx)
 	}
 	var activated activities.ActivateResult
-	err = workflow.ExecuteActivity(withHost(ctx, prep.Placement.HostTaskQueue, 3*time.Minute), act.ActivateRuntime, activities.ActivateRequest{
+	err = workflow.ExecuteActivity(summarized(withHost(ctx, prep.Placement.HostTaskQueue, 3*time.Minute), fmt.Sprintf("Activate runtime generation %d in box %s", prep.Placement.RuntimeGeneration, prep.Placement.SandboxID)), act.ActivateRuntime, activities.ActivateRequest{
 		SessionID:         w.s.SessionID,
 		SandboxID:         prep.Placement.SandboxID,
 		RuntimeGeneration: prep.Placement.RuntimeGeneration,
@@ -105,12 +107,12 @@ func (w *sessionWorkflow) bringUp(ctx workflow.Context) {
 		log.Warn("activate runtime: native state must be saved first", "error", err)
 		w.s.Placement = prep.Placement
 		w.s.Need = NeedReconnect
-		w.failed(ctx)
+		w.failed(ctx, err)
 		return
 	default:
 		log.Warn("activate runtime", "error", err)
 		w.s.Placement = prep.Placement
-		w.failed(ctx)
+		w.failed(ctx, err)
 		return
 	}
 	w.s.Placement = prep.Placement
@@ -124,8 +126,27 @@ func (w *sessionWorkflow) bringUp(ctx workflow.Context) {
 	w.setPhase(ctx, PhaseActive)
 }
 
-// failed counts a failed bring-up; too many terminate the runtime.
-func (w *sessionWorkflow) failed(ctx workflow.Context) {
+// preparationRefusalChange versions the refusal of held inputs on a configuration
+// failure: histories recorded before it count such a failure like any other.
+const preparationRefusalChange = "preparation-refusal"
+
+// failed counts a failed bring-up; too many terminate the runtime. A configuration
+// failure is the deployment's preparation refusing to start the program: trying again
+// cannot cure it, so the held messages fail at once with its reason (reported on the
+// stream) and the runtime is terminated until recovered.
+func (w *sessionWorkflow) failed(ctx workflow.Context, cause error) {
+	if errorType(cause) == activities.ErrTypeConfiguration &&
+		workflow.GetVersion(ctx, preparationRefusalChange, workflow.DefaultVersion, 1) >= 1 {
+		err := workflow.ExecuteActivity(summarized(withShared(ctx), "Refuse the held messages: the runtime preparation refused"), act.RefuseHeldInputs, activities.RefuseRequest{
+			SessionID: w.s.SessionID, Reason: refusalReason(cause),
+		}).Get(ctx, nil)
+		if err != nil {
+			workflow.GetLogger(ctx).Warn("refuse held inputs", "error", err)
+		}
+		w.s.Work.Deliver = false
+		w.terminate(ctx)
+		return
+	}
 	w.s.Failures++
 	if w.s.Failures < maxFailures {
 		if w.s.Need == NeedNone {
@@ -139,17 +160,19 @@ func (w *sessionWorkflow) failed(ctx workflow.Context) {
 // terminate records the runtime offline (TERMINATED) until a recover signal.
 func (w *sessionWorkflow) terminate(ctx workflow.Context) {
 	w.stopRelay(ctx)
-	if err := workflow.ExecuteActivity(withShared(ctx), act.MarkTerminated, activities.SessionRef{SessionID: w.s.SessionID}).Get(ctx, nil); err != nil {
+	if err := workflow.ExecuteActivity(summarized(withShared(ctx), "Terminate the runtime and settle its records"), act.MarkTerminated, activities.SessionRef{SessionID: w.s.SessionID}).Get(ctx, nil); err != nil {
 		workflow.GetLogger(ctx).Warn("mark terminated", "error", err)
 	}
 	w.s.Need, w.s.Failures, w.s.Reconnects = NeedNone, 0, 0
+	// Termination settled every open record; held inputs stay for a recovered runtime.
+	w.s.Observed = activities.SessionObservation{State: stateTerminated, HeldInputs: w.s.Observed.HeldInputs, Title: w.s.Observed.Title}
 	w.setPhase(ctx, PhaseTerminated)
 }
 
 // reconcileLost settles the records of a runtime confirmed lost.
 func (w *sessionWorkflow) reconcileLost(ctx workflow.Context) {
 	w.stopRelay(ctx)
-	err := workflow.ExecuteActivity(withShared(ctx), act.ReconcileLostRuntime, activities.ReconcileRequest{SessionID: w.s.SessionID}).Get(ctx, nil)
+	err := workflow.ExecuteActivity(summarized(withShared(ctx), "Settle the records of a lost runtime"), act.ReconcileLostRuntime, activities.ReconcileRequest{SessionID: w.s.SessionID}).Get(ctx, nil)
 	if err != nil {
 		workflow.GetLogger(ctx).Warn("reconcile lost runtime", "error", err)
 	}
@@ -160,7 +183,7 @@ func (w *sessionWorkflow) reconcileLost(ctx workflow.Context) {
 func (w *sessionWorkflow) startRelay(ctx workflow.Context) {
 	rctx, cancel := workflow.WithCancel(ctx)
 	h := &relayHandle{cancel: cancel}
-	f := workflow.ExecuteActivity(withRelay(rctx, w.s.Placement.HostTaskQueue), act.Relay, w.runtimeRef())
+	f := workflow.ExecuteActivity(summarized(withRelay(rctx, w.s.Placement.HostTaskQueue), fmt.Sprintf("Read runtime generation %d and record its output", w.s.Placement.RuntimeGeneration)), act.Relay, w.runtimeRef())
 	workflow.Go(ctx, func(gctx workflow.Context) {
 		h.err = f.Get(gctx, &h.result)
 		h.done = true
@@ -206,10 +229,11 @@ func (w *sessionWorkflow) relayEnded(ctx workflow.Context) {
 // A host that no longer answers means the connection is gone: reconnect and keep the work.
 func (w *sessionWorkflow) handOver(ctx workflow.Context) {
 	hctx := withHost(ctx, w.s.Placement.HostTaskQueue, time.Minute)
+	say := func(summary string) workflow.Context { return summarized(hctx, summary) }
 	ref := w.runtimeRef()
 	if in := w.s.Work.Interrupt; in != nil {
 		w.s.Work.Interrupt = nil
-		err := workflow.ExecuteActivity(hctx, act.Interrupt, activities.InterruptRequest{
+		err := workflow.ExecuteActivity(say("Interrupt the response in progress"), act.Interrupt, activities.InterruptRequest{
 			SessionID: ref.SessionID, RuntimeGeneration: ref.RuntimeGeneration, CancelQueued: in.CancelQueued,
 		}).Get(ctx, nil)
 		if w.hostGone(ctx, err) {
@@ -221,13 +245,13 @@ func (w *sessionWorkflow) handOver(ctx workflow.Context) {
 	}
 	if w.s.Work.PermissionMode {
 		w.s.Work.PermissionMode = false
-		if w.hostGone(ctx, workflow.ExecuteActivity(hctx, act.SetPermissionMode, ref).Get(ctx, nil)) {
+		if w.hostGone(ctx, workflow.ExecuteActivity(say("Apply the stored permission mode"), act.SetPermissionMode, ref).Get(ctx, nil)) {
 			return
 		}
 	}
 	for len(w.s.Work.Answers) > 0 {
 		id := w.s.Work.Answers[0]
-		err := workflow.ExecuteActivity(hctx, act.Answer, activities.AnswerRequest{
+		err := workflow.ExecuteActivity(say("Pass the answer of interaction "+id), act.Answer, activities.AnswerRequest{
 			SessionID: ref.SessionID, RuntimeGeneration: ref.RuntimeGeneration, InteractionID: id,
 		}).Get(ctx, nil)
 		if w.hostGone(ctx, err) {
@@ -237,7 +261,7 @@ func (w *sessionWorkflow) handOver(ctx workflow.Context) {
 	}
 	for len(w.s.Work.StopChildRuns) > 0 {
 		id := w.s.Work.StopChildRuns[0]
-		err := workflow.ExecuteActivity(hctx, act.StopChildRun, activities.StopChildRunRequest{
+		err := workflow.ExecuteActivity(say("Stop child run "+id), act.StopChildRun, activities.StopChildRunRequest{
 			SessionID: ref.SessionID, RuntimeGeneration: ref.RuntimeGeneration, ChildRunID: id,
 		}).Get(ctx, nil)
 		if errorType(err) == activities.ErrTypeChildRunNotStoppable {
@@ -250,7 +274,7 @@ func (w *sessionWorkflow) handOver(ctx workflow.Context) {
 	}
 	if w.s.Work.Deliver {
 		w.s.Work.Deliver = false
-		err := workflow.ExecuteActivity(hctx, act.Deliver, ref).Get(ctx, nil)
+		err := workflow.ExecuteActivity(say("Deliver the held messages"), act.Deliver, ref).Get(ctx, nil)
 		if w.hostGone(ctx, err) {
 			w.s.Work.Deliver = true
 		}
@@ -283,7 +307,7 @@ func (w *sessionWorkflow) releaseBox(ctx workflow.Context, ending bool) {
 	w.stopRelay(ctx)
 	if q := w.s.Placement.HostTaskQueue; q != "" {
 		// Best effort: a dead host has no connection to close.
-		err := workflow.ExecuteActivity(withHost(ctx, q, 30*time.Second), act.Disconnect, activities.SessionRef{SessionID: w.s.SessionID}).Get(ctx, nil)
+		err := workflow.ExecuteActivity(summarized(withHost(ctx, q, 30*time.Second), "Close the runtime connection"), act.Disconnect, activities.SessionRef{SessionID: w.s.SessionID}).Get(ctx, nil)
 		if errorType(err) == activities.ErrTypeRuntimeStateSaveRequired && !ending {
 			workflow.GetLogger(ctx).Warn("keeping the box: its native state is not saved", "error", err)
 			w.s.Need = NeedReconnect
@@ -291,12 +315,13 @@ func (w *sessionWorkflow) releaseBox(ctx workflow.Context, ending bool) {
 			return
 		}
 	}
-	err := workflow.ExecuteActivity(withShared(ctx), act.Release, activities.ReleaseRequest{SessionID: w.s.SessionID, SandboxID: w.s.Placement.SandboxID}).Get(ctx, nil)
+	err := workflow.ExecuteActivity(summarized(withShared(ctx), "Release box "+w.s.Placement.SandboxID), act.Release, activities.ReleaseRequest{SessionID: w.s.SessionID, SandboxID: w.s.Placement.SandboxID}).Get(ctx, nil)
 	if err != nil {
 		workflow.GetLogger(ctx).Warn("release box", "error", err)
 	}
 	w.reconcileLost(ctx)
 	w.s.Need = NeedNone
+	w.s.Observed = activities.SessionObservation{State: stateReady, HeldInputs: w.s.Observed.HeldInputs, Title: w.s.Observed.Title}
 	w.setPhase(ctx, PhaseReleased)
 }
 
@@ -307,7 +332,7 @@ func (w *sessionWorkflow) end(ctx workflow.Context) error {
 		w.releaseBox(ctx, true)
 	}
 	var res activities.EndResult
-	err := workflow.ExecuteActivity(withShared(ctx), act.EndConversation, activities.EndRequest{SessionID: w.s.SessionID, Delete: w.s.Work.Delete}).Get(ctx, &res)
+	err := workflow.ExecuteActivity(summarized(withShared(ctx), endSummary(w.s.Work.Delete)), act.EndConversation, activities.EndRequest{SessionID: w.s.SessionID, Delete: w.s.Work.Delete}).Get(ctx, &res)
 	if err != nil && errorType(err) != activities.ErrTypeSessionGone {
 		return err
 	}
@@ -319,6 +344,13 @@ func (w *sessionWorkflow) end(ctx workflow.Context) error {
 	// A permission-mode update still running gets its answer before the workflow ends.
 	w.storeQueuedModes(ctx)
 	return workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) })
+}
+
+func endSummary(deleted bool) string {
+	if deleted {
+		return "Delete the conversation: fail its held messages"
+	}
+	return "Archive the conversation: fail its held messages"
 }
 
 func (w *sessionWorkflow) runtimeRef() activities.RuntimeRef {

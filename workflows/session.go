@@ -26,6 +26,7 @@ type sessionWorkflow struct {
 	permissions  workflow.ReceiveChannel
 	stops        workflow.ReceiveChannel
 	lifecycles   workflow.ReceiveChannel
+	observations workflow.ReceiveChannel
 	startedFresh bool
 	// modeChanges are permission-mode updates waiting for the live runtime.
 	modeChanges []*modeChange
@@ -57,12 +58,13 @@ func SessionWorkflow(ctx workflow.Context, start SessionStart) error {
 // that only record work in the state, the state query, and the permission-mode update.
 func newSessionWorkflow(ctx workflow.Context, start SessionStart) (*sessionWorkflow, error) {
 	w := &sessionWorkflow{
-		inputs:      workflow.GetSignalChannel(ctx, SignalInputAccepted),
-		answers:     workflow.GetSignalChannel(ctx, SignalInteractionAnswered),
-		interrupts:  workflow.GetSignalChannel(ctx, SignalInterrupt),
-		permissions: workflow.GetSignalChannel(ctx, SignalPermissionModeChanged),
-		stops:       workflow.GetSignalChannel(ctx, SignalStopChildRun),
-		lifecycles:  workflow.GetSignalChannel(ctx, SignalLifecycle),
+		inputs:       workflow.GetSignalChannel(ctx, SignalInputAccepted),
+		answers:      workflow.GetSignalChannel(ctx, SignalInteractionAnswered),
+		interrupts:   workflow.GetSignalChannel(ctx, SignalInterrupt),
+		permissions:  workflow.GetSignalChannel(ctx, SignalPermissionModeChanged),
+		stops:        workflow.GetSignalChannel(ctx, SignalStopChildRun),
+		lifecycles:   workflow.GetSignalChannel(ctx, SignalLifecycle),
+		observations: workflow.GetSignalChannel(ctx, SignalSessionObserved),
 	}
 	if start.Carry != nil {
 		w.s = *start.Carry
@@ -82,6 +84,7 @@ func newSessionWorkflow(ctx workflow.Context, start SessionStart) (*sessionWorkf
 	listen(ctx, w.permissions, func(PermissionModeChanged) { w.s.Work.PermissionMode = true })
 	listen(ctx, w.stops, w.stopChildRun)
 	listen(ctx, w.lifecycles, func(l Lifecycle) { w.s.Work.addLifecycle(l) })
+	listen(ctx, w.observations, func(o activities.SessionObservation) { w.observed(ctx, o) })
 	return w, nil
 }
 
@@ -105,6 +108,8 @@ func (w *sessionWorkflow) drainSignals() {
 	drain(w.permissions, func(PermissionModeChanged) { w.s.Work.PermissionMode = true })
 	drain(w.stops, w.stopChildRun)
 	drain(w.lifecycles, func(l Lifecycle) { w.s.Work.addLifecycle(l) })
+	// The continuation publishes what it carries when it starts.
+	drain(w.observations, func(o activities.SessionObservation) { w.s.Observed = o })
 }
 
 // stopChildRun records a child run to stop. A released or terminated runtime took
@@ -220,7 +225,7 @@ func (w *sessionWorkflow) wait(ctx workflow.Context) error {
 		return err
 	}
 	var idle activities.IdleResult
-	if err := workflow.ExecuteActivity(withShared(ctx), act.CheckIdle, activities.SessionRef{SessionID: w.s.SessionID}).Get(ctx, &idle); err != nil {
+	if err := workflow.ExecuteActivity(summarized(withShared(ctx), "Check whether the Session is idle"), act.CheckIdle, activities.SessionRef{SessionID: w.s.SessionID}).Get(ctx, &idle); err != nil {
 		workflow.GetLogger(ctx).Warn("check idle", "error", err)
 		return nil
 	}

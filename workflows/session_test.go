@@ -169,6 +169,10 @@ func newHarness(t *testing.T) *harness {
 		h.record("MarkTerminated")
 		return nil
 	}).Maybe()
+	h.env.OnActivity(act.RefuseHeldInputs, mock.Anything, mock.Anything).Return(func(_ context.Context, req activities.RefuseRequest) ([]string, error) {
+		h.record("RefuseHeldInputs:" + req.Reason)
+		return nil, nil
+	}).Maybe()
 	return h
 }
 

@@ -30,6 +30,9 @@ const (
 	SignalStopChildRun = "stop-child-run"
 	// SignalLifecycle: archive, delete, recover or release the Session's runtime.
 	SignalLifecycle = "lifecycle"
+	// SignalSessionObserved: the Relay saw the Session's derived state change
+	// (payload activities.SessionObservation); shown to operators, never acted on.
+	SignalSessionObserved = activities.SignalSessionObserved
 )
 
 // UpdateSetPermissionMode sets the Session's permission mode and answers once it holds.

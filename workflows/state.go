@@ -53,6 +53,12 @@ type SessionState struct {
 	Reconnects int   `json:"reconnects,omitempty"`
 	ThroughSeq int64 `json:"through_seq,omitempty"`
 	Work       Work  `json:"work"`
+	// AgentName and Owner name the Session for operators (current details).
+	AgentName string `json:"agent_name,omitempty"`
+	Owner     string `json:"owner,omitempty"`
+	// Observed is the Session as the platform last derived it (LoadSession, then the
+	// Relay's observations); the search attribute and current details show it.
+	Observed activities.SessionObservation `json:"observed"`
 }
 
 // Work is what signals asked for and the loop has not done yet.

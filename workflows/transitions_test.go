@@ -146,7 +146,7 @@ func TestRepeatedPrepareFailureTerminatesUntilRecover(t *testing.T) {
 	h.prepare = func(ctx context.Context, req activities.PrepareRequest) (activities.PrepareResult, error) {
 		h.record("PrepareRuntime:" + string(req.Mode))
 		if failing {
-			return activities.PrepareResult{}, nonRetryable(activities.ErrTypeConfiguration)
+			return activities.PrepareResult{}, nonRetryable("BoxUnavailable")
 		}
 		return activities.PrepareResult{Placement: activities.Placement{SandboxID: "box-9", HostTaskQueue: testHostQueue, RuntimeGeneration: 9}}, nil
 	}
@@ -165,6 +165,24 @@ func TestRepeatedPrepareFailureTerminatesUntilRecover(t *testing.T) {
 	require.Equal(t, maxFailures+1, count(calls, "PrepareRuntime:"))
 	requireInOrder(t, calls, "MarkTerminated", "ActivateRuntime:box-9:9:", "Deliver")
 	require.Equal(t, 1, count(calls, "Relay:9"))
+}
+
+// TestPreparationRefusalFailsTheHeldInputsAndTerminatesAtOnce: a configuration
+// failure is not tried again: the held inputs fail with its reason and the runtime is
+// terminated until recovered.
+func TestPreparationRefusalFailsTheHeldInputsAndTerminatesAtOnce(t *testing.T) {
+	h := newHarness(t)
+	h.prepare = func(ctx context.Context, req activities.PrepareRequest) (activities.PrepareResult, error) {
+		h.record("PrepareRuntime:" + string(req.Mode))
+		return activities.PrepareResult{}, nonRetryable(activities.ErrTypeConfiguration)
+	}
+	h.at(step, func() { require.Equal(t, PhaseTerminated, h.state().Phase) })
+	h.at(2*step, h.signal(SignalLifecycle, Lifecycle{Action: LifecycleDelete}))
+	h.run(SessionStart{SessionID: "s-refused"})
+	require.NoError(t, h.env.GetWorkflowError())
+	calls := h.recorded()
+	require.Equal(t, 1, count(calls, "PrepareRuntime:"), "a refusal is not tried again")
+	requireInOrder(t, calls, "RefuseHeldInputs:test: "+activities.ErrTypeConfiguration, "MarkTerminated")
 }
 
 func TestStartForDeletedOrArchivedSessionEnds(t *testing.T) {
@@ -239,12 +257,13 @@ func TestDrainSignalsMovesBufferedSignalsIntoState(t *testing.T) {
 	env := suite.NewTestWorkflowEnvironment()
 	env.RegisterWorkflowWithOptions(func(ctx workflow.Context) (SessionState, error) {
 		w := &sessionWorkflow{
-			inputs:      workflow.GetSignalChannel(ctx, SignalInputAccepted),
-			answers:     workflow.GetSignalChannel(ctx, SignalInteractionAnswered),
-			interrupts:  workflow.GetSignalChannel(ctx, SignalInterrupt),
-			permissions: workflow.GetSignalChannel(ctx, SignalPermissionModeChanged),
-			stops:       workflow.GetSignalChannel(ctx, SignalStopChildRun),
-			lifecycles:  workflow.GetSignalChannel(ctx, SignalLifecycle),
+			inputs:       workflow.GetSignalChannel(ctx, SignalInputAccepted),
+			answers:      workflow.GetSignalChannel(ctx, SignalInteractionAnswered),
+			interrupts:   workflow.GetSignalChannel(ctx, SignalInterrupt),
+			permissions:  workflow.GetSignalChannel(ctx, SignalPermissionModeChanged),
+			stops:        workflow.GetSignalChannel(ctx, SignalStopChildRun),
+			lifecycles:   workflow.GetSignalChannel(ctx, SignalLifecycle),
+			observations: workflow.GetSignalChannel(ctx, SignalSessionObserved),
 		}
 		// No listener runs here: only the drain can read the buffered signals.
 		if err := workflow.Sleep(ctx, time.Minute); err != nil {
@@ -263,6 +282,8 @@ func TestDrainSignalsMovesBufferedSignalsIntoState(t *testing.T) {
 		env.SignalWorkflow(SignalStopChildRun, StopChildRun{ChildRunID: "cr-1"})
 		env.SignalWorkflow(SignalStopChildRun, StopChildRun{ChildRunID: "cr-1"})
 		env.SignalWorkflow(SignalLifecycle, Lifecycle{Action: LifecycleArchive})
+		env.SignalWorkflow(SignalSessionObserved, activities.SessionObservation{State: "PROCESSING", HeldInputs: 1})
+		env.SignalWorkflow(SignalSessionObserved, activities.SessionObservation{State: "READY"})
 	}, time.Second)
 	env.ExecuteWorkflow("drain")
 	require.NoError(t, env.GetWorkflowError())
@@ -274,6 +295,7 @@ func TestDrainSignalsMovesBufferedSignalsIntoState(t *testing.T) {
 	require.True(t, s.Work.PermissionMode)
 	require.Equal(t, []string{"cr-1"}, s.Work.StopChildRuns, "a repeated stop is recorded once")
 	require.True(t, s.Work.Archive)
+	require.Equal(t, activities.SessionObservation{State: "READY"}, s.Observed, "the newest observation is carried")
 }
 
 func TestContinuedRunResumesRelayAndHandsOverCarriedWork(t *testing.T) {

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"go.temporal.io/sdk/client"
 	"go.uber.org/zap"
@@ -21,6 +23,7 @@ import (
 	"github.com/astrabox/astrabox/sandbox/local"
 	"github.com/astrabox/astrabox/store"
 	"github.com/astrabox/astrabox/store/pubsub"
+	"github.com/astrabox/astrabox/titles"
 	"github.com/astrabox/astrabox/worker"
 	"github.com/astrabox/astrabox/worker/resignal"
 	"github.com/astrabox/astrabox/workflows"
@@ -156,7 +159,12 @@ func (p *platform) runWorker(ctx context.Context) error {
 		defer l.Close()
 		notices = l
 	}
+	titler, err := p.titler()
+	if err != nil {
+		return err
+	}
 	acts, err := activities.New(activities.Deps{
+		Titles:        titler,
 		Store:         p.store,
 		Engines:       p.engines.registry,
 		SpecFor:       p.engines.spec,
@@ -193,7 +201,44 @@ func (p *platform) runWorker(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return runAll(ctx, w.Run, sweeper.Run)
+	parts := []func(context.Context) error{w.Run, sweeper.Run}
+	if backend != nil {
+		parts = append(parts, func(ctx context.Context) error { return p.syncPrewarmPools(ctx, backend) })
+	}
+	return runAll(ctx, parts...)
+}
+
+// prewarmSyncEvery is how often the worker looks for RuntimeProfiles saved since it
+// started that ask for prewarmed boxes.
+const prewarmSyncEvery = time.Minute
+
+// syncPrewarmPools starts the pool of every RuntimeProfile that asks for prewarmed
+// boxes and has none yet (one saved after the worker started), until ctx ends. A
+// Session of such a profile starts its pool at once too (activities.ensurePrewarm);
+// this covers profiles no Session used yet.
+func (p *platform) syncPrewarmPools(ctx context.Context, pw sandbox.Prewarmer) error {
+	tick := time.NewTicker(prewarmSyncEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+		pools, err := p.prewarmPools(ctx)
+		if err != nil {
+			p.log.Warn("prewarm pools", zap.Error(err))
+			continue
+		}
+		for _, pool := range pools {
+			added, err := pw.EnsurePrewarm(pool.Key, pool.Spec, pool.Size)
+			if err != nil {
+				p.log.Warn("not prewarming", zap.String("runtime_profile", pool.Key), zap.Error(err))
+			} else if added {
+				p.log.Info("prewarm pool started", zap.String("runtime_profile", pool.Key), zap.Int("size", pool.Size))
+			}
+		}
+	}
 }
 
 // openLocalBackend starts the local sandbox backend, which adopts the boxes an
@@ -253,7 +298,8 @@ func storeErrors(err error) (*api.Error, bool) {
 
 // prewarmPools builds a pool of ready boxes for every enabled RuntimeProfile on
 // the local backend that asks for one (prewarm_size). Pools are made when the
-// worker starts; a profile saved later gets its pool at the next start.
+// worker starts; a profile saved later gets its pool from syncPrewarmPools or its
+// first Session, whichever comes first. A pool keeps the size it started with.
 func (p *platform) prewarmPools(ctx context.Context) ([]local.PrewarmProfile, error) {
 	profiles, err := p.store.ListRuntimeProfiles(ctx, true)
 	if err != nil {
@@ -279,4 +325,24 @@ func (p *platform) prewarmPools(ctx context.Context) ([]local.PrewarmProfile, er
 		pools = append(pools, local.PrewarmProfile{Key: profile.ID, Spec: spec, Size: profile.PrewarmSize})
 	}
 	return pools, nil
+}
+
+// titler is the automatic-title writer when titles.enabled, nil otherwise. It asks the
+// Anthropic Messages API at models.anthropic_base_url (the scripted model server under
+// `astrabox dev` without credentials, which takes any key).
+func (p *platform) titler() (activities.Titler, error) {
+	if !p.cfg.Titles.Enabled {
+		return nil, nil
+	}
+	key := p.cfg.Models.AnthropicAPIKey.Reveal()
+	if key == "" {
+		key = activities.ModelPlaceholderKey
+	}
+	g, err := titles.New(titles.Config{BaseURL: p.cfg.Models.AnthropicBaseURL, APIKey: key, Model: p.cfg.Titles.Model,
+		HTTP: &http.Client{Timeout: time.Minute}})
+	if err != nil {
+		return nil, err
+	}
+	p.log.Info("automatic titles on", zap.String("model", p.cfg.Titles.Model), zap.String("model_service", p.cfg.Models.AnthropicBaseURL))
+	return g, nil
 }

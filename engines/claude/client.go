@@ -43,11 +43,14 @@ type Client struct {
 	mu         sync.Mutex
 	version    string
 	checkpoint *checkpoint
+	// model is the model the newest init message read named.
+	model string
 }
 
 var (
 	_ engines.RuntimeClient        = (*Client)(nil)
 	_ engines.PermissionModeSetter = (*Client)(nil)
+	_ engines.ModelReporter        = (*Client)(nil)
 	_ engines.ServerInfoProvider   = (*Client)(nil)
 )
 
@@ -153,7 +156,7 @@ func (c *Client) Events(ctx context.Context, after *engines.RuntimeCursor) iter.
 // replay translates the journal from pos (engines.ReplayJournal), polling the
 // vendor's record for pending admissions while it follows.
 func (c *Client) replay(ctx context.Context, pos position, follow bool, yield func(engines.Event, error) bool) (transState, int64) {
-	tr := &translator{sessionID: c.sessionID, st: pos.State.clone(), admitted: func(id string) bool { return c.admissions.holds(ctx, id) }}
+	tr := &translator{sessionID: c.sessionID, st: pos.State.clone(), admitted: func(id string) bool { return c.admissions.holds(ctx, id) }, model: c.setModel}
 	return engines.ReplayJournal(ctx, engines.JournalReplay{
 		Process: c.proc, Generation: c.generation, Program: "claude code process", PollInterval: c.pollInterval,
 		Seen: func(offset int64) {
@@ -191,4 +194,18 @@ func (c *Client) State(ctx context.Context) (engines.RuntimeState, error) {
 		rs.Cursor = &cur
 	}
 	return rs, nil
+}
+
+// ModelName implements engines.ModelReporter: the model Claude Code's newest init
+// message named (it sends one at the start of each turn), "" before the first.
+func (c *Client) ModelName() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.model
+}
+
+func (c *Client) setModel(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.model = name
 }

@@ -18,7 +18,9 @@ type translator struct {
 	st        transState
 	// admitted reports whether Claude's transcript durably holds the input uuid.
 	admitted func(uuid string) bool
-	out      []engines.Event
+	// model receives the model each init message names.
+	model func(name string)
+	out   []engines.Event
 }
 
 // apply translates one journal line and returns its events, without cursors.
@@ -135,9 +137,14 @@ func (t *translator) system(n nativeLine, raw json.RawMessage) {
 		}
 	case "task_started", "task_notification":
 		t.task(n.Subtype, raw)
-	case "init", "thinking_tokens":
-		// init repeats the launch facts at every turn; thinking_tokens are estimates
-		// the reasoning deltas already carry.
+	case "init":
+		// init repeats the launch facts at every turn; of them the platform keeps the
+		// model the turn runs on.
+		if n.Model != "" && t.model != nil {
+			t.model(n.Model)
+		}
+	case "thinking_tokens":
+		// Estimates the reasoning deltas already carry.
 	default:
 		t.diag("system/"+n.Subtype, raw)
 	}

@@ -43,6 +43,7 @@ var (
 	_ engines.RuntimeClient        = (*Client)(nil)
 	_ engines.PermissionModeSetter = (*Client)(nil)
 	_ engines.ServerInfoProvider   = (*Client)(nil)
+	_ engines.ModelReporter        = (*Client)(nil)
 )
 
 // ClientConfig is what a Client connects to.

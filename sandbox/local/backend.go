@@ -92,23 +92,51 @@ func New(ctx context.Context, opts Options) (*Backend, error) {
 	}
 	profiles := make([]prewarm.Profile, 0, len(opts.Prewarm))
 	for _, p := range opts.Prewarm {
-		spec := p.Spec.WithDefaults()
-		spec.ProfileKey = p.Key
-		if err := b.validate(spec); err != nil {
+		pr, err := b.prewarmProfile(p)
+		if err != nil {
+			if errors.Is(err, errPersistentPrewarm) {
+				return nil, err
+			}
 			// Limits this machine cannot grant, say: that pool stays empty, and
 			// its Sessions get the same error when they create their boxes.
 			b.log.Warn("local sandbox: not prewarming an invalid profile", zap.String("profile", p.Key), zap.Error(err))
 			continue
 		}
-		if spec.Workspace.Kind == sandbox.WorkspacePersistent {
-			return nil, fmt.Errorf("local sandbox: prewarm profile %q: a persistent workspace cannot be prewarmed", p.Key)
-		}
-		profiles = append(profiles, prewarm.Profile{Key: p.Key, Spec: spec, Size: p.Size})
+		profiles = append(profiles, pr)
 	}
 	b.pool = prewarm.New(profiles, b.createForPool, b.Destroy, b.log)
 	b.pool.Start(context.WithoutCancel(ctx))
 	return b, nil
 }
+
+// errPersistentPrewarm refuses a prewarm pool with a persistent workspace: a box
+// made before its Session exists cannot hold that Session's workspace.
+var errPersistentPrewarm = errors.New("a persistent workspace cannot be prewarmed")
+
+// prewarmProfile checks a prewarm pool's spec against this machine.
+func (b *Backend) prewarmProfile(p PrewarmProfile) (prewarm.Profile, error) {
+	spec := p.Spec.WithDefaults()
+	spec.ProfileKey = p.Key
+	if err := b.validate(spec); err != nil {
+		return prewarm.Profile{}, err
+	}
+	if spec.Workspace.Kind == sandbox.WorkspacePersistent {
+		return prewarm.Profile{}, fmt.Errorf("local sandbox: prewarm profile %q: %w", p.Key, errPersistentPrewarm)
+	}
+	return prewarm.Profile{Key: p.Key, Spec: spec, Size: p.Size}, nil
+}
+
+// EnsurePrewarm implements sandbox.Prewarmer: it starts the pool of a profile saved
+// after the backend started. A pool it already keeps is left as it is.
+func (b *Backend) EnsurePrewarm(profileKey string, spec sandbox.Spec, size int) (bool, error) {
+	pr, err := b.prewarmProfile(PrewarmProfile{Key: profileKey, Spec: spec, Size: size})
+	if err != nil {
+		return false, fmt.Errorf("prewarm profile %s: %w", profileKey, err)
+	}
+	return b.pool.Ensure(pr), nil
+}
+
+var _ sandbox.Prewarmer = (*Backend)(nil)
 
 // Capabilities reports what this machine allows.
 func (b *Backend) Capabilities() sandbox.Capabilities {

@@ -39,6 +39,9 @@ type Pool struct {
 	changed chan struct{} // closed and replaced whenever a pool changes
 	wake    map[string]chan struct{}
 	cancel  context.CancelFunc
+	// fillCtx is the fillers' context once Start ran; a profile Ensure adds later
+	// gets its filler on it.
+	fillCtx context.Context
 	wg      sync.WaitGroup
 }
 
@@ -58,11 +61,34 @@ func New(profiles []Profile, create CreateFunc, destroy DestroyFunc, log *zap.Lo
 // Start runs one filler per profile until Close.
 func (p *Pool) Start(ctx context.Context) {
 	ctx, cancel := context.WithCancel(ctx)
-	p.cancel = cancel
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cancel, p.fillCtx = cancel, ctx
 	for key := range p.profiles {
 		p.wg.Add(1)
 		go p.fill(ctx, p.profiles[key])
 	}
+}
+
+// Ensure adds the pool of a profile the pool does not know yet (one saved after the
+// pool started) and starts filling it; it reports whether it added one. A known
+// profile keeps the size and spec it started with.
+func (p *Pool) Ensure(pr Profile) bool {
+	if pr.Size <= 0 {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.profiles[pr.Key]; ok {
+		return false
+	}
+	p.profiles[pr.Key] = pr
+	p.wake[pr.Key] = make(chan struct{}, 1)
+	if p.fillCtx != nil && p.fillCtx.Err() == nil {
+		p.wg.Add(1)
+		go p.fill(p.fillCtx, pr)
+	}
+	return true
 }
 
 // fill keeps one profile's pool at its size, backing off after failures.
@@ -77,7 +103,7 @@ func (p *Pool) fill(ctx context.Context, pr Profile) {
 			select {
 			case <-ctx.Done():
 				return
-			case <-p.wake[pr.Key]:
+			case <-p.wakeOf(pr.Key):
 				continue
 			}
 		}
@@ -102,6 +128,13 @@ func (p *Pool) fill(ctx context.Context, pr Profile) {
 		p.notifyLocked()
 		p.mu.Unlock()
 	}
+}
+
+// wakeOf is the channel that wakes the key's filler.
+func (p *Pool) wakeOf(key string) chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.wake[key]
 }
 
 func (p *Pool) notifyLocked() {

@@ -69,3 +69,26 @@ func TestPoolFillsClaimsAndRefills(t *testing.T) {
 	require.NotContains(t, fb.destroyed, h.ID())
 	require.NotContains(t, fb.destroyed, waiting.ID())
 }
+
+// TestEnsureAddsAPoolWhileThePoolRuns: a profile added after Start is filled like the
+// others; a known one keeps its pool; a pool closed destroys the added pool's boxes.
+func TestEnsureAddsAPoolWhileThePoolRuns(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	fb := &fakeBackend{}
+	p := New([]Profile{{Key: "a", Size: 1}}, fb.create, fb.destroy, zap.NewNop())
+	p.Start(ctx)
+	require.NoError(t, p.WaitReady(ctx, "a", 1))
+	require.True(t, p.Ensure(Profile{Key: "later", Size: 2}))
+	require.False(t, p.Ensure(Profile{Key: "later", Size: 5}), "a known pool keeps its size")
+	require.False(t, p.Ensure(Profile{Key: "a", Size: 3}))
+	require.False(t, p.Ensure(Profile{Key: "none", Size: 0}))
+	require.NoError(t, p.WaitReady(ctx, "later", 2))
+	h, ok := p.Take("later")
+	require.True(t, ok)
+	require.NoError(t, p.WaitReady(ctx, "later", 2), "refilled after the claim")
+	require.NoError(t, p.Close(ctx))
+	require.Len(t, fb.destroyed, 3)
+	require.NotContains(t, fb.destroyed, h.ID())
+}

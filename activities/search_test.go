@@ -1,0 +1,96 @@
+package activities_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	sdkpb "go.temporal.io/api/sdk/v1"
+	"go.temporal.io/sdk/converter"
+
+	"github.com/astrabox/astrabox/store"
+	"github.com/astrabox/astrabox/workflows"
+)
+
+// searchState is the AstraboxSessionState search attribute of the Session's workflow.
+func (s *stack) searchState(sessionID string) string {
+	desc, err := s.tc.DescribeWorkflowExecution(s.ctx, workflows.SessionWorkflowID(sessionID), "")
+	require.NoError(s.t, err)
+	field := desc.GetWorkflowExecutionInfo().GetSearchAttributes().GetIndexedFields()[workflows.SearchSessionState.GetName()]
+	var v string
+	if field != nil {
+		require.NoError(s.t, converter.GetDefaultDataConverter().FromPayload(field, &v))
+	}
+	return v
+}
+
+// currentDetails are the workflow's current details, as the Temporal UI reads them.
+func (s *stack) currentDetails(sessionID string) string {
+	res, err := s.tc.QueryWorkflow(s.ctx, workflows.SessionWorkflowID(sessionID), "", "__temporal_workflow_metadata")
+	require.NoError(s.t, err)
+	var md sdkpb.WorkflowMetadata
+	require.NoError(s.t, res.Get(&md))
+	return md.GetCurrentDetails()
+}
+
+// apiState is the Session's state as the API derives it.
+func (s *stack) apiState(sessionID string) string {
+	f, err := s.st.GetSessionFactsByID(s.ctx, sessionID)
+	require.NoError(s.t, err)
+	return string(f.State())
+}
+
+// TestOperatorsReadTheSessionInTheTemporalUI: the AstraboxSessionState search
+// attribute follows the Session's state as the API derives it (PROCESSING while the
+// program works, READY once it is idle, TERMINATED), the current details name the
+// Agent, owner and title with the state and what is open and held, and every activity
+// carries a summary.
+func TestOperatorsReadTheSessionInTheTemporalUI(t *testing.T) {
+	s := newStack(t)
+	s.startWorker("host-a-" + uniq())
+	id := s.newSession()
+	_, err := s.st.RenameSession(s.ctx, id, s.user.ID, "Release checklist")
+	require.NoError(t, err)
+
+	long := s.send(id, "slow:400:50")
+	s.eventually("PROCESSING in the search attribute", func() bool {
+		return s.apiState(id) == string(store.StateProcessing) && s.searchState(id) == string(store.StateProcessing)
+	})
+	s.eventually("details of the open response", func() bool {
+		return strings.Contains(s.currentDetails(id), "open responses 1")
+	})
+	details := s.currentDetails(id)
+	for _, want := range []string{s.agent.Name, s.user.Email, "Release checklist", "PROCESSING"} {
+		require.Contains(t, details, want)
+	}
+	s.waitEnded(id, "resp-"+long)
+	s.eventually("READY in the search attribute", func() bool {
+		return s.apiState(id) == string(store.StateReady) && s.searchState(id) == string(store.StateReady)
+	})
+	require.Contains(t, s.currentDetails(id), "**State** READY")
+
+	s.signal(id, workflows.SignalLifecycle, workflows.Lifecycle{Action: workflows.LifecycleDelete})
+	run := s.tc.GetWorkflow(s.ctx, workflows.SessionWorkflowID(id), "")
+	require.NoError(t, run.Get(s.ctx, nil))
+	require.Equal(t, string(store.StateDeleted), s.searchState(id))
+
+	summaries := map[string]string{}
+	it := s.tc.GetWorkflowHistory(s.ctx, workflows.SessionWorkflowID(id), run.GetRunID(), false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		require.NoError(t, err)
+		attrs := ev.GetActivityTaskScheduledEventAttributes()
+		if attrs == nil {
+			continue
+		}
+		var summary string
+		if p := ev.GetUserMetadata().GetSummary(); p != nil {
+			require.NoError(t, converter.GetDefaultDataConverter().FromPayload(p, &summary))
+		}
+		require.NotEmpty(t, summary, "activity %s has a summary", attrs.GetActivityType().GetName())
+		summaries[attrs.GetActivityType().GetName()] = summary
+	}
+	require.Equal(t, "Deliver the held messages", summaries["Deliver"])
+	require.Contains(t, summaries["Relay"], "Read runtime generation 1")
+}

@@ -1,0 +1,1 @@
+ALTER TABLE sessions DROP COLUMN model_credential_owner;
