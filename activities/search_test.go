@@ -61,7 +61,7 @@ func TestOperatorsReadTheSessionInTheTemporalUI(t *testing.T) {
 		return strings.Contains(s.currentDetails(id), "open responses 1")
 	})
 	details := s.currentDetails(id)
-	for _, want := range []string{s.agent.Name, s.user.Email, "Release checklist", "PROCESSING"} {
+	for _, want := range []string{s.agent.Name, s.user.ID, "Release checklist", "PROCESSING"} {
 		require.Contains(t, details, want)
 	}
 	s.waitEnded(id, "resp-"+long)

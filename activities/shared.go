@@ -29,14 +29,10 @@ func (a *Activities) LoadSession(ctx context.Context, ref SessionRef) (SessionFa
 	if err != nil {
 		return SessionFacts{}, sessionErr(err)
 	}
-	owner, err := a.deps.Store.GetUserByID(ctx, sess.UserID)
-	if err != nil {
-		return SessionFacts{}, sessionErr(err)
-	}
 	facts := SessionFacts{
 		AgentID:            sess.AgentID,
 		AgentName:          agent.Name,
-		Owner:              owner.Email,
+		Owner:              sess.UserID,
 		Observed:           observationOf(observed),
 		EngineKind:         agent.EngineKind,
 		Lifecycle:          sess.Lifecycle,

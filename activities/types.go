@@ -56,7 +56,8 @@ type SessionFacts struct {
 	// IdleReleaseSeconds is the configured idle period before the box is released;
 	// 0 disables idle release.
 	IdleReleaseSeconds int64 `json:"idle_release_seconds"`
-	// AgentName and Owner (the owner's email) name the Session for operators.
+	// AgentName and Owner (the owner's user id, never personal data: workflow
+	// history keeps it) name the Session for operators.
 	AgentName string `json:"agent_name,omitempty"`
 	Owner     string `json:"owner,omitempty"`
 	// Observed is the Session as the platform derives it now.
