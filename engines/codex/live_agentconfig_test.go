@@ -1,0 +1,93 @@
+package codex_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"path"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/astrabox/astrabox/engines"
+	"github.com/astrabox/astrabox/engines/codex"
+	"github.com/astrabox/astrabox/engines/enginetest"
+)
+
+// TestLiveAgentConfigurationReachesCodex starts the real Codex app-server with an
+// Agent's configuration: its stdio MCP server (the echo server shipped in testdata)
+// becomes an mcp_servers entry that Codex starts in the box and reports ready; its
+// instructions reach the model through AGENTS.md; its config.toml block is merged
+// without the keys the platform manages. Calling the MCP tool from the scripted model
+// is not covered: Codex defers MCP tools behind the Responses API's client-executed
+// tool search, which the scripted model does not speak yet.
+func TestLiveAgentConfigurationReachesCodex(t *testing.T) {
+	e := newLiveEnv(t)
+	ctx := e.ctx
+	_, box := e.newBox()
+	server := "/workspace/.mcp/mcp-echo.mjs"
+	require.NoError(t, box.WriteFile(ctx, nil, server, enginetest.MCPEchoServer, 0o644))
+	tag := "tag-" + uuid.NewString()[:8]
+	sc := engines.EngineStartupContext{
+		SessionID: "live-" + uuid.NewString(), SessionKind: engines.SessionKindAgentChat, SandboxID: box.ID(),
+		PermissionMode: "never",
+		AgentConfig: engines.AgentConfig{
+			MCPServers: []engines.MCPServerConfig{{
+				Name: "files", Transport: engines.MCPTransportStdio,
+				Command: []string{"node", server}, Env: map[string]string{"MCP_ECHO_TAG": tag},
+			}},
+			Instructions: "Standing instruction " + tag + ": answer briefly.",
+			NativeConfig: map[string]json.RawMessage{
+				// model_provider is protected: saving refuses it, and the adapter drops it anyway.
+				codex.ConfigDocument: json.RawMessage(`{"project_doc_max_bytes": 4096, "model_provider": "elsewhere"}`),
+			},
+		},
+	}
+	rt, err := e.adapter.ActivateRuntime(ctx, sc, box)
+	require.NoError(t, err)
+	client := rt.EngineClient
+	t.Cleanup(func() { _ = client.Close() })
+
+	doc, err := box.ReadFile(ctx, nil, path.Join(e.adapter.PathsFor(sc).CodexHome, codex.ConfigDocument))
+	require.NoError(t, err)
+	require.Contains(t, string(doc), "project_doc_max_bytes = 4096", "the Agent's block, an integer kept an integer")
+	require.Contains(t, string(doc), "model_provider = 'astrabox'")
+	require.NotContains(t, string(doc), "elsewhere", "a protected key never overrides the platform")
+
+	// Codex starts the Agent's MCP server in the box and reports it ready in its own
+	// notification (the echo server answers initialize and tools/list).
+	proc, err := box.StartProcess(ctx, engines.ProcessSpec{Name: client.(*codex.Client).ProcessName(), Command: []string{"/bin/false"}})
+	require.NoError(t, err)
+	var ready bool
+	for line, err := range proc.ReadOutput(ctx, 0, true) {
+		require.NoError(t, err)
+		var n struct {
+			Method string `json:"method"`
+			Params struct {
+				Name   string `json:"name"`
+				Status string `json:"status"`
+				Error  string `json:"error"`
+			} `json:"params"`
+		}
+		if json.Unmarshal(line.Data, &n) != nil || n.Method != "mcpServer/startupStatus/updated" || n.Params.Name != "files" {
+			continue
+		}
+		require.NotEqual(t, "failed", n.Params.Status, "the Agent's MCP server failed to start: %s", line.Data)
+		if n.Params.Status == "ready" {
+			ready = true
+			break
+		}
+	}
+	require.True(t, ready, "Codex started the Agent's MCP server")
+
+	r := startReader(t, ctx, client, nil)
+	require.NoError(t, client.Submit(ctx, engines.TextInput(uuid.NewString(), "hello")))
+	require.Equal(t, engines.OutcomeCompleted, ended(r).Outcome, lastEvents(r.seen, 30))
+	var instructed, listed bool
+	for _, req := range e.model.Requests() {
+		instructed = instructed || bytes.Contains(req.Body, []byte("Standing instruction "+tag))
+		listed = listed || bytes.Contains(req.Body, []byte("mcp__files"))
+	}
+	require.True(t, instructed, "the Agent's instructions reached the model")
+	require.True(t, listed, "Codex names the MCP server's tool (deferred behind its tool search) to the model")
+}
