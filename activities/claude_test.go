@@ -31,6 +31,12 @@ const claudeMount = "/opt/claude"
 // given, rewrites the command the adapter starts it with.
 func newClaudeStack(t *testing.T, wrap ...func(command []string) []string) *stack {
 	t.Helper()
+	return newStackWith(t, claudeSetup(t, wrap...))
+}
+
+// claudeSetup is the engine setup of newClaudeStack, for a test to adjust.
+func claudeSetup(t *testing.T, wrap ...func(command []string) []string) engineSetup {
+	t.Helper()
 	root, err := agentbin.Root()
 	require.NoError(t, err)
 	prog, err := agentbin.Locate(root, agentbin.Claude)
@@ -44,13 +50,13 @@ func newClaudeStack(t *testing.T, wrap ...func(command []string) []string) *stac
 	for _, w := range wrap {
 		command = w(command)
 	}
-	return newStackWith(t, engineSetup{
+	return engineSetup{
 		kind:    claude.EngineKind,
 		adapter: claude.NewAdapter(claude.Config{Command: command}),
 		mounts:  []sandbox.Mount{{Source: prog.Dir, Target: claudeMount}},
 		egress: map[string]egress.Route{activities.ModelForwardName: {Upstream: model.URL(),
 			Headers: map[string]string{"x-api-key": "sk-host-side"}}},
-	})
+	}
 }
 
 // TestClaudeCodeTwoInputsOneSentWhileWorking is the first Claude Code end-to-end
