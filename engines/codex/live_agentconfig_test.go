@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"path"
+	"strings"
 	"testing"
 
 	"github.com/google/uuid"
@@ -12,15 +13,17 @@ import (
 	"github.com/astrabox/astrabox/engines"
 	"github.com/astrabox/astrabox/engines/codex"
 	"github.com/astrabox/astrabox/engines/enginetest"
+	"github.com/astrabox/astrabox/internal/devmodel"
+	"github.com/astrabox/astrabox/internal/uicheck"
 )
 
 // TestLiveAgentConfigurationReachesCodex starts the real Codex app-server with an
 // Agent's configuration: its stdio MCP server (the echo server shipped in testdata)
-// becomes an mcp_servers entry that Codex starts in the box and reports ready; its
+// becomes an mcp_servers entry that Codex starts in the box and reports ready; the
+// scripted model finds its tool through Codex's tool search and calls it, and the
+// result reaches the stream with the environment the Agent configured; its
 // instructions reach the model through AGENTS.md; its config.toml block is merged
-// without the keys the platform manages. Calling the MCP tool from the scripted model
-// is not covered: Codex defers MCP tools behind the Responses API's client-executed
-// tool search, which the scripted model does not speak yet.
+// without the keys the platform manages.
 func TestLiveAgentConfigurationReachesCodex(t *testing.T) {
 	e := newLiveEnv(t)
 	ctx := e.ctx
@@ -81,13 +84,31 @@ func TestLiveAgentConfigurationReachesCodex(t *testing.T) {
 	require.True(t, ready, "Codex started the Agent's MCP server")
 
 	r := startReader(t, ctx, client, nil)
-	require.NoError(t, client.Submit(ctx, engines.TextInput(uuid.NewString(), "hello")))
+	args, err := json.Marshal(map[string]string{"text": "hello-mcp"})
+	require.NoError(t, err)
+	require.NoError(t, client.Submit(ctx, engines.TextInput(uuid.NewString(),
+		devmodel.Directive("tool", "name", enginetest.MCPEchoTool, "server", "files", "args", string(args)))))
 	require.Equal(t, engines.OutcomeCompleted, ended(r).Outcome, lastEvents(r.seen, 30))
-	var instructed, listed bool
+	want := "mcp-echo: hello-mcp [tag=" + tag + "]"
+	var output bool
+	var frames []engines.Frame
+	for _, ev := range r.seen {
+		out, ok := ev.(engines.ResponseOutput)
+		if !ok {
+			continue
+		}
+		frames = append(frames, out.Frame)
+		if out.Frame.Type() == "tool-output-available" {
+			raw, _ := out.Frame.Field("output")
+			output = output || strings.Contains(string(raw), want)
+		}
+	}
+	require.True(t, output, "the MCP server's result, with the Agent's env, reached the stream:\n%s", lastEvents(r.seen, 40))
+	uicheck.RequireValidChunks(t, frames)
+
+	var instructed bool
 	for _, req := range e.model.Requests() {
 		instructed = instructed || bytes.Contains(req.Body, []byte("Standing instruction "+tag))
-		listed = listed || bytes.Contains(req.Body, []byte("mcp__files"))
 	}
 	require.True(t, instructed, "the Agent's instructions reached the model")
-	require.True(t, listed, "Codex names the MCP server's tool (deferred behind its tool search) to the model")
 }

@@ -33,6 +33,9 @@ type conversation struct {
 	// customTools holds the names of freeform (non-JSON) tools, such as Codex's
 	// apply_patch in the Responses API.
 	customTools map[string]bool
+	// namespaces maps a tool offered inside a Responses namespace (such as the MCP
+	// tools a client tool search loaded) to that namespace, which its call names.
+	namespaces map[string]string
 	// chatUsage asks for the final usage chunk of a Chat Completions stream.
 	chatUsage bool
 }

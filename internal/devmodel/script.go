@@ -44,6 +44,11 @@ type toolCall struct {
 	name      string
 	arguments string
 	freeform  bool
+	// namespace is the Responses namespace the tool was offered in, if any.
+	namespace string
+	// search makes the call a Responses tool_search_call (a client-executed tool
+	// search) instead of a function call.
+	search bool
 }
 
 // block is one content block of a reply; text and thinking are split into chunks,

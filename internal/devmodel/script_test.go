@@ -182,3 +182,24 @@ func TestToolScriptCallsANamedToolAndItsQualifiedForm(t *testing.T) {
 	conv.addPrompt("[[script:tool name=echo args=`[1]`]]")
 	require.Contains(t, s.decide(conv).blocks[0].text(), "Script error: tool: args must be a JSON object")
 }
+
+func TestToolScriptSearchesCodexDeferredToolsAndCallsThemInTheirNamespace(t *testing.T) {
+	t.Parallel()
+	s := newScripter(time.Millisecond)
+	conv, err := responsesFormat{}.parse([]byte(`{"model":"m","tools":[{"type":"function","name":"exec_command"},{"type":"tool_search"}],
+		"input":[{"type":"message","role":"user","content":"[[script:tool name=echo server=files]]"}]}`))
+	require.NoError(t, err)
+	p := s.decide(conv)
+	require.True(t, p.blocks[0].call.search, "a client tool search first")
+	require.JSONEq(t, `{"query":"echo files","limit":5}`, p.blocks[0].call.arguments)
+
+	conv, err = responsesFormat{}.parse([]byte(`{"model":"m","tools":[{"type":"function","name":"exec_command"},{"type":"tool_search"}],
+		"input":[{"type":"message","role":"user","content":"[[script:tool name=echo server=files]]"},
+		{"type":"tool_search_call","call_id":"c1","execution":"client","arguments":{"query":"echo files"}},
+		{"type":"tool_search_output","call_id":"c1","execution":"client","tools":[{"type":"namespace","name":"mcp__files","tools":[{"type":"function","name":"echo"}]}]}]}`))
+	require.NoError(t, err)
+	p = s.decide(conv)
+	require.Equal(t, toolCall{name: "echo", arguments: "{}", namespace: "mcp__files"}, p.blocks[0].call)
+	item := responsesToolItem(p.blocks[0].call)
+	require.Equal(t, "mcp__files", item.done["namespace"])
+}

@@ -3,6 +3,7 @@ package devmodel
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -102,7 +103,9 @@ const toolSearchName = "ToolSearch"
 // then replies final= (default "Tool finished: <last line of the result>"). An MCP
 // tool is offered under a qualified name (Claude Code's mcp__<server>__<tool>), so a
 // name the program does not offer as such matches the offered tool ending in
-// "__"+name, or "<server>__"+name when server= is given. When the program defers the
+// "__"+name, or "<server>__"+name when server= is given (a tool offered inside a
+// Responses namespace counts as "<namespace>__<tool>", Codex's mcp__<server> form).
+// When the program defers the
 // tool behind its tool search, the model first searches for it, as a real model
 // does, and calls it once the program offers it.
 func namedToolPlan(d directive, t turn, conv *conversation) (plan, error) {
@@ -122,13 +125,18 @@ func namedToolPlan(d directive, t turn, conv *conversation) (plan, error) {
 	}
 	final := func() plan { return textPlan(d.name, d.str("final", "Tool finished: "+lastLine(t.lastResult))) }
 	for _, have := range conv.tools {
-		if have != name && !strings.HasSuffix(have, suffix) {
+		ns := conv.namespaces[have]
+		qualified := have
+		if ns != "" {
+			qualified = strings.TrimSuffix(ns, "__") + "__" + have
+		}
+		if !(server == "" && have == name) && !strings.HasSuffix(qualified, suffix) {
 			continue
 		}
 		if conv.calledThisTurn(have) {
 			return final(), nil
 		}
-		call := toolCall{name: have, arguments: args, freeform: conv.customTools[have]}
+		call := toolCall{name: have, arguments: args, freeform: conv.customTools[have], namespace: ns}
 		return plan{blocks: []block{{kind: blockToolCall, call: call}}, toolUse: true}, nil
 	}
 	if search, ok := conv.offers(toolSearchName); ok && !conv.calledThisTurn(search) {
@@ -137,6 +145,12 @@ func namedToolPlan(d directive, t turn, conv *conversation) (plan, error) {
 			query = "select:mcp__" + server + "__" + name
 		}
 		call := jsonCall(search, map[string]any{"query": query, "max_results": 5})
+		return plan{blocks: []block{{kind: blockToolCall, call: call}}, toolUse: true}, nil
+	}
+	if slices.Contains(conv.tools, clientToolSearch) && !conv.calledThisTurn(clientToolSearch) {
+		// The Responses API's client tool search ranks tools by words (BM25).
+		call := jsonCall(clientToolSearch, map[string]any{"query": strings.TrimSpace(name + " " + server), "limit": 5})
+		call.search = true
 		return plan{blocks: []block{{kind: blockToolCall, call: call}}, toolUse: true}, nil
 	}
 	return textPlan(d.name, fmt.Sprintf("No suitable tool is offered for script %s (offered: %s).", d.name, strings.Join(conv.tools, ", "))), nil
