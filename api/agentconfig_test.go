@@ -49,6 +49,7 @@ func TestAgentConfigurationIsCheckedAgainstEachProgram(t *testing.T) {
 		{"codex: packages", codexProfile, map[string]any{"packages": []any{map[string]any{"kind": "plugin", "name": "lint"}}}, "config.packages[0].kind"},
 		{"codex: protected model provider", codexProfile, map[string]any{"native_config": map[string]any{"config.toml": map[string]any{"model_provider": "elsewhere"}}}, "config.native_config.config.toml.model_provider"},
 		{"codex: mcp_servers in config.toml", codexProfile, map[string]any{"native_config": map[string]any{"config.toml": map[string]any{"mcp_servers": map[string]any{}}}}, "config.native_config.config.toml.mcp_servers"},
+		{"codex: null in config.toml", codexProfile, map[string]any{"native_config": map[string]any{"config.toml": map[string]any{"project_doc_max_bytes": nil}}}, "config.native_config.config.toml.project_doc_max_bytes"},
 		{"codex: claude's document", codexProfile, map[string]any{"native_config": map[string]any{"settings.json": map[string]any{}}}, "config.native_config.settings.json"},
 	}
 	for _, tc := range cases {

@@ -75,12 +75,30 @@ func (r *Registry) ValidateAgentConfig(kind string, cfg AgentConfig) error {
 	if !ok {
 		return &ValidationError{Subject: "agent configuration", Problems: []Problem{{Field: "engine_kind", Message: fmt.Sprintf("no engine adapter %q is installed", kind)}}}
 	}
-	return ValidateAgentConfigFor(adapter.Capabilities(), cfg)
+	p := checkAgentConfig(adapter.Capabilities(), cfg)
+	if checker, ok := adapter.(AgentConfigChecker); ok {
+		p.list = append(p.list, checker.CheckAgentConfig(cfg)...)
+	}
+	return p.err()
+}
+
+// AgentConfigChecker is implemented by an adapter whose program needs more of an
+// Agent's configuration than EngineExtensions can declare, such as a native document
+// block its file format cannot hold. ValidateAgentConfig adds its problems, so such a
+// value is refused on save instead of failing the program's start.
+type AgentConfigChecker interface {
+	// CheckAgentConfig returns the problems of a configuration that passed the
+	// declaration's checks, with fields named as in AgentConfig's JSON.
+	CheckAgentConfig(cfg AgentConfig) []Problem
 }
 
 // ValidateAgentConfigFor checks an Agent's extension configuration against one
 // engine's declaration.
 func ValidateAgentConfigFor(caps EngineRuntimeCapabilities, cfg AgentConfig) error {
+	return checkAgentConfig(caps, cfg).err()
+}
+
+func checkAgentConfig(caps EngineRuntimeCapabilities, cfg AgentConfig) *problems {
 	p := &problems{subject: fmt.Sprintf("agent configuration for engine %q", caps.EngineKind)}
 	ext := caps.Extensions
 	names := make([]string, len(cfg.MCPServers))
@@ -164,7 +182,7 @@ func ValidateAgentConfigFor(caps EngineRuntimeCapabilities, cfg AgentConfig) err
 			}
 		}
 	}
-	return p.err()
+	return p
 }
 
 // SandboxTenancy is how many conversations a box carries, a RuntimeProfile choice.

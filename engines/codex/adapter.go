@@ -63,8 +63,9 @@ type Adapter struct {
 }
 
 var (
-	_ engines.EngineAdapter     = (*Adapter)(nil)
-	_ engines.SeamsAPIVersioned = (*Adapter)(nil)
+	_ engines.EngineAdapter      = (*Adapter)(nil)
+	_ engines.SeamsAPIVersioned  = (*Adapter)(nil)
+	_ engines.AgentConfigChecker = (*Adapter)(nil)
 )
 
 // NewAdapter returns the adapter.

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"path"
+	"slices"
+	"strings"
 
 	"github.com/pelletier/go-toml/v2"
 
@@ -44,6 +46,28 @@ func extensions() engines.EngineExtensions {
 		}},
 		InstructionsFile: InstructionsFile,
 	}
+}
+
+// CheckAgentConfig implements engines.AgentConfigChecker: every value of the Agent's
+// config.toml block must have a TOML form (JSON null has none), so a block Codex could
+// not read is refused on save.
+func (a *Adapter) CheckAgentConfig(cfg engines.AgentConfig) []engines.Problem {
+	raw, ok := cfg.NativeConfig[ConfigDocument]
+	if !ok {
+		return nil
+	}
+	var block map[string]json.RawMessage
+	if json.Unmarshal(raw, &block) != nil {
+		return nil // the declaration's checks report a block that is no object
+	}
+	var out []engines.Problem
+	for k, v := range block {
+		if _, err := tomlValue(v); err != nil {
+			out = append(out, engines.Problem{Field: "native_config." + ConfigDocument + "." + k, Message: err.Error()})
+		}
+	}
+	slices.SortFunc(out, func(x, y engines.Problem) int { return strings.Compare(x.Field, y.Field) })
+	return out
 }
 
 // writeConfig writes CODEX_HOME's config.toml and AGENTS.md before the app-server
@@ -144,7 +168,7 @@ func tomlValue(raw json.RawMessage) (any, error) {
 func tomlNumbers(v any) (any, error) {
 	switch x := v.(type) {
 	case nil:
-		return nil, fmt.Errorf("null has no TOML form")
+		return nil, fmt.Errorf("null has no TOML form; leave the key out")
 	case json.Number:
 		if i, err := x.Int64(); err == nil {
 			return i, nil
