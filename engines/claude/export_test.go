@@ -43,3 +43,6 @@ func StartWithoutSkipPermissionsFlag(t testing.TB, ctx context.Context, a *Adapt
 	require.NoError(t, client.initialize(ctx))
 	return client
 }
+
+// MCPConfig is the --mcp-config document the adapter writes for servers.
+var MCPConfig = mcpConfig
