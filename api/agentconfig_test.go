@@ -44,7 +44,7 @@ func TestAgentConfigurationIsCheckedAgainstEachProgram(t *testing.T) {
 		{"claude: skill name that is no folder", claudeProfile, map[string]any{"skills": []any{map[string]any{"name": "../etc", "description": "d", "instructions": "i"}}}, "config.skills[0].name"},
 		{"claude: skill without description", claudeProfile, map[string]any{"skills": []any{map[string]any{"name": "k", "instructions": "i"}}}, "config.skills[0].description"},
 		{"claude: mcp server name", claudeProfile, map[string]any{"mcp_servers": []any{map[string]any{"name": "a b", "transport": "stdio", "command": []string{"x"}}}}, "config.mcp_servers[0].name"},
-		{"codex: skills", codexProfile, map[string]any{"skills": []any{skill}}, "config.skills"},
+		{"codex: skill without instructions", codexProfile, map[string]any{"skills": []any{map[string]any{"name": "k", "description": "d"}}}, "config.skills[0].instructions"},
 		{"codex: http mcp server", codexProfile, map[string]any{"mcp_servers": []any{map[string]any{"name": "web", "transport": "http", "url": "https://mcp.example.test"}}}, "config.mcp_servers[0].transport"},
 		{"codex: packages", codexProfile, map[string]any{"packages": []any{map[string]any{"kind": "plugin", "name": "lint"}}}, "config.packages[0].kind"},
 		{"codex: protected model provider", codexProfile, map[string]any{"native_config": map[string]any{"config.toml": map[string]any{"model_provider": "elsewhere"}}}, "config.native_config.config.toml.model_provider"},
@@ -71,7 +71,7 @@ func TestAgentConfigurationIsCheckedAgainstEachProgram(t *testing.T) {
 	assert.JSONEq(t, `{"name":"files","transport":"stdio","command":["node","/opt/mcp/files.mjs"],"env":{"TOKEN":"[redacted]"}}`, mustField(t, saved.Config, "mcp_servers", 0))
 	var codexAgent agentView
 	f.call("POST", "/api/v1/agents", f.member, map[string]any{"name": "codex-agent", "runtime_profile_id": codexProfile, "config": map[string]any{
-		"mcp_servers": []any{stdio}, "instructions": "Answer briefly.",
+		"mcp_servers": []any{stdio}, "skills": []any{skill}, "instructions": "Answer briefly.",
 		"native_config": map[string]any{"config.toml": map[string]any{"project_doc_max_bytes": 4096}},
 	}}).ok(t).into(t, &codexAgent)
 

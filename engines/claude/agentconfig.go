@@ -42,8 +42,9 @@ func extensions() engines.EngineExtensions {
 
 // writeAgentConfig turns the Agent's configuration into Claude Code's own files before
 // the program starts, and returns the flags that point Claude at them. Every file is
-// written on each start, so a relaunch in the same box drops what the Agent no longer
-// configures.
+// written on each start, so a relaunch in the same box drops settings, instructions and
+// MCP servers the Agent no longer configures; a Skill it no longer has keeps its folder
+// until the box is replaced (engines.Box cannot remove files).
 func writeAgentConfig(ctx context.Context, sc engines.EngineStartupContext, box engines.Box, paths Paths) ([]string, error) {
 	cfg := sc.AgentConfig
 	write := func(name string, data []byte) error {

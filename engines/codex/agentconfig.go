@@ -15,11 +15,12 @@ import (
 )
 
 // Where the Agent's configuration goes in CODEX_HOME: config.toml, whose mcp_servers
-// table carries the Agent's MCP servers, and AGENTS.md, which Codex reads as global
-// instructions.
+// table carries the Agent's MCP servers, AGENTS.md, which Codex reads as global
+// instructions, and the skills folder Codex scans for <name>/SKILL.md.
 const (
 	ConfigDocument   = "config.toml"
 	InstructionsFile = "AGENTS.md"
+	SkillsDir        = "skills"
 )
 
 // protectedConfig are the config.toml keys the platform manages: the model provider
@@ -34,13 +35,14 @@ var protectedConfig = []string{
 	"forced_login_method", "chatgpt_base_url",
 }
 
-// extensions is what Codex takes from an Agent's configuration: stdio MCP servers, a
-// config.toml block and instructions. Codex's streamable HTTP servers, Skills and
+// extensions is what Codex takes from an Agent's configuration: stdio MCP servers,
+// Skills, a config.toml block and instructions. Codex's streamable HTTP servers and
 // plugins are not declared until they are exercised against the pinned release, so an
 // Agent naming one is refused rather than stored as an inert setting.
 func extensions() engines.EngineExtensions {
 	return engines.EngineExtensions{
 		MCPTransports: []engines.MCPTransport{engines.MCPTransportStdio},
+		Skills:        &engines.SkillsDiscovery{Directories: []string{SkillsDir}},
 		NativeConfigDocuments: []engines.NativeConfigDocument{{
 			Name: ConfigDocument, ProtectedKeys: append([]string{}, protectedConfig...),
 		}},
@@ -70,9 +72,11 @@ func (a *Adapter) CheckAgentConfig(cfg engines.AgentConfig) []engines.Problem {
 	return out
 }
 
-// writeConfig writes CODEX_HOME's config.toml and AGENTS.md before the app-server
-// starts. Both are written on every start, so a relaunch in the same box drops what
-// the Agent no longer configures.
+// writeConfig writes CODEX_HOME's config.toml, AGENTS.md and Skills before the
+// app-server starts. config.toml and AGENTS.md are written on every start, so a
+// relaunch in the same box drops what the Agent no longer configures there; a Skill it
+// no longer has keeps its folder until the box is replaced (engines.Box cannot remove
+// files).
 func (a *Adapter) writeConfig(ctx context.Context, sc engines.EngineStartupContext, box engines.Box, paths Paths) error {
 	doc, err := a.configTOML(sc.AgentConfig)
 	if err != nil {
@@ -83,6 +87,12 @@ func (a *Adapter) writeConfig(ctx context.Context, sc engines.EngineStartupConte
 	}
 	if err := box.WriteFile(ctx, sc.RuntimeIdentity, path.Join(paths.CodexHome, InstructionsFile), []byte(sc.AgentConfig.Instructions), 0o600); err != nil {
 		return fmt.Errorf("write %s: %w", InstructionsFile, err)
+	}
+	for _, s := range sc.AgentConfig.Skills {
+		file := path.Join(paths.CodexHome, SkillsDir, s.Name, "SKILL.md")
+		if err := box.WriteFile(ctx, sc.RuntimeIdentity, file, engines.SkillDocument(s), 0o600); err != nil {
+			return fmt.Errorf("write skill %s: %w", s.Name, err)
+		}
 	}
 	return nil
 }

@@ -33,7 +33,7 @@ func TestRegistersInARegistry(t *testing.T) {
 	require.True(t, caps.RequiresProcessSessions)
 	// Only what the adapter writes into the box is declared (live_agentconfig_test.go).
 	require.Equal(t, []engines.MCPTransport{engines.MCPTransportStdio}, caps.Extensions.MCPTransports)
-	require.Nil(t, caps.Extensions.Skills)
+	require.Equal(t, []string{"skills"}, caps.Extensions.Skills.Directories)
 	require.Empty(t, caps.Extensions.NativePackageKinds)
 	require.Equal(t, "AGENTS.md", caps.Extensions.InstructionsFile)
 }

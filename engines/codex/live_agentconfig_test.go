@@ -39,6 +39,9 @@ func TestLiveAgentConfigurationReachesCodex(t *testing.T) {
 				Name: "files", Transport: engines.MCPTransportStdio,
 				Command: []string{"node", server}, Env: map[string]string{"MCP_ECHO_TAG": tag},
 			}},
+			Skills: []engines.SkillConfig{{
+				Name: "release-notes", Description: "Write release notes from the merged changes " + tag, Instructions: "List every merged change in one line.",
+			}},
 			Instructions: "Standing instruction " + tag + ": answer briefly.",
 			NativeConfig: map[string]json.RawMessage{
 				// model_provider is protected: saving refuses it, and the adapter drops it anyway.
@@ -106,9 +109,11 @@ func TestLiveAgentConfigurationReachesCodex(t *testing.T) {
 	require.True(t, output, "the MCP server's result, with the Agent's env, reached the stream:\n%s", lastEvents(r.seen, 40))
 	uicheck.RequireValidChunks(t, frames)
 
-	var instructed bool
+	var instructed, listed bool
 	for _, req := range e.model.Requests() {
 		instructed = instructed || bytes.Contains(req.Body, []byte("Standing instruction "+tag))
+		listed = listed || (bytes.Contains(req.Body, []byte("release-notes")) && bytes.Contains(req.Body, []byte("Write release notes from the merged changes "+tag)))
 	}
 	require.True(t, instructed, "the Agent's instructions reached the model")
+	require.True(t, listed, "Codex listed the Agent's Skill to the model")
 }
