@@ -1,10 +1,13 @@
-// A tiny MCP server over stdio (newline-delimited JSON-RPC 2.0), run inside a box by
-// the live tests. Its one tool, echo, answers with the text it was given, the
-// server's name and the value of MCP_ECHO_TAG from its environment, so a test sees
-// that a call reached this server with the environment the Agent configured.
+// A tiny MCP server run inside a box by the live tests: over stdio (newline-delimited
+// JSON-RPC 2.0) by default, or with `--http PORT` over HTTP: streamable HTTP (POST /mcp,
+// JSON replies) and the legacy HTTP+SSE transport (GET /sse opens the event stream,
+// whose `endpoint` event names where to POST; answers come as `message` events). Its
+// one tool, echo, answers with the text it was given and a tag: the value of
+// MCP_ECHO_TAG from its environment (stdio) or of the request's X-Echo-Tag header
+// (http: the POST's; sse: the GET's), so a test sees that a call reached this server
+// with the environment or headers the Agent configured.
 import { createInterface } from "node:readline";
-
-const tag = process.env.MCP_ECHO_TAG ?? "";
+import { createServer } from "node:http";
 
 const tools = [{
   name: "echo",
@@ -13,18 +16,14 @@ const tools = [{
   annotations: { readOnlyHint: true, destructiveHint: false, openWorldHint: false },
 }];
 
-function reply(id, result) {
-  process.stdout.write(JSON.stringify({ jsonrpc: "2.0", id, result }) + "\n");
-}
+const reply = (id, result) => ({ jsonrpc: "2.0", id, result });
+const fail = (id, code, message) => ({ jsonrpc: "2.0", id, error: { code, message } });
 
-function fail(id, code, message) {
-  process.stdout.write(JSON.stringify({ jsonrpc: "2.0", id, error: { code, message } }) + "\n");
-}
-
-function handle(msg) {
+// handle answers one message, or returns undefined for a notification.
+function handle(msg, tag) {
   const { id, method, params } = msg;
   if (id === undefined || id === null) {
-    return; // a notification (notifications/initialized, cancelled): nothing to answer
+    return undefined; // a notification (notifications/initialized, cancelled): nothing to answer
   }
   switch (method) {
     case "initialize":
@@ -49,15 +48,89 @@ function handle(msg) {
   }
 }
 
-createInterface({ input: process.stdin }).on("line", (line) => {
-  if (line.trim() === "") {
-    return;
-  }
-  let msg;
-  try {
-    msg = JSON.parse(line);
-  } catch {
-    return fail(null, -32700, "parse error");
-  }
-  handle(msg);
-});
+function serveStdio() {
+  const tag = process.env.MCP_ECHO_TAG ?? "";
+  const write = (answer) => answer && process.stdout.write(JSON.stringify(answer) + "\n");
+  createInterface({ input: process.stdin }).on("line", (line) => {
+    if (line.trim() === "") {
+      return;
+    }
+    let msg;
+    try {
+      msg = JSON.parse(line);
+    } catch {
+      return write(fail(null, -32700, "parse error"));
+    }
+    write(handle(msg, tag));
+  });
+}
+
+function serveHTTP(port) {
+  const streams = new Map(); // legacy SSE sessions: id -> {res, tag}
+  let nextStream = 0;
+  const server = createServer((req, res) => {
+    const url = new URL(req.url, "http://localhost");
+    if (req.method === "GET" && url.pathname === "/sse") {
+      const id = String(++nextStream);
+      streams.set(id, { res, tag: req.headers["x-echo-tag"] ?? "" });
+      res.writeHead(200, { "Content-Type": "text/event-stream", "Cache-Control": "no-cache" });
+      res.write(`event: endpoint\ndata: /messages?sessionId=${id}\n\n`);
+      req.on("close", () => streams.delete(id));
+      return;
+    }
+    if (req.method === "POST" && url.pathname === "/messages") {
+      const stream = streams.get(url.searchParams.get("sessionId"));
+      if (!stream) {
+        res.writeHead(404).end();
+        return;
+      }
+      let body = "";
+      req.on("data", (chunk) => { body += chunk; });
+      req.on("end", () => {
+        res.writeHead(202).end();
+        let msg;
+        try {
+          msg = JSON.parse(body);
+        } catch {
+          return;
+        }
+        const answer = handle(msg, stream.tag);
+        if (answer) {
+          stream.res.write(`event: message\ndata: ${JSON.stringify(answer)}\n\n`);
+        }
+      });
+      return;
+    }
+    if (req.method !== "POST" || url.pathname !== "/mcp") {
+      res.writeHead(405, { Allow: "POST" }).end();
+      return;
+    }
+    const tag = req.headers["x-echo-tag"] ?? "";
+    let body = "";
+    req.on("data", (chunk) => { body += chunk; });
+    req.on("end", () => {
+      let msg;
+      try {
+        msg = JSON.parse(body);
+      } catch {
+        res.writeHead(400, { "Content-Type": "application/json" }).end(JSON.stringify(fail(null, -32700, "parse error")));
+        return;
+      }
+      const answers = (Array.isArray(msg) ? msg : [msg]).map((m) => handle(m, tag)).filter(Boolean);
+      if (answers.length === 0) {
+        res.writeHead(202).end();
+        return;
+      }
+      res.writeHead(200, { "Content-Type": "application/json" })
+        .end(JSON.stringify(Array.isArray(msg) ? answers : answers[0]));
+    });
+  });
+  server.listen(port, "127.0.0.1", () => console.log(`mcp-echo listening on ${port}`));
+}
+
+const httpFlag = process.argv.indexOf("--http");
+if (httpFlag >= 0) {
+  serveHTTP(Number(process.argv[httpFlag + 1]));
+} else {
+  serveStdio();
+}
