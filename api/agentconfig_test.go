@@ -45,7 +45,7 @@ func TestAgentConfigurationIsCheckedAgainstEachProgram(t *testing.T) {
 		{"claude: skill without description", claudeProfile, map[string]any{"skills": []any{map[string]any{"name": "k", "instructions": "i"}}}, "config.skills[0].description"},
 		{"claude: mcp server name", claudeProfile, map[string]any{"mcp_servers": []any{map[string]any{"name": "a b", "transport": "stdio", "command": []string{"x"}}}}, "config.mcp_servers[0].name"},
 		{"codex: skill without instructions", codexProfile, map[string]any{"skills": []any{map[string]any{"name": "k", "description": "d"}}}, "config.skills[0].instructions"},
-		{"codex: http mcp server", codexProfile, map[string]any{"mcp_servers": []any{map[string]any{"name": "web", "transport": "http", "url": "https://mcp.example.test"}}}, "config.mcp_servers[0].transport"},
+		{"codex: sse mcp server", codexProfile, map[string]any{"mcp_servers": []any{map[string]any{"name": "web", "transport": "sse", "url": "https://mcp.example.test/sse"}}}, "config.mcp_servers[0].transport"},
 		{"codex: packages", codexProfile, map[string]any{"packages": []any{map[string]any{"kind": "plugin", "name": "lint"}}}, "config.packages[0].kind"},
 		{"codex: protected model provider", codexProfile, map[string]any{"native_config": map[string]any{"config.toml": map[string]any{"model_provider": "elsewhere"}}}, "config.native_config.config.toml.model_provider"},
 		{"codex: mcp_servers in config.toml", codexProfile, map[string]any{"native_config": map[string]any{"config.toml": map[string]any{"mcp_servers": map[string]any{}}}}, "config.native_config.config.toml.mcp_servers"},

@@ -35,13 +35,14 @@ var protectedConfig = []string{
 	"forced_login_method", "chatgpt_base_url",
 }
 
-// extensions is what Codex takes from an Agent's configuration: stdio MCP servers,
-// Skills, a config.toml block and instructions. Codex's streamable HTTP servers and
-// plugins are not declared until they are exercised against the pinned release, so an
-// Agent naming one is refused rather than stored as an inert setting.
+// extensions is what Codex takes from an Agent's configuration: stdio and streamable
+// HTTP MCP servers, Skills, a config.toml block and instructions. Codex has no legacy
+// HTTP+SSE client, and plugins are not declared (installing one fetches from a
+// marketplace), so an Agent naming either is refused rather than stored as an inert
+// setting.
 func extensions() engines.EngineExtensions {
 	return engines.EngineExtensions{
-		MCPTransports: []engines.MCPTransport{engines.MCPTransportStdio},
+		MCPTransports: []engines.MCPTransport{engines.MCPTransportStdio, engines.MCPTransportHTTP},
 		Skills:        &engines.SkillsDiscovery{Directories: []string{SkillsDir}},
 		NativeConfigDocuments: []engines.NativeConfigDocument{{
 			Name: ConfigDocument, ProtectedKeys: append([]string{}, protectedConfig...),

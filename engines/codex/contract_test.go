@@ -32,7 +32,7 @@ func TestRegistersInARegistry(t *testing.T) {
 	require.Equal(t, "CODEX_HOME", caps.Workload.ConfigDirEnv)
 	require.True(t, caps.RequiresProcessSessions)
 	// Only what the adapter writes into the box is declared (live_agentconfig_test.go).
-	require.Equal(t, []engines.MCPTransport{engines.MCPTransportStdio}, caps.Extensions.MCPTransports)
+	require.Equal(t, []engines.MCPTransport{engines.MCPTransportStdio, engines.MCPTransportHTTP}, caps.Extensions.MCPTransports)
 	require.Equal(t, []string{"skills"}, caps.Extensions.Skills.Directories)
 	require.Empty(t, caps.Extensions.NativePackageKinds)
 	require.Equal(t, "AGENTS.md", caps.Extensions.InstructionsFile)

@@ -18,10 +18,11 @@ import (
 )
 
 // TestLiveAgentConfigurationReachesCodex starts the real Codex app-server with an
-// Agent's configuration: its stdio MCP server (the echo server shipped in testdata)
-// becomes an mcp_servers entry that Codex starts in the box and reports ready; the
-// scripted model finds its tool through Codex's tool search and calls it, and the
-// result reaches the stream with the environment the Agent configured; its
+// Agent's configuration: its stdio and http MCP servers (the echo server shipped in
+// testdata) become mcp_servers entries, the stdio one started by Codex in the box and
+// reported ready; the scripted model finds each tool through Codex's tool search and
+// calls it, and the result reaches the stream with the environment or headers the
+// Agent configured; its
 // instructions reach the model through AGENTS.md; its config.toml block is merged
 // without the keys the platform manages.
 func TestLiveAgentConfigurationReachesCodex(t *testing.T) {
@@ -30,7 +31,16 @@ func TestLiveAgentConfigurationReachesCodex(t *testing.T) {
 	_, box := e.newBox()
 	server := "/workspace/.mcp/mcp-echo.mjs"
 	require.NoError(t, box.WriteFile(ctx, nil, server, enginetest.MCPEchoServer, 0o644))
-	tag := "tag-" + uuid.NewString()[:8]
+	tag, headerTag := "tag-"+uuid.NewString()[:8], "hdr-"+uuid.NewString()[:8]
+	// The http server runs as its own process in the box, as a service the Agent uses.
+	web, err := box.StartProcess(ctx, engines.ProcessSpec{Name: "mcp-http", Command: []string{"/usr/bin/node", server, "--http", "18091"}})
+	require.NoError(t, err)
+	for line, err := range web.ReadOutput(ctx, 0, true) {
+		require.NoError(t, err)
+		if strings.Contains(string(line.Data), "mcp-echo listening") {
+			break
+		}
+	}
 	sc := engines.EngineStartupContext{
 		SessionID: "live-" + uuid.NewString(), SessionKind: engines.SessionKindAgentChat, SandboxID: box.ID(),
 		PermissionMode: "never",
@@ -38,6 +48,9 @@ func TestLiveAgentConfigurationReachesCodex(t *testing.T) {
 			MCPServers: []engines.MCPServerConfig{{
 				Name: "files", Transport: engines.MCPTransportStdio,
 				Command: []string{"node", server}, Env: map[string]string{"MCP_ECHO_TAG": tag},
+			}, {
+				Name: "web", Transport: engines.MCPTransportHTTP,
+				URL: "http://127.0.0.1:18091/mcp", Headers: map[string]string{"X-Echo-Tag": headerTag},
 			}},
 			Skills: []engines.SkillConfig{{
 				Name: "release-notes", Description: "Write release notes from the merged changes " + tag, Instructions: "List every merged change in one line.",
@@ -87,26 +100,29 @@ func TestLiveAgentConfigurationReachesCodex(t *testing.T) {
 	require.True(t, ready, "Codex started the Agent's MCP server")
 
 	r := startReader(t, ctx, client, nil)
-	args, err := json.Marshal(map[string]string{"text": "hello-mcp"})
-	require.NoError(t, err)
-	require.NoError(t, client.Submit(ctx, engines.TextInput(uuid.NewString(),
-		devmodel.Directive("tool", "name", enginetest.MCPEchoTool, "server", "files", "args", string(args)))))
-	require.Equal(t, engines.OutcomeCompleted, ended(r).Outcome, lastEvents(r.seen, 30))
-	want := "mcp-echo: hello-mcp [tag=" + tag + "]"
-	var output bool
 	var frames []engines.Frame
-	for _, ev := range r.seen {
-		out, ok := ev.(engines.ResponseOutput)
-		if !ok {
-			continue
+	for _, call := range []struct{ server, tag string }{{"files", tag}, {"web", headerTag}} {
+		args, err := json.Marshal(map[string]string{"text": "hello-" + call.server})
+		require.NoError(t, err)
+		require.NoError(t, client.Submit(ctx, engines.TextInput(uuid.NewString(),
+			devmodel.Directive("tool", "name", enginetest.MCPEchoTool, "server", call.server, "args", string(args)))))
+		from := len(r.seen)
+		require.Equal(t, engines.OutcomeCompleted, ended(r).Outcome, lastEvents(r.seen, 30))
+		want := "mcp-echo: hello-" + call.server + " [tag=" + call.tag + "]"
+		var output bool
+		for _, ev := range r.seen[from:] {
+			out, ok := ev.(engines.ResponseOutput)
+			if !ok {
+				continue
+			}
+			frames = append(frames, out.Frame)
+			if out.Frame.Type() == "tool-output-available" {
+				raw, _ := out.Frame.Field("output")
+				output = output || strings.Contains(string(raw), want)
+			}
 		}
-		frames = append(frames, out.Frame)
-		if out.Frame.Type() == "tool-output-available" {
-			raw, _ := out.Frame.Field("output")
-			output = output || strings.Contains(string(raw), want)
-		}
+		require.True(t, output, "the %s server's result, with what the Agent configured, reached the stream:\n%s", call.server, lastEvents(r.seen[from:], 40))
 	}
-	require.True(t, output, "the MCP server's result, with the Agent's env, reached the stream:\n%s", lastEvents(r.seen, 40))
 	uicheck.RequireValidChunks(t, frames)
 
 	var instructed, listed bool

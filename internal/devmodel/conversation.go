@@ -33,11 +33,17 @@ type conversation struct {
 	// customTools holds the names of freeform (non-JSON) tools, such as Codex's
 	// apply_patch in the Responses API.
 	customTools map[string]bool
-	// namespaces maps a tool offered inside a Responses namespace (such as the MCP
-	// tools a client tool search loaded) to that namespace, which its call names.
-	namespaces map[string]string
+	// namespaced maps the name a tool offered inside a Responses namespace is listed
+	// under in tools, "<namespace>__<name>" (such as the MCP tools a client tool search
+	// loaded, mcp__<server>__<tool>), to the namespace and name its call carries.
+	namespaced map[string]namespacedTool
 	// chatUsage asks for the final usage chunk of a Chat Completions stream.
 	chatUsage bool
+}
+
+// namespacedTool is a tool offered inside a Responses namespace.
+type namespacedTool struct {
+	namespace, name string
 }
 
 // addPrompt appends prompt text, dropping the harness reminders Claude Code puts

@@ -44,7 +44,7 @@ func (responsesFormat) parse(body []byte) (*conversation, error) {
 	if req.Model == "" {
 		return nil, fmt.Errorf("missing required parameter: 'model'")
 	}
-	conv := &conversation{model: req.Model, stream: req.Stream, customTools: map[string]bool{}, namespaces: map[string]string{}}
+	conv := &conversation{model: req.Model, stream: req.Stream, customTools: map[string]bool{}, namespaced: map[string]namespacedTool{}}
 	addResponsesTools(conv, req.Tools, "")
 	var text string
 	if err := json.Unmarshal(req.Input, &text); err == nil {
@@ -101,11 +101,14 @@ func addResponsesTools(conv *conversation, tools []responsesTool, namespace stri
 		case clientToolSearch:
 			conv.tools = append(conv.tools, clientToolSearch)
 		default:
-			if t.Name != "" {
+			switch {
+			case t.Name == "":
+			case namespace != "":
+				listed := strings.TrimSuffix(namespace, "__") + "__" + t.Name
+				conv.tools = append(conv.tools, listed)
+				conv.namespaced[listed] = namespacedTool{namespace: namespace, name: t.Name}
+			default:
 				conv.tools = append(conv.tools, t.Name)
-				if namespace != "" {
-					conv.namespaces[t.Name] = namespace
-				}
 			}
 		}
 	}

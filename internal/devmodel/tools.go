@@ -104,7 +104,8 @@ const toolSearchName = "ToolSearch"
 // tool is offered under a qualified name (Claude Code's mcp__<server>__<tool>), so a
 // name the program does not offer as such matches the offered tool ending in
 // "__"+name, or "<server>__"+name when server= is given (a tool offered inside a
-// Responses namespace counts as "<namespace>__<tool>", Codex's mcp__<server> form).
+// Responses namespace is listed as "<namespace>__<tool>", Codex's mcp__<server> form,
+// and called by its name in that namespace).
 // When the program defers the
 // tool behind its tool search, the model first searches for it, as a real model
 // does, and calls it once the program offers it.
@@ -125,18 +126,16 @@ func namedToolPlan(d directive, t turn, conv *conversation) (plan, error) {
 	}
 	final := func() plan { return textPlan(d.name, d.str("final", "Tool finished: "+lastLine(t.lastResult))) }
 	for _, have := range conv.tools {
-		ns := conv.namespaces[have]
-		qualified := have
-		if ns != "" {
-			qualified = strings.TrimSuffix(ns, "__") + "__" + have
-		}
-		if !(server == "" && have == name) && !strings.HasSuffix(qualified, suffix) {
+		if !(server == "" && have == name) && !strings.HasSuffix(have, suffix) {
 			continue
 		}
-		if conv.calledThisTurn(have) {
+		call := toolCall{name: have, arguments: args, freeform: conv.customTools[have]}
+		if nt, ok := conv.namespaced[have]; ok {
+			call.name, call.namespace = nt.name, nt.namespace
+		}
+		if conv.calledThisTurn(call.name) {
 			return final(), nil
 		}
-		call := toolCall{name: have, arguments: args, freeform: conv.customTools[have], namespace: ns}
 		return plan{blocks: []block{{kind: blockToolCall, call: call}}, toolUse: true}, nil
 	}
 	if search, ok := conv.offers(toolSearchName); ok && !conv.calledThisTurn(search) {
