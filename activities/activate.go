@@ -18,7 +18,7 @@ import (
 // and keeps the live client in this process for Relay and the other host activities.
 // It runs on the host task queue PrepareRuntime named.
 func (a *Activities) ActivateRuntime(ctx context.Context, req ActivateRequest) (ActivateResult, error) {
-	sess, _, profile, adapter, err := a.resolve(ctx, req.SessionID)
+	sess, agent, profile, adapter, err := a.resolve(ctx, req.SessionID)
 	if err != nil {
 		return ActivateResult{}, err
 	}
@@ -82,6 +82,9 @@ func (a *Activities) ActivateRuntime(ctx context.Context, req ActivateRequest) (
 		return ActivateResult{}, err
 	}
 	if sc.Secrets, err = a.resolveSecrets(ctx, sess.ID, adapter); err != nil {
+		return ActivateResult{}, err
+	}
+	if sc.AgentConfig, err = a.resolveAgentConfig(ctx, sess.ID, agent.ID); err != nil {
 		return ActivateResult{}, err
 	}
 	if sc.AttachMode == engines.AttachRestore {

@@ -38,6 +38,14 @@ func newClaudeStack(t *testing.T, wrap ...func(command []string) []string) *stac
 // newClaudeStackWithModel is newClaudeStack that also returns its scripted model server.
 func newClaudeStackWithModel(t *testing.T, wrap ...func(command []string) []string) (*stack, *devmodel.Server) {
 	t.Helper()
+	setup, model := claudeSetup(t, wrap...)
+	return newStackWith(t, setup), model
+}
+
+// claudeSetup is the engine setup of newClaudeStack, for a test to adjust, and the
+// scripted model server it reaches.
+func claudeSetup(t *testing.T, wrap ...func(command []string) []string) (engineSetup, *devmodel.Server) {
+	t.Helper()
 	root, err := agentbin.Root()
 	require.NoError(t, err)
 	prog, err := agentbin.Locate(root, agentbin.Claude)
@@ -51,13 +59,13 @@ func newClaudeStackWithModel(t *testing.T, wrap ...func(command []string) []stri
 	for _, w := range wrap {
 		command = w(command)
 	}
-	return newStackWith(t, engineSetup{
+	return engineSetup{
 		kind:    claude.EngineKind,
 		adapter: claude.NewAdapter(claude.Config{Command: command}),
 		mounts:  []sandbox.Mount{{Source: prog.Dir, Target: claudeMount}},
 		egress: map[string]egress.Route{activities.ModelForwardName: {Upstream: model.URL(),
 			Headers: map[string]string{"x-api-key": "sk-host-side"}}},
-	}), model
+	}, model
 }
 
 // TestClaudeCodeTwoInputsOneSentWhileWorking is the first Claude Code end-to-end

@@ -64,6 +64,7 @@ type stack struct {
 	credentialOwner activities.CredentialOwnerFunc
 	taskQueue       string
 	user            store.User
+	profile         store.RuntimeProfile
 	agent           store.Agent
 }
 
@@ -106,6 +107,11 @@ type engineSetup struct {
 	secrets map[string]string
 	// logs, when set, also receives every worker log line at debug level.
 	logs io.Writer
+	// secretsKey, when set, opens the store with it so Agents can hold sealed secrets.
+	secretsKey []byte
+	// prewarm, when positive, keeps that many boxes of the stack's profile ready
+	// before any Session asks, as a configured prewarm_size does.
+	prewarm int
 }
 
 func newStack(t testing.TB) *stack {
@@ -134,17 +140,42 @@ func newStackWith(t testing.TB, setup engineSetup) *stack {
 	s.notices, err = pubsub.Start(s.ctx, dsn, testutil.Logger(t).Named("pubsub"), pubsub.Options{})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.notices.Close() })
+	if setup.secretsKey != nil {
+		s.st, err = store.Open(s.ctx, dsn, testutil.Logger(t), store.Options{SecretsKey: setup.secretsKey})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = s.st.Close() })
+	}
 	s.tc = testutil.TemporalDevServer(t).Client()
-	s.backend = localtest.NewBackend(t, opts)
 	s.engines = engines.NewRegistry()
 	require.NoError(t, s.engines.Register(setup.kind, setup.adapter))
 	s.user, err = s.st.CreateUser(s.ctx, store.NewUser{Email: uniq() + "@example.com"})
 	require.NoError(t, err)
-	profile, err := s.st.CreateRuntimeProfile(s.ctx, store.NewRuntimeProfile{Name: "p-" + uniq(), EngineKind: setup.kind, Enabled: true, SandboxBackend: store.SandboxLocal})
+	profile, err := s.st.CreateRuntimeProfile(s.ctx, store.NewRuntimeProfile{Name: "p-" + uniq(), EngineKind: setup.kind, Enabled: true,
+		SandboxBackend: store.SandboxLocal, PrewarmSize: setup.prewarm})
 	require.NoError(t, err)
+	s.profile = profile
+	if setup.prewarm > 0 {
+		// The pool's boxes are made as the worker's SpecFor makes them, for no Agent
+		// in particular: what an Agent configures is applied when a Session claims one.
+		spec, err := s.specFor(profile, store.Agent{EngineKind: setup.kind}, setup.adapter)
+		require.NoError(t, err)
+		opts.Prewarm = []local.PrewarmProfile{{Key: profile.ID, Spec: spec, Size: setup.prewarm}}
+		opts.Logger = testutil.Logger(t).Named("prewarm")
+	}
+	s.backend = localtest.NewBackend(t, opts)
 	s.agent, err = s.st.CreateAgent(s.ctx, store.NewAgent{Name: "a-" + uniq(), EngineKind: setup.kind, RuntimeProfileID: profile.ID})
 	require.NoError(t, err)
 	return s
+}
+
+// specFor is the box spec the stack's workers make boxes from.
+func (s *stack) specFor(p store.RuntimeProfile, a store.Agent, ad engines.EngineAdapter) (sandbox.Spec, error) {
+	spec, err := activities.DefaultSpec(p, a, ad)
+	spec.Mounts = append(spec.Mounts, s.mounts...)
+	if s.modelEgress {
+		activities.AddModelEgress(&spec, ad.SandboxRequest())
+	}
+	return spec, err
 }
 
 // startWorker runs a worker process's pair of workers (shared and host queue) with
@@ -162,19 +193,12 @@ func (s *stack) startWorkerWith(hostID string, set activities.Settings) (stop fu
 		logger = zap.New(zapcore.NewTee(logger.Core(), debug)).Named(hostID)
 	}
 	acts, err := activities.New(activities.Deps{
-		Store:    s.st,
-		Engines:  s.engines,
-		Backends: map[string]sandbox.Backend{store.SandboxLocal: s.backend},
-		OpenBox:  func(_ context.Context, h sandbox.Handle) (engines.Box, error) { return enginebox.New(h), nil },
-		Notices:  s.notices,
-		SpecFor: func(p store.RuntimeProfile, a store.Agent, ad engines.EngineAdapter) (sandbox.Spec, error) {
-			spec, err := activities.DefaultSpec(p, a, ad)
-			spec.Mounts = append(spec.Mounts, s.mounts...)
-			if s.modelEgress {
-				activities.AddModelEgress(&spec, ad.SandboxRequest())
-			}
-			return spec, err
-		},
+		Store:         s.st,
+		Engines:       s.engines,
+		Backends:      map[string]sandbox.Backend{store.SandboxLocal: s.backend},
+		OpenBox:       func(_ context.Context, h sandbox.Handle) (engines.Box, error) { return enginebox.New(h), nil },
+		Notices:       s.notices,
+		SpecFor:       s.specFor,
 		HostTaskQueue: worker.HostTaskQueue(s.taskQueue, hostID),
 		PlatformSecrets: func(name string) (string, bool) {
 			v, ok := s.secrets[name]

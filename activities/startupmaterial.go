@@ -2,12 +2,15 @@ package activities
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/astrabox/astrabox/engines"
+	"github.com/astrabox/astrabox/store"
 )
 
 // resolveSecrets resolves the named platform secrets the adapter's
@@ -43,4 +46,34 @@ func (a *Activities) resolveSecrets(ctx context.Context, sessionID string, adapt
 		return nil, err
 	}
 	return nil, temporal.NewNonRetryableApplicationError(reason, ErrTypeConfiguration, nil)
+}
+
+// resolveAgentConfig reads the Agent's extension configuration with its secret values
+// in place, for the adapter to write into the box before the program starts. It is
+// read at every activation, never when a box is made, so a prewarmed box claimed by
+// any Agent of the profile gets that Agent's configuration, and a relaunch gets the
+// Agent's current one. A stored configuration that no longer decodes fails the
+// activation non-retryably and says so on the Session.
+func (a *Activities) resolveAgentConfig(ctx context.Context, sessionID, agentID string) (engines.AgentConfig, error) {
+	fail := func(reason string) (engines.AgentConfig, error) {
+		if err := a.deps.Store.SetSessionRuntimeError(ctx, sessionID, reason); err != nil {
+			return engines.AgentConfig{}, err
+		}
+		return engines.AgentConfig{}, temporal.NewNonRetryableApplicationError(reason, ErrTypeConfiguration, nil)
+	}
+	raw, err := a.deps.Store.GetAgentRuntimeConfig(ctx, agentID)
+	if errors.Is(err, store.ErrNoSecretsKey) {
+		return fail(fmt.Sprintf("the configuration of Agent %s holds secret values but no secrets key is configured (secrets.key)", agentID))
+	}
+	if err != nil {
+		return engines.AgentConfig{}, fmt.Errorf("read configuration of agent %s: %w", agentID, err)
+	}
+	var cfg engines.AgentConfig
+	if len(raw) == 0 {
+		return cfg, nil
+	}
+	if err := json.Unmarshal(raw, &cfg); err != nil {
+		return fail(fmt.Sprintf("the configuration of Agent %s cannot be read: %v", agentID, err))
+	}
+	return cfg, nil
 }

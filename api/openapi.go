@@ -26,7 +26,26 @@ var (
 	intS   = map[string]any{"type": "integer"}
 	boolS  = map[string]any{"type": "boolean"}
 	objAny = map[string]any{"type": "object"}
+	strMap = map[string]any{"type": "object", "additionalProperties": str}
 )
+
+// arrayOf is the schema of a list of items.
+func arrayOf(items map[string]any) map[string]any {
+	return map[string]any{"type": "array", "items": items}
+}
+
+// agentConfig is an Agent's config (engines.AgentConfig). What each Agent program takes
+// is checked on save against its declaration (docs/api.md, Agent configuration).
+var agentConfig = obj(map[string]any{
+	"mcp_servers": arrayOf(obj(map[string]any{
+		"name": str, "transport": map[string]any{"type": "string", "enum": []string{"stdio", "http", "sse"}},
+		"command": arrayOf(str), "env": strMap, "url": str, "headers": strMap,
+	}, "name", "transport")),
+	"skills":        arrayOf(obj(map[string]any{"name": str, "description": str, "instructions": str}, "name", "description", "instructions")),
+	"packages":      arrayOf(obj(map[string]any{"kind": str, "name": str, "version": str}, "kind", "name")),
+	"native_config": map[string]any{"type": "object", "additionalProperties": objAny},
+	"instructions":  str,
+})
 
 // requestBodies are the JSON bodies routes take, by "METHOD path".
 var requestBodies = map[string]map[string]any{
@@ -36,10 +55,10 @@ var requestBodies = map[string]map[string]any{
 		"name", "engine_kind", "sandbox_backend"),
 	"PATCH /runtime-profiles/{profile_id}": obj(map[string]any{"name": str, "image": str, "sandbox_backend": str, "sandbox_tenancy": str,
 		"resources": objAny, "network_policy": objAny, "tracing": objAny, "prewarm_size": intS}),
-	"POST /agents": obj(map[string]any{"name": str, "description": str, "runtime_profile_id": str, "config": objAny, "permission_mode": str},
+	"POST /agents": obj(map[string]any{"name": str, "description": str, "runtime_profile_id": str, "config": agentConfig, "permission_mode": str},
 		"name", "runtime_profile_id"),
 	"PATCH /agents/{agent_id}": obj(map[string]any{"version": intS, "name": str, "description": str, "runtime_profile_id": str,
-		"config": objAny, "permission_mode": str}, "version"),
+		"config": agentConfig, "permission_mode": str}, "version"),
 	"POST /agents/{agent_id}/conversations": obj(map[string]any{}),
 	"POST /sessions/{session_id}/shares": obj(map[string]any{"expires_at": map[string]any{"type": "string", "format": "date-time"},
 		"allow_download": boolS}, "expires_at"),

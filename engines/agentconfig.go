@@ -3,6 +3,7 @@ package engines
 import (
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"slices"
 )
 
@@ -16,6 +17,10 @@ type AgentConfig struct {
 	// NativeConfig maps a native configuration document name to the object block the
 	// author sets in it; protected keys are managed by the platform.
 	NativeConfig map[string]json.RawMessage `json:"native_config"`
+	// Instructions are standing instructions for every conversation of the Agent,
+	// written to the engine's own instructions file (EngineExtensions.InstructionsFile,
+	// such as AGENTS.md or CLAUDE.md).
+	Instructions string `json:"instructions,omitempty"`
 }
 
 // MCPServerConfig is one author MCP server.
@@ -30,12 +35,31 @@ type MCPServerConfig struct {
 	Headers map[string]string `json:"headers,omitempty"`
 }
 
-// SkillConfig is one Skill to place where the engine discovers Skills.
+// SkillConfig is one Skill to place where the engine discovers Skills: the platform
+// writes it as <skills directory>/<name>/SKILL.md (SkillDocument).
 type SkillConfig struct {
+	// Name is the Skill's name and folder: lower-case letters, digits and hyphens.
 	Name string `json:"name"`
-	// Source locates the Skill's files (a workspace path or a stored bundle id).
-	Source string `json:"source"`
+	// Description tells the program when to use the Skill; programs list it.
+	Description string `json:"description"`
+	// Instructions are the body of SKILL.md, in Markdown.
+	Instructions string `json:"instructions"`
 }
+
+// SkillDocument is the SKILL.md of a Skill: front matter with its name and
+// description, then its instructions, the form every Skills-aware program reads.
+func SkillDocument(s SkillConfig) []byte {
+	desc, _ := json.Marshal(s.Description)
+	return []byte("---\nname: " + s.Name + "\ndescription: " + string(desc) + "\n---\n\n" + s.Instructions + "\n")
+}
+
+// Name patterns: an MCP server's name becomes a key in the program's own
+// configuration (a TOML table name, a JSON key, a tool-name prefix), and a Skill's
+// name becomes a folder, so both are kept to characters every program accepts.
+var (
+	mcpServerNamePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`)
+	skillNamePattern     = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}$`)
+)
 
 // PackageConfig is one native package in the engine's own package kinds.
 type PackageConfig struct {
@@ -51,18 +75,39 @@ func (r *Registry) ValidateAgentConfig(kind string, cfg AgentConfig) error {
 	if !ok {
 		return &ValidationError{Subject: "agent configuration", Problems: []Problem{{Field: "engine_kind", Message: fmt.Sprintf("no engine adapter %q is installed", kind)}}}
 	}
-	return ValidateAgentConfigFor(adapter.Capabilities(), cfg)
+	p := checkAgentConfig(adapter.Capabilities(), cfg)
+	if checker, ok := adapter.(AgentConfigChecker); ok {
+		p.list = append(p.list, checker.CheckAgentConfig(cfg)...)
+	}
+	return p.err()
+}
+
+// AgentConfigChecker is implemented by an adapter whose program needs more of an
+// Agent's configuration than EngineExtensions can declare, such as a native document
+// block its file format cannot hold. ValidateAgentConfig adds its problems, so such a
+// value is refused on save instead of failing the program's start.
+type AgentConfigChecker interface {
+	// CheckAgentConfig returns the problems of a configuration that passed the
+	// declaration's checks, with fields named as in AgentConfig's JSON.
+	CheckAgentConfig(cfg AgentConfig) []Problem
 }
 
 // ValidateAgentConfigFor checks an Agent's extension configuration against one
 // engine's declaration.
 func ValidateAgentConfigFor(caps EngineRuntimeCapabilities, cfg AgentConfig) error {
+	return checkAgentConfig(caps, cfg).err()
+}
+
+func checkAgentConfig(caps EngineRuntimeCapabilities, cfg AgentConfig) *problems {
 	p := &problems{subject: fmt.Sprintf("agent configuration for engine %q", caps.EngineKind)}
 	ext := caps.Extensions
 	names := make([]string, len(cfg.MCPServers))
 	for i, s := range cfg.MCPServers {
 		field := fmt.Sprintf("mcp_servers[%d]", i)
 		names[i] = s.Name
+		if s.Name != "" && !mcpServerNamePattern.MatchString(s.Name) {
+			p.add(field+".name", "%q must be 1-64 letters, digits, '_' or '-', starting with a letter or digit", s.Name)
+		}
 		if !ext.AcceptsMCPTransport(s.Transport) {
 			p.add(field+".transport", "transport %q is not accepted (accepted: %v)", s.Transport, ext.MCPTransports)
 			continue
@@ -91,9 +136,16 @@ func ValidateAgentConfigFor(caps EngineRuntimeCapabilities, cfg AgentConfig) err
 	}
 	skillNames := make([]string, len(cfg.Skills))
 	for i, s := range cfg.Skills {
+		field := fmt.Sprintf("skills[%d]", i)
 		skillNames[i] = s.Name
-		if s.Source == "" {
-			p.add(fmt.Sprintf("skills[%d].source", i), "is empty")
+		if s.Name != "" && !skillNamePattern.MatchString(s.Name) {
+			p.add(field+".name", "%q must be 1-64 lower-case letters, digits or '-', starting with a letter or digit", s.Name)
+		}
+		if s.Description == "" {
+			p.add(field+".description", "is empty: programs list a Skill by its description")
+		}
+		if s.Instructions == "" {
+			p.add(field+".instructions", "is empty")
 		}
 	}
 	p.checkUnique("skills.name", skillNames)
@@ -108,6 +160,10 @@ func ValidateAgentConfigFor(caps EngineRuntimeCapabilities, cfg AgentConfig) err
 		}
 	}
 
+	if cfg.Instructions != "" && ext.InstructionsFile == "" {
+		p.add("instructions", "engine %q reads no instructions file", caps.EngineKind)
+	}
+
 	for _, name := range sortedKeys(cfg.NativeConfig) {
 		field := fmt.Sprintf("native_config.%s", name)
 		doc, ok := ext.ConfigDocument(name)
@@ -120,13 +176,13 @@ func ValidateAgentConfigFor(caps EngineRuntimeCapabilities, cfg AgentConfig) err
 			p.add(field, "is not a JSON object")
 			continue
 		}
-		for _, key := range doc.ProtectedKeys {
-			if _, set := block[key]; set {
-				p.add(field+"."+key, "is managed by the platform and cannot be set")
+		for _, key := range sortedKeys(block) {
+			if doc.Protects(key) {
+				p.add(field+"."+key, "is managed by the platform and cannot be set (protected keys: %v)", doc.ProtectedKeys)
 			}
 		}
 	}
-	return p.err()
+	return p
 }
 
 // SandboxTenancy is how many conversations a box carries, a RuntimeProfile choice.

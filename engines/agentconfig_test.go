@@ -26,7 +26,7 @@ func TestValidateAgentConfigAcceptsDeclaredValues(t *testing.T) {
 			{Name: "files", Transport: engines.MCPTransportStdio, Command: []string{"mcp-files"}},
 			{Name: "web", Transport: engines.MCPTransportHTTP, URL: "https://mcp.example.com"},
 		},
-		Skills:       []engines.SkillConfig{{Name: "review", Source: "skills/review"}},
+		Skills:       []engines.SkillConfig{{Name: "review", Description: "Review a change", Instructions: "Read the diff."}},
 		Packages:     []engines.PackageConfig{{Kind: "plugin", Name: "lint", Version: "1.0.0"}},
 		NativeConfig: map[string]json.RawMessage{"settings.json": json.RawMessage(`{"model":"opus"}`)},
 	})
@@ -54,8 +54,13 @@ func TestValidateAgentConfigRejects(t *testing.T) {
 		{"duplicate server names", "example", engines.AgentConfig{MCPServers: []engines.MCPServerConfig{
 			{Name: "s", Transport: engines.MCPTransportStdio, Command: []string{"a"}},
 			{Name: "s", Transport: engines.MCPTransportStdio, Command: []string{"b"}}}}, "mcp_servers.name[1]"},
-		{"skills on an engine without skills", "noskills", engines.AgentConfig{Skills: []engines.SkillConfig{{Name: "k", Source: "x"}}}, "skills"},
-		{"skill without source", "example", engines.AgentConfig{Skills: []engines.SkillConfig{{Name: "k"}}}, "skills[0].source"},
+		{"skills on an engine without skills", "noskills", engines.AgentConfig{Skills: []engines.SkillConfig{{Name: "k", Description: "d", Instructions: "i"}}}, "skills"},
+		{"skill without description", "example", engines.AgentConfig{Skills: []engines.SkillConfig{{Name: "k", Instructions: "i"}}}, "skills[0].description"},
+		{"skill without instructions", "example", engines.AgentConfig{Skills: []engines.SkillConfig{{Name: "k", Description: "d"}}}, "skills[0].instructions"},
+		{"skill name that is no folder name", "example", engines.AgentConfig{Skills: []engines.SkillConfig{{Name: "../x", Description: "d", Instructions: "i"}}}, "skills[0].name"},
+		{"mcp server name that is no key", "example", engines.AgentConfig{MCPServers: []engines.MCPServerConfig{
+			{Name: "a.b", Transport: engines.MCPTransportStdio, Command: []string{"a"}}}}, "mcp_servers[0].name"},
+		{"instructions on an engine without an instructions file", "example", engines.AgentConfig{Instructions: "Be brief."}, "instructions"},
 		{"undeclared package kind", "example", engines.AgentConfig{Packages: []engines.PackageConfig{{Kind: "npm", Name: "x"}}}, "packages[0].kind"},
 		{"undeclared config document", "example", engines.AgentConfig{NativeConfig: map[string]json.RawMessage{
 			"config.toml": json.RawMessage(`{}`)}}, "native_config.config.toml"},

@@ -1,5 +1,7 @@
 package engines
 
+import "encoding/json"
+
 // MCPTransport is an MCP server transport an author may configure on an Agent.
 type MCPTransport string
 
@@ -27,6 +29,10 @@ type EngineExtensions struct {
 	// NativeConfigDocuments are the engine's native configuration documents an author may
 	// set, such as a settings.json object.
 	NativeConfigDocuments []NativeConfigDocument `json:"native_config_documents"`
+	// InstructionsFile is the file, relative to the engine's configuration directory,
+	// where it reads standing instructions (e.g. "AGENTS.md"); empty means the engine
+	// takes no Agent instructions.
+	InstructionsFile string `json:"instructions_file,omitempty"`
 	// Tracing says the engine sends telemetry to a RuntimeProfile's tracing endpoint.
 	Tracing bool `json:"tracing"`
 }
@@ -46,6 +52,30 @@ type NativeConfigDocument struct {
 	Name string `json:"name"`
 	// ProtectedKeys are top-level fields the platform manages.
 	ProtectedKeys []string `json:"protected_keys"`
+}
+
+// Protects reports whether key is one of the document's protected top-level keys.
+func (d NativeConfigDocument) Protects(key string) bool {
+	for _, k := range d.ProtectedKeys {
+		if k == key {
+			return true
+		}
+	}
+	return false
+}
+
+// Unprotected returns the author's block of the document without any protected key.
+// Saving an Agent refuses protected keys; adapters still drop them when they write the
+// document, so a value stored before a key became protected never overrides the
+// platform.
+func (d NativeConfigDocument) Unprotected(block map[string]json.RawMessage) map[string]json.RawMessage {
+	out := make(map[string]json.RawMessage, len(block))
+	for k, v := range block {
+		if !d.Protects(k) {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // AcceptsMCPTransport reports whether t is a declared MCP transport.

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"path"
 	"slices"
+	"strings"
 	"sync"
 )
 
@@ -210,4 +212,7 @@ func checkExtensions(p *problems, e EngineExtensions) {
 		p.checkUnique(fmt.Sprintf("extensions.native_config_documents[%d].protected_keys", i), d.ProtectedKeys)
 	}
 	p.checkUnique("extensions.native_config_documents", names)
+	if f := e.InstructionsFile; f != "" && (path.IsAbs(f) || path.Clean(f) != f || strings.HasPrefix(f, "..")) {
+		p.add("extensions.instructions_file", "%q must be a clean path relative to the configuration directory", f)
+	}
 }

@@ -85,6 +85,10 @@ func TestRegisterRejects(t *testing.T) {
 			a.caps.Extensions.Skills = &engines.SkillsDiscovery{}
 			return a
 		}, "extensions.skills.directories", "without a directory"},
+		{"instructions file outside the configuration directory", "example", func(a *testAdapter) engines.EngineAdapter {
+			a.caps.Extensions.InstructionsFile = "../AGENTS.md"
+			return a
+		}, "extensions.instructions_file", "relative to the configuration directory"},
 		{"empty package kind", "example", func(a *testAdapter) engines.EngineAdapter {
 			a.caps.Extensions.NativePackageKinds = []string{""}
 			return a

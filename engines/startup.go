@@ -59,6 +59,12 @@ type EngineStartupContext struct {
 	// PermissionMode is the Session's stored permission mode, in the engine's vocabulary;
 	// empty when the engine declares none.
 	PermissionMode string `json:"permission_mode,omitempty"`
+	// AgentConfig is the Agent's extension configuration, validated against the
+	// adapter's EngineExtensions when it was saved and resolved: its secret values (MCP
+	// server env and headers) are in place. The adapter turns it into the program's own
+	// files before the program starts. It is left out of the JSON encoding for its
+	// secrets.
+	AgentConfig AgentConfig `json:"-"`
 }
 
 // RuntimeIdentity is the runtime account and its resolved paths. Use these paths instead

@@ -83,17 +83,7 @@ func (a *Adapter) Capabilities() engines.EngineRuntimeCapabilities {
 		PermissionModeDefaults: map[engines.SessionKind]string{
 			engines.SessionKindAgentChat: "default", engines.SessionKindAssistantChat: "default",
 		},
-		Extensions: engines.EngineExtensions{
-			MCPTransports:      []engines.MCPTransport{engines.MCPTransportStdio, engines.MCPTransportHTTP, engines.MCPTransportSSE},
-			Skills:             &engines.SkillsDiscovery{Directories: []string{"skills"}},
-			NativePackageKinds: []string{"plugin"},
-			NativeConfigDocuments: []engines.NativeConfigDocument{{
-				Name: "settings.json",
-				// The platform owns where Claude reaches the model, how it asks for
-				// approval and which policy applies; an Agent's settings may not move them.
-				ProtectedKeys: []string{"apiKeyHelper", "env", "permissions", "defaultMode", "forceLoginMethod", "model", "hooks", "sandbox"},
-			}},
-		},
+		Extensions: extensions(),
 		// Claude keeps the log under a directory named after its working directory.
 		// The platform can only locate a literal path in a box (it cannot list one),
 		// so the pattern names the directory of the configured workspace.
@@ -188,7 +178,11 @@ func (a *Adapter) ActivateRuntime(ctx context.Context, sc engines.EngineStartupC
 			}
 			flag = f
 		}
-		p, err := box.StartProcess(ctx, a.processSpec(sc, paths, claudeSession, flag))
+		extra, err := writeAgentConfig(ctx, sc, box, paths)
+		if err != nil {
+			return engines.SessionRuntime{}, fmt.Errorf("activate claude code: %w", err)
+		}
+		p, err := box.StartProcess(ctx, a.processSpec(sc, paths, claudeSession, flag, extra))
 		if err != nil {
 			return engines.SessionRuntime{}, fmt.Errorf("activate claude code: %w", err)
 		}
@@ -268,17 +262,19 @@ func (a *Adapter) attachRunning(ctx context.Context, sc engines.EngineStartupCon
 
 // processSpec is Claude Code's headless command: stream-json both ways, partial
 // messages for deltas, permission prompts routed to the control protocol, user
-// messages echoed, and exactly one conversation (flag is flagSessionID or flagResume).
+// messages echoed, and exactly one conversation (flag is flagSessionID or flagResume);
+// extra carries the flags of the Agent's configuration (writeAgentConfig).
 // --allow-dangerously-skip-permissions makes bypassPermissions one more mode the
 // running process can be switched to: without it Claude refuses that switch ("not
 // launched with --dangerously-skip-permissions"), while it starts in no mode it was
 // not asked for.
-func (a *Adapter) processSpec(sc engines.EngineStartupContext, paths Paths, claudeSession, flag string) engines.ProcessSpec {
+func (a *Adapter) processSpec(sc engines.EngineStartupContext, paths Paths, claudeSession, flag string, extra []string) engines.ProcessSpec {
 	args := append([]string{}, a.cfg.Command...)
 	args = append(args, "-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose",
 		"--include-partial-messages", "--permission-prompt-tool", "stdio", "--replay-user-messages",
 		"--allow-dangerously-skip-permissions")
 	args = append(args, flag, claudeSession)
+	args = append(args, extra...)
 	if sc.PermissionMode != "" {
 		args = append(args, "--permission-mode", sc.PermissionMode)
 	}

@@ -21,7 +21,7 @@ func (a *Adapter) LaunchCommand(sc engines.EngineStartupContext, resume bool) []
 	if resume {
 		flag = flagResume
 	}
-	return a.processSpec(sc, a.PathsFor(sc), newUUID(), flag).Command
+	return a.processSpec(sc, a.PathsFor(sc), newUUID(), flag, nil).Command
 }
 
 // StartWithoutSkipPermissionsFlag starts Claude Code the way earlier releases of the
@@ -31,7 +31,7 @@ func StartWithoutSkipPermissionsFlag(t testing.TB, ctx context.Context, a *Adapt
 	t.Helper()
 	paths := a.PathsFor(sc)
 	session := newUUID()
-	spec := a.processSpec(sc, paths, session, flagSessionID)
+	spec := a.processSpec(sc, paths, session, flagSessionID, nil)
 	spec.Command = slices.DeleteFunc(spec.Command, func(arg string) bool { return arg == skipPermissionsFlag })
 	proc, err := box.StartProcess(ctx, spec)
 	require.NoError(t, err)
@@ -43,3 +43,6 @@ func StartWithoutSkipPermissionsFlag(t testing.TB, ctx context.Context, a *Adapt
 	require.NoError(t, client.initialize(ctx))
 	return client
 }
+
+// MCPConfig is the --mcp-config document the adapter writes for servers.
+var MCPConfig = mcpConfig

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"path"
 	"reflect"
-	"strconv"
 	"strings"
 
 	"github.com/astrabox/astrabox/engines"
@@ -64,8 +63,9 @@ type Adapter struct {
 }
 
 var (
-	_ engines.EngineAdapter     = (*Adapter)(nil)
-	_ engines.SeamsAPIVersioned = (*Adapter)(nil)
+	_ engines.EngineAdapter      = (*Adapter)(nil)
+	_ engines.SeamsAPIVersioned  = (*Adapter)(nil)
+	_ engines.AgentConfigChecker = (*Adapter)(nil)
 )
 
 // NewAdapter returns the adapter.
@@ -85,9 +85,7 @@ func NewAdapter(cfg Config) *Adapter {
 // SeamsAPIVersion implements engines.SeamsAPIVersioned.
 func (a *Adapter) SeamsAPIVersion() int { return engines.SeamsAPIVersion }
 
-// Capabilities implements engines.EngineAdapter. No extension is declared: the Agent's
-// MCP servers, Skills and native documents are not yet applied to Codex, and a
-// declared extension that does nothing would be stored as an inert setting.
+// Capabilities implements engines.EngineAdapter.
 func (a *Adapter) Capabilities() engines.EngineRuntimeCapabilities {
 	return engines.EngineRuntimeCapabilities{
 		EngineKind:            EngineKind,
@@ -101,7 +99,7 @@ func (a *Adapter) Capabilities() engines.EngineRuntimeCapabilities {
 		PermissionModeDefaults: map[engines.SessionKind]string{
 			engines.SessionKindAgentChat: DefaultApprovalPolicy, engines.SessionKindAssistantChat: DefaultApprovalPolicy,
 		},
-		Extensions:              engines.EngineExtensions{},
+		Extensions:              extensions(),
 		SessionLog:              &engines.SessionLogDeclaration{PathPattern: RolloutPattern},
 		RequiresProcessSessions: true,
 		SupportsServerInfo:      true,
@@ -173,8 +171,8 @@ func (a *Adapter) ActivateRuntime(ctx context.Context, sc engines.EngineStartupC
 		proc, rollout = a.attachRunning(ctx, sc, box)
 	}
 	if proc == nil {
-		if err := box.WriteFile(ctx, sc.RuntimeIdentity, path.Join(paths.CodexHome, "config.toml"), []byte(a.configTOML()), 0o600); err != nil {
-			return engines.SessionRuntime{}, fmt.Errorf("activate codex: write config.toml: %w", err)
+		if err := a.writeConfig(ctx, sc, box, paths); err != nil {
+			return engines.SessionRuntime{}, fmt.Errorf("activate codex: %w", err)
 		}
 		p, err := box.StartProcess(ctx, a.processSpec(sc, paths, threadID))
 		if err != nil {
@@ -239,23 +237,6 @@ func (a *Adapter) attachRunning(ctx context.Context, sc engines.EngineStartupCon
 		return p, m.Rollout
 	}
 	return nil, ""
-}
-
-// configTOML is the config.toml the adapter writes into CODEX_HOME: the model provider
-// is the box's model forward over the Responses API, and nothing else leaves the box
-// (no update check, no curated-plugin sync, no analytics). The approval policy and
-// sandbox are set per thread and turn instead: in config.toml "untrusted" is refused.
-func (a *Adapter) configTOML() string {
-	var b strings.Builder
-	if a.cfg.Model != "" {
-		fmt.Fprintf(&b, "model = %s\n", strconv.Quote(a.cfg.Model))
-	}
-	b.WriteString("model_provider = \"astrabox\"\ncheck_for_update_on_startup = false\n\n")
-	b.WriteString("[model_providers.astrabox]\nname = \"AstraBox model forward\"\n")
-	fmt.Fprintf(&b, "base_url = %s\n", strconv.Quote(a.cfg.ModelBaseURL))
-	fmt.Fprintf(&b, "wire_api = \"responses\"\nenv_key = %s\n\n", strconv.Quote(ModelKeyEnv))
-	b.WriteString("[analytics]\nenabled = false\n\n[features]\nplugins = false\n")
-	return b.String()
 }
 
 // processSpec is the app-server's command. CODEX_HOME is in the conversation's home,

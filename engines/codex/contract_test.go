@@ -31,7 +31,11 @@ func TestRegistersInARegistry(t *testing.T) {
 	require.Equal(t, []string{"untrusted", "on-request", "never"}, caps.PermissionModes)
 	require.Equal(t, "CODEX_HOME", caps.Workload.ConfigDirEnv)
 	require.True(t, caps.RequiresProcessSessions)
-	require.Empty(t, caps.Extensions.MCPTransports, "no extension is declared before it is applied")
+	// Only what the adapter writes into the box is declared (live_agentconfig_test.go).
+	require.Equal(t, []engines.MCPTransport{engines.MCPTransportStdio, engines.MCPTransportHTTP}, caps.Extensions.MCPTransports)
+	require.Equal(t, []string{"skills"}, caps.Extensions.Skills.Directories)
+	require.Empty(t, caps.Extensions.NativePackageKinds)
+	require.Equal(t, "AGENTS.md", caps.Extensions.InstructionsFile)
 }
 
 // TestRuntimeClientContract runs the structural suite and the connected checks over a

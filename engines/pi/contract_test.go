@@ -338,9 +338,10 @@ func TestAgentConfigPiCannotTakeIsRefused(t *testing.T) {
 	require.NoError(t, engines.ValidateAgentConfigFor(caps, engines.AgentConfig{}))
 	for field, cfg := range map[string]engines.AgentConfig{
 		"mcp_servers":   {MCPServers: []engines.MCPServerConfig{{Name: "git", Transport: engines.MCPTransportStdio, Command: []string{"git-mcp"}}}},
-		"skills":        {Skills: []engines.SkillConfig{{Name: "review", Source: "skills/review"}}},
+		"skills":        {Skills: []engines.SkillConfig{{Name: "review", Description: "Reviews a change", Instructions: "Read the diff."}}},
 		"packages":      {Packages: []engines.PackageConfig{{Kind: "plugin", Name: "x"}}},
 		"native_config": {NativeConfig: map[string]json.RawMessage{"settings.json": json.RawMessage(`{}`)}},
+		"instructions":  {Instructions: "Answer in French."},
 	} {
 		err := engines.ValidateAgentConfigFor(caps, cfg)
 		require.ErrorContains(t, err, field, field)

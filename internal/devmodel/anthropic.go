@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 )
@@ -64,11 +65,17 @@ func (anthropicFormat) parse(body []byte) (*conversation, error) {
 		}
 		switch m.Role {
 		case "user":
+			// Text beside a tool result belongs to that result (Claude Code's tool
+			// search answers with tool references and a "Tool loaded." text block),
+			// not to a new prompt that would end the scripted turn.
+			results := slices.ContainsFunc(blocks, func(b anthropicBlock) bool { return b.Type == "tool_result" })
 			for _, b := range blocks {
-				switch b.Type {
-				case "text":
+				switch {
+				case b.Type == "text" && results:
+					conv.appendToolResult(b.Text)
+				case b.Type == "text":
 					conv.addPrompt(b.Text)
-				case "tool_result":
+				case b.Type == "tool_result":
 					conv.addToolResult(anthropicResultText(b.Content))
 				}
 			}

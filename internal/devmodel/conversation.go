@@ -33,8 +33,17 @@ type conversation struct {
 	// customTools holds the names of freeform (non-JSON) tools, such as Codex's
 	// apply_patch in the Responses API.
 	customTools map[string]bool
+	// namespaced maps the name a tool offered inside a Responses namespace is listed
+	// under in tools, "<namespace>__<name>" (such as the MCP tools a client tool search
+	// loaded, mcp__<server>__<tool>), to the namespace and name its call carries.
+	namespaced map[string]namespacedTool
 	// chatUsage asks for the final usage chunk of a Chat Completions stream.
 	chatUsage bool
+}
+
+// namespacedTool is a tool offered inside a Responses namespace.
+type namespacedTool struct {
+	namespace, name string
 }
 
 // addPrompt appends prompt text, dropping the harness reminders Claude Code puts
@@ -48,6 +57,18 @@ func (c *conversation) addPrompt(text string) {
 
 func (c *conversation) addToolResult(text string) {
 	c.entries = append(c.entries, entry{kind: entryToolResult, text: text})
+}
+
+// appendToolResult adds text to the newest tool result (text a program sends beside
+// the results in the same message); with no result yet it is a prompt.
+func (c *conversation) appendToolResult(text string) {
+	for i := len(c.entries) - 1; i >= 0; i-- {
+		if c.entries[i].kind == entryToolResult {
+			c.entries[i].text = strings.TrimSpace(c.entries[i].text + "\n" + text)
+			return
+		}
+	}
+	c.addPrompt(text)
 }
 
 func (c *conversation) addAssistant(text string) {
@@ -121,4 +142,16 @@ func (c *conversation) offers(names ...string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// calledThisTurn reports whether the model already called the tool since the newest
+// prompt (assistant entries name their calls as "[tool_use NAME]" or
+// "[tool_call NAME]").
+func (c *conversation) calledThisTurn(name string) bool {
+	for _, e := range c.entries[c.lastPrompt()+1:] {
+		if e.kind == entryAssistant && (strings.Contains(e.text, "[tool_use "+name+"]") || strings.Contains(e.text, "[tool_call "+name+"]")) {
+			return true
+		}
+	}
+	return false
 }

@@ -27,6 +27,10 @@ type responsesTool struct {
 	Tools []responsesTool `json:"tools"`
 }
 
+// clientToolSearch names the Responses API's client-executed tool search, offered as
+// {"type":"tool_search"} without a name: Codex defers MCP tools behind it.
+const clientToolSearch = "tool_search"
+
 func (responsesFormat) parse(body []byte) (*conversation, error) {
 	var req struct {
 		Model  string          `json:"model"`
@@ -40,8 +44,8 @@ func (responsesFormat) parse(body []byte) (*conversation, error) {
 	if req.Model == "" {
 		return nil, fmt.Errorf("missing required parameter: 'model'")
 	}
-	conv := &conversation{model: req.Model, stream: req.Stream, customTools: map[string]bool{}}
-	addResponsesTools(conv, req.Tools)
+	conv := &conversation{model: req.Model, stream: req.Stream, customTools: map[string]bool{}, namespaced: map[string]namespacedTool{}}
+	addResponsesTools(conv, req.Tools, "")
 	var text string
 	if err := json.Unmarshal(req.Input, &text); err == nil {
 		conv.addPrompt(text)
@@ -53,6 +57,7 @@ func (responsesFormat) parse(body []byte) (*conversation, error) {
 		Content json.RawMessage `json:"content"`
 		Name    string          `json:"name"`
 		Output  json.RawMessage `json:"output"`
+		Tools   []responsesTool `json:"tools"`
 	}
 	if len(req.Input) > 0 {
 		if err := json.Unmarshal(req.Input, &items); err != nil {
@@ -65,6 +70,12 @@ func (responsesFormat) parse(body []byte) (*conversation, error) {
 			conv.addToolResult(openAIText(it.Output))
 		case it.Type == "function_call" || it.Type == "custom_tool_call":
 			conv.addAssistant("[tool_call " + it.Name + "]")
+		case it.Type == "tool_search_call":
+			conv.addAssistant("[tool_call " + clientToolSearch + "]")
+		case it.Type == "tool_search_output":
+			// The tools the search loaded are offered from now on.
+			addResponsesTools(conv, it.Tools, "")
+			conv.addToolResult("")
 		case it.Type == "message" || it.Type == "":
 			switch it.Role {
 			case "user":
@@ -77,18 +88,26 @@ func (responsesFormat) parse(body []byte) (*conversation, error) {
 	return conv, nil
 }
 
-func addResponsesTools(conv *conversation, tools []responsesTool) {
+func addResponsesTools(conv *conversation, tools []responsesTool, namespace string) {
 	for _, t := range tools {
 		switch t.Type {
 		case "namespace":
-			addResponsesTools(conv, t.Tools)
+			addResponsesTools(conv, t.Tools, t.Name)
 		case "custom":
 			conv.tools = append(conv.tools, t.Name)
 			conv.customTools[t.Name] = true
 		case "local_shell":
 			conv.tools = append(conv.tools, "local_shell")
+		case clientToolSearch:
+			conv.tools = append(conv.tools, clientToolSearch)
 		default:
-			if t.Name != "" {
+			switch {
+			case t.Name == "":
+			case namespace != "":
+				listed := strings.TrimSuffix(namespace, "__") + "__" + t.Name
+				conv.tools = append(conv.tools, listed)
+				conv.namespaced[listed] = namespacedTool{namespace: namespace, name: t.Name}
+			default:
 				conv.tools = append(conv.tools, t.Name)
 			}
 		}
@@ -214,6 +233,14 @@ func responsesItems(p plan) []responsesItem {
 func responsesToolItem(call toolCall) responsesItem {
 	var it responsesItem
 	callID := newID("call_")
+	if call.search {
+		id := newID("tsc_")
+		var args any
+		_ = json.Unmarshal([]byte(call.arguments), &args)
+		it.added = map[string]any{"type": "tool_search_call", "id": id, "status": "in_progress", "call_id": callID, "execution": "client", "arguments": args}
+		it.done = map[string]any{"type": "tool_search_call", "id": id, "status": "completed", "call_id": callID, "execution": "client", "arguments": args}
+		return it
+	}
 	if call.freeform {
 		id := newID("ctc_")
 		it.added = map[string]any{"type": "custom_tool_call", "id": id, "status": "in_progress", "call_id": callID, "name": call.name, "input": ""}
@@ -227,6 +254,9 @@ func responsesToolItem(call toolCall) responsesItem {
 	id := newID("fc_")
 	it.added = map[string]any{"type": "function_call", "id": id, "status": "in_progress", "call_id": callID, "name": call.name, "arguments": ""}
 	it.done = map[string]any{"type": "function_call", "id": id, "status": "completed", "call_id": callID, "name": call.name, "arguments": call.arguments}
+	if call.namespace != "" {
+		it.added["namespace"], it.done["namespace"] = call.namespace, call.namespace
+	}
 	for _, piece := range jsonPieces(call.arguments) {
 		it.events = append(it.events, responsesEvent{name: "response.function_call_arguments.delta", paced: true, fields: map[string]any{"item_id": id, "delta": piece}})
 	}

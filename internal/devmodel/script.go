@@ -18,6 +18,8 @@ const (
 	ScriptError = "error"
 	// ScriptTask delegates to a sub-agent through the program's Task (or Agent) tool.
 	ScriptTask = "task"
+	// ScriptTool calls any offered tool by name, such as an MCP server's tool.
+	ScriptTool = "tool"
 	// ScriptSide is not a directive: it names the short reply given to side
 	// requests (title or summary calls on a small model) so they never run a
 	// script meant for the main conversation.
@@ -42,6 +44,11 @@ type toolCall struct {
 	name      string
 	arguments string
 	freeform  bool
+	// namespace is the Responses namespace the tool was offered in, if any.
+	namespace string
+	// search makes the call a Responses tool_search_call (a client-executed tool
+	// search) instead of a function call.
+	search bool
 }
 
 // block is one content block of a reply; text and thinking are split into chunks,
@@ -155,6 +162,8 @@ func (s *scripter) run(d directive, prompt string, t turn, conv *conversation) (
 	case ScriptTask:
 		calls, cerr := taskCall(d, conv)
 		p, err = toolPlan(d, t, conv, calls, cerr)
+	case ScriptTool:
+		p, err = namedToolPlan(d, t, conv)
 	case ScriptError:
 		p, err = s.errorPlan(d, prompt, t)
 	default:

@@ -140,3 +140,66 @@ func TestDirectiveRoundTrips(t *testing.T) {
 	require.Equal(t, []string{cmd, "ls"}, d.all("cmd"))
 	require.Equal(t, "ok", d.str("final", ""))
 }
+
+func TestToolScriptCallsANamedToolAndItsQualifiedForm(t *testing.T) {
+	t.Parallel()
+	s := newScripter(time.Millisecond)
+	conv := &conversation{model: "m", tools: []string{"Bash", "mcp__other__echo", "mcp__files__echo"}}
+	conv.addPrompt("[[script:tool name=echo server=files args=`{\"text\":\"hi\"}` final=done]]")
+	p := s.decide(conv)
+	require.True(t, p.toolUse)
+	require.Equal(t, "mcp__files__echo", p.blocks[0].call.name)
+	require.Equal(t, `{"text":"hi"}`, p.blocks[0].call.arguments)
+
+	conv.addAssistant("[tool_call mcp__files__echo]")
+	conv.addToolResult("mcp-echo: hi")
+	p = s.decide(conv)
+	require.False(t, p.toolUse)
+	require.Equal(t, "done", p.blocks[0].text())
+
+	// A deferred tool is searched for first, then called once offered.
+	conv = &conversation{model: "m", tools: []string{"Bash", "ToolSearch"}}
+	conv.addPrompt("[[script:tool name=echo server=files]]")
+	p = s.decide(conv)
+	require.Equal(t, "ToolSearch", p.blocks[0].call.name)
+	require.JSONEq(t, `{"query":"select:mcp__files__echo","max_results":5}`, p.blocks[0].call.arguments)
+	conv.addAssistant("[tool_use ToolSearch]")
+	conv.addToolResult("")
+	conv.tools = append(conv.tools, "mcp__files__echo")
+	p = s.decide(conv)
+	require.Equal(t, "mcp__files__echo", p.blocks[0].call.name)
+	require.Equal(t, `{}`, p.blocks[0].call.arguments)
+	conv.addAssistant("[tool_use mcp__files__echo]")
+	conv.addToolResult("mcp-echo: \nlast")
+	p = s.decide(conv)
+	require.Equal(t, "Tool finished: last", p.blocks[0].text())
+
+	conv = &conversation{model: "m", tools: []string{"Bash"}}
+	conv.addPrompt("[[script:tool name=echo]]")
+	require.Contains(t, s.decide(conv).blocks[0].text(), "No suitable tool is offered")
+
+	conv = &conversation{model: "m", tools: []string{"echo"}}
+	conv.addPrompt("[[script:tool name=echo args=`[1]`]]")
+	require.Contains(t, s.decide(conv).blocks[0].text(), "Script error: tool: args must be a JSON object")
+}
+
+func TestToolScriptSearchesCodexDeferredToolsAndCallsThemInTheirNamespace(t *testing.T) {
+	t.Parallel()
+	s := newScripter(time.Millisecond)
+	conv, err := responsesFormat{}.parse([]byte(`{"model":"m","tools":[{"type":"function","name":"exec_command"},{"type":"tool_search"}],
+		"input":[{"type":"message","role":"user","content":"[[script:tool name=echo server=files]]"}]}`))
+	require.NoError(t, err)
+	p := s.decide(conv)
+	require.True(t, p.blocks[0].call.search, "a client tool search first")
+	require.JSONEq(t, `{"query":"echo files","limit":5}`, p.blocks[0].call.arguments)
+
+	conv, err = responsesFormat{}.parse([]byte(`{"model":"m","tools":[{"type":"function","name":"exec_command"},{"type":"tool_search"}],
+		"input":[{"type":"message","role":"user","content":"[[script:tool name=echo server=files]]"},
+		{"type":"tool_search_call","call_id":"c1","execution":"client","arguments":{"query":"echo files"}},
+		{"type":"tool_search_output","call_id":"c1","execution":"client","tools":[{"type":"namespace","name":"mcp__files","tools":[{"type":"function","name":"echo"}]}]}]}`))
+	require.NoError(t, err)
+	p = s.decide(conv)
+	require.Equal(t, toolCall{name: "echo", arguments: "{}", namespace: "mcp__files"}, p.blocks[0].call)
+	item := responsesToolItem(p.blocks[0].call)
+	require.Equal(t, "mcp__files", item.done["namespace"])
+}

@@ -3,6 +3,7 @@ package devmodel
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -103,4 +104,64 @@ func taskCall(d directive, conv *conversation) ([]toolCall, error) {
 		args["subagent_type"] = kind
 	}
 	return []toolCall{jsonCall(name, args)}, nil
+}
+
+// toolSearchName is the tool through which Claude Code loads deferred tools (MCP
+// tools among them) before the model may call them.
+const toolSearchName = "ToolSearch"
+
+// namedToolPlan calls the tool named name= with the JSON object args= (default {}),
+// then replies final= (default "Tool finished: <last line of the result>"). An MCP
+// tool is offered under a qualified name (Claude Code's mcp__<server>__<tool>), so a
+// name the program does not offer as such matches the offered tool ending in
+// "__"+name, or "<server>__"+name when server= is given (a tool offered inside a
+// Responses namespace is listed as "<namespace>__<tool>", Codex's mcp__<server> form,
+// and called by its name in that namespace).
+// When the program defers the
+// tool behind its tool search, the model first searches for it, as a real model
+// does, and calls it once the program offers it.
+func namedToolPlan(d directive, t turn, conv *conversation) (plan, error) {
+	name := d.str("name", "")
+	if name == "" {
+		return plan{}, fmt.Errorf("tool needs name=")
+	}
+	args := d.str("args", "{}")
+	var obj map[string]any
+	if err := json.Unmarshal([]byte(args), &obj); err != nil || obj == nil {
+		return plan{}, fmt.Errorf("args must be a JSON object: %s", args)
+	}
+	server := d.str("server", "")
+	suffix := "__" + name
+	if server != "" {
+		suffix = server + suffix
+	}
+	final := func() plan { return textPlan(d.name, d.str("final", "Tool finished: "+lastLine(t.lastResult))) }
+	for _, have := range conv.tools {
+		if !(server == "" && have == name) && !strings.HasSuffix(have, suffix) {
+			continue
+		}
+		call := toolCall{name: have, arguments: args, freeform: conv.customTools[have]}
+		if nt, ok := conv.namespaced[have]; ok {
+			call.name, call.namespace = nt.name, nt.namespace
+		}
+		if conv.calledThisTurn(call.name) {
+			return final(), nil
+		}
+		return plan{blocks: []block{{kind: blockToolCall, call: call}}, toolUse: true}, nil
+	}
+	if search, ok := conv.offers(toolSearchName); ok && !conv.calledThisTurn(search) {
+		query := name
+		if server != "" {
+			query = "select:mcp__" + server + "__" + name
+		}
+		call := jsonCall(search, map[string]any{"query": query, "max_results": 5})
+		return plan{blocks: []block{{kind: blockToolCall, call: call}}, toolUse: true}, nil
+	}
+	if slices.Contains(conv.tools, clientToolSearch) && !conv.calledThisTurn(clientToolSearch) {
+		// The Responses API's client tool search ranks tools by words (BM25).
+		call := jsonCall(clientToolSearch, map[string]any{"query": strings.TrimSpace(name + " " + server), "limit": 5})
+		call.search = true
+		return plan{blocks: []block{{kind: blockToolCall, call: call}}, toolUse: true}, nil
+	}
+	return textPlan(d.name, fmt.Sprintf("No suitable tool is offered for script %s (offered: %s).", d.name, strings.Join(conv.tools, ", "))), nil
 }
