@@ -62,9 +62,9 @@ func (s *stack) piSession() string {
 
 // TestPiTwoInputsOneSentWhileWorking sends a second input while Pi streams the first
 // response: Pi delivers it as a steering message of the running run, so one response
-// answers both.
+// answers both. The model Pi's replies name becomes the Session's model_name.
 func TestPiTwoInputsOneSentWhileWorking(t *testing.T) {
-	s, _ := newPiStack(t)
+	s, model := newPiStack(t)
 	s.startWorker("host-a-" + uniq())
 	id := s.piSession()
 
@@ -83,6 +83,8 @@ func TestPiTwoInputsOneSentWhileWorking(t *testing.T) {
 	require.Equal(t, store.OutcomeCompleted, *responses[0].Outcome)
 	require.Equal(t, "stop", *responses[0].NativeReason)
 	s.requireGaplessLog(id)
+	s.eventually("model_name recorded", func() bool { return s.session(id).ModelName != nil })
+	require.Contains(t, requestedModels(model), *s.session(id).ModelName, "the model Pi's replies name")
 }
 
 // TestPiRemovedBoxFailsTheResponseAndResumesTheConversation removes the box while Pi

@@ -100,15 +100,22 @@ func (c *Client) SessionFile() string { return c.admissions.path }
 // ProcessName is the name of the process session the client drives.
 func (c *Client) ProcessName() string { return c.proc.Name() }
 
-// ModelName is the model of Pi's newest assistant message, or the one it reported at
-// start.
-func (c *Client) ModelName(ctx context.Context) string {
-	if st, _, err := c.translated(ctx); err == nil && st.Model != "" {
-		return st.Model
-	}
+// ModelName implements engines.ModelReporter: the model of the newest assistant
+// message this client has translated, or the one Pi reported at start.
+func (c *Client) ModelName() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.model
+}
+
+// noteModel keeps the model a translated assistant message names, for ModelName.
+func (c *Client) noteModel(model string) {
+	if model == "" {
+		return
+	}
+	c.mu.Lock()
+	c.model = model
+	c.mu.Unlock()
 }
 
 // Close implements engines.RuntimeClient. Pi keeps running.
@@ -159,7 +166,10 @@ func (c *Client) replay(ctx context.Context, pos position, follow bool, yield fu
 			}
 		},
 		Ended: func() { c.live.Store(false) },
-	}, tr, pos, follow, yield)
+	}, tr, pos, follow, func(ev engines.Event, err error) bool {
+		c.noteModel(tr.st.Model)
+		return yield(ev, err)
+	})
 }
 
 // translated is the translation state after the whole journal, and the offset after it.

@@ -251,7 +251,7 @@ func TestLiveConversationInABox(t *testing.T) {
 	require.Equal(t, "stop", done.NativeReason)
 	all := append(slices.Clone(readers[0].seen), r.seen...)
 	admittedOnce(&reader{t: t, seen: all, events: r.events, errs: r.errs}, first, second)
-	require.Equal(t, "devmodel", client.(*pi.Client).ModelName(ctx))
+	require.Equal(t, "devmodel", client.(*pi.Client).ModelName())
 
 	// Interrupt during a long command.
 	require.NoError(t, client.Submit(ctx, engines.TextInput(uuid.NewString(), `[[script:bash cmd="sleep 60"]]`)))
