@@ -116,7 +116,7 @@ func (a *Adapter) Capabilities() engines.EngineRuntimeCapabilities {
 		PermissionModeDefaults: map[engines.SessionKind]string{
 			engines.SessionKindAgentChat: ModeAsk, engines.SessionKindAssistantChat: ModeAsk,
 		},
-		Extensions:              engines.EngineExtensions{},
+		Extensions:              extensions(),
 		SessionLog:              &engines.SessionLogDeclaration{PathPattern: SessionPattern},
 		RequiresProcessSessions: true,
 		SupportsServerInfo:      true,
@@ -235,6 +235,9 @@ func (a *Adapter) start(ctx context.Context, sc engines.EngineStartupContext, bo
 	// Written at every start: an edit the agent made to it lasts only until then.
 	if err := box.WriteFile(ctx, sc.RuntimeIdentity, paths.extension(), ApprovalExtension, 0o600); err != nil {
 		return nil, "", fmt.Errorf("write the approval extension: %w", err)
+	}
+	if err := writeAgentConfig(ctx, sc, box, paths); err != nil {
+		return nil, "", err
 	}
 	proc, err := box.StartProcess(ctx, a.processSpec(sc, paths, key, file, mode))
 	if err != nil {

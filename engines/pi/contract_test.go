@@ -330,18 +330,19 @@ func TestSubmitSendsAPrompt(t *testing.T) {
 	require.Len(t, box.written(), 1)
 }
 
-// TestAgentConfigPiCannotTakeIsRefused: the adapter applies no Agent extension to Pi
-// yet, so each kind is refused on save with a message naming it.
+// TestAgentConfigPiCannotTakeIsRefused: Pi takes Skills and instructions; what it
+// cannot take is refused on save with a message naming the field.
 func TestAgentConfigPiCannotTakeIsRefused(t *testing.T) {
 	t.Parallel()
 	caps := pi.NewAdapter(pi.Config{}).Capabilities()
-	require.NoError(t, engines.ValidateAgentConfigFor(caps, engines.AgentConfig{}))
+	require.NoError(t, engines.ValidateAgentConfigFor(caps, engines.AgentConfig{
+		Skills:       []engines.SkillConfig{{Name: "review", Description: "Reviews a change", Instructions: "Read the diff."}},
+		Instructions: "Answer in French.",
+	}))
 	for field, cfg := range map[string]engines.AgentConfig{
 		"mcp_servers":   {MCPServers: []engines.MCPServerConfig{{Name: "git", Transport: engines.MCPTransportStdio, Command: []string{"git-mcp"}}}},
-		"skills":        {Skills: []engines.SkillConfig{{Name: "review", Description: "Reviews a change", Instructions: "Read the diff."}}},
 		"packages":      {Packages: []engines.PackageConfig{{Kind: "plugin", Name: "x"}}},
 		"native_config": {NativeConfig: map[string]json.RawMessage{"settings.json": json.RawMessage(`{}`)}},
-		"instructions":  {Instructions: "Answer in French."},
 	} {
 		err := engines.ValidateAgentConfigFor(caps, cfg)
 		require.ErrorContains(t, err, field, field)

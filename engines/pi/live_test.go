@@ -390,3 +390,34 @@ func TestLiveActivationRefusesALostConversation(t *testing.T) {
 	_, err := e.adapter.ActivateRuntime(e.ctx, sc, box)
 	require.ErrorContains(t, err, "is missing")
 }
+
+// TestLiveAgentConfigurationReachesPi: the Agent's Skill and standing instructions are
+// written into Pi's agent folder before Pi starts, and Pi hands both to the model.
+func TestLiveAgentConfigurationReachesPi(t *testing.T) {
+	e := newLiveEnv(t)
+	_, box := e.newBox()
+	const skillDescription = "Writes release notes from the merged changes."
+	tag := uuid.NewString()
+	sc := engines.EngineStartupContext{SessionID: "live-" + uuid.NewString(), SessionKind: engines.SessionKindAgentChat,
+		SandboxID: box.ID(), PermissionMode: pi.ModeAllowAll,
+		AgentConfig: engines.AgentConfig{
+			Skills: []engines.SkillConfig{{Name: "release-notes", Description: skillDescription,
+				Instructions: "List every merged change in one line."}},
+			Instructions: "Standing instruction " + tag + ": answer briefly.",
+		}}
+	rt, err := e.adapter.ActivateRuntime(e.ctx, sc, box)
+	require.NoError(t, err)
+	client := rt.EngineClient
+	r := startReader(t, e.ctx, client, nil)
+	require.NoError(t, client.Submit(e.ctx, engines.TextInput(uuid.NewString(), "hello")))
+	require.Equal(t, engines.OutcomeCompleted, ended(r).Outcome)
+
+	var listed, instructed bool
+	for _, req := range e.model.Requests() {
+		listed = listed || (bytes.Contains(req.Body, []byte("release-notes")) && bytes.Contains(req.Body, []byte(skillDescription)))
+		instructed = instructed || bytes.Contains(req.Body, []byte("Standing instruction "+tag))
+	}
+	require.True(t, listed, "Pi listed the Agent's Skill to the model")
+	require.True(t, instructed, "the Agent's instructions reached the model")
+	require.NoError(t, client.Close())
+}
