@@ -43,18 +43,28 @@ var _ OutputSubscriber = (*pubsub.Listener)(nil)
 type TemporalSignaler struct {
 	Client    client.Client
 	TaskQueue string
+	// Describe, when set, names a Session for operators: the Temporal UI shows it as the
+	// summary of the workflow a call starts. A failed lookup starts it without one.
+	Describe func(ctx context.Context, sessionID string) (string, error)
 }
 
 var _ SessionSignaler = (*TemporalSignaler)(nil)
 
-// startOptions places the workflow; SignalWithStart already joins a running one.
-func (t *TemporalSignaler) startOptions(sessionID string) client.StartWorkflowOptions {
-	return client.StartWorkflowOptions{ID: workflows.SessionWorkflowID(sessionID), TaskQueue: t.TaskQueue}
+// startOptions places the workflow, with its summary for operators; SignalWithStart
+// already joins a running one.
+func (t *TemporalSignaler) startOptions(ctx context.Context, sessionID string) client.StartWorkflowOptions {
+	opts := client.StartWorkflowOptions{ID: workflows.SessionWorkflowID(sessionID), TaskQueue: t.TaskQueue}
+	if t.Describe != nil {
+		if summary, err := t.Describe(ctx, sessionID); err == nil {
+			opts.StaticSummary = summary
+		}
+	}
+	return opts
 }
 
 // StartSession starts the Session's workflow; a running one is kept.
 func (t *TemporalSignaler) StartSession(ctx context.Context, sessionID string) error {
-	opts := t.startOptions(sessionID)
+	opts := t.startOptions(ctx, sessionID)
 	opts.WorkflowIDConflictPolicy = enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING
 	_, err := t.Client.ExecuteWorkflow(ctx, opts, workflows.SessionWorkflowName, workflows.SessionStart{SessionID: sessionID})
 	if err != nil {
@@ -66,7 +76,7 @@ func (t *TemporalSignaler) StartSession(ctx context.Context, sessionID string) e
 // SignalSession signals the Session's workflow, starting it when needed.
 func (t *TemporalSignaler) SignalSession(ctx context.Context, sessionID, signalName string, payload any) error {
 	_, err := t.Client.SignalWithStartWorkflow(ctx, workflows.SessionWorkflowID(sessionID), signalName, payload,
-		t.startOptions(sessionID), workflows.SessionWorkflowName, workflows.SessionStart{SessionID: sessionID})
+		t.startOptions(ctx, sessionID), workflows.SessionWorkflowName, workflows.SessionStart{SessionID: sessionID})
 	if err != nil {
 		return fmt.Errorf("signal %s to session %s: %w", signalName, sessionID, err)
 	}
@@ -76,7 +86,7 @@ func (t *TemporalSignaler) SignalSession(ctx context.Context, sessionID, signalN
 // SetPermissionMode runs the permission-mode update with UpdateWithStart, so a Session
 // whose workflow is not running gets one, and waits for the update to complete.
 func (t *TemporalSignaler) SetPermissionMode(ctx context.Context, sessionID, mode string) (workflows.PermissionModeSet, error) {
-	opts := t.startOptions(sessionID)
+	opts := t.startOptions(ctx, sessionID)
 	opts.WorkflowIDConflictPolicy = enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING
 	start := t.Client.NewWithStartWorkflowOperation(opts, workflows.SessionWorkflowName, workflows.SessionStart{SessionID: sessionID})
 	handle, err := t.Client.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{

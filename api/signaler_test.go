@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
@@ -50,6 +51,7 @@ func TestSignalsReachTheSessionWorkflow(t *testing.T) {
 
 	signaler := &TemporalSignaler{Client: c, TaskQueue: queue}
 	f := newFixture(t, func(o *Options) { o.Signaler = signaler })
+	signaler.Describe = f.st.OperatorSummary
 	id := f.newSession(f.member)
 	// Starting again (a repeated Idempotency-Key does) keeps the running workflow.
 	require.NoError(t, signaler.StartSession(f.ctx, id))
@@ -65,6 +67,14 @@ func TestSignalsReachTheSessionWorkflow(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, workflows.SessionWorkflowName, desc.WorkflowExecutionInfo.Type.Name)
 	assert.Equal(t, queue, desc.WorkflowExecutionInfo.TaskQueue)
+	// Operators read whose Session it is in the Temporal UI: its Agent and owner.
+	var summary string
+	require.NoError(t, converter.GetDefaultDataConverter().FromPayload(desc.GetExecutionConfig().GetUserMetadata().GetSummary(), &summary))
+	sess, err := f.st.GetSessionByID(f.ctx, id)
+	require.NoError(t, err)
+	agent, err := f.st.GetAgentByID(f.ctx, sess.AgentID)
+	require.NoError(t, err)
+	assert.Equal(t, "Session of Agent "+agent.Name+" · owner "+sess.UserID, summary)
 }
 
 // standInModeWorkflow is registered under the Session workflow's name for one test: it

@@ -108,6 +108,24 @@ func (s *Store) GetSessionByID(ctx context.Context, id string) (Session, error) 
 	return sess, mapError("get session by id", err)
 }
 
+// OperatorSummary names a Session for operators in one line: its Agent and its owner's
+// user id (never personal data: the Temporal UI keeps it in workflow history).
+func (s *Store) OperatorSummary(ctx context.Context, sessionID string) (string, error) {
+	var row struct {
+		AgentName string
+		UserID    string
+	}
+	err := s.conn(ctx).Raw(`SELECT a.name AS agent_name, s.user_id AS user_id
+		FROM sessions s JOIN agents a ON a.id = s.agent_id WHERE s.id = ?`, sessionID).Scan(&row).Error
+	if err != nil {
+		return "", mapError("operator summary", err)
+	}
+	if row.AgentName == "" {
+		return "", fmt.Errorf("operator summary of session %s: %w", sessionID, ErrNotFound)
+	}
+	return "Session of Agent " + row.AgentName + " · owner " + row.UserID, nil
+}
+
 // lockSession takes the Session's row lock for the rest of the transaction: inputs and
 // output parts of one Session are numbered under it, so their order has no gaps.
 func (s *Store) lockSession(ctx context.Context, id string) (Session, error) {

@@ -116,7 +116,7 @@ func (p *platform) runAPI(ctx context.Context) error {
 		ErrorMappers:        []api.ErrorMapper{storeErrors},
 		Store:               p.store,
 		Output:              listener,
-		Signaler:            &api.TemporalSignaler{Client: p.temporal, TaskQueue: p.cfg.Temporal.TaskQueue},
+		Signaler:            &api.TemporalSignaler{Client: p.temporal, TaskQueue: p.cfg.Temporal.TaskQueue, Describe: p.store.OperatorSummary},
 		Registry:            p.engines.registry,
 		MaxInputBytes:       p.cfg.HTTP.MaxInputBytes,
 		MaxHeldInputs:       p.cfg.HTTP.MaxHeldInputs,
@@ -193,7 +193,7 @@ func (p *platform) runWorker(ctx context.Context) error {
 	}
 	sweeper, err := resignal.New(resignal.Options{
 		Store:    p.store,
-		Signaler: &api.TemporalSignaler{Client: p.temporal, TaskQueue: p.cfg.Temporal.TaskQueue},
+		Signaler: &api.TemporalSignaler{Client: p.temporal, TaskQueue: p.cfg.Temporal.TaskQueue, Describe: p.store.OperatorSummary},
 		Period:   p.cfg.Temporal.ResignalInterval,
 		Grace:    p.cfg.Temporal.ResignalGrace,
 		Logger:   p.log.Named("resignal"),
