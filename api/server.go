@@ -109,8 +109,8 @@ type Server struct {
 	keepAlive       time.Duration
 	now             func() time.Time
 
-	boxes              SessionBoxes
-	maxUploadBytes     int64
+	boxes          SessionBoxes
+	maxUploadBytes int64
 }
 
 // New builds the server and its routes.
@@ -136,8 +136,8 @@ func New(opts Options) *Server {
 		keepAlive:       opts.KeepAlive,
 		now:             opts.Now,
 
-		boxes:              opts.Boxes,
-		maxUploadBytes:     opts.MaxUploadBytes,
+		boxes:          opts.Boxes,
+		maxUploadBytes: opts.MaxUploadBytes,
 	}
 	if s.maxUploadBytes <= 0 {
 		s.maxUploadBytes = defaultMaxUploadBytes
