@@ -297,6 +297,10 @@ type Dev struct {
 	// ModelPort is the scripted model server's port, used when no model
 	// credentials are configured.
 	ModelPort int `mapstructure:"model_port"`
+	// Titles turns automatic titles on while the scripted model server stands in for
+	// the model service (no Anthropic credential configured), so a local platform
+	// shows them; titles.enabled decides everywhere else.
+	Titles bool `mapstructure:"titles"`
 }
 
 // Startup bounds how long a process waits for its dependencies.

@@ -272,6 +272,7 @@ func builtinDefaults() map[string]any {
 		"dev.temporal_ui_port":            8233,
 		"dev.temporal_bin":                "",
 		"dev.model_port":                  18090,
+		"dev.titles":                      true,
 		"startup.timeout":                 30 * time.Second,
 		"secrets.key":                     "",
 	}

@@ -51,8 +51,10 @@ func runDev(ctx context.Context, cfg *config.Config, log *zap.Logger) (err error
 		}
 	}
 	if !cfg.Models.AnthropicAPIKey.IsSet() {
-		// No model service is configured: boxes reach the scripted one.
+		// No model service is configured: boxes reach the scripted one, which also
+		// writes automatic titles unless dev.titles is off.
 		cfg.Models.AnthropicBaseURL = fmt.Sprintf("http://127.0.0.1:%d", cfg.Dev.ModelPort)
+		cfg.Titles.Enabled = cfg.Titles.Enabled || cfg.Dev.Titles
 	}
 	if !cfg.Models.OpenAIAPIKey.IsSet() {
 		// The scripted model server speaks the Responses API too.

@@ -105,6 +105,12 @@ func TestClientCommandsEndToEnd(t *testing.T) {
 		s, err := second.GetSession(ctx, created.SessionID)
 		return err == nil && s.State == "READY"
 	})
+	// The scripted model service titles the Session after its first response
+	// (dev.titles), as a deployment's model service does with titles.enabled.
+	dev.waitUntil(t, time.Minute, "an automatic title", func() bool {
+		s, err := second.GetSession(ctx, created.SessionID)
+		return err == nil && s.Title != nil && *s.Title != ""
+	})
 	assert.Equal(t, "idle\n", cli(issued.Secret, "sessions", "interrupt", created.SessionID))
 	out, code := run(t, stack.bin, []string{"SERVICE_URL=" + serviceURL, "ACCESS_TOKEN=" + issued.Secret},
 		"sessions", "answer", created.SessionID, "00000000-0000-4000-8000-000000000000", "--decision", "approve")
