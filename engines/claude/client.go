@@ -29,7 +29,7 @@ type Client struct {
 	// checkpointPath is where Committed saves the state before freeing output.
 	checkpointPath string
 	commitEvery    int64
-	admissions     *admissionIndex
+	admissions     *engines.FileAdmissions
 	// pollInterval spaces transcript checks while inputs wait for admission and Claude
 	// prints nothing.
 	pollInterval time.Duration
@@ -86,7 +86,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		claudeSession: cfg.ClaudeSession, generation: generationOf(cfg.Process.Name(), cfg.ClaudeSession),
 		caps: cfg.Capabilities, transcript: cfg.TranscriptPath, checkpointPath: cfg.CheckpointPath,
 		commitEvery:  cmp.Or(cfg.CommitEvery, defaultCommitEvery),
-		admissions:   newAdmissionIndex(cfg.Box, cfg.Identity, cfg.TranscriptPath),
+		admissions:   engines.NewFileAdmissions(cfg.Box, cfg.Identity, cfg.TranscriptPath, admittedUUIDs),
 		pollInterval: 100 * time.Millisecond,
 	}
 	c.live.Store(true)
@@ -156,7 +156,7 @@ func (c *Client) Events(ctx context.Context, after *engines.RuntimeCursor) iter.
 // replay translates the journal from pos (engines.ReplayJournal), polling the
 // vendor's record for pending admissions while it follows.
 func (c *Client) replay(ctx context.Context, pos position, follow bool, yield func(engines.Event, error) bool) (transState, int64) {
-	tr := &translator{sessionID: c.sessionID, st: pos.State.clone(), admitted: func(id string) bool { return c.admissions.holds(ctx, id) }, model: c.setModel}
+	tr := &translator{sessionID: c.sessionID, st: pos.State.clone(), admitted: func(id string) bool { return c.admissions.Holds(ctx, id) }, model: c.setModel}
 	return engines.ReplayJournal(ctx, engines.JournalReplay{
 		Process: c.proc, Generation: c.generation, Program: "claude code process", PollInterval: c.pollInterval,
 		Seen: func(offset int64) {
@@ -187,7 +187,7 @@ func (c *Client) State(ctx context.Context) (engines.RuntimeState, error) {
 		return engines.RuntimeState{}, fmt.Errorf("claude state: %w", failure)
 	}
 	rs := st.runtimeState()
-	rs.AdmittedInputIDs = c.admissions.all(ctx)
+	rs.AdmittedInputIDs = c.admissions.All(ctx)
 	if next > 0 {
 		stateJSON, _ := json.Marshal(st)
 		cur := cursorAt(c.generation, next, 0, stateJSON)

@@ -31,7 +31,7 @@ func (c *Client) Submit(ctx context.Context, input engines.RuntimeInput) error {
 	if err != nil {
 		return err
 	}
-	if c.admissions.holds(ctx, input.InputID) {
+	if c.admissions.Holds(ctx, input.InputID) {
 		return nil
 	}
 	line, err := json.Marshal(map[string]any{

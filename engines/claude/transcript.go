@@ -8,8 +8,6 @@ import (
 	"path"
 	"slices"
 	"strings"
-	"sync"
-	"time"
 	"unicode"
 
 	"github.com/astrabox/astrabox/engines"
@@ -126,76 +124,9 @@ func RestoreTranscript(ctx context.Context, box engines.Box, identity *engines.R
 	return nil
 }
 
-// admissionIndex remembers which input uuids Claude's transcript durably holds: a user
-// line with the uuid or naming it in mergedSendUuids (Claude merges inputs queued behind
-// a turn into one user line), or the queued_command attachment through which Claude
-// absorbed the input into a running turn. The transcript only grows, so what was found
-// stays found.
-type admissionIndex struct {
-	box      engines.Box
-	identity *engines.RuntimeIdentity
-	path     string
-	// minInterval spaces re-reads of the file while inputs wait for admission.
-	minInterval time.Duration
-
-	mu       sync.Mutex
-	held     map[string]bool
-	order    []string
-	parsed   int // bytes of the file already indexed
-	lastRead time.Time
-}
-
-func newAdmissionIndex(box engines.Box, identity *engines.RuntimeIdentity, transcriptPath string) *admissionIndex {
-	return &admissionIndex{box: box, identity: identity, path: transcriptPath, minInterval: 50 * time.Millisecond, held: map[string]bool{}}
-}
-
-// holds reports whether the transcript holds the input, re-reading the file when the
-// last read is older than minInterval.
-func (a *admissionIndex) holds(ctx context.Context, uuid string) bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.held[uuid] {
-		return true
-	}
-	if !a.lastRead.IsZero() && time.Since(a.lastRead) < a.minInterval {
-		return false
-	}
-	a.refreshLocked(ctx)
-	return a.held[uuid]
-}
-
-// all returns every input uuid the transcript holds, in transcript order.
-func (a *admissionIndex) all(ctx context.Context) []string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.refreshLocked(ctx)
-	return append([]string{}, a.order...)
-}
-
-func (a *admissionIndex) refreshLocked(ctx context.Context) {
-	a.lastRead = time.Now()
-	data, err := a.box.ReadFile(ctx, a.identity, a.path)
-	if err != nil || len(data) < a.parsed {
-		// Not written yet (Claude creates it with its first batch), or replaced: an
-		// unreadable transcript admits nothing.
-		return
-	}
-	end := bytes.LastIndexByte(data, '\n')
-	if end < a.parsed {
-		return
-	}
-	for _, line := range bytes.Split(data[a.parsed:end], []byte{'\n'}) {
-		for _, id := range admittedUUIDs(line) {
-			if id != "" && !a.held[id] {
-				a.held[id] = true
-				a.order = append(a.order, id)
-			}
-		}
-	}
-	a.parsed = end + 1
-}
-
-// admittedUUIDs returns the input uuids a transcript line makes durable, in the order
+// admittedUUIDs returns the input uuids a transcript line makes durable (a user line
+// with the uuid or naming it in mergedSendUuids, or the queued_command attachment
+// through which Claude absorbed the input into a running turn), in the order
 // the inputs were sent. Claude 2.1.328 merges prompts that waited in its queue into one
 // user line: its uuid is the last input's, and mergedSendUuids names the others in send
 // order (recordings parallel_prompts*). Their queue-operation dequeue lines carry no

@@ -23,7 +23,7 @@ type Client struct {
 	threadID   string
 	generation string
 	caps       engines.EngineRuntimeCapabilities
-	admissions *rolloutAdmissions
+	admissions *engines.FileAdmissions
 	// pollInterval spaces rollout checks while inputs wait for admission and Codex
 	// prints nothing.
 	pollInterval time.Duration
@@ -71,7 +71,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	c := &Client{
 		box: cfg.Box, proc: cfg.Process, identity: cfg.Identity, threadID: cfg.ThreadID,
 		generation: generationOf(cfg.Process.Name(), cfg.ThreadID), caps: cfg.Capabilities,
-		admissions:   newRolloutAdmissions(cfg.Box, cfg.Identity, cfg.RolloutPath),
+		admissions:   engines.NewFileAdmissions(cfg.Box, cfg.Identity, cfg.RolloutPath, admittedClientID),
 		pollInterval: 100 * time.Millisecond, approvalPolicy: cfg.ApprovalPolicy,
 	}
 	c.live.Store(true)
@@ -91,7 +91,7 @@ func (c *Client) EngineSessionKey() string { return c.threadID }
 func (c *Client) Generation() string { return c.generation }
 
 // RolloutPath is the thread's rollout file in the box.
-func (c *Client) RolloutPath() string { return c.admissions.path }
+func (c *Client) RolloutPath() string { return c.admissions.Path() }
 
 // ModelName is the model Codex reported for the thread when it started or resumed it.
 func (c *Client) ModelName() string {
@@ -144,7 +144,7 @@ func (c *Client) Events(ctx context.Context, after *engines.RuntimeCursor) iter.
 // replay translates the journal from pos (engines.ReplayJournal), polling the
 // vendor's record for pending admissions while it follows.
 func (c *Client) replay(ctx context.Context, pos position, follow bool, yield func(engines.Event, error) bool) (transState, int64) {
-	tr := &translator{st: pos.State.clone(), admitted: func(id string) bool { return c.admissions.holds(ctx, id) }}
+	tr := &translator{st: pos.State.clone(), admitted: func(id string) bool { return c.admissions.Holds(ctx, id) }}
 	return engines.ReplayJournal(ctx, engines.JournalReplay{
 		Process: c.proc, Generation: c.generation, Program: "codex app-server", PollInterval: c.pollInterval,
 		Seen: func(offset int64) {
@@ -177,7 +177,7 @@ func (c *Client) State(ctx context.Context) (engines.RuntimeState, error) {
 		return engines.RuntimeState{}, fmt.Errorf("codex state: %w", err)
 	}
 	rs := st.runtimeState()
-	rs.AdmittedInputIDs = c.admissions.all(ctx)
+	rs.AdmittedInputIDs = c.admissions.All(ctx)
 	if next > 0 {
 		stateJSON, _ := json.Marshal(st)
 		cur := cursorAt(c.generation, next, 0, stateJSON)

@@ -27,7 +27,7 @@ type Client struct {
 	sessionKey   string
 	generation   string
 	caps         engines.EngineRuntimeCapabilities
-	admissions   *sessionAdmissions
+	admissions   *engines.FileAdmissions
 	pollInterval time.Duration
 	version      string
 
@@ -74,7 +74,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	c := &Client{
 		box: cfg.Box, proc: cfg.Process, identity: cfg.Identity, sessionKey: cfg.SessionKey,
 		generation: generationOf(cfg.Process.Name(), cfg.SessionKey), caps: cfg.Capabilities,
-		admissions:   newSessionAdmissions(cfg.Box, cfg.Identity, cfg.SessionFile),
+		admissions:   engines.NewFileAdmissions(cfg.Box, cfg.Identity, cfg.SessionFile, userMessageInput),
 		pollInterval: 100 * time.Millisecond, version: cfg.Version, model: cfg.Model, mode: cfg.PermissionMode,
 	}
 	c.live.Store(true)
@@ -95,7 +95,7 @@ func (c *Client) EngineSessionKey() string { return c.sessionKey }
 func (c *Client) Generation() string { return c.generation }
 
 // SessionFile is the conversation's session JSONL in the box.
-func (c *Client) SessionFile() string { return c.admissions.path }
+func (c *Client) SessionFile() string { return c.admissions.Path() }
 
 // ProcessName is the name of the process session the client drives.
 func (c *Client) ProcessName() string { return c.proc.Name() }
@@ -157,7 +157,7 @@ func (c *Client) Events(ctx context.Context, after *engines.RuntimeCursor) iter.
 
 func (c *Client) replay(ctx context.Context, pos position, follow bool, yield func(engines.Event, error) bool) (transState, int64) {
 	tr := &translator{st: pos.State.clone(), process: c.proc.Name(),
-		admitted: func(id string) bool { return c.admissions.holds(ctx, id) }}
+		admitted: func(id string) bool { return c.admissions.Holds(ctx, id) }}
 	return engines.ReplayJournal(ctx, engines.JournalReplay{
 		Process: c.proc, Generation: c.generation, Program: "pi rpc", PollInterval: c.pollInterval,
 		Seen: func(offset int64) {
@@ -193,7 +193,7 @@ func (c *Client) State(ctx context.Context) (engines.RuntimeState, error) {
 		return engines.RuntimeState{}, fmt.Errorf("pi state: %w", err)
 	}
 	rs := st.runtimeState()
-	rs.AdmittedInputIDs = c.admissions.all(ctx)
+	rs.AdmittedInputIDs = c.admissions.All(ctx)
 	if next > 0 {
 		stateJSON, _ := json.Marshal(st)
 		cur := cursorAt(c.generation, next, 0, stateJSON)
@@ -217,7 +217,7 @@ func (c *Client) Submit(ctx context.Context, input engines.RuntimeInput) error {
 	if err != nil {
 		return err
 	}
-	if c.admissions.holds(ctx, input.InputID) {
+	if c.admissions.Holds(ctx, input.InputID) {
 		return nil
 	}
 	id := requestIDPrefixInput + input.InputID
