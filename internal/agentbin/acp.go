@@ -46,11 +46,10 @@ func LocateACP(root string) (ACPInstall, error) {
 			return ACPInstall{}, fmt.Errorf("%w (run `make deps-acp-agents`)", err)
 		}
 	}
-	node := "/usr/bin/node"
-	if _, err := os.Stat(node); err != nil {
-		return ACPInstall{}, fmt.Errorf("the ACP programs need node at %s: %w", node, err)
+	if _, err := os.Stat(SystemNode); err != nil {
+		return ACPInstall{}, fmt.Errorf("the ACP programs need node at %s: %w", SystemNode, err)
 	}
-	out := ACPInstall{Modules: modules, Node: node}
+	out := ACPInstall{Modules: modules, Node: SystemNode}
 	for _, pkg := range []string{"opencode-" + runtime.GOOS + "-" + nodeArch(), "opencode-" + runtime.GOOS + "-" + nodeArch() + "-baseline"} {
 		if rel := filepath.Join(pkg, "bin", "opencode"); isExecutable(filepath.Join(modules, rel)) {
 			out.Opencode = rel

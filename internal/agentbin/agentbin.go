@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -116,6 +115,10 @@ func locateCodex(modules string) (Program, error) {
 		PathDirs: []string{filepath.Join(vendor, "codex-path")}}, nil
 }
 
+// SystemNode is the Node.js the programs that run on Node use: the system's, at the path
+// local boxes see it (they bind /usr read-only), whatever the platform's PATH holds.
+const SystemNode = "/usr/bin/node"
+
 // locatePi finds Pi's entry script; Pi runs on the system's Node.
 func locatePi(modules string) (Program, error) {
 	const pkg = "@mariozechner/pi-coding-agent"
@@ -127,11 +130,10 @@ func locatePi(modules string) (Program, error) {
 	if _, err := os.Stat(script); err != nil {
 		return Program{}, fmt.Errorf("pi entry script: %w: %w", err, ErrNotInstalled)
 	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		return Program{}, fmt.Errorf("pi needs node on PATH: %w", err)
+	if _, err := os.Stat(SystemNode); err != nil {
+		return Program{}, fmt.Errorf("pi needs node at %s: %w", SystemNode, err)
 	}
-	return Program{Name: Pi, Package: pkg, Version: version, Command: []string{node, script}, Dir: modules}, nil
+	return Program{Name: Pi, Package: pkg, Version: version, Command: []string{SystemNode, script}, Dir: modules}, nil
 }
 
 // installedVersion reads the package's version and checks it is the pinned one.
