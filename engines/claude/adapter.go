@@ -284,6 +284,9 @@ func (a *Adapter) processSpec(sc engines.EngineStartupContext, paths Paths, clau
 	for k, v := range a.cfg.Env {
 		env[k] = v
 	}
+	for k, v := range telemetryEnv(sc.TracingEndpoint) {
+		env[k] = v
+	}
 	// A new name per launch: its journal starts again, and so does the cursor
 	// generation that names it.
 	name := "claude-" + strings.ReplaceAll(claudeSession, "-", "")[:12] + "-" + randomHex(4)
