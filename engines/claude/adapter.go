@@ -110,7 +110,8 @@ func (a *Adapter) SandboxRequest() engines.EngineSandboxRequest {
 }
 
 // fixedEnv is the environment every Claude Code process gets: no nonessential traffic
-// (no telemetry, no DNS), session_state_changed on stdout, and the sandbox marker that
+// (no reporting to Anthropic, no DNS; the OpenTelemetry export a RuntimeProfile asks for
+// is separate, see telemetryEnv), session_state_changed on stdout, and the sandbox marker that
 // lets bypassPermissions run in a box.
 func fixedEnv() map[string]string {
 	return map[string]string{
