@@ -18,7 +18,7 @@ import (
 // TestClaudeCodeSendsTelemetryToTheProfilesTracingEndpoint: a Session whose
 // RuntimeProfile enables tracing runs Claude Code in a box with a forward to the
 // profile's endpoint (an OTLP/HTTP receiver on the host), and after a turn the
-// conversation's events and metrics arrive there, through the platform alone: the
+// conversation's events, metrics and spans arrive there, through the platform alone: the
 // spec the worker builds, the box's forwarder and the activation's startup context.
 func TestClaudeCodeSendsTelemetryToTheProfilesTracingEndpoint(t *testing.T) {
 	var mu sync.Mutex
@@ -55,9 +55,9 @@ func TestClaudeCodeSendsTelemetryToTheProfilesTracingEndpoint(t *testing.T) {
 		}
 		return false
 	}
-	s.eventually("the conversation's events and metrics at the tracing endpoint", func() bool {
+	s.eventually("the conversation's events, metrics and spans at the tracing endpoint", func() bool {
 		require.True(t, time.Now().Before(deadline), "no telemetry of conversation %s arrived", key)
-		return has("/collector/v1/logs") && has("/collector/v1/metrics")
+		return has("/collector/v1/logs") && has("/collector/v1/metrics") && has("/collector/v1/traces")
 	})
 	mu.Lock()
 	defer mu.Unlock()

@@ -84,8 +84,8 @@ func hasExport(path, text string) func([]otlpExport) bool {
 
 // TestLiveTelemetryReachesTheTracingEndpoint runs the real Claude Code in two boxes,
 // one made with a forward to a RuntimeProfile's tracing endpoint (an OTLP/HTTP
-// receiver on the host) and one without. The traced conversation's metrics and
-// events arrive at the receiver over OTLP/HTTP JSON, naming its conversation; the
+// receiver on the host) and one without. The traced conversation's metrics, events
+// and spans arrive at the receiver over OTLP/HTTP JSON, naming its conversation; the
 // untraced box has no tracing forward, and nothing of its conversation arrives.
 func TestLiveTelemetryReachesTheTracingEndpoint(t *testing.T) {
 	e := newLiveEnv(t)
@@ -126,12 +126,13 @@ func TestLiveTelemetryReachesTheTracingEndpoint(t *testing.T) {
 	require.NoError(t, rt.EngineClient.Submit(ctx, engines.TextInput(uuidFor(t), "hello with tracing")))
 	require.Equal(t, engines.OutcomeCompleted, ended(r).Outcome)
 
-	// The turn's events (OTLP logs) and metrics, each naming the conversation.
-	exports := rcv.waitFor(t, "the turn's events and metrics", func(x []otlpExport) bool {
-		return hasExport("/v1/logs", key)(x) && hasExport("/v1/metrics", key)(x)
+	// The turn's events (OTLP logs), metrics and spans, each naming the conversation.
+	exports := rcv.waitFor(t, "the turn's events, metrics and spans", func(x []otlpExport) bool {
+		return hasExport("/v1/logs", key)(x) && hasExport("/v1/metrics", key)(x) && hasExport("/v1/traces", key)(x)
 	})
 	require.True(t, hasExport("/v1/logs", "claude_code.user_prompt")(exports), "the prompt event is exported")
 	require.True(t, hasExport("/v1/logs", "claude_code.api_request")(exports), "the model request event is exported")
+	require.True(t, hasExport("/v1/traces", "claude_code.llm_request")(exports), "the model request span is exported")
 	for _, x := range exports {
 		require.Equal(t, http.MethodPost, x.Method)
 		require.Contains(t, x.ContentType, "application/json", "OTLP/HTTP JSON")
