@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"go.temporal.io/sdk/temporal"
 	"go.uber.org/zap"
@@ -49,7 +50,7 @@ func addTracingEgress(spec *sandbox.Spec, profile store.RuntimeProfile, caps eng
 		return err
 	}
 	spec.Network.Forwards = append(spec.Network.Forwards, sandbox.Forward{
-		Name: TracingForwardName, Port: TracingForwardPort, Upstream: cfg.Endpoint, Paths: OTLPPaths,
+		Name: TracingForwardName, Port: TracingForwardPort, Upstream: cfg.Endpoint, Paths: slices.Clone(OTLPPaths),
 	})
 	if spec.Metadata == nil {
 		spec.Metadata = map[string]string{}
@@ -62,12 +63,14 @@ func addTracingEgress(spec *sandbox.Spec, profile store.RuntimeProfile, caps eng
 // telemetry: set when the profile enables tracing for the adapter and the box was made
 // with the tracing forward, "" otherwise. A box made before the profile enabled
 // tracing has no forward to send through: the program then runs without telemetry,
-// and a warning says so.
+// and a warning says so. A box keeps the endpoint it was made with until it is
+// replaced.
 func (a *Activities) boxTracingEndpoint(ctx context.Context, h sandbox.Handle, profile store.RuntimeProfile, caps engines.EngineRuntimeCapabilities) (string, error) {
-	if _, ok, err := profileTracing(profile, caps); err != nil || !ok {
-		if err != nil {
-			return "", temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeConfiguration, err)
-		}
+	_, ok, err := profileTracing(profile, caps)
+	if err != nil {
+		return "", temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeConfiguration, err)
+	}
+	if !ok {
 		return "", nil
 	}
 	info, err := h.Info(ctx)
