@@ -95,6 +95,9 @@ func (a *Activities) ActivateRuntime(ctx context.Context, req ActivateRequest) (
 		}
 	}
 	sc.CallbackCredentials = a.callbackCredentials(sess, adapter)
+	if sc.TracingEndpoint, err = a.boxTracingEndpoint(ctx, h, profile, caps); err != nil {
+		return ActivateResult{}, err
+	}
 	rt, err := adapter.ActivateRuntime(ctx, sc, box)
 	if required := (*engines.RuntimeStateSaveRequired)(nil); errors.As(err, &required) {
 		return ActivateResult{}, a.saveRequired(ctx, sess.ID, required)

@@ -248,7 +248,8 @@ const EntryPointProcess = "entrypoint"
 
 // DefaultSpec builds a box spec from the RuntimeProfile and the adapter's sandbox
 // request: the profile's image (or the engine's default) and resources, the engine's
-// environment, its entry point as the box's resident service, and the profile key
+// environment, its entry point as the box's resident service, the forward to the
+// profile's tracing endpoint when tracing is enabled, and the profile key
 // prewarm pools are kept under. Resources the profile leaves out
 // take the backend's configured defaults.
 func DefaultSpec(profile store.RuntimeProfile, agent store.Agent, adapter engines.EngineAdapter) (sandbox.Spec, error) {
@@ -279,6 +280,9 @@ func DefaultSpec(profile store.RuntimeProfile, agent store.Agent, adapter engine
 		// The program learns its working directory from the platform: the workspace
 		// the box mounts (the runtime identity's WorkspaceDir).
 		spec.Env[req.WorkingDirectoryVariable] = spec.WithDefaults().Workspace.MountPath
+	}
+	if err := addTracingEgress(&spec, profile, adapter.Capabilities()); err != nil {
+		return sandbox.Spec{}, err
 	}
 	return spec, nil
 }

@@ -112,6 +112,8 @@ type engineSetup struct {
 	// prewarm, when positive, keeps that many boxes of the stack's profile ready
 	// before any Session asks, as a configured prewarm_size does.
 	prewarm int
+	// tracing is the stack's RuntimeProfile's tracing configuration.
+	tracing json.RawMessage
 }
 
 func newStack(t testing.TB) *stack {
@@ -151,7 +153,7 @@ func newStackWith(t testing.TB, setup engineSetup) *stack {
 	s.user, err = s.st.CreateUser(s.ctx, store.NewUser{Email: uniq() + "@example.com"})
 	require.NoError(t, err)
 	profile, err := s.st.CreateRuntimeProfile(s.ctx, store.NewRuntimeProfile{Name: "p-" + uniq(), EngineKind: setup.kind, Enabled: true,
-		SandboxBackend: store.SandboxLocal, PrewarmSize: setup.prewarm})
+		SandboxBackend: store.SandboxLocal, PrewarmSize: setup.prewarm, Tracing: setup.tracing})
 	require.NoError(t, err)
 	s.profile = profile
 	if setup.prewarm > 0 {

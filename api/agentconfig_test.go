@@ -96,3 +96,30 @@ func mustField(t *testing.T, config json.RawMessage, key string, index int) stri
 	require.Greater(t, len(list), index, "config has %s[%d]", key, index)
 	return string(list[index])
 }
+
+// TestClaudeCodeProfileTakesATracingEndpoint: Claude Code declares tracing, so a
+// RuntimeProfile may enable it with an OTLP/HTTP endpoint; an endpoint that is not one
+// is refused naming the field, writing nothing.
+func TestClaudeCodeProfileTakesATracingEndpoint(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	require.NoError(t, f.registry.Register(claude.EngineKind, claude.NewAdapter(claude.Config{})))
+	create := func(name, endpoint string) reply {
+		return f.call("POST", "/api/v1/runtime-profiles", f.admin, map[string]any{"name": name, "engine_kind": claude.EngineKind,
+			"image": "/srv/images/claude", "sandbox_backend": "local", "tracing": map[string]any{"enabled": true, "endpoint": endpoint}})
+	}
+	before, err := f.st.ListRuntimeProfiles(f.ctx, false)
+	require.NoError(t, err)
+	for _, endpoint := range []string{"otel:4317", "https://user:secret@otel:4318", "http://otel:4318/?key=1"} {
+		create("refused", endpoint).refused(t, http.StatusBadRequest, CodeInvalidRequest, "tracing.endpoint")
+	}
+	after, err := f.st.ListRuntimeProfiles(f.ctx, false)
+	require.NoError(t, err)
+	require.Len(t, after, len(before), "a refused profile is not stored")
+
+	var p profileView
+	create("traced", "https://collector.example:4318/otlp").ok(t).into(t, &p)
+	stored, err := f.st.GetRuntimeProfileByID(f.ctx, p.RuntimeProfileID)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"enabled": true, "endpoint": "https://collector.example:4318/otlp"}`, string(stored.Tracing))
+}

@@ -3,6 +3,7 @@ package engines
 import (
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"regexp"
 	"slices"
 )
@@ -202,6 +203,14 @@ type TracingConfig struct {
 	Endpoint string `json:"endpoint,omitempty"`
 }
 
+// otlpBaseURL reports whether endpoint is a URL a box's tracing forward can lead to:
+// the programs append the OTLP export paths (/v1/traces, ...) to it.
+func otlpBaseURL(endpoint string) bool {
+	u, err := url.Parse(endpoint)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && u.User == nil &&
+		u.RawQuery == "" && u.Fragment == ""
+}
+
 // SandboxBackendCapabilities are what the selected sandbox backend declares.
 type SandboxBackendCapabilities struct {
 	// SupportsProcessSessions: long-lived stdin/stdout process sessions.
@@ -238,6 +247,8 @@ func (r *Registry) ValidateRuntimeProfile(spec RuntimeProfileSpec) error {
 		}
 		if spec.Tracing.Endpoint == "" {
 			p.add("tracing.endpoint", "enabled tracing needs an endpoint")
+		} else if !otlpBaseURL(spec.Tracing.Endpoint) {
+			p.add("tracing.endpoint", "%q is not an OTLP/HTTP base URL (http or https, a host, an optional path; no credentials, query or fragment)", spec.Tracing.Endpoint)
 		}
 	}
 	if spec.RuntimeImage == "" && caps.DefaultRuntimeImage == "" {

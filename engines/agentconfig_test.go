@@ -122,6 +122,16 @@ func TestValidateRuntimeProfile(t *testing.T) {
 			s.Tracing.Enabled = true
 			return s
 		}, "tracing.endpoint"},
+		{"tracing endpoint not an OTLP/HTTP URL", func() engines.RuntimeProfileSpec {
+			s := ok("tracing")
+			s.Tracing = engines.TracingConfig{Enabled: true, Endpoint: "otel:4317"}
+			return s
+		}, "tracing.endpoint"},
+		{"tracing endpoint with credentials", func() engines.RuntimeProfileSpec {
+			s := ok("tracing")
+			s.Tracing = engines.TracingConfig{Enabled: true, Endpoint: "https://user:secret@otel:4318"}
+			return s
+		}, "tracing.endpoint"},
 		{"no image and no default", func() engines.RuntimeProfileSpec { return ok("noimage") }, "runtime_image"},
 		{"process sessions unsupported", func() engines.RuntimeProfileSpec {
 			s := ok("process")

@@ -65,6 +65,12 @@ type EngineStartupContext struct {
 	// files before the program starts. It is left out of the JSON encoding for its
 	// secrets.
 	AgentConfig AgentConfig `json:"-"`
+	// TracingEndpoint is the OTLP/HTTP base URL, inside the box, where the program sends
+	// its telemetry (the export paths /v1/traces, /v1/metrics and /v1/logs follow it):
+	// the box's forward to the RuntimeProfile's tracing endpoint. Set only for an adapter
+	// that declares Extensions.Tracing, when the profile enables tracing; empty, the
+	// program sends no telemetry.
+	TracingEndpoint string `json:"tracing_endpoint,omitempty"`
 }
 
 // RuntimeIdentity is the runtime account and its resolved paths. Use these paths instead

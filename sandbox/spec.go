@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"fmt"
+	"net/url"
 	"path"
 	"regexp"
 	"strings"
@@ -119,6 +120,15 @@ type NetworkPolicy struct {
 type Forward struct {
 	Name string `json:"name"`
 	Port int    `json:"port"`
+	// Upstream, when set, is where the forward leads (an http or https URL: scheme,
+	// host and an optional path prefix) instead of the service the host configures
+	// under Name. Such a forward carries no credential: it serves a destination the
+	// platform's own configuration chose for this box (a RuntimeProfile's tracing
+	// endpoint), never one the box names.
+	Upstream string `json:"upstream,omitempty"`
+	// Paths are the only request paths the box may send through a forward with an
+	// Upstream; any other is refused on the host side. Empty allows every path.
+	Paths []string `json:"paths,omitempty"`
 }
 
 // Service is a resident process started when the box starts.
@@ -192,6 +202,18 @@ func (s Spec) Validate() error {
 			return bad("forward %q port %d is out of range or repeated", f.Name, f.Port)
 		}
 		ports[f.Port] = true
+		if f.Upstream != "" {
+			u, err := url.Parse(f.Upstream)
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
+				u.RawQuery != "" || u.Fragment != "" {
+				return bad("forward %q upstream %q is not an http or https URL with a host", f.Name, f.Upstream)
+			}
+		}
+		for _, p := range f.Paths {
+			if !strings.HasPrefix(p, "/") {
+				return bad("forward %q path %q must start with /", f.Name, p)
+			}
+		}
 	}
 	for _, m := range s.Mounts {
 		if !path.IsAbs(m.Source) || !path.IsAbs(m.Target) || path.Clean(m.Target) == "/" {

@@ -110,7 +110,8 @@ func (a *Adapter) SandboxRequest() engines.EngineSandboxRequest {
 }
 
 // fixedEnv is the environment every Claude Code process gets: no nonessential traffic
-// (no telemetry, no DNS), session_state_changed on stdout, and the sandbox marker that
+// (no reporting to Anthropic, no DNS; the OpenTelemetry export a RuntimeProfile asks for
+// is separate, see telemetryEnv), session_state_changed on stdout, and the sandbox marker that
 // lets bypassPermissions run in a box.
 func fixedEnv() map[string]string {
 	return map[string]string{
@@ -282,6 +283,9 @@ func (a *Adapter) processSpec(sc engines.EngineStartupContext, paths Paths, clau
 	env[ConfigDirEnv] = paths.ConfigDir
 	env["HOME"] = paths.HomeDir
 	for k, v := range a.cfg.Env {
+		env[k] = v
+	}
+	for k, v := range telemetryEnv(sc.TracingEndpoint) {
 		env[k] = v
 	}
 	// A new name per launch: its journal starts again, and so does the cursor

@@ -37,6 +37,7 @@ func extensions() engines.EngineExtensions {
 			Name: SettingsDocument, ProtectedKeys: append([]string{}, protectedSettings...),
 		}},
 		InstructionsFile: InstructionsFile,
+		Tracing:          true,
 	}
 }
 

@@ -270,7 +270,7 @@ func (b *Backend) validate(spec sandbox.Spec) error {
 		}
 	}
 	for _, f := range spec.Network.Forwards {
-		if _, ok := b.opts.Egress[f.Name]; !ok {
+		if _, ok := b.opts.Egress[f.Name]; !ok && f.Upstream == "" {
 			return fmt.Errorf("%w: forward %q has no egress service configured on this host", sandbox.ErrInvalidSpec, f.Name)
 		}
 	}

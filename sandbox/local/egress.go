@@ -15,6 +15,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/astrabox/astrabox/sandbox"
 	"github.com/astrabox/astrabox/sandbox/egress"
 )
 
@@ -33,7 +34,7 @@ func (b *Backend) forwarderConfig(x *box) (egress.ForwarderConfig, bool) {
 	}
 	routes := make(map[string]egress.Route, len(rec.Spec.Network.Forwards))
 	for _, f := range rec.Spec.Network.Forwards {
-		routes[f.Name] = b.opts.Egress[f.Name]
+		routes[f.Name] = forwardRoute(f, b.opts.Egress)
 	}
 	owner := rec.RunnerUID
 	if owner == 0 {
@@ -41,6 +42,16 @@ func (b *Backend) forwarderConfig(x *box) (egress.ForwarderConfig, bool) {
 	}
 	return egress.ForwarderConfig{Dir: filepath.Join(x.dir, "egress"), UID: owner, GID: owner,
 		Routes: routes, DrainTimeout: b.opts.EgressDrainTimeout, BoxPID: rec.BwrapPID}, true
+}
+
+// forwardRoute is where a forward leads: the upstream its spec names, with no
+// credential and only its paths, or else the service the host configures under its
+// name.
+func forwardRoute(f sandbox.Forward, configured map[string]egress.Route) egress.Route {
+	if f.Upstream != "" {
+		return egress.Route{Upstream: f.Upstream, Paths: f.Paths}
+	}
+	return configured[f.Name]
 }
 
 // startEgress makes sure the box's forwarder serves its declared forwards; the

@@ -144,6 +144,37 @@ func TestNetworkIsLoopbackAndForwardsOnly(t *testing.T) {
 	require.Equal(t, "ANTHROPIC_API_KEY=placeholder", strings.TrimSpace(strings.Split(string(res.Stdout), "\n")[0]))
 }
 
+// TestForwardToSpecUpstream: a forward whose spec names its upstream reaches that
+// service with no host configuration for its name, carries only its paths, and
+// never the box's credential headers.
+func TestForwardToSpecUpstream(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var seen []string
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.Method+" "+r.URL.Path+" auth="+r.Header.Get("Authorization"))
+		mu.Unlock()
+		_, _ = io.WriteString(w, "collected")
+	}))
+	defer upstream.Close()
+
+	b := newBackend(t, testOptions(t))
+	ctx := testContext(t)
+	h, err := b.Create(ctx, sandbox.Spec{Network: sandbox.NetworkPolicy{Forwards: []sandbox.Forward{
+		{Name: "tracing", Port: 18090, Upstream: upstream.URL + "/otlp", Paths: []string{"/v1/traces"}}}}})
+	require.NoError(t, err)
+
+	res := sh(t, h, `curl -sS --max-time 10 -H "Authorization: Bearer box" -d '{}' http://127.0.0.1:18090/v1/traces`)
+	require.Equal(t, 0, res.ExitCode, "stderr: %s", res.Stderr)
+	require.Equal(t, "collected", string(res.Stdout))
+	res = sh(t, h, `curl -sS --max-time 10 -o /dev/null -w '%{http_code}' http://127.0.0.1:18090/admin`)
+	require.Equal(t, "403", string(res.Stdout))
+	mu.Lock()
+	require.Equal(t, []string{"POST /otlp/v1/traces auth="}, seen, "only the allowed path arrived, without the box's header")
+	mu.Unlock()
+}
+
 // TestPublishedPortFromWorker reaches a server inside the box from the worker
 // after a readiness check, with no host port.
 func TestPublishedPortFromWorker(t *testing.T) {
