@@ -107,82 +107,17 @@ func (e *liveEnv) newBox() (sandbox.Handle, *enginebox.Box) {
 	return h, enginebox.New(h)
 }
 
-// reader runs one reader's Events loop and hands its events over a channel.
-type reader struct {
-	t      *testing.T
-	cancel context.CancelFunc
-	events chan engines.Event
-	errs   chan error
-	seen   []engines.Event
-}
-
-func startReader(t *testing.T, ctx context.Context, c engines.RuntimeClient, after *engines.RuntimeCursor) *reader {
-	rctx, cancel := context.WithCancel(ctx)
-	r := &reader{t: t, cancel: cancel, events: make(chan engines.Event, 4096), errs: make(chan error, 1)}
-	go func() {
-		for ev, err := range c.Events(rctx, after) {
-			if err != nil {
-				r.errs <- err
-				return
-			}
-			r.events <- ev
-		}
-	}()
-	t.Cleanup(cancel)
-	return r
-}
-
-// until reads events until match returns true and returns that event.
-func (r *reader) until(what string, match func(engines.Event) bool) engines.Event {
-	r.t.Helper()
-	timeout := time.After(90 * time.Second)
-	for {
-		select {
-		case ev := <-r.events:
-			r.seen = append(r.seen, ev)
-			if match(ev) {
-				return ev
-			}
-		case err := <-r.errs:
-			r.t.Fatalf("waiting for %s: events ended: %v\n%s", what, err, lastEvents(r.seen, 30))
-		case <-timeout:
-			r.t.Fatalf("waiting for %s: no such event; the last events were:\n%s", what, lastEvents(r.seen, 30))
-		}
-	}
-}
-
-func lastEvents(seen []engines.Event, n int) string {
-	var b strings.Builder
-	for _, ev := range seen[max(0, len(seen)-n):] {
-		raw, _ := engines.MarshalEvent(ev)
-		b.Write(raw[:min(len(raw), 600)])
-		b.WriteByte('\n')
-	}
-	return b.String()
-}
-
-func isType(typ engines.EventType) func(engines.Event) bool {
-	return func(ev engines.Event) bool { return ev.Type() == typ }
-}
-
-func isFrame(typ string) func(engines.Event) bool {
-	return func(ev engines.Event) bool {
-		out, ok := ev.(engines.ResponseOutput)
-		return ok && out.Frame.Type() == typ
-	}
-}
-
-func endedFor(r *reader, responseID string) engines.ResponseEnded {
-	r.t.Helper()
-	return r.until("end of "+responseID, func(ev engines.Event) bool {
+func endedFor(r *enginetest.LiveReader, responseID string) engines.ResponseEnded {
+	r.T.Helper()
+	return r.Until("end of "+responseID, func(ev engines.Event) bool {
 		e, ok := ev.(engines.ResponseEnded)
 		return ok && (responseID == "" || e.ResponseID == responseID)
 	}).(engines.ResponseEnded)
 }
 
-func startedFor(r *reader, inputID string) engines.ResponseStarted {
-	r.t.Helper()
-	return r.until("response to "+inputID, func(ev engines.Event) bool {
+func startedFor(r *enginetest.LiveReader, inputID string) engines.ResponseStarted {
+	r.T.Helper()
+	return r.Until("response to "+inputID, func(ev engines.Event) bool {
 		s, ok := ev.(engines.ResponseStarted)
 		return ok && len(s.InputIDs) > 0 && s.InputIDs[len(s.InputIDs)-1] == inputID
 	}).(engines.ResponseStarted)
@@ -207,9 +142,9 @@ func runLiveConversation(t *testing.T, kind string) {
 	require.NoError(t, err)
 	require.NoError(t, info.Validate())
 	require.NotNil(t, info.RuntimeVersions.Components[0].Version, "the version the program reports itself")
-	var readers []*reader
-	start := func(c engines.RuntimeClient, after *engines.RuntimeCursor) *reader {
-		rd := startReader(t, ctx, c, after)
+	var readers []*enginetest.LiveReader
+	start := func(c engines.RuntimeClient, after *engines.RuntimeCursor) *enginetest.LiveReader {
+		rd := enginetest.StartLiveReader(t, ctx, c, after)
 		readers = append(readers, rd)
 		return rd
 	}
@@ -219,7 +154,7 @@ func runLiveConversation(t *testing.T, kind string) {
 	first, second := uuid.NewString(), uuid.NewString()
 	require.NoError(t, client.Submit(ctx, engines.TextInput(first, "[[script:slow chunks=20]]")))
 	firstResp := startedFor(r, first)
-	r.until("first text delta", isFrame("text-delta"))
+	r.Until("first text delta", enginetest.IsFrame("text-delta"))
 	require.NoError(t, client.Submit(ctx, engines.TextInput(second, "second while busy")))
 	require.NoError(t, client.Submit(ctx, engines.TextInput(second, "second while busy")), "submit is idempotent")
 	messages := 5
@@ -230,7 +165,7 @@ func runLiveConversation(t *testing.T, kind string) {
 		require.NotEqual(t, firstResp.ResponseID, secondResp.ResponseID)
 		require.Equal(t, engines.OutcomeCompleted, endedFor(r, secondResp.ResponseID).Outcome)
 	case acp.BusyCancels:
-		require.NotEqual(t, engines.OutcomeCompleted, endedFor(r, firstResp.ResponseID).Outcome, "the second prompt ends the first:\n%s", lastEvents(r.seen, 60))
+		require.NotEqual(t, engines.OutcomeCompleted, endedFor(r, firstResp.ResponseID).Outcome, "the second prompt ends the first:\n%s", enginetest.LastEvents(r.Seen, 60))
 		secondResp := startedFor(r, second)
 		require.Equal(t, engines.OutcomeCompleted, endedFor(r, secondResp.ResponseID).Outcome)
 	case acp.BusyJoined:
@@ -244,7 +179,7 @@ func runLiveConversation(t *testing.T, kind string) {
 	// Cancel while streaming.
 	cancelled := uuid.NewString()
 	require.NoError(t, client.Submit(ctx, engines.TextInput(cancelled, "[[script:slow chunks=60]]")))
-	r.until("streaming before the cancel", isFrame("text-delta"))
+	r.Until("streaming before the cancel", enginetest.IsFrame("text-delta"))
 	require.NoError(t, client.Interrupt(ctx, false))
 	ended := endedFor(r, "")
 	require.Equal(t, engines.OutcomeCancelled, ended.Outcome)
@@ -255,9 +190,9 @@ func runLiveConversation(t *testing.T, kind string) {
 		require.NoError(t, client.(engines.PermissionModeSetter).SetPermissionMode(ctx, mode))
 	}
 	require.NoError(t, client.Submit(ctx, engines.TextInput(uuid.NewString(), `[[script:bash cmd="touch approved.txt"`+liveProfiles[kind].askArgs+`]]`)))
-	opened := r.until("permission request", isType(engines.EventInteractionOpened)).(engines.InteractionOpened)
+	opened := r.Until("permission request", enginetest.IsType(engines.EventInteractionOpened)).(engines.InteractionOpened)
 	stored := opened.Cursor
-	r.cancel()
+	r.Cancel()
 	require.NoError(t, client.Close())
 	sc2 := sc
 	sc2.AttachMode, sc2.ResumeSessionKey, sc2.ResumeMaterial, sc2.PermissionMode = engines.AttachReconnect, key, rt.ResumeMaterial, liveProfiles[kind].askMode
@@ -268,13 +203,13 @@ func runLiveConversation(t *testing.T, kind string) {
 	require.Equal(t, rt.EngineClient.(*acp.Client).ProcessName(), client.(*acp.Client).ProcessName(), "the running program is reattached")
 	r = start(client, &stored)
 	require.NoError(t, client.Answer(ctx, opened.InteractionID, engines.InteractionAnswer{Decision: engines.DecisionApprove}))
-	closed := r.until("permission closed", isType(engines.EventInteractionClosed)).(engines.InteractionClosed)
+	closed := r.Until("permission closed", enginetest.IsType(engines.EventInteractionClosed)).(engines.InteractionClosed)
 	require.Equal(t, engines.ClosureAnswered, closed.Reason)
 	require.Equal(t, engines.OutcomeCompleted, endedFor(r, opened.ResponseID).Outcome)
 	require.NoError(t, client.Answer(ctx, opened.InteractionID, engines.InteractionAnswer{Decision: engines.DecisionApprove}), "a redelivered answer is accepted")
 	_, err = box.ReadFile(ctx, nil, "/workspace/approved.txt")
 	require.NoError(t, err, "the approved command ran")
-	enginetest.CheckClientCursorDeterminism(t, client, len(r.seen), 30*time.Second)
+	enginetest.CheckClientCursorDeterminism(t, client, len(r.Seen), 30*time.Second)
 
 	if *record {
 		writeRecording(t, ctx, box, client.(*acp.Client))
@@ -283,7 +218,7 @@ func runLiveConversation(t *testing.T, kind string) {
 	// The box removed; the session resumes in a new box from the mirrored transcript,
 	// which the platform restores at the same place.
 	logs := sessionLogs(t, ctx, box, e.adapter, key)
-	r.cancel()
+	r.Cancel()
 	require.NoError(t, client.Close())
 	require.NoError(t, e.backend.Destroy(ctx, handle.ID()))
 	_, box2 := e.newBox()
@@ -307,14 +242,14 @@ func runLiveConversation(t *testing.T, kind string) {
 		}
 	}
 	require.True(t, sawHistory, "the model saw the earlier conversation in the new box")
-	r.cancel()
+	r.Cancel()
 	require.NoError(t, client.Close())
 
 	// The parts every reader relayed, each resuming where the last one's record ends,
 	// make one stream the `ai` client accepts.
 	var frames []engines.Frame
 	for _, rd := range readers {
-		for _, ev := range rd.seen {
+		for _, ev := range rd.Seen {
 			if out, ok := ev.(engines.ResponseOutput); ok {
 				frames = append(frames, out.Frame)
 			}

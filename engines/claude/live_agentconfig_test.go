@@ -74,20 +74,20 @@ func TestLiveAgentConfigurationReachesClaude(t *testing.T) {
 	require.NoError(t, err)
 	require.JSONEq(t, `{"cleanupPeriodDays": 45}`, string(settings), "the Agent's settings without protected keys")
 
-	r := startReader(t, ctx, client, nil)
+	r := enginetest.StartLiveReader(t, ctx, client, nil)
 	var frames []engines.Frame
 	for _, call := range []struct{ server, tag string }{{"files", tag}, {"web", headerTag}, {"legacy", sseTag}} {
 		args, err := json.Marshal(map[string]string{"text": "hello-" + call.server})
 		require.NoError(t, err)
 		require.NoError(t, client.Submit(ctx, engines.TextInput(uuidFor(t),
 			devmodel.Directive("tool", "name", enginetest.MCPEchoTool, "server", call.server, "args", string(args)))))
-		from := len(r.seen)
-		require.Equal(t, engines.OutcomeCompleted, ended(r).Outcome)
+		from := len(r.Seen)
+		require.Equal(t, engines.OutcomeCompleted, r.Ended().Outcome)
 
 		want := "mcp-echo: hello-" + call.server + " [tag=" + call.tag + "]"
 		var toolName, toolCall string
 		var output bool
-		for _, ev := range r.seen[from:] {
+		for _, ev := range r.Seen[from:] {
 			out, ok := ev.(engines.ResponseOutput)
 			if !ok {
 				continue

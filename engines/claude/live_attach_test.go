@@ -9,6 +9,7 @@ import (
 
 	"github.com/astrabox/astrabox/engines"
 	"github.com/astrabox/astrabox/engines/claude"
+	"github.com/astrabox/astrabox/engines/enginetest"
 )
 
 // TestLiveNeverWrittenConversationKeepsItsKey drives a conversation that never got a
@@ -41,17 +42,17 @@ func TestLiveNeverWrittenConversationKeepsItsKey(t *testing.T) {
 	require.Equal(t, first.ProcessName(), attached.ProcessName(), "the running process is the conversation")
 
 	// The process is killed.
-	r := startReader(t, ctx, attached, nil)
+	r := enginetest.StartLiveReader(t, ctx, attached, nil)
 	proc, err := box.StartProcess(ctx, engines.ProcessSpec{Name: attached.ProcessName(), Command: []string{"/bin/false"}})
 	require.NoError(t, err)
 	require.NoError(t, proc.Signal(ctx, "KILL"))
 	select {
-	case err := <-r.errs:
+	case err := <-r.Errs:
 		require.ErrorIs(t, err, engines.ErrRuntimeConnectionLost)
 	case <-time.After(60 * time.Second):
 		t.Fatal("the reader did not see the process end")
 	}
-	r.cancel()
+	r.Cancel()
 	require.NoError(t, attached.Close())
 	attach.ResumeMaterial = rt.ResumeMaterial
 	_, err = e.adapter.ActivateRuntime(ctx, attach, box)
@@ -76,22 +77,22 @@ func TestLiveNeverWrittenConversationKeepsItsKey(t *testing.T) {
 	require.Equal(t, key, client.EngineSessionKey())
 
 	// The first message is answered in the Session's conversation.
-	r = startReader(t, ctx, client, nil)
+	r = enginetest.StartLiveReader(t, ctx, client, nil)
 	in := uuidFor(t)
 	require.NoError(t, client.Submit(ctx, engines.TextInput(in, "hello at last")))
-	require.Equal(t, engines.OutcomeCompleted, ended(r).Outcome)
+	require.Equal(t, engines.OutcomeCompleted, r.Ended().Outcome)
 	admits := func(ev engines.Event) bool {
 		a, ok := ev.(engines.InputAdmitted)
 		return ok && a.InputID == in
 	}
-	if !slices.ContainsFunc(r.seen, admits) {
-		r.until("the first message admitted", admits)
+	if !slices.ContainsFunc(r.Seen, admits) {
+		r.Until("the first message admitted", admits)
 	}
 	_, err = box2.ReadFile(ctx, nil, transcript)
 	require.NoError(t, err, "Claude wrote the conversation under the Session's key")
 	st, err := client.State(ctx)
 	require.NoError(t, err)
 	require.Contains(t, st.AdmittedInputIDs, in)
-	r.cancel()
+	r.Cancel()
 	require.NoError(t, client.Close())
 }

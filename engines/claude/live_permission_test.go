@@ -7,6 +7,7 @@ import (
 
 	"github.com/astrabox/astrabox/engines"
 	"github.com/astrabox/astrabox/engines/claude"
+	"github.com/astrabox/astrabox/engines/enginetest"
 )
 
 // TestLivePermissionModesSwitchOnARunningProcess starts the real Claude Code in the
@@ -24,12 +25,12 @@ func TestLivePermissionModesSwitchOnARunningProcess(t *testing.T) {
 	require.NoError(t, err)
 	client := rt.EngineClient
 	t.Cleanup(func() { _ = client.Close() })
-	r := startReader(t, ctx, client, nil)
+	r := enginetest.StartLiveReader(t, ctx, client, nil)
 	setter := client.(engines.PermissionModeSetter)
 
 	require.NoError(t, setter.SetPermissionMode(ctx, "bypassPermissions"), "the process was launched so that bypassPermissions can be switched to")
 	require.NoError(t, client.Submit(ctx, engines.TextInput(uuidFor(t), `[[script:bash cmd="touch bypassed.txt"]]`)))
-	end := r.until("the bypassed command's response end", func(ev engines.Event) bool {
+	end := r.Until("the bypassed command's response end", func(ev engines.Event) bool {
 		require.NotEqual(t, engines.EventInteractionOpened, ev.Type(), "bypassPermissions asks for no approval")
 		return ev.Type() == engines.EventResponseEnded
 	}).(engines.ResponseEnded)
@@ -39,9 +40,9 @@ func TestLivePermissionModesSwitchOnARunningProcess(t *testing.T) {
 
 	require.NoError(t, setter.SetPermissionMode(ctx, "default"))
 	require.NoError(t, client.Submit(ctx, engines.TextInput(uuidFor(t), `[[script:bash cmd="touch asked.txt"]]`)))
-	opened := r.until("an approval in default mode", isType(engines.EventInteractionOpened)).(engines.InteractionOpened)
+	opened := r.Until("an approval in default mode", enginetest.IsType(engines.EventInteractionOpened)).(engines.InteractionOpened)
 	require.NoError(t, client.Answer(ctx, opened.InteractionID, engines.InteractionAnswer{Decision: engines.DecisionDeny, Reason: "not now"}))
-	require.Equal(t, engines.OutcomeCompleted, ended(r).Outcome)
+	require.Equal(t, engines.OutcomeCompleted, r.Ended().Outcome)
 	_, err = box.ReadFile(ctx, nil, "/workspace/asked.txt")
 	require.Error(t, err, "the denied command did not run")
 

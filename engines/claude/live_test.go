@@ -75,68 +75,6 @@ func (e *liveEnv) newBox() (sandbox.Handle, *enginebox.Box) {
 	return h, enginebox.New(h)
 }
 
-// reader runs one reader's Events loop and hands its events over a channel.
-type reader struct {
-	t      *testing.T
-	cancel context.CancelFunc
-	events chan engines.Event
-	errs   chan error
-	seen   []engines.Event
-	// reconciled are the parts the platform adds after this reader's, when it ends a
-	// response the runtime lost.
-	reconciled []engines.Frame
-}
-
-func startReader(t *testing.T, ctx context.Context, c engines.RuntimeClient, after *engines.RuntimeCursor) *reader {
-	rctx, cancel := context.WithCancel(ctx)
-	r := &reader{t: t, cancel: cancel, events: make(chan engines.Event, 4096), errs: make(chan error, 1)}
-	go func() {
-		for ev, err := range c.Events(rctx, after) {
-			if err != nil {
-				r.errs <- err
-				return
-			}
-			r.events <- ev
-		}
-	}()
-	t.Cleanup(cancel)
-	return r
-}
-
-// until reads events until match returns true and returns that event.
-func (r *reader) until(what string, match func(engines.Event) bool) engines.Event {
-	r.t.Helper()
-	timeout := time.After(90 * time.Second)
-	for {
-		select {
-		case ev := <-r.events:
-			r.seen = append(r.seen, ev)
-			if match(ev) {
-				return ev
-			}
-		case err := <-r.errs:
-			r.t.Fatalf("waiting for %s: events ended: %v", what, err)
-		case <-timeout:
-			r.t.Fatalf("waiting for %s: no such event", what)
-		}
-	}
-}
-
-func isType(typ engines.EventType) func(engines.Event) bool {
-	return func(ev engines.Event) bool { return ev.Type() == typ }
-}
-
-func isFrame(typ string) func(engines.Event) bool {
-	return func(ev engines.Event) bool {
-		out, ok := ev.(engines.ResponseOutput)
-		return ok && out.Frame.Type() == typ
-	}
-}
-
-func ended(r *reader) engines.ResponseEnded {
-	return r.until("response end", isType(engines.EventResponseEnded)).(engines.ResponseEnded)
-}
-
 func uuidFor(t *testing.T) string {
 	t.Helper()
 	return claudeUUID()
@@ -159,9 +97,9 @@ func TestLiveConversationInABox(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, info.Validate())
 	require.Equal(t, agentbin.ClaudeVersion, *info.RuntimeVersions.Components[0].Version, "the version Claude Code reports itself")
-	var readers []*reader
-	start := func(c engines.RuntimeClient, after *engines.RuntimeCursor) *reader {
-		rd := startReader(t, ctx, c, after)
+	var readers []*enginetest.LiveReader
+	start := func(c engines.RuntimeClient, after *engines.RuntimeCursor) *enginetest.LiveReader {
+		rd := enginetest.StartLiveReader(t, ctx, c, after)
 		readers = append(readers, rd)
 		return rd
 	}
@@ -170,30 +108,30 @@ func TestLiveConversationInABox(t *testing.T) {
 	// Two inputs in one conversation, the second sent while the first streams.
 	first, second := uuidFor(t), uuidFor(t)
 	require.NoError(t, client.Submit(ctx, engines.TextInput(first, "[[script:slow chunks=8]]")))
-	r.until("first text delta", isFrame("text-delta"))
+	r.Until("first text delta", enginetest.IsFrame("text-delta"))
 	require.NoError(t, client.Submit(ctx, engines.TextInput(second, "second while streaming")))
 	require.NoError(t, client.Submit(ctx, engines.TextInput(second, "second while streaming")), "submit is idempotent")
-	end1, end2 := ended(r), ended(r)
+	end1, end2 := r.Ended(), r.Ended()
 	require.Equal(t, engines.OutcomeCompleted, end1.Outcome)
 	require.Equal(t, engines.OutcomeCompleted, end2.Outcome)
 	admitted := map[string]bool{}
-	for _, ev := range r.seen {
+	for _, ev := range r.Seen {
 		if a, ok := ev.(engines.InputAdmitted); ok {
 			admitted[a.InputID] = true
 		}
 	}
 	for !admitted[first] || !admitted[second] {
 		// Claude's batched writer may land the user lines after the reply streamed.
-		a := r.until("both inputs admitted", isType(engines.EventInputAdmitted)).(engines.InputAdmitted)
+		a := r.Until("both inputs admitted", enginetest.IsType(engines.EventInputAdmitted)).(engines.InputAdmitted)
 		require.False(t, admitted[a.InputID], "admitted once")
 		admitted[a.InputID] = true
 	}
 
 	// Interrupt while text streams.
 	require.NoError(t, client.Submit(ctx, engines.TextInput(uuidFor(t), "[[script:slow chunks=60]]")))
-	r.until("streaming text", isFrame("text-delta"))
+	r.Until("streaming text", enginetest.IsFrame("text-delta"))
 	require.NoError(t, client.Interrupt(ctx, false))
-	cancelled := ended(r)
+	cancelled := r.Ended()
 	require.Equal(t, engines.OutcomeCancelled, cancelled.Outcome)
 	require.Equal(t, "aborted_streaming", cancelled.NativeReason)
 
@@ -205,9 +143,9 @@ func TestLiveConversationInABox(t *testing.T) {
 
 	// An approval answered after the reader reconnects from its stored cursor.
 	require.NoError(t, client.Submit(ctx, engines.TextInput(uuidFor(t), `[[script:bash cmd="touch approved.txt"]]`)))
-	opened := r.until("approval", isType(engines.EventInteractionOpened)).(engines.InteractionOpened)
+	opened := r.Until("approval", enginetest.IsType(engines.EventInteractionOpened)).(engines.InteractionOpened)
 	stored := opened.Cursor
-	r.cancel()
+	r.Cancel()
 	require.NoError(t, client.Close())
 	sc2 := sc
 	sc2.AttachMode, sc2.ResumeSessionKey, sc2.ResumeMaterial = engines.AttachReconnect, key, rt.ResumeMaterial
@@ -217,24 +155,24 @@ func TestLiveConversationInABox(t *testing.T) {
 	require.Equal(t, key, client.EngineSessionKey())
 	r = start(client, &stored)
 	require.NoError(t, client.Answer(ctx, opened.InteractionID, engines.InteractionAnswer{Decision: engines.DecisionApprove}))
-	closed := r.until("approval closed", isType(engines.EventInteractionClosed)).(engines.InteractionClosed)
+	closed := r.Until("approval closed", enginetest.IsType(engines.EventInteractionClosed)).(engines.InteractionClosed)
 	require.Equal(t, engines.ClosureAnswered, closed.Reason)
-	require.Equal(t, engines.OutcomeCompleted, ended(r).Outcome)
+	require.Equal(t, engines.OutcomeCompleted, r.Ended().Outcome)
 	require.NoError(t, client.Answer(ctx, opened.InteractionID, engines.InteractionAnswer{Decision: engines.DecisionApprove}), "a redelivered answer is accepted")
 	_, err = box.ReadFile(ctx, nil, "/workspace/approved.txt")
 	require.NoError(t, err, "the approved command ran")
 
 	// The process killed mid-response, then the same conversation resumed.
 	require.NoError(t, client.Submit(ctx, engines.TextInput(uuidFor(t), "[[script:slow chunks=60]]")))
-	killed := r.until("streaming before the kill", isFrame("text-delta")).(engines.ResponseOutput).ResponseID
+	killed := r.Until("streaming before the kill", enginetest.IsFrame("text-delta")).(engines.ResponseOutput).ResponseID
 	proc, err := box.StartProcess(ctx, engines.ProcessSpec{Name: client.(*claude.Client).ProcessName(), Command: []string{"/bin/false"}})
 	require.NoError(t, err)
 	require.NoError(t, proc.Signal(ctx, "KILL"))
 	select {
-	case err := <-r.errs:
+	case err := <-r.Errs:
 		require.ErrorIs(t, err, engines.ErrRuntimeConnectionLost)
 		// What the platform does on reconciliation once the runtime is confirmed lost.
-		r.reconciled = engines.ResponseEndFrames(engines.ResponseEnded{ResponseID: killed,
+		r.Reconciled = engines.ResponseEndFrames(engines.ResponseEnded{ResponseID: killed,
 			Outcome: engines.OutcomeFailed, NativeReason: engines.NativeReasonRuntimeLost})
 	case <-time.After(60 * time.Second):
 		t.Fatal("the reader did not see the process end")
@@ -245,7 +183,7 @@ func TestLiveConversationInABox(t *testing.T) {
 	require.NoError(t, err)
 	client = rt3.EngineClient
 	require.Equal(t, key, client.EngineSessionKey(), "the killed conversation resumes, not a new one")
-	killedAt := r.seen[len(r.seen)-1].EventCursor()
+	killedAt := r.Seen[len(r.Seen)-1].EventCursor()
 	for _, err := range client.Events(ctx, &killedAt) {
 		require.ErrorIs(t, err, engines.ErrRuntimeCursorExpired, "the killed process's cursor does not resume on the new one")
 		break
@@ -256,17 +194,17 @@ func TestLiveConversationInABox(t *testing.T) {
 	r = start(client, nil)
 	afterKill := uuidFor(t)
 	require.NoError(t, client.Submit(ctx, engines.TextInput(afterKill, "after the kill")))
-	require.Equal(t, engines.OutcomeCompleted, ended(r).Outcome)
+	require.Equal(t, engines.OutcomeCompleted, r.Ended().Outcome)
 	admits := func(ev engines.Event) bool {
 		a, ok := ev.(engines.InputAdmitted)
 		return ok && a.InputID == afterKill
 	}
-	if !slices.ContainsFunc(r.seen, admits) {
-		r.until("admission after the kill", admits)
+	if !slices.ContainsFunc(r.Seen, admits) {
+		r.Until("admission after the kill", admits)
 	}
 	// With every input admitted the transcript no longer changes what is translated:
 	// the real journal reads back the same from every cursor.
-	enginetest.CheckClientCursorDeterminism(t, client, len(r.seen), 30*time.Second)
+	enginetest.CheckClientCursorDeterminism(t, client, len(r.Seen), 30*time.Second)
 
 	// The box removed; the conversation resumes in a new box from the mirrored transcript.
 	paths := e.adapter.PathsFor(sc)
@@ -276,7 +214,7 @@ func TestLiveConversationInABox(t *testing.T) {
 	require.NoError(t, err)
 	entries, err := mirror.LoadTranscript(ctx, key)
 	require.NoError(t, err)
-	r.cancel()
+	r.Cancel()
 	require.NoError(t, client.Close())
 	require.NoError(t, e.backend.Destroy(ctx, handle.ID()))
 	_, box2 := e.newBox()
@@ -289,7 +227,7 @@ func TestLiveConversationInABox(t *testing.T) {
 	require.Equal(t, key, client.EngineSessionKey())
 	r = start(client, nil)
 	require.NoError(t, client.Submit(ctx, engines.TextInput(uuidFor(t), "in the new box")))
-	require.Equal(t, engines.OutcomeCompleted, ended(r).Outcome)
+	require.Equal(t, engines.OutcomeCompleted, r.Ended().Outcome)
 	last := e.model.Requests()[len(e.model.Requests())-1]
 	require.True(t, bytes.Contains(last.Body, []byte("second while streaming")), "the model saw the earlier conversation")
 
@@ -297,12 +235,12 @@ func TestLiveConversationInABox(t *testing.T) {
 	// make one stream a browser accepts: nothing repeated, nothing missing.
 	var frames []engines.Frame
 	for _, rd := range readers {
-		for _, ev := range rd.seen {
+		for _, ev := range rd.Seen {
 			if out, ok := ev.(engines.ResponseOutput); ok {
 				frames = append(frames, out.Frame)
 			}
 		}
-		frames = append(frames, rd.reconciled...)
+		frames = append(frames, rd.Reconciled...)
 	}
 	report := uicheck.RequireValidChunks(t, frames)
 	require.Len(t, report.Messages, 7, "one message per response: two, interrupted, approved, lost, after the kill, in the new box")

@@ -14,6 +14,7 @@ import (
 
 	"github.com/astrabox/astrabox/activities"
 	"github.com/astrabox/astrabox/engines"
+	"github.com/astrabox/astrabox/engines/enginetest"
 	"github.com/astrabox/astrabox/sandbox"
 	"github.com/astrabox/astrabox/sandbox/enginebox"
 )
@@ -99,9 +100,9 @@ func TestLiveTelemetryReachesTheTracingEndpoint(t *testing.T) {
 	plain, err := e.adapter.ActivateRuntime(ctx, plainSC, plainBox)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = plain.EngineClient.Close() })
-	pr := startReader(t, ctx, plain.EngineClient, nil)
+	pr := enginetest.StartLiveReader(t, ctx, plain.EngineClient, nil)
 	require.NoError(t, plain.EngineClient.Submit(ctx, engines.TextInput(uuidFor(t), "hello without tracing")))
-	require.Equal(t, engines.OutcomeCompleted, ended(pr).Outcome)
+	require.Equal(t, engines.OutcomeCompleted, pr.Ended().Outcome)
 	res, err := plainHandle.Exec(ctx, sandbox.ExecRequest{Argv: []string{"/bin/sh", "-c",
 		"curl -sS --max-time 5 -d '{}' http://127.0.0.1:47082/v1/logs"}})
 	require.NoError(t, err)
@@ -122,9 +123,9 @@ func TestLiveTelemetryReachesTheTracingEndpoint(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = rt.EngineClient.Close() })
 	key := rt.EngineClient.EngineSessionKey()
-	r := startReader(t, ctx, rt.EngineClient, nil)
+	r := enginetest.StartLiveReader(t, ctx, rt.EngineClient, nil)
 	require.NoError(t, rt.EngineClient.Submit(ctx, engines.TextInput(uuidFor(t), "hello with tracing")))
-	require.Equal(t, engines.OutcomeCompleted, ended(r).Outcome)
+	require.Equal(t, engines.OutcomeCompleted, r.Ended().Outcome)
 
 	// The turn's events (OTLP logs), metrics and spans, each naming the conversation.
 	exports := rcv.waitFor(t, "the turn's events, metrics and spans", func(x []otlpExport) bool {

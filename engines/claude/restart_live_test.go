@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/astrabox/astrabox/engines"
+	"github.com/astrabox/astrabox/engines/enginetest"
 	"github.com/astrabox/astrabox/internal/devmodel"
 	"github.com/astrabox/astrabox/internal/uicheck"
 	"github.com/astrabox/astrabox/sandbox/enginebox"
@@ -29,14 +30,14 @@ func TestLiveReplySurvivesWorkerRestart(t *testing.T) {
 	rt, err := e.adapter.ActivateRuntime(ctx, sc, box)
 	require.NoError(t, err)
 	client := rt.EngineClient
-	r := startReader(t, ctx, client, nil)
+	r := enginetest.StartLiveReader(t, ctx, client, nil)
 	const prompt = "[[script:slow chunks=20]]"
 	require.NoError(t, client.Submit(ctx, engines.TextInput(uuidFor(t), prompt)))
-	r.until("first text delta", isFrame("text-delta"))
-	at := r.seen[len(r.seen)-1].EventCursor()
+	r.Until("first text delta", enginetest.IsFrame("text-delta"))
+	at := r.Seen[len(r.Seen)-1].EventCursor()
 
 	// The worker goes away mid-reply and a new one takes the box over.
-	r.cancel()
+	r.Cancel()
 	require.NoError(t, client.Close())
 	require.NoError(t, e.backend.Close())
 	second := localtest.NewBackend(t, e.opts)
@@ -48,11 +49,11 @@ func TestLiveReplySurvivesWorkerRestart(t *testing.T) {
 	rt2, err := e.adapter.ActivateRuntime(ctx, sc2, box2)
 	require.NoError(t, err)
 	client = rt2.EngineClient
-	r2 := startReader(t, ctx, client, &at)
-	require.Equal(t, engines.OutcomeCompleted, ended(r2).Outcome)
+	r2 := enginetest.StartLiveReader(t, ctx, client, &at)
+	require.Equal(t, engines.OutcomeCompleted, r2.Ended().Outcome)
 
 	var frames []engines.Frame
-	for _, ev := range slices.Concat(r.seen, r2.seen) {
+	for _, ev := range slices.Concat(r.Seen, r2.Seen) {
 		if d, ok := ev.(engines.RuntimeDiagnostic); ok && d.EventType == "system/api_retry" {
 			// Say what the model service and the box's forwarder saw, for the reader of
 			// a failure: which request broke off, and whether the forwarder was replaced.
@@ -87,6 +88,6 @@ func TestLiveReplySurvivesWorkerRestart(t *testing.T) {
 
 	// The forward serves new requests after the restart.
 	require.NoError(t, client.Submit(ctx, engines.TextInput(uuidFor(t), "after the restart")))
-	require.Equal(t, engines.OutcomeCompleted, ended(r2).Outcome)
+	require.Equal(t, engines.OutcomeCompleted, r2.Ended().Outcome)
 	require.NoError(t, client.Close())
 }

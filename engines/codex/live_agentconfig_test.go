@@ -99,18 +99,18 @@ func TestLiveAgentConfigurationReachesCodex(t *testing.T) {
 	}
 	require.True(t, ready, "Codex started the Agent's MCP server")
 
-	r := startReader(t, ctx, client, nil)
+	r := enginetest.StartLiveReader(t, ctx, client, nil)
 	var frames []engines.Frame
 	for _, call := range []struct{ server, tag string }{{"files", tag}, {"web", headerTag}} {
 		args, err := json.Marshal(map[string]string{"text": "hello-" + call.server})
 		require.NoError(t, err)
 		require.NoError(t, client.Submit(ctx, engines.TextInput(uuid.NewString(),
 			devmodel.Directive("tool", "name", enginetest.MCPEchoTool, "server", call.server, "args", string(args)))))
-		from := len(r.seen)
-		require.Equal(t, engines.OutcomeCompleted, ended(r).Outcome, lastEvents(r.seen, 30))
+		from := len(r.Seen)
+		require.Equal(t, engines.OutcomeCompleted, r.Ended().Outcome, enginetest.LastEvents(r.Seen, 30))
 		want := "mcp-echo: hello-" + call.server + " [tag=" + call.tag + "]"
 		var output bool
-		for _, ev := range r.seen[from:] {
+		for _, ev := range r.Seen[from:] {
 			out, ok := ev.(engines.ResponseOutput)
 			if !ok {
 				continue
@@ -121,7 +121,7 @@ func TestLiveAgentConfigurationReachesCodex(t *testing.T) {
 				output = output || strings.Contains(string(raw), want)
 			}
 		}
-		require.True(t, output, "the %s server's result, with what the Agent configured, reached the stream:\n%s", call.server, lastEvents(r.seen[from:], 40))
+		require.True(t, output, "the %s server's result, with what the Agent configured, reached the stream:\n%s", call.server, enginetest.LastEvents(r.Seen[from:], 40))
 	}
 	uicheck.RequireValidChunks(t, frames)
 

@@ -5,7 +5,6 @@ import (
 	"context"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -81,91 +80,18 @@ func (e *liveEnv) newBox() (sandbox.Handle, *enginebox.Box) {
 	return h, enginebox.New(h)
 }
 
-// reader runs one reader's Events loop and hands its events over a channel.
-type reader struct {
-	t      *testing.T
-	cancel context.CancelFunc
-	events chan engines.Event
-	errs   chan error
-	seen   []engines.Event
-	// reconciled are the parts the platform adds after this reader's, when it ends a
-	// response the runtime lost.
-	reconciled []engines.Frame
-}
-
-func startReader(t *testing.T, ctx context.Context, c engines.RuntimeClient, after *engines.RuntimeCursor) *reader {
-	rctx, cancel := context.WithCancel(ctx)
-	r := &reader{t: t, cancel: cancel, events: make(chan engines.Event, 4096), errs: make(chan error, 1)}
-	go func() {
-		for ev, err := range c.Events(rctx, after) {
-			if err != nil {
-				r.errs <- err
-				return
-			}
-			r.events <- ev
-		}
-	}()
-	t.Cleanup(cancel)
-	return r
-}
-
-// until reads events until match returns true and returns that event.
-func (r *reader) until(what string, match func(engines.Event) bool) engines.Event {
-	r.t.Helper()
-	timeout := time.After(90 * time.Second)
-	for {
-		select {
-		case ev := <-r.events:
-			r.seen = append(r.seen, ev)
-			if match(ev) {
-				return ev
-			}
-		case err := <-r.errs:
-			r.t.Fatalf("waiting for %s: events ended: %v", what, err)
-		case <-timeout:
-			r.t.Fatalf("waiting for %s: no such event; the last events were:\n%s", what, lastEvents(r.seen, 30))
-		}
-	}
-}
-
-// lastEvents describes the newest events for a failure message.
-func lastEvents(seen []engines.Event, n int) string {
-	var b strings.Builder
-	for _, ev := range seen[max(0, len(seen)-n):] {
-		raw, _ := engines.MarshalEvent(ev)
-		b.Write(raw[:min(len(raw), 400)])
-		b.WriteByte('\n')
-	}
-	return b.String()
-}
-
-func isType(typ engines.EventType) func(engines.Event) bool {
-	return func(ev engines.Event) bool { return ev.Type() == typ }
-}
-
-func isFrame(typ string) func(engines.Event) bool {
-	return func(ev engines.Event) bool {
-		out, ok := ev.(engines.ResponseOutput)
-		return ok && out.Frame.Type() == typ
-	}
-}
-
-func ended(r *reader) engines.ResponseEnded {
-	return r.until("response end", isType(engines.EventResponseEnded)).(engines.ResponseEnded)
-}
-
-func admittedOnce(r *reader, ids ...string) {
-	r.t.Helper()
+func admittedOnce(r *enginetest.LiveReader, ids ...string) {
+	r.T.Helper()
 	admitted := map[string]bool{}
-	for _, ev := range r.seen {
+	for _, ev := range r.Seen {
 		if a, ok := ev.(engines.InputAdmitted); ok && slices.Contains(ids, a.InputID) {
-			require.False(r.t, admitted[a.InputID], "admitted once")
+			require.False(r.T, admitted[a.InputID], "admitted once")
 			admitted[a.InputID] = true
 		}
 	}
 	for _, id := range ids {
 		if !admitted[id] {
-			r.until("admission of "+id, func(ev engines.Event) bool {
+			r.Until("admission of "+id, func(ev engines.Event) bool {
 				a, ok := ev.(engines.InputAdmitted)
 				return ok && a.InputID == id
 			})
@@ -192,9 +118,9 @@ func TestLiveConversationInABox(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, info.Validate())
 	require.Equal(t, agentbin.CodexVersion, *info.RuntimeVersions.Components[0].Version, "the version Codex reports itself")
-	var readers []*reader
-	start := func(c engines.RuntimeClient, after *engines.RuntimeCursor) *reader {
-		rd := startReader(t, ctx, c, after)
+	var readers []*enginetest.LiveReader
+	start := func(c engines.RuntimeClient, after *engines.RuntimeCursor) *enginetest.LiveReader {
+		rd := enginetest.StartLiveReader(t, ctx, c, after)
 		readers = append(readers, rd)
 		return rd
 	}
@@ -204,22 +130,22 @@ func TestLiveConversationInABox(t *testing.T) {
 	// takes it into the running turn, so one response answers both.
 	first, second := uuid.NewString(), uuid.NewString()
 	require.NoError(t, client.Submit(ctx, engines.TextInput(first, "[[script:slow chunks=8]]")))
-	r.until("first text delta", isFrame("text-delta"))
+	r.Until("first text delta", enginetest.IsFrame("text-delta"))
 	require.NoError(t, client.Submit(ctx, engines.TextInput(second, "second while streaming")))
 	require.NoError(t, client.Submit(ctx, engines.TextInput(second, "second while streaming")), "submit is idempotent")
-	joined := r.until("the second input joins", func(ev engines.Event) bool {
+	joined := r.Until("the second input joins", func(ev engines.Event) bool {
 		s, ok := ev.(engines.ResponseStarted)
 		return ok && len(s.InputIDs) == 2
 	}).(engines.ResponseStarted)
 	require.Equal(t, []string{first, second}, joined.InputIDs)
-	require.Equal(t, engines.OutcomeCompleted, ended(r).Outcome)
+	require.Equal(t, engines.OutcomeCompleted, r.Ended().Outcome)
 	admittedOnce(r, first, second)
 
 	// Interrupt during a long command.
 	require.NoError(t, client.Submit(ctx, engines.TextInput(uuid.NewString(), `[[script:bash cmd="sleep 60"]]`)))
-	r.until("the command runs", isFrame("tool-input-available"))
+	r.Until("the command runs", enginetest.IsFrame("tool-input-available"))
 	require.NoError(t, client.Interrupt(ctx, false))
-	cancelled := ended(r)
+	cancelled := r.Ended()
 	require.Equal(t, engines.OutcomeCancelled, cancelled.Outcome)
 	require.Equal(t, "interrupted", cancelled.NativeReason)
 
@@ -228,9 +154,9 @@ func TestLiveConversationInABox(t *testing.T) {
 	setter := client.(engines.PermissionModeSetter)
 	require.NoError(t, setter.SetPermissionMode(ctx, "untrusted"))
 	require.NoError(t, client.Submit(ctx, engines.TextInput(uuid.NewString(), `[[script:bash cmd="touch approved.txt"]]`)))
-	opened := r.until("approval", isType(engines.EventInteractionOpened)).(engines.InteractionOpened)
+	opened := r.Until("approval", enginetest.IsType(engines.EventInteractionOpened)).(engines.InteractionOpened)
 	stored := opened.Cursor
-	r.cancel()
+	r.Cancel()
 	require.NoError(t, client.Close())
 	sc2 := sc
 	sc2.AttachMode, sc2.ResumeSessionKey, sc2.ResumeMaterial, sc2.PermissionMode = engines.AttachReconnect, key, rt.ResumeMaterial, "untrusted"
@@ -241,34 +167,34 @@ func TestLiveConversationInABox(t *testing.T) {
 	require.Equal(t, client.(*codex.Client).ProcessName(), rt.EngineClient.(*codex.Client).ProcessName(), "the running app-server is reattached")
 	r = start(client, &stored)
 	require.NoError(t, client.Answer(ctx, opened.InteractionID, engines.InteractionAnswer{Decision: engines.DecisionApprove}))
-	closed := r.until("approval closed", isType(engines.EventInteractionClosed)).(engines.InteractionClosed)
+	closed := r.Until("approval closed", enginetest.IsType(engines.EventInteractionClosed)).(engines.InteractionClosed)
 	require.Equal(t, engines.ClosureAnswered, closed.Reason)
-	require.Equal(t, engines.OutcomeCompleted, ended(r).Outcome)
+	require.Equal(t, engines.OutcomeCompleted, r.Ended().Outcome)
 	require.NoError(t, client.Answer(ctx, opened.InteractionID, engines.InteractionAnswer{Decision: engines.DecisionApprove}), "a redelivered answer is accepted")
 	_, err = box.ReadFile(ctx, nil, "/workspace/approved.txt")
 	require.NoError(t, err, "the approved command ran")
 
 	// An approval declined: the command never runs.
 	require.NoError(t, client.Submit(ctx, engines.TextInput(uuid.NewString(), `[[script:bash cmd="touch declined.txt"]]`)))
-	opened = r.until("second approval", isType(engines.EventInteractionOpened)).(engines.InteractionOpened)
+	opened = r.Until("second approval", enginetest.IsType(engines.EventInteractionOpened)).(engines.InteractionOpened)
 	require.NoError(t, client.Answer(ctx, opened.InteractionID, engines.InteractionAnswer{Decision: engines.DecisionDeny}))
-	r.until("the denied tool", isFrame("tool-output-denied"))
-	require.Equal(t, engines.OutcomeCompleted, ended(r).Outcome)
+	r.Until("the denied tool", enginetest.IsFrame("tool-output-denied"))
+	require.Equal(t, engines.OutcomeCompleted, r.Ended().Outcome)
 	_, err = box.ReadFile(ctx, nil, "/workspace/declined.txt")
 	require.Error(t, err, "the declined command did not run")
 	require.NoError(t, client.(engines.PermissionModeSetter).SetPermissionMode(ctx, "never"))
 
 	// The app-server killed mid-response, then the same thread resumed.
 	require.NoError(t, client.Submit(ctx, engines.TextInput(uuid.NewString(), "[[script:slow chunks=60]]")))
-	killed := r.until("streaming before the kill", isFrame("text-delta")).(engines.ResponseOutput).ResponseID
+	killed := r.Until("streaming before the kill", enginetest.IsFrame("text-delta")).(engines.ResponseOutput).ResponseID
 	proc, err := box.StartProcess(ctx, engines.ProcessSpec{Name: client.(*codex.Client).ProcessName(), Command: []string{"/bin/false"}})
 	require.NoError(t, err)
 	require.NoError(t, proc.Signal(ctx, "KILL"))
 	select {
-	case err := <-r.errs:
+	case err := <-r.Errs:
 		require.ErrorIs(t, err, engines.ErrRuntimeConnectionLost)
 		// What the platform does on reconciliation once the runtime is confirmed lost.
-		r.reconciled = engines.ResponseEndFrames(engines.ResponseEnded{ResponseID: killed,
+		r.Reconciled = engines.ResponseEndFrames(engines.ResponseEnded{ResponseID: killed,
 			Outcome: engines.OutcomeFailed, NativeReason: engines.NativeReasonRuntimeLost})
 	case <-time.After(60 * time.Second):
 		t.Fatal("the reader did not see the app-server end")
@@ -279,7 +205,7 @@ func TestLiveConversationInABox(t *testing.T) {
 	require.NoError(t, err)
 	client = rt3.EngineClient
 	require.Equal(t, key, client.EngineSessionKey(), "the killed thread resumes, not a new one")
-	killedAt := r.seen[len(r.seen)-1].EventCursor()
+	killedAt := r.Seen[len(r.Seen)-1].EventCursor()
 	for _, err := range client.Events(ctx, &killedAt) {
 		require.ErrorIs(t, err, engines.ErrRuntimeCursorExpired, "the killed app-server's cursor does not resume on the new one")
 		break
@@ -287,9 +213,9 @@ func TestLiveConversationInABox(t *testing.T) {
 	r = start(client, nil)
 	afterKill := uuid.NewString()
 	require.NoError(t, client.Submit(ctx, engines.TextInput(afterKill, "after the kill")))
-	require.Equal(t, engines.OutcomeCompleted, ended(r).Outcome)
+	require.Equal(t, engines.OutcomeCompleted, r.Ended().Outcome)
 	admittedOnce(r, afterKill)
-	enginetest.CheckClientCursorDeterminism(t, client, len(r.seen), 30*time.Second)
+	enginetest.CheckClientCursorDeterminism(t, client, len(r.Seen), 30*time.Second)
 
 	// The box removed; the thread resumes in a new box from the mirrored rollout, which
 	// the platform restores at the same place (the session-log pattern's match).
@@ -299,7 +225,7 @@ func TestLiveConversationInABox(t *testing.T) {
 	require.True(t, matched, "the rollout %s matches the declared session log", rollout)
 	data, err := box.ReadFile(ctx, nil, rollout)
 	require.NoError(t, err)
-	r.cancel()
+	r.Cancel()
 	require.NoError(t, client.Close())
 	require.NoError(t, e.backend.Destroy(ctx, handle.ID()))
 	_, box2 := e.newBox()
@@ -312,7 +238,7 @@ func TestLiveConversationInABox(t *testing.T) {
 	require.Equal(t, key, client.EngineSessionKey())
 	r = start(client, nil)
 	require.NoError(t, client.Submit(ctx, engines.TextInput(uuid.NewString(), "in the new box")))
-	require.Equal(t, engines.OutcomeCompleted, ended(r).Outcome)
+	require.Equal(t, engines.OutcomeCompleted, r.Ended().Outcome)
 	last := e.model.Requests()[len(e.model.Requests())-1]
 	require.True(t, bytes.Contains(last.Body, []byte("second while streaming")), "the model saw the earlier conversation")
 
@@ -320,12 +246,12 @@ func TestLiveConversationInABox(t *testing.T) {
 	// make one stream a browser accepts: nothing repeated, nothing missing.
 	var frames []engines.Frame
 	for _, rd := range readers {
-		for _, ev := range rd.seen {
+		for _, ev := range rd.Seen {
 			if out, ok := ev.(engines.ResponseOutput); ok {
 				frames = append(frames, out.Frame)
 			}
 		}
-		frames = append(frames, rd.reconciled...)
+		frames = append(frames, rd.Reconciled...)
 	}
 	report := uicheck.RequireValidChunks(t, frames)
 	require.Len(t, report.Messages, 7, "one message per response: joined, interrupted, approved, declined, lost, after the kill, in the new box")
@@ -368,10 +294,10 @@ func TestLiveNeverWrittenThreadResumes(t *testing.T) {
 	require.NoError(t, err)
 	c := rt3.EngineClient
 	require.Equal(t, key, c.EngineSessionKey())
-	r := startReader(t, ctx, c, nil)
+	r := enginetest.StartLiveReader(t, ctx, c, nil)
 	in := uuid.NewString()
 	require.NoError(t, c.Submit(ctx, engines.TextInput(in, "the first message, in the second box")))
-	require.Equal(t, engines.OutcomeCompleted, ended(r).Outcome)
+	require.Equal(t, engines.OutcomeCompleted, r.Ended().Outcome)
 	admittedOnce(r, in)
 	st, err := c.State(ctx)
 	require.NoError(t, err)

@@ -82,98 +82,13 @@ func (e *liveEnv) newBox() (sandbox.Handle, *enginebox.Box) {
 	return h, enginebox.New(h)
 }
 
-// reader runs one reader's Events loop and hands its events over a channel.
-type reader struct {
-	t      *testing.T
-	cancel context.CancelFunc
-	events chan engines.Event
-	errs   chan error
-	seen   []engines.Event
-	// reconciled are the parts the platform adds after this reader's, when it ends a
-	// response the runtime lost.
-	reconciled []engines.Frame
-}
-
-func startReader(t *testing.T, ctx context.Context, c engines.RuntimeClient, after *engines.RuntimeCursor) *reader {
-	rctx, cancel := context.WithCancel(ctx)
-	r := &reader{t: t, cancel: cancel, events: make(chan engines.Event, 4096), errs: make(chan error, 1)}
-	go func() {
-		for ev, err := range c.Events(rctx, after) {
-			if err != nil {
-				r.errs <- err
-				return
-			}
-			r.events <- ev
-		}
-	}()
-	t.Cleanup(cancel)
-	return r
-}
-
-// until reads events until match returns true and returns that event.
-func (r *reader) until(what string, match func(engines.Event) bool) engines.Event {
-	r.t.Helper()
-	timeout := time.After(90 * time.Second)
-	for {
-		select {
-		case ev := <-r.events:
-			r.seen = append(r.seen, ev)
-			if match(ev) {
-				return ev
-			}
-		case err := <-r.errs:
-			r.t.Fatalf("waiting for %s: events ended: %v\n%s", what, err, lastEvents(r.seen, 30))
-		case <-timeout:
-			r.t.Fatalf("waiting for %s: no such event; the last events were:\n%s", what, lastEvents(r.seen, 30))
-		}
-	}
-}
-
-// stop ends the reader and keeps what it had already received.
-func (r *reader) stop() {
-	r.cancel()
-	for {
-		select {
-		case ev := <-r.events:
-			r.seen = append(r.seen, ev)
-		case <-time.After(200 * time.Millisecond):
-			return
-		}
-	}
-}
-
-func lastEvents(seen []engines.Event, n int) string {
-	var b strings.Builder
-	for _, ev := range seen[max(0, len(seen)-n):] {
-		raw, _ := engines.MarshalEvent(ev)
-		b.Write(raw[:min(len(raw), 400)])
-		b.WriteByte('\n')
-	}
-	return b.String()
-}
-
-func isType(typ engines.EventType) func(engines.Event) bool {
-	return func(ev engines.Event) bool { return ev.Type() == typ }
-}
-
-func isFrame(typ string) func(engines.Event) bool {
-	return func(ev engines.Event) bool {
-		out, ok := ev.(engines.ResponseOutput)
-		return ok && out.Frame.Type() == typ
-	}
-}
-
-func ended(r *reader) engines.ResponseEnded {
-	return r.until("response end", isType(engines.EventResponseEnded)).(engines.ResponseEnded)
-}
-
 // admittedOnce waits until each input is admitted and checks none was admitted twice
 // by this reader.
-func admittedOnce(r *reader, ids ...string) {
-	r.t.Helper()
+func admittedOnce(r *enginetest.LiveReader, ids ...string) {
+	r.T.Helper()
 	count := func() map[string]int {
 		n := map[string]int{}
-		for _, ev := range r.seen {
+		for _, ev := range r.Seen {
 			if a, ok := ev.(engines.InputAdmitted); ok {
 				n[a.InputID]++
 			}
@@ -182,12 +97,12 @@ func admittedOnce(r *reader, ids ...string) {
 	}
 	for _, id := range ids {
 		if count()[id] == 0 {
-			r.until("admission of "+id, func(ev engines.Event) bool {
+			r.Until("admission of "+id, func(ev engines.Event) bool {
 				a, ok := ev.(engines.InputAdmitted)
 				return ok && a.InputID == id
 			})
 		}
-		require.Equal(r.t, 1, count()[id], "input %s admitted once", id)
+		require.Equal(r.T, 1, count()[id], "input %s admitted once", id)
 	}
 }
 
@@ -221,9 +136,9 @@ func TestLiveConversationInABox(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, info.Validate())
 	require.Equal(t, agentbin.PiVersion, *info.RuntimeVersions.Components[0].Version)
-	var readers []*reader
-	start := func(c engines.RuntimeClient, after *engines.RuntimeCursor) *reader {
-		rd := startReader(t, ctx, c, after)
+	var readers []*enginetest.LiveReader
+	start := func(c engines.RuntimeClient, after *engines.RuntimeCursor) *enginetest.LiveReader {
+		rd := enginetest.StartLiveReader(t, ctx, c, after)
 		readers = append(readers, rd)
 		return rd
 	}
@@ -234,30 +149,30 @@ func TestLiveConversationInABox(t *testing.T) {
 	// is stopped mid-response and a new one resumes from its last cursor.
 	first, second := uuid.NewString(), uuid.NewString()
 	require.NoError(t, client.Submit(ctx, engines.TextInput(first, "[[script:slow chunks=12]]")))
-	r.until("first text delta", isFrame("text-delta"))
+	r.Until("first text delta", enginetest.IsFrame("text-delta"))
 	require.NoError(t, client.Submit(ctx, engines.TextInput(second, "second while streaming")))
 	require.NoError(t, client.Submit(ctx, engines.TextInput(second, "second while streaming")), "submit is idempotent")
-	r.until("another text delta", isFrame("text-delta"))
-	r.stop()
-	resumeAt := r.seen[len(r.seen)-1].EventCursor()
+	r.Until("another text delta", enginetest.IsFrame("text-delta"))
+	r.Stop()
+	resumeAt := r.Seen[len(r.Seen)-1].EventCursor()
 	r = start(client, &resumeAt)
-	joined := r.until("the second input joins", func(ev engines.Event) bool {
+	joined := r.Until("the second input joins", func(ev engines.Event) bool {
 		s, ok := ev.(engines.ResponseStarted)
 		return ok && len(s.InputIDs) == 2
 	}).(engines.ResponseStarted)
 	require.Equal(t, []string{first, second}, joined.InputIDs)
-	done := ended(r)
+	done := r.Ended()
 	require.Equal(t, engines.OutcomeCompleted, done.Outcome)
 	require.Equal(t, "stop", done.NativeReason)
-	all := append(slices.Clone(readers[0].seen), r.seen...)
-	admittedOnce(&reader{t: t, seen: all, events: r.events, errs: r.errs}, first, second)
+	all := append(slices.Clone(readers[0].Seen), r.Seen...)
+	admittedOnce(&enginetest.LiveReader{T: t, Seen: all, Events: r.Events, Errs: r.Errs}, first, second)
 	require.Equal(t, "devmodel", client.(*pi.Client).ModelName())
 
 	// Interrupt during a long command.
 	require.NoError(t, client.Submit(ctx, engines.TextInput(uuid.NewString(), `[[script:bash cmd="sleep 60"]]`)))
-	r.until("the command runs", isFrame("tool-input-available"))
+	r.Until("the command runs", enginetest.IsFrame("tool-input-available"))
 	require.NoError(t, client.Interrupt(ctx, false))
-	cancelled := ended(r)
+	cancelled := r.Ended()
 	require.Equal(t, engines.OutcomeCancelled, cancelled.Outcome)
 	require.Equal(t, "aborted", cancelled.NativeReason)
 
@@ -265,9 +180,9 @@ func TestLiveConversationInABox(t *testing.T) {
 	// cursor through a new client on the running Pi.
 	require.NoError(t, client.(engines.PermissionModeSetter).SetPermissionMode(ctx, pi.ModeAsk))
 	require.NoError(t, client.Submit(ctx, engines.TextInput(uuid.NewString(), `[[script:bash cmd="touch approved.txt"]]`)))
-	opened := r.until("approval", isType(engines.EventInteractionOpened)).(engines.InteractionOpened)
+	opened := r.Until("approval", enginetest.IsType(engines.EventInteractionOpened)).(engines.InteractionOpened)
 	stored := opened.Cursor
-	r.stop()
+	r.Stop()
 	require.NoError(t, client.Close())
 	sc2 := sc
 	sc2.AttachMode, sc2.ResumeSessionKey, sc2.ResumeMaterial, sc2.PermissionMode = engines.AttachReconnect, key, rt.ResumeMaterial, pi.ModeAsk
@@ -278,19 +193,19 @@ func TestLiveConversationInABox(t *testing.T) {
 	require.Equal(t, rt.EngineClient.(*pi.Client).ProcessName(), client.(*pi.Client).ProcessName(), "the running Pi is reattached")
 	r = start(client, &stored)
 	require.NoError(t, client.Answer(ctx, opened.InteractionID, engines.InteractionAnswer{Decision: engines.DecisionApprove}))
-	closed := r.until("approval closed", isType(engines.EventInteractionClosed)).(engines.InteractionClosed)
+	closed := r.Until("approval closed", enginetest.IsType(engines.EventInteractionClosed)).(engines.InteractionClosed)
 	require.Equal(t, engines.ClosureAnswered, closed.Reason)
-	require.Equal(t, engines.OutcomeCompleted, ended(r).Outcome)
+	require.Equal(t, engines.OutcomeCompleted, r.Ended().Outcome)
 	require.NoError(t, client.Answer(ctx, opened.InteractionID, engines.InteractionAnswer{Decision: engines.DecisionApprove}), "a redelivered answer is accepted")
 	_, err = box.ReadFile(ctx, nil, "/workspace/approved.txt")
 	require.NoError(t, err, "the approved command ran")
 
 	// An approval denied: the command never runs.
 	require.NoError(t, client.Submit(ctx, engines.TextInput(uuid.NewString(), `[[script:bash cmd="touch declined.txt"]]`)))
-	opened = r.until("second approval", isType(engines.EventInteractionOpened)).(engines.InteractionOpened)
+	opened = r.Until("second approval", enginetest.IsType(engines.EventInteractionOpened)).(engines.InteractionOpened)
 	require.NoError(t, client.Answer(ctx, opened.InteractionID, engines.InteractionAnswer{Decision: engines.DecisionDeny}))
-	r.until("the denied tool", isFrame("tool-output-denied"))
-	require.Equal(t, engines.OutcomeCompleted, ended(r).Outcome)
+	r.Until("the denied tool", enginetest.IsFrame("tool-output-denied"))
+	require.Equal(t, engines.OutcomeCompleted, r.Ended().Outcome)
 	_, err = box.ReadFile(ctx, nil, "/workspace/declined.txt")
 	require.Error(t, err, "the denied command did not run")
 	require.NoError(t, client.(engines.PermissionModeSetter).SetPermissionMode(ctx, pi.ModeAllowAll))
@@ -299,7 +214,7 @@ func TestLiveConversationInABox(t *testing.T) {
 	// message is not admitted, so the platform keeps it and hands it to the Pi that
 	// resumes the session file, which answers it exactly once.
 	require.NoError(t, client.Submit(ctx, engines.TextInput(uuid.NewString(), "[[script:slow chunks=200]]")))
-	killed := r.until("streaming before the kill", isFrame("text-delta")).(engines.ResponseOutput).ResponseID
+	killed := r.Until("streaming before the kill", enginetest.IsFrame("text-delta")).(engines.ResponseOutput).ResponseID
 	queued := uuid.NewString()
 	const queuedText = "queued before the kill"
 	require.NoError(t, client.Submit(ctx, engines.TextInput(queued, queuedText)))
@@ -314,9 +229,9 @@ func TestLiveConversationInABox(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, proc.Signal(ctx, "KILL"))
 	select {
-	case err := <-r.errs:
+	case err := <-r.Errs:
 		require.ErrorIs(t, err, engines.ErrRuntimeConnectionLost)
-		r.reconciled = engines.ResponseEndFrames(engines.ResponseEnded{ResponseID: killed,
+		r.Reconciled = engines.ResponseEndFrames(engines.ResponseEnded{ResponseID: killed,
 			Outcome: engines.OutcomeFailed, NativeReason: engines.NativeReasonRuntimeLost})
 	case <-time.After(60 * time.Second):
 		t.Fatal("the reader did not see Pi end")
@@ -329,23 +244,23 @@ func TestLiveConversationInABox(t *testing.T) {
 	client = rt3.EngineClient
 	require.Equal(t, key, client.EngineSessionKey(), "the killed conversation resumes, not a new one")
 	require.NotEqual(t, rt2.EngineClient.(*pi.Client).ProcessName(), client.(*pi.Client).ProcessName())
-	killedAt := readers[len(readers)-1].seen[len(readers[len(readers)-1].seen)-1].EventCursor()
+	killedAt := readers[len(readers)-1].Seen[len(readers[len(readers)-1].Seen)-1].EventCursor()
 	for _, err := range client.Events(ctx, &killedAt) {
 		require.ErrorIs(t, err, engines.ErrRuntimeCursorExpired, "the killed Pi's cursor does not resume on the new one")
 		break
 	}
 	r = start(client, nil)
 	require.NoError(t, client.Submit(ctx, engines.TextInput(queued, queuedText)), "the platform hands over the unadmitted input")
-	require.Equal(t, engines.OutcomeCompleted, ended(r).Outcome)
+	require.Equal(t, engines.OutcomeCompleted, r.Ended().Outcome)
 	admittedOnce(r, queued)
 	require.Equal(t, 1, userMessages(t, ctx, box, file, queuedText), "answered exactly once")
-	enginetest.CheckClientCursorDeterminism(t, client, len(r.seen), 30*time.Second)
+	enginetest.CheckClientCursorDeterminism(t, client, len(r.Seen), 30*time.Second)
 
 	// The box removed; the conversation resumes in a new box from the mirrored session
 	// file, which the platform restores at the same place.
 	data, err := box.ReadFile(ctx, nil, file)
 	require.NoError(t, err)
-	r.stop()
+	r.Stop()
 	require.NoError(t, client.Close())
 	require.NoError(t, e.backend.Destroy(ctx, handle.ID()))
 	_, box2 := e.newBox()
@@ -358,7 +273,7 @@ func TestLiveConversationInABox(t *testing.T) {
 	require.Equal(t, key, client.EngineSessionKey())
 	r = start(client, nil)
 	require.NoError(t, client.Submit(ctx, engines.TextInput(uuid.NewString(), "in the new box")))
-	require.Equal(t, engines.OutcomeCompleted, ended(r).Outcome)
+	require.Equal(t, engines.OutcomeCompleted, r.Ended().Outcome)
 	reqs := e.model.Requests()
 	last := reqs[len(reqs)-1]
 	require.True(t, bytes.Contains(last.Body, []byte("second while streaming")), "the model saw the earlier conversation")
@@ -368,12 +283,12 @@ func TestLiveConversationInABox(t *testing.T) {
 	// make one stream a browser accepts: nothing repeated, nothing missing.
 	var frames []engines.Frame
 	for _, rd := range readers {
-		for _, ev := range rd.seen {
+		for _, ev := range rd.Seen {
 			if out, ok := ev.(engines.ResponseOutput); ok {
 				frames = append(frames, out.Frame)
 			}
 		}
-		frames = append(frames, rd.reconciled...)
+		frames = append(frames, rd.Reconciled...)
 	}
 	report := uicheck.RequireValidChunks(t, frames)
 	require.Len(t, report.Messages, 7, "one message per response: joined, interrupted, allowed, denied, lost, after recovery, in the new box")
@@ -408,9 +323,9 @@ func TestLiveAgentConfigurationReachesPi(t *testing.T) {
 	rt, err := e.adapter.ActivateRuntime(e.ctx, sc, box)
 	require.NoError(t, err)
 	client := rt.EngineClient
-	r := startReader(t, e.ctx, client, nil)
+	r := enginetest.StartLiveReader(t, e.ctx, client, nil)
 	require.NoError(t, client.Submit(e.ctx, engines.TextInput(uuid.NewString(), "hello")))
-	require.Equal(t, engines.OutcomeCompleted, ended(r).Outcome)
+	require.Equal(t, engines.OutcomeCompleted, r.Ended().Outcome)
 
 	var listed, instructed bool
 	for _, req := range e.model.Requests() {
