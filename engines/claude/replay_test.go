@@ -1,7 +1,6 @@
 package claude_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	cryptorand "crypto/rand"
@@ -53,29 +52,7 @@ func loadRecording(t testing.TB, name string) recording {
 	require.NoError(t, json.Unmarshal(metaRaw, &rec.meta))
 	rec.transcript, err = os.ReadFile(filepath.Join(dir, name+".transcript.jsonl"))
 	require.NoError(t, err)
-	f, err := os.Open(filepath.Join(dir, name+".jsonl"))
-	require.NoError(t, err)
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 1<<20), 64<<20)
-	for sc.Scan() {
-		var e struct {
-			Dir  string `json:"dir"`
-			Line string `json:"line"`
-		}
-		require.NoError(t, json.Unmarshal(sc.Bytes(), &e))
-		switch e.Dir {
-		case "out", "err":
-			stream := engines.Stdout
-			if e.Dir == "err" {
-				stream = engines.Stderr
-			}
-			rec.journal = append(rec.journal, engines.OutputLine{Offset: int64(len(rec.journal) + 1), Stream: stream, Data: []byte(e.Line)})
-		case "in":
-			rec.stdin = append(rec.stdin, e.Line)
-		}
-	}
-	require.NoError(t, sc.Err())
+	rec.journal, rec.stdin = enginetest.ReadNativeJournal(t, filepath.Join(dir, name+".jsonl"))
 	return rec
 }
 

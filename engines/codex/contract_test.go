@@ -188,7 +188,7 @@ func TestAnswerRepliesWithCodexDecision(t *testing.T) {
 		require.Len(t, st.PendingInteractions, 1)
 		id := st.PendingInteractions[0].InteractionID
 		require.NoError(t, c.Answer(ctx, id, engines.InteractionAnswer{Decision: decision}))
-		writes := box.written()
+		writes := box.Written()
 		require.Len(t, writes, 1)
 		require.Equal(t, "answer:"+id+` {"id":0,"result":{"decision":"`+native+`"}}`, writes[0])
 		require.ErrorIs(t, c.Answer(ctx, "no-such-interaction", engines.InteractionAnswer{Decision: engines.DecisionApprove}), engines.ErrInteractionNotOpen)
@@ -208,7 +208,7 @@ func TestSubmitSendsTurnStart(t *testing.T) {
 	require.Error(t, c.SetPermissionMode(ctx, "bypassPermissions"), "only Codex's own policies")
 	input := engines.RuntimeInput{InputID: "5b0f3f59-3f7e-4a4e-9a59-7d2b8f3c1d10", Content: []engines.InputContent{{Type: engines.InputText, Text: "hi"}}}
 	require.NoError(t, c.Submit(ctx, input))
-	writes := box.written()
+	writes := box.Written()
 	require.Len(t, writes, 1)
 	writeID, line, _ := strings.Cut(writes[0], " ")
 	require.Equal(t, "input:"+input.InputID, writeID)
@@ -236,7 +236,7 @@ func TestSubmitSendsTurnStart(t *testing.T) {
 		}
 	}
 	require.NoError(t, c.Submit(ctx, engines.RuntimeInput{InputID: recorded.Params.ClientUserMessageID, Content: input.Content}))
-	require.Len(t, box.written(), 1)
+	require.Len(t, box.Written(), 1)
 }
 
 // TestMessageDuringToolWaitsForItsRolloutLine replays message_during_tool with the

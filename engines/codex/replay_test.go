@@ -1,18 +1,12 @@
 package codex_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
-	"fmt"
-	"iter"
-	"net"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -52,105 +46,14 @@ func loadRecording(t testing.TB, name string) recording {
 	require.NoError(t, json.Unmarshal(metaRaw, &rec.meta))
 	rec.rollout, err = os.ReadFile(filepath.Join(dir, name+".rollout.jsonl"))
 	require.NoError(t, err)
-	f, err := os.Open(filepath.Join(dir, name+".jsonl"))
-	require.NoError(t, err)
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 1<<20), 64<<20)
-	for sc.Scan() {
-		var e struct {
-			Dir  string `json:"dir"`
-			Line string `json:"line"`
-		}
-		require.NoError(t, json.Unmarshal(sc.Bytes(), &e))
-		switch e.Dir {
-		case "out", "err":
-			stream := engines.Stdout
-			if e.Dir == "err" {
-				stream = engines.Stderr
-			}
-			rec.journal = append(rec.journal, engines.OutputLine{Offset: int64(len(rec.journal) + 1), Stream: stream, Data: []byte(e.Line)})
-		case "in":
-			rec.stdin = append(rec.stdin, e.Line)
-		}
-	}
-	require.NoError(t, sc.Err())
+	rec.journal, rec.stdin = enginetest.ReadNativeJournal(t, filepath.Join(dir, name+".jsonl"))
 	return rec
 }
 
-// replayBox is a box holding one recorded journal and rollout: the fake ProcessSession
-// replays the journal from an offset and then ends, as the recorded process did.
-type replayBox struct {
-	rec recording
-
-	mu     sync.Mutex
-	writes []string
-}
-
-func (b *replayBox) ID() string { return "replay-" + b.rec.name }
-
-func (b *replayBox) StartProcess(context.Context, engines.ProcessSpec) (engines.ProcessSession, error) {
-	return b, nil
-}
-
-func (b *replayBox) ReadFile(_ context.Context, _ *engines.RuntimeIdentity, path string) ([]byte, error) {
-	if path != b.rec.meta.RolloutPath {
-		return nil, fmt.Errorf("open %s: %w", path, os.ErrNotExist)
-	}
-	return b.rec.rollout, nil
-}
-
-func (b *replayBox) WriteFile(context.Context, *engines.RuntimeIdentity, string, []byte, uint32) error {
-	return errors.New("the replay box is read-only")
-}
-
-func (b *replayBox) DialPort(context.Context, int) (net.Conn, error) {
-	return nil, errors.New("the replay box publishes no port")
-}
-
-func (b *replayBox) Name() string { return "replay-" + b.rec.name }
-
-func (b *replayBox) WriteStdin(_ context.Context, writeID string, data []byte) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.writes = append(b.writes, writeID+" "+string(bytes.TrimSpace(data)))
-	return nil
-}
-
-func (b *replayBox) written() []string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return append([]string(nil), b.writes...)
-}
-
-func (b *replayBox) ReadOutput(ctx context.Context, offset int64, _ bool) iter.Seq2[engines.OutputLine, error] {
-	return func(yield func(engines.OutputLine, error) bool) {
-		for _, l := range b.rec.journal {
-			if l.Offset < offset {
-				continue
-			}
-			if ctx.Err() != nil || !yield(l, nil) {
-				return
-			}
-		}
-	}
-}
-
-func (b *replayBox) Signal(context.Context, string) error { return nil }
-
-func (b *replayBox) ExitStatus(context.Context) (*engines.ExitStatus, error) {
-	return &engines.ExitStatus{Code: 0}, nil
-}
-
-var (
-	_ engines.Box            = (*replayBox)(nil)
-	_ engines.ProcessSession = (*replayBox)(nil)
-)
-
 // replayClient connects a runtime client to a recording.
-func replayClient(t testing.TB, rec recording) (*codex.Client, *replayBox) {
+func replayClient(t testing.TB, rec recording) (*codex.Client, *enginetest.ReplayBox) {
 	t.Helper()
-	box := &replayBox{rec: rec}
+	box := enginetest.NewReplayBox("replay-"+rec.name, rec.journal, map[string][]byte{rec.meta.RolloutPath: rec.rollout})
 	c, err := codex.NewClient(codex.ClientConfig{Box: box, Process: box, ThreadID: rec.meta.ThreadID,
 		RolloutPath: rec.meta.RolloutPath, Capabilities: codex.NewAdapter(codex.Config{}).Capabilities()})
 	require.NoError(t, err)

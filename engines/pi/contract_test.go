@@ -292,7 +292,7 @@ func TestAnswerRepliesWithTheExtensionsOption(t *testing.T) {
 		require.Equal(t, engines.StatusWaiting, st.Status)
 		id := st.PendingInteractions[0].InteractionID
 		require.NoError(t, c.Answer(ctx, id, engines.InteractionAnswer{Decision: decision}))
-		writes := box.written()
+		writes := box.Written()
 		require.Len(t, writes, 1)
 		require.Equal(t, "answer:"+id+` {"id":"`+req.ID+`","type":"extension_ui_response","value":"`+value+`"}`, writes[0])
 		require.ErrorIs(t, c.Answer(ctx, "no-such-interaction", engines.InteractionAnswer{Decision: engines.DecisionApprove}), engines.ErrInteractionNotOpen)
@@ -309,7 +309,7 @@ func TestSubmitSendsAPrompt(t *testing.T) {
 	input := engines.RuntimeInput{InputID: "5b0f3f59-3f7e-4a4e-9a59-7d2b8f3c1d10", Content: []engines.InputContent{
 		{Type: engines.InputText, Text: "hi"}, {Type: engines.InputImage, URL: "data:image/png;base64,iVBORw0KGgo="}}}
 	require.NoError(t, c.Submit(ctx, input))
-	writes := box.written()
+	writes := box.Written()
 	require.Len(t, writes, 1)
 	writeID, l, _ := strings.Cut(writes[0], " ")
 	require.Equal(t, "input:"+input.InputID, writeID)
@@ -320,14 +320,14 @@ func TestSubmitSendsAPrompt(t *testing.T) {
 	recorded := inputIDs(t, loadRecording(t, "plain_text"))
 	require.Len(t, recorded, 1)
 	require.NoError(t, c.Submit(ctx, engines.TextInput(recorded[0], "hello there")))
-	require.Len(t, box.written(), 1)
+	require.Len(t, box.Written(), 1)
 
 	var refused *engines.RuntimeInputRefused
 	require.ErrorAs(t, c.Submit(ctx, engines.TextInput("x", "/reload")), &refused, "a Pi command is not a message")
 	require.ErrorAs(t, c.Submit(ctx, engines.RuntimeInput{InputID: "y", Content: []engines.InputContent{
 		{Type: engines.InputImage, URL: "https://example.com/a.png"}}}), &refused)
 	require.Error(t, c.SetPermissionMode(ctx, "bypassPermissions"), "only the extension's modes")
-	require.Len(t, box.written(), 1)
+	require.Len(t, box.Written(), 1)
 }
 
 // TestAgentConfigPiCannotTakeIsRefused: Pi takes Skills and instructions; what it
