@@ -5,6 +5,7 @@
 // host it is also each box's egress forwarder, which outlives workers.
 //
 //	astrabox-runner serve -config /run/astrabox/runner.json [-ready-fd N]
+//	astrabox-runner serve -listen :9494   (image entry point; settings from ASTRABOX_RUNNER_*)
 //	astrabox-runner launch -uid U -runner-uid R [-fds N] [-cgroup DIR]... -- bwrap ARGS...
 //	astrabox-runner egress [-ready-fd N] < forwarder config (JSON)
 //	astrabox-runner stdin-echo -- PROGRAM [ARGS...]   (in a box: journal what a JSON-RPC program is sent)
@@ -19,6 +20,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"unsafe"
 
@@ -56,6 +58,7 @@ func serve(args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	configPath := fs.String("config", runnerapi.ControlDir+"/"+runnerapi.ConfigName, "boot configuration")
 	readyFD := fs.Int("ready-fd", -1, "file descriptor to write \"ready\" to once serving")
+	listen := fs.String("listen", "", "serve on this TCP address, configured from the environment (the image entry point of remote backends)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -66,13 +69,27 @@ func serve(args []string) error {
 	// Descriptors inherited from the launcher (bubblewrap's status fd, ...) must
 	// not leak into the programs the runner starts.
 	closeInheritedOnExec(*readyFD)
-	raw, err := os.ReadFile(*configPath)
-	if err != nil {
-		return fmt.Errorf("read config: %w", err)
-	}
 	var cfg runnerapi.Config
-	if err := json.Unmarshal(raw, &cfg); err != nil {
-		return fmt.Errorf("parse config %s: %w", *configPath, err)
+	if *listen != "" {
+		var err error
+		if cfg, err = networkConfig(*listen, os.Environ()); err != nil {
+			return err
+		}
+		// The token and the runner's other settings must not reach any process
+		// the runner starts, nor stay readable in its own environment.
+		for _, kv := range os.Environ() {
+			if name, _, _ := strings.Cut(kv, "="); strings.HasPrefix(name, runnerapi.EnvPrefix) {
+				_ = os.Unsetenv(name)
+			}
+		}
+	} else {
+		raw, err := os.ReadFile(*configPath)
+		if err != nil {
+			return fmt.Errorf("read config: %w", err)
+		}
+		if err := json.Unmarshal(raw, &cfg); err != nil {
+			return fmt.Errorf("parse config %s: %w", *configPath, err)
+		}
 	}
 	logger := log.New(os.Stderr, "astrabox-runner: ", log.LstdFlags|log.LUTC)
 	if cfg.ProgramUID > 0 {
@@ -123,4 +140,53 @@ func clearInheritableCaps() error {
 		return fmt.Errorf("capset: %w", errno)
 	}
 	return nil
+}
+
+// networkConfig is the runner's configuration in an image run by a remote
+// backend: it serves on listen with the token of ASTRABOX_RUNNER_TOKEN, and
+// every other variable of environ is the box environment its processes get.
+func networkConfig(listen string, environ []string) (runnerapi.Config, error) {
+	vars := map[string]string{}
+	env := map[string]string{}
+	for _, kv := range environ {
+		name, value, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(name, runnerapi.EnvPrefix) {
+			vars[name] = value
+		} else if name != "" {
+			env[name] = value
+		}
+	}
+	cfg := runnerapi.Config{ListenTCP: listen, Token: vars[runnerapi.EnvToken], Env: env,
+		Workspace: vars[runnerapi.EnvWorkspace], StateDir: vars[runnerapi.EnvStateDir]}
+	if len(cfg.Token) < 16 {
+		return cfg, fmt.Errorf("-listen needs a token of at least 16 characters in %s", runnerapi.EnvToken)
+	}
+	if cfg.StateDir == "" {
+		cfg.StateDir = runnerapi.ControlDir
+	}
+	for _, id := range []struct {
+		name string
+		to   *int
+	}{{runnerapi.EnvProgramUID, &cfg.ProgramUID}, {runnerapi.EnvProgramGID, &cfg.ProgramGID}} {
+		if v := vars[id.name]; v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				return cfg, fmt.Errorf("%s=%q is not an account id", id.name, v)
+			}
+			*id.to = n
+		}
+	}
+	if cfg.Workspace != "" {
+		// The program account owns its workspace, as the local backend's boxes
+		// give it; an image's volume may arrive owned by root.
+		if err := os.MkdirAll(cfg.Workspace, 0o755); err != nil {
+			return cfg, fmt.Errorf("create workspace %s: %w", cfg.Workspace, err)
+		}
+		if cfg.ProgramUID > 0 {
+			if err := os.Chown(cfg.Workspace, cfg.ProgramUID, cfg.ProgramGID); err != nil {
+				return cfg, fmt.Errorf("give workspace %s to the program account: %w", cfg.Workspace, err)
+			}
+		}
+	}
+	return cfg, nil
 }

@@ -21,6 +21,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -127,13 +128,18 @@ func (r *Runner) Serve(ctx context.Context, ready func()) error {
 	return nil
 }
 
-// authorize requires the configured token on every request.
+// authorize requires the configured token on every request, in TokenHeader or
+// as an Authorization bearer token.
 func (r *Runner) authorize(next http.Handler) http.Handler {
 	if r.cfg.Token == "" {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		if subtle.ConstantTimeCompare([]byte(req.Header.Get(runnerapi.TokenHeader)), []byte(r.cfg.Token)) != 1 {
+		got := req.Header.Get(runnerapi.TokenHeader)
+		if got == "" {
+			got, _ = strings.CutPrefix(req.Header.Get("Authorization"), "Bearer ")
+		}
+		if subtle.ConstantTimeCompare([]byte(got), []byte(r.cfg.Token)) != 1 {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusUnauthorized)
 			_ = json.NewEncoder(w).Encode(runnerapi.ErrorBody{Code: "UNAUTHORIZED", Message: "missing or wrong runner token"})

@@ -59,7 +59,8 @@ type Config struct {
 	ProgramGID int `json:"program_gid,omitempty"`
 }
 
-// TokenHeader carries Config.Token.
+// TokenHeader carries Config.Token. A client made by NewHTTPClient sends the
+// token as a bearer Authorization header as well, which the runner also takes.
 const TokenHeader = "X-Astrabox-Runner-Token"
 
 // Headers of the workspace files API.
@@ -278,3 +279,26 @@ func (d *Decoder) Next() (sandbox.OutputLine, error) {
 	line.Data = line.Data[:size]
 	return line, nil
 }
+
+// The runner's network mode: in an image run by a remote backend (OpenSandbox,
+// Kubernetes) the runner is the image's entry point, `astrabox-runner serve
+// -listen :DefaultPort`, and takes its per-box settings from the environment the
+// backend gives the box at create. It removes every ASTRABOX_RUNNER_* variable
+// before anything starts, so no process it runs inherits the token; with a
+// separate program account the programs cannot read the runner's own
+// /proc/<pid>/environ either.
+const (
+	// DefaultPort is the runner's TCP control port in images.
+	DefaultPort = 9494
+	// EnvPrefix starts every variable meant for the runner alone.
+	EnvPrefix = "ASTRABOX_RUNNER_"
+	// EnvToken is the per-box bearer token every request must carry.
+	EnvToken = EnvPrefix + "TOKEN"
+	// EnvWorkspace is the processes' default working directory.
+	EnvWorkspace = EnvPrefix + "WORKSPACE"
+	// EnvStateDir holds the runner's socket, journals and notes.
+	EnvStateDir = EnvPrefix + "STATE_DIR"
+	// EnvProgramUID and EnvProgramGID name the program account (decimal ids).
+	EnvProgramUID = EnvPrefix + "PROGRAM_UID"
+	EnvProgramGID = EnvPrefix + "PROGRAM_GID"
+)

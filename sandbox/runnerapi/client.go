@@ -12,18 +12,23 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/astrabox/astrabox/sandbox"
 )
 
-// Client talks to one runner over its unix socket. It is safe for concurrent use;
-// Close drops idle connections only (the runner and its processes go on).
+// Client talks to one runner, over its unix socket or over the network. It is
+// safe for concurrent use; Close drops idle connections only (the runner and its
+// processes go on).
 type Client struct {
+	// base is the URL requests' paths are appended to.
+	base string
+	// dial, when set, opens a raw connection to the runner (DialPort's upgrade
+	// goes over it); a client made by NewHTTPClient upgrades through http.
 	dial  func(ctx context.Context) (net.Conn, error)
 	token string
 	http  *http.Client
-	tr    *http.Transport
 }
 
 // NewClient returns a client for the runner listening on socket (a host path).
@@ -41,12 +46,25 @@ func NewDialClient(dial func(ctx context.Context) (net.Conn, error), token strin
 		DialContext:         func(ctx context.Context, _, _ string) (net.Conn, error) { return dial(ctx) },
 		MaxIdleConnsPerHost: 8, IdleConnTimeout: time.Minute,
 	}
-	return &Client{dial: dial, token: token, tr: tr, http: &http.Client{Transport: tr}}
+	return &Client{base: "http://runner", dial: dial, token: token, http: &http.Client{Transport: tr}}
+}
+
+// NewHTTPClient returns a client for a runner serving on the network (the
+// image entry point `astrabox-runner serve -listen`) at baseURL, an http or
+// https URL that may carry a path prefix (a gateway's route to the box). Every
+// request carries token; hc brings the transport (TLS, timeouts for dialing,
+// headers a gateway wants) and must not set an overall Timeout, since output
+// streams and waits are long-lived. A nil hc is http.DefaultClient.
+func NewHTTPClient(baseURL, token string, hc *http.Client) *Client {
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	return &Client{base: strings.TrimSuffix(baseURL, "/"), token: token, http: hc}
 }
 
 // Close drops the client's idle connections.
 func (c *Client) Close() error {
-	c.tr.CloseIdleConnections()
+	c.http.CloseIdleConnections()
 	return nil
 }
 
@@ -84,7 +102,7 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 }
 
 func (c *Client) send(ctx context.Context, method, path string, query url.Values, body io.Reader, header http.Header) (*http.Response, error) {
-	u := "http://runner" + path
+	u := c.base + path
 	if len(query) > 0 {
 		u += "?" + query.Encode()
 	}
@@ -280,6 +298,9 @@ func (c *Client) Shutdown(ctx context.Context, grace time.Duration) error {
 // DialPort opens a TCP connection to 127.0.0.1:port inside the box, relayed by
 // the runner over an upgraded HTTP connection.
 func (c *Client) DialPort(ctx context.Context, port int) (net.Conn, error) {
+	if c.dial == nil {
+		return c.upgradePort(ctx, port)
+	}
 	conn, err := c.dial(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("dial runner: %w", err)
@@ -327,3 +348,67 @@ func (b *bufferedConn) CloseWrite() error {
 	}
 	return nil
 }
+
+// upgradePort asks for the port relay through the http client: a 101 answer's
+// body is the connection itself.
+func (c *Client) upgradePort(ctx context.Context, port int) (net.Conn, error) {
+	req, err := http.NewRequestWithContext(context.WithoutCancel(ctx), http.MethodGet, fmt.Sprintf("%s/v1/ports/%d", c.base, port), nil)
+	if err != nil {
+		return nil, fmt.Errorf("build port upgrade: %w", err)
+	}
+	req.Header.Set("Connection", "Upgrade")
+	req.Header.Set("Upgrade", "tcp")
+	if c.token != "" {
+		req.Header.Set(TokenHeader, c.token)
+	}
+	type answer struct {
+		resp *http.Response
+		err  error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		resp, err := c.http.Do(req)
+		done <- answer{resp, err}
+	}()
+	var a answer
+	select {
+	case a = <-done:
+	case <-ctx.Done():
+		go func() {
+			if a := <-done; a.resp != nil {
+				a.resp.Body.Close()
+			}
+		}()
+		return nil, fmt.Errorf("dial box port %d: %w", port, ctx.Err())
+	}
+	if a.err != nil {
+		return nil, fmt.Errorf("dial box port %d: %w", port, a.err)
+	}
+	if a.resp.StatusCode != http.StatusSwitchingProtocols {
+		defer a.resp.Body.Close()
+		return nil, fmt.Errorf("dial box port %d: %w", port, decodeError(a.resp))
+	}
+	rwc, ok := a.resp.Body.(io.ReadWriteCloser)
+	if !ok {
+		a.resp.Body.Close()
+		return nil, fmt.Errorf("dial box port %d: the transport gave no writable upgraded connection", port)
+	}
+	return &upgradedConn{ReadWriteCloser: rwc}, nil
+}
+
+// upgradedConn presents an upgraded HTTP body as a net.Conn. Deadlines are not
+// supported through it; callers bound their use with contexts.
+type upgradedConn struct {
+	io.ReadWriteCloser
+}
+
+type runnerAddr struct{}
+
+func (runnerAddr) Network() string { return "tcp" }
+func (runnerAddr) String() string  { return "runner" }
+
+func (u *upgradedConn) LocalAddr() net.Addr              { return runnerAddr{} }
+func (u *upgradedConn) RemoteAddr() net.Addr             { return runnerAddr{} }
+func (u *upgradedConn) SetDeadline(time.Time) error      { return nil }
+func (u *upgradedConn) SetReadDeadline(time.Time) error  { return nil }
+func (u *upgradedConn) SetWriteDeadline(time.Time) error { return nil }
