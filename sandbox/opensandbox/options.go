@@ -68,7 +68,7 @@ type Options struct {
 	// expire under a server's default time-to-live. Boxes whose spec set a
 	// Timeout are left to expire.
 	RenewBefore, RenewFor time.Duration
-	Logger *zap.Logger
+	Logger                *zap.Logger
 }
 
 func (o Options) withDefaults() Options {
