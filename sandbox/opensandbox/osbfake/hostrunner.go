@@ -1,0 +1,195 @@
+package osbfake
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/astrabox/astrabox/sandbox/runnerapi"
+)
+
+// HostRunner runs each sandbox's entry point, which must be `astrabox-runner
+// serve -listen ADDR`, as a process on this host: the image's runner path is
+// replaced by Runner, and, since host processes share one network and file
+// system where containers each have their own, the runner listens on a free
+// loopback port (the port the box "publishes") and its workspace and state
+// folders are folders of the box under Root (its "volumes"). Everything else
+// (the environment with the token, the program account) is the request's.
+type HostRunner struct {
+	Runner string
+	Root   string
+}
+
+// Start implements Runtime.
+func (h HostRunner) Start(id string, req CreateRequest) (Box, error) {
+	if len(req.Entrypoint) < 3 || req.Entrypoint[1] != "serve" {
+		return nil, fmt.Errorf("entry point %q is not astrabox-runner serve", req.Entrypoint)
+	}
+	args := append([]string(nil), req.Entrypoint[1:]...)
+	listenAt := -1
+	for i, a := range args {
+		if a == "-listen" && i+1 < len(args) {
+			listenAt = i + 1
+		}
+	}
+	if listenAt < 0 {
+		return nil, fmt.Errorf("entry point %q has no -listen", req.Entrypoint)
+	}
+	_, containerPort, err := net.SplitHostPort(args[listenAt])
+	if err != nil {
+		return nil, fmt.Errorf("entry point listen address: %w", err)
+	}
+	port, err := strconv.Atoi(containerPort)
+	if err != nil {
+		return nil, fmt.Errorf("entry point listen port: %w", err)
+	}
+	hostPort, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	args[listenAt] = fmt.Sprintf("127.0.0.1:%d", hostPort)
+	dir := filepath.Join(h.Root, id[:8])
+	if err := os.MkdirAll(dir, 0o711); err != nil {
+		return nil, fmt.Errorf("box folder: %w", err)
+	}
+	env := map[string]string{}
+	for k, v := range req.Env {
+		env[k] = v
+	}
+	env[runnerapi.EnvWorkspace] = filepath.Join(dir, "workspace")
+	env[runnerapi.EnvStateDir] = filepath.Join(dir, "state")
+	cmd := exec.Command(h.Runner, args...)
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	cmd.Dir = dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	logf, err := os.Create(filepath.Join(dir, "runner.log"))
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return nil, fmt.Errorf("start runner: %w", err)
+	}
+	b := &hostBox{cmd: cmd, dir: dir, log: logf, port: port, addr: fmt.Sprintf("127.0.0.1:%d", hostPort), exited: make(chan struct{})}
+	go func() {
+		_ = cmd.Wait()
+		b.code = cmd.ProcessState.ExitCode()
+		close(b.exited)
+	}()
+	return b, nil
+}
+
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("find a free port: %w", err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+type hostBox struct {
+	cmd    *exec.Cmd
+	dir    string
+	log    *os.File
+	port   int
+	addr   string
+	exited chan struct{}
+	code   int
+	stop   sync.Once
+}
+
+func (b *hostBox) Endpoint(port int) (string, bool) {
+	if port != b.port {
+		return "", false
+	}
+	return b.addr, true
+}
+
+func (b *hostBox) Exited() <-chan struct{} { return b.exited }
+func (b *hostBox) ExitCode() int           { return b.code }
+
+// Pause stops every process of the box, as a cgroup freezer does.
+func (b *hostBox) Pause() error  { return b.signalAll(syscall.SIGSTOP) }
+func (b *hostBox) Resume() error { return b.signalAll(syscall.SIGCONT) }
+
+func (b *hostBox) signalAll(sig syscall.Signal) error {
+	var errs []error
+	for _, pid := range descendants(b.cmd.Process.Pid) {
+		if err := syscall.Kill(pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Stop kills the runner and everything it started (each in a process group of
+// its own), then removes the box's folder.
+func (b *hostBox) Stop() error {
+	b.stop.Do(func() {
+		for i := 0; i < 50; i++ {
+			pids := descendants(b.cmd.Process.Pid)
+			select {
+			case <-b.exited:
+				if len(pids) == 0 {
+					i = 50
+					continue
+				}
+			default:
+			}
+			for _, pid := range pids {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+			select {
+			case <-b.exited:
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+		b.log.Close()
+		_ = os.RemoveAll(b.dir)
+	})
+	return nil
+}
+
+// descendants lists root and every process below it (read from /proc).
+func descendants(root int) []int {
+	parent := map[int]int{}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		raw, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		s := string(raw)
+		fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		if len(fields) > 1 {
+			ppid, _ := strconv.Atoi(fields[1])
+			parent[pid] = ppid
+		}
+	}
+	var out []int
+	for pid := range parent {
+		for p := pid; p > 1; p = parent[p] {
+			if p == root {
+				out = append(out, pid)
+				break
+			}
+		}
+	}
+	return out
+}
