@@ -85,11 +85,14 @@ func (w workspaceFS) list(rel string) ([]sandbox.FileInfo, error) {
 	clean, _ := sandbox.CleanWorkspacePath(rel)
 	out := make([]sandbox.FileInfo, 0, len(entries))
 	for _, e := range entries {
-		info, err := e.Info()
-		if err != nil {
+		// Stat through the folder's descriptor, not by path: the path the
+		// runner sees is not the workspace's path in every image, and a path
+		// could be swapped for a link meanwhile.
+		var st unix.Stat_t
+		if err := unix.Fstatat(int(dir.Fd()), e.Name(), &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 			continue // removed meanwhile
 		}
-		out = append(out, fileInfo(path.Join(clean, e.Name()), info))
+		out = append(out, fileInfo(path.Join(clean, e.Name()), statInfo(e.Name(), st)))
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out, nil

@@ -79,7 +79,11 @@ type Fake struct {
 	router routers.Router
 	rt     Runtime
 
+	stopping sync.WaitGroup // boxes being stopped in the background
+	done     chan struct{}
+
 	mu         sync.Mutex
+	closed     bool
 	boxes      map[string]*sandbox
 	violations []string
 	faults     []fault
@@ -138,7 +142,7 @@ func New(rt Runtime, key string) (*Fake, error) {
 	if err := doc.Validate(context.Background()); err != nil {
 		return nil, fmt.Errorf("lifecycle spec: %w", err)
 	}
-	f := &Fake{APIKey: key, doc: doc, rt: rt, boxes: map[string]*sandbox{}, calls: map[string]int{}}
+	f := &Fake{APIKey: key, doc: doc, rt: rt, boxes: map[string]*sandbox{}, calls: map[string]int{}, done: make(chan struct{})}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	f.URL = f.srv.URL + "/v1"
 	doc.Servers = openapi3.Servers{{URL: f.URL}}
@@ -153,7 +157,9 @@ func New(rt Runtime, key string) (*Fake, error) {
 // Close stops the server and every box still running.
 func (f *Fake) Close() {
 	f.srv.Close()
+	close(f.done)
 	f.mu.Lock()
+	f.closed = true
 	boxes := f.boxes
 	f.boxes = map[string]*sandbox{}
 	f.mu.Unlock()
@@ -162,6 +168,7 @@ func (f *Fake) Close() {
 			_ = s.box.Stop()
 		}
 	}
+	f.stopping.Wait()
 }
 
 // Violations lists every request or response that did not match the document.
@@ -225,19 +232,24 @@ func (f *Fake) Count() int {
 func (f *Fake) tick() {
 	t := time.NewTicker(20 * time.Millisecond)
 	defer t.Stop()
-	for range t.C {
-		if !f.step() {
+	for {
+		select {
+		case <-f.done:
 			return
+		case <-t.C:
+			f.step()
 		}
 	}
 }
 
-func (f *Fake) step() bool {
+func (f *Fake) step() {
 	f.mu.Lock()
-	if f.srv == nil {
+	if f.closed {
 		f.mu.Unlock()
-		return false
+		return
 	}
+	f.stopping.Add(1)
+	defer f.stopping.Done()
 	var starts, stops []*sandbox
 	now := time.Now()
 	for _, s := range f.boxes {
@@ -281,7 +293,6 @@ func (f *Fake) step() bool {
 			_ = s.box.Stop()
 		}
 	}
-	return true
 }
 
 func (s *sandbox) setState(state, reason, message string) {
@@ -467,7 +478,11 @@ func (f *Fake) dispatch(w http.ResponseWriter, r *http.Request, op string, param
 	case DeleteSandbox:
 		delete(f.boxes, id)
 		if s.box != nil {
-			go func() { _ = s.box.Stop() }()
+			f.stopping.Add(1)
+			go func() {
+				defer f.stopping.Done()
+				_ = s.box.Stop()
+			}()
 		}
 		w.WriteHeader(http.StatusNoContent)
 	case PauseSandbox:
