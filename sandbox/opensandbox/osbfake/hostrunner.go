@@ -148,6 +148,9 @@ func (b *hostBox) Stop() error {
 				}
 			default:
 			}
+			// The runner first, so that a client following output sees its
+			// connection cut as a lost box does, not a process that ended.
+			_ = syscall.Kill(b.cmd.Process.Pid, syscall.SIGKILL)
 			for _, pid := range pids {
 				_ = syscall.Kill(pid, syscall.SIGKILL)
 			}
