@@ -102,7 +102,7 @@ func (a *Activities) PrepareRuntime(ctx context.Context, req PrepareRequest) (Pr
 	if !profile.Enabled {
 		return PrepareResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("runtime profile %s is disabled", profile.ID), ErrTypeConfiguration, nil)
 	}
-	h, err := a.claimOrCreate(ctx, backend, profile, agent, adapter)
+	h, err := a.claimOrCreate(ctx, backend, sess.ID, profile, agent, adapter)
 	if notReady := (*sandbox.NotReadyError)(nil); errors.As(err, &notReady) {
 		// The image cannot serve: a new box would fail the same way, so the Session
 		// says why instead of retrying.
@@ -132,7 +132,12 @@ func (a *Activities) PrepareRuntime(ctx context.Context, req PrepareRequest) (Pr
 	return res, nil
 }
 
-func (a *Activities) claimOrCreate(ctx context.Context, backend sandbox.Backend, profile store.RuntimeProfile, agent store.Agent, adapter engines.EngineAdapter) (sandbox.Handle, error) {
+// SessionMetadata is the box metadata key naming the Session a box was made
+// for (a remote backend's label, for operators); a claimed prewarmed box was
+// made for none.
+const SessionMetadata = "session_id"
+
+func (a *Activities) claimOrCreate(ctx context.Context, backend sandbox.Backend, sessionID string, profile store.RuntimeProfile, agent store.Agent, adapter engines.EngineAdapter) (sandbox.Handle, error) {
 	if profile.PrewarmSize > 0 {
 		h, err := backend.Claim(ctx, profile.ID)
 		if err == nil {
@@ -147,6 +152,10 @@ func (a *Activities) claimOrCreate(ctx context.Context, backend sandbox.Backend,
 	if err != nil {
 		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("build box spec: %v", err), ErrTypeConfiguration, err)
 	}
+	if spec.Metadata == nil {
+		spec.Metadata = map[string]string{}
+	}
+	spec.Metadata[SessionMetadata] = sessionID
 	h, err := backend.Create(ctx, spec)
 	if errors.Is(err, sandbox.ErrInvalidSpec) {
 		return nil, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeConfiguration, err)

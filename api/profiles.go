@@ -9,6 +9,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/astrabox/astrabox/engines"
+	"github.com/astrabox/astrabox/sandbox"
 	"github.com/astrabox/astrabox/store"
 )
 
@@ -19,6 +20,13 @@ func DefaultSandboxBackends() map[string]engines.SandboxBackendCapabilities {
 	return map[string]engines.SandboxBackendCapabilities{
 		store.SandboxLocal: {SupportsProcessSessions: true},
 	}
+}
+
+// BackendOffer is what RuntimeProfiles may rely on from a sandbox backend that
+// declares caps; runsImages says it pulls image references.
+func BackendOffer(caps sandbox.Capabilities, runsImages bool) engines.SandboxBackendCapabilities {
+	return engines.SandboxBackendCapabilities{SupportsProcessSessions: caps.ProcessSessions,
+		SupportsIsolatedSessions: caps.IsolatedSessions, RunsImageReferences: runsImages}
 }
 
 // profileView is a RuntimeProfile as the API shows it. Offered is true when Agents may

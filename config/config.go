@@ -147,6 +147,9 @@ type Sandbox struct {
 	// Backend names the sandbox backend; local (bubblewrap) is the embedded default.
 	Backend string `mapstructure:"backend"`
 	Local   Local  `mapstructure:"local"`
+	// OpenSandbox, when its URL is set, offers the opensandbox backend to
+	// RuntimeProfiles beside the local one.
+	OpenSandbox OpenSandbox `mapstructure:"opensandbox"`
 	// Limits bound every box where its RuntimeProfile's resources say nothing.
 	Limits Limits `mapstructure:"limits"`
 	// MaxLiveBoxesPerUser caps the Sessions with a live box one user may hold;
@@ -192,6 +195,37 @@ type Local struct {
 	// RunnerPath is the astrabox-runner binary bound into every box; empty finds it
 	// next to the astrabox binary.
 	RunnerPath string `mapstructure:"runner_path"`
+}
+
+// OpenSandbox configures the backend on an OpenSandbox deployment's lifecycle
+// API (docs/sandboxes.md). Its boxes run images whose entry point is the
+// AstraBox runner.
+type OpenSandbox struct {
+	// URL is the lifecycle API's base URL with its /v1; empty: not offered.
+	URL string `mapstructure:"url"`
+	// APIKey is sent as OPEN-SANDBOX-API-KEY.
+	APIKey Secret `mapstructure:"api_key"`
+	// RunnerKey derives each box's runner token; at least 16 characters, kept
+	// the same across restarts so workers reach the boxes they find.
+	RunnerKey Secret `mapstructure:"runner_key"`
+	// Deployment labels this deployment's boxes: List and Reap see only them.
+	Deployment string `mapstructure:"deployment"`
+	// CAFile, when set, is the PEM bundle that verifies the server's and the
+	// runners' TLS certificates instead of the system's.
+	CAFile string `mapstructure:"ca_file"`
+	// RunnerScheme is how runners' endpoints are reached: http or https.
+	RunnerScheme string `mapstructure:"runner_scheme"`
+	// UseServerProxy reaches runners through the server's own proxy.
+	UseServerProxy bool `mapstructure:"use_server_proxy"`
+	// ProgramUID and ProgramGID are the images' program account.
+	ProgramUID int `mapstructure:"program_uid"`
+	ProgramGID int `mapstructure:"program_gid"`
+	// ReadyTimeout bounds a box's creation until it serves.
+	ReadyTimeout time.Duration `mapstructure:"ready_timeout"`
+	// RequestTimeout bounds one lifecycle request; Attempts is how often one
+	// answered 429 or 5xx is tried in all.
+	RequestTimeout time.Duration `mapstructure:"request_timeout"`
+	Attempts       int           `mapstructure:"attempts"`
 }
 
 // Models holds model-service credentials. The platform adds them on the host side

@@ -90,6 +90,9 @@ func TestValidationNamesTheKey(t *testing.T) {
 		{name: "bad cpu limit", environ: []string{"ASTRABOX_SANDBOX_LIMITS_CPU=-1"}, key: "sandbox.limits", want: "out of range"},
 		{name: "negative box cap", environ: []string{"ASTRABOX_SANDBOX_MAX_LIVE_BOXES_PER_USER=-1"}, key: "sandbox.max_live_boxes_per_user", want: "zero (no cap)"},
 		{name: "bad url", environ: []string{"ASTRABOX_MODELS_ANTHROPIC_BASE_URL=api.example"}, key: "models.anthropic_base_url", want: "http:// or https://"},
+		{name: "opensandbox without a key", environ: []string{"ASTRABOX_SANDBOX_OPENSANDBOX_URL=https://osb.example/v1"}, key: "sandbox.opensandbox.api_key", want: "must not be empty"},
+		{name: "opensandbox short runner key", environ: []string{"ASTRABOX_SANDBOX_OPENSANDBOX_URL=https://osb.example/v1", "ASTRABOX_SANDBOX_OPENSANDBOX_API_KEY=k", "ASTRABOX_SANDBOX_OPENSANDBOX_RUNNER_KEY=short"}, key: "sandbox.opensandbox.runner_key", want: "16 characters"},
+		{name: "opensandbox bad url", environ: []string{"ASTRABOX_SANDBOX_OPENSANDBOX_URL=osb.example"}, key: "sandbox.opensandbox.url", want: "http or https URL"},
 		{name: "titles without a model", environ: []string{"ASTRABOX_TITLES_ENABLED=true", "ASTRABOX_TITLES_MODEL="}, key: "titles.model", want: "must not be empty"},
 	}
 	for _, tc := range cases {

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -60,6 +61,7 @@ func (c *Config) Validate() error {
 			}
 			return nil
 		},
+		c.validateOpenSandbox,
 		func() error {
 			if c.Sandbox.MaxLiveBoxesPerUser < 0 {
 				return &Error{Key: "sandbox.max_live_boxes_per_user", Reason: fmt.Sprintf("expected zero (no cap) or a positive integer, got %d", c.Sandbox.MaxLiveBoxesPerUser)}
@@ -185,6 +187,43 @@ func optionalURL(key, value string) error {
 	}
 	if !strings.HasPrefix(value, "http://") && !strings.HasPrefix(value, "https://") {
 		return &Error{Key: key, Reason: fmt.Sprintf("expected an http:// or https:// URL, got %q", value)}
+	}
+	return nil
+}
+
+// validateOpenSandbox checks the OpenSandbox backend's settings when it is
+// configured (a URL set); without a URL the rest is ignored.
+func (c *Config) validateOpenSandbox() error {
+	o := c.Sandbox.OpenSandbox
+	if o.URL == "" {
+		return nil
+	}
+	for _, check := range []func() error{
+		func() error {
+			u, err := url.Parse(o.URL)
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				return &Error{Key: "sandbox.opensandbox.url", Reason: fmt.Sprintf("expected an http or https URL with the API's /v1, got %q", o.URL)}
+			}
+			return nil
+		},
+		func() error { return nonEmpty("sandbox.opensandbox.api_key", o.APIKey.Reveal()) },
+		func() error {
+			if len(o.RunnerKey.Reveal()) < 16 {
+				return &Error{Key: "sandbox.opensandbox.runner_key", Reason: "expected at least 16 characters (openssl rand -base64 32)"}
+			}
+			return nil
+		},
+		func() error { return nonEmpty("sandbox.opensandbox.deployment", o.Deployment) },
+		func() error { return oneOf("sandbox.opensandbox.runner_scheme", o.RunnerScheme, "http", "https") },
+		func() error { return positive("sandbox.opensandbox.program_uid", o.ProgramUID) },
+		func() error { return positive("sandbox.opensandbox.program_gid", o.ProgramGID) },
+		func() error { return positiveDuration("sandbox.opensandbox.ready_timeout", int64(o.ReadyTimeout)) },
+		func() error { return positiveDuration("sandbox.opensandbox.request_timeout", int64(o.RequestTimeout)) },
+		func() error { return positive("sandbox.opensandbox.attempts", o.Attempts) },
+	} {
+		if err := check(); err != nil {
+			return err
+		}
 	}
 	return nil
 }

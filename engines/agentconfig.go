@@ -1,11 +1,13 @@
 package engines
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/url"
 	"regexp"
 	"slices"
+	"strings"
 )
 
 // AgentConfig is the extension configuration an author saves on an Agent. Saving it
@@ -217,6 +219,9 @@ type SandboxBackendCapabilities struct {
 	SupportsProcessSessions bool `json:"supports_process_sessions"`
 	// SupportsIsolatedSessions: isolated per-conversation sessions in a shared box.
 	SupportsIsolatedSessions bool `json:"supports_isolated_sessions"`
+	// RunsImageReferences: the backend pulls OCI image references (OpenSandbox,
+	// Kubernetes) and cannot run an image directory of the worker's machine.
+	RunsImageReferences bool `json:"runs_image_references"`
 }
 
 // RuntimeProfileSpec is what ValidateRuntimeProfile needs from a RuntimeProfile being saved.
@@ -231,6 +236,7 @@ type RuntimeProfileSpec struct {
 // ValidateRuntimeProfile checks a RuntimeProfile against the adapter it selects: enabled
 // tracing needs an adapter that declares it (a valid disabled tracing configuration may
 // stay stored with any adapter); an omitted image needs the adapter's default image;
+// a backend that pulls images needs an image reference, not a directory;
 // shared tenancy needs the backend's isolated sessions and per_conversation_account
 // placement; an engine requiring process sessions under conversation tenancy needs a
 // backend with process sessions.
@@ -253,6 +259,9 @@ func (r *Registry) ValidateRuntimeProfile(spec RuntimeProfileSpec) error {
 	}
 	if spec.RuntimeImage == "" && caps.DefaultRuntimeImage == "" {
 		p.add("runtime_image", "engine %q has no default runtime image; name one", caps.EngineKind)
+	}
+	if image := cmp.Or(spec.RuntimeImage, caps.DefaultRuntimeImage); spec.Backend.RunsImageReferences && strings.HasPrefix(image, "/") {
+		p.add("runtime_image", "the sandbox backend pulls OCI images; %q is an image directory: name an image reference such as registry.example.com/astrabox/claude:2.1", image)
 	}
 	switch spec.SandboxTenancy {
 	case TenancyConversation:

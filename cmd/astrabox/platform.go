@@ -126,6 +126,7 @@ func (p *platform) runAPI(ctx context.Context) error {
 		MaxStreamsPerToken:  p.cfg.HTTP.MaxStreamsPerToken,
 		TokenRecheck:        p.cfg.HTTP.TokenRecheckInterval,
 		MaxLiveBoxesPerUser: p.cfg.Sandbox.MaxLiveBoxesPerUser,
+		SandboxBackends:     sandboxOffers(p.cfg),
 	})
 	p.log.Info("api listening", zap.String("url", p.cfg.HTTP.APIURL()))
 	return srv.Serve(ctx, ln, p.cfg.HTTP.ShutdownTimeout)
@@ -150,6 +151,15 @@ func (p *platform) runWorker(ctx context.Context) error {
 	}
 	if backend != nil {
 		backends[store.SandboxLocal] = backend
+	}
+	osb, err := openOpenSandbox(p.cfg.Sandbox.OpenSandbox, p.log.Named("opensandbox"))
+	if err != nil {
+		return err
+	}
+	if osb != nil {
+		defer osb.Close()
+		backends[store.SandboxOpenSandbox] = osb
+		reapOpenSandboxOrphans(ctx, p.store, osb, 2*p.cfg.Sandbox.OpenSandbox.ReadyTimeout, p.log.Named("opensandbox"))
 	}
 	var notices activities.InputNotices
 	if l, err := pubsub.Start(ctx, p.cfg.Database.DSN(), p.log.Named("pubsub"), pubsub.Options{ApplicationName: "astrabox-worker"}); err != nil {

@@ -75,11 +75,16 @@ func New(opts Options) (*Backend, error) {
 	return b, nil
 }
 
-// Capabilities: process sessions, pause and resource limits (cpu, memory) are
-// the server's; each box is one container, so one account per box but no
-// isolated conversations in a shared box; no prewarm pools (OpenSandbox's own
-// pools are Kubernetes-only).
-func (b *Backend) Capabilities() sandbox.Capabilities {
+// Capabilities reports DeclaredCapabilities.
+func (b *Backend) Capabilities() sandbox.Capabilities { return DeclaredCapabilities() }
+
+// DeclaredCapabilities is what every box of the backend can do, known without
+// a server (the API process validates RuntimeProfiles with it): process
+// sessions through the runner; pause and cpu and memory limits through the
+// server; one container per box, so one account per box but no isolated
+// conversations in a shared box; no prewarm pools (OpenSandbox's own pools are
+// Kubernetes-only).
+func DeclaredCapabilities() sandbox.Capabilities {
 	return sandbox.Capabilities{ProcessSessions: true, IsolatedAccounts: true, Pause: true, PersistentWorkspace: true,
 		ResourceLimits: true, Notes: []string{
 			"boxes reach no host egress forward: specs with forwards or host mounts are refused",
