@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"github.com/astrabox/astrabox/api"
 	"github.com/astrabox/astrabox/config"
 	"github.com/astrabox/astrabox/engines"
+	"github.com/astrabox/astrabox/sandbox"
 	"github.com/astrabox/astrabox/sandbox/opensandbox"
 	"github.com/astrabox/astrabox/store"
 )
@@ -31,8 +33,9 @@ func sandboxOffers(cfg *config.Config) map[string]engines.SandboxBackendCapabili
 
 // openOpenSandbox builds the OpenSandbox backend from configuration; nil when
 // none is configured. It does not call the server: an unreachable one fails
-// the Sessions that need it, not the worker.
-func openOpenSandbox(cfg config.OpenSandbox, log *zap.Logger) (*opensandbox.Backend, error) {
+// the Sessions that need it, not the worker. Only workers renew boxes' expiry
+// (renew); the API only reaches boxes.
+func openOpenSandbox(cfg config.OpenSandbox, log *zap.Logger, renew bool) (*opensandbox.Backend, error) {
 	if cfg.URL == "" {
 		return nil, nil
 	}
@@ -52,7 +55,7 @@ func openOpenSandbox(cfg config.OpenSandbox, log *zap.Logger) (*opensandbox.Back
 	b, err := opensandbox.New(opensandbox.Options{URL: cfg.URL, APIKey: cfg.APIKey.Reveal(), RunnerKey: []byte(cfg.RunnerKey.Reveal()),
 		Deployment: cfg.Deployment, HTTPClient: &http.Client{Transport: tr}, RunnerScheme: cfg.RunnerScheme,
 		UseServerProxy: cfg.UseServerProxy, ProgramUID: cfg.ProgramUID, ProgramGID: cfg.ProgramGID,
-		ReadyTimeout: cfg.ReadyTimeout, RequestTimeout: cfg.RequestTimeout, Attempts: cfg.Attempts, Logger: log})
+		ReadyTimeout: cfg.ReadyTimeout, RequestTimeout: cfg.RequestTimeout, Attempts: cfg.Attempts, NoRenewal: !renew, Logger: log})
 	if err != nil {
 		return nil, fmt.Errorf("sandbox.opensandbox: %w", err)
 	}
@@ -92,4 +95,19 @@ func reapOpenSandboxOrphans(ctx context.Context, st *store.Store, b *opensandbox
 	if err != nil {
 		log.Warn("reap orphan boxes", zap.Error(err))
 	}
+}
+
+// sessionBoxes finds a Session's box in whichever backend has it.
+type sessionBoxes []sandbox.Backend
+
+// Get returns the first backend's handle on id; ErrNotFound when none has it.
+func (s sessionBoxes) Get(ctx context.Context, id string) (sandbox.Handle, error) {
+	for _, b := range s {
+		h, err := b.Get(ctx, id)
+		if errors.Is(err, sandbox.ErrNotFound) {
+			continue
+		}
+		return h, err
+	}
+	return nil, fmt.Errorf("box %q: %w", id, sandbox.ErrNotFound)
 }

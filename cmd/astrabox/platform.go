@@ -102,11 +102,24 @@ func (p *platform) runAPI(ctx context.Context) error {
 		return fmt.Errorf("listen for session output: %w", err)
 	}
 	defer listener.Close()
-	// The API reaches boxes only where it runs beside the sandbox backend (the
-	// dev stack); a separate serve process answers the workspace routes 503.
-	var boxes api.SessionBoxes
+	// The API reaches local boxes only where it runs beside the local backend
+	// (the dev stack), and OpenSandbox boxes from any process, through the
+	// server; with neither, the workspace routes answer 503.
+	var reach sessionBoxes
 	if p.boxes != nil {
-		boxes = p.boxes
+		reach = append(reach, p.boxes)
+	}
+	osb, err := openOpenSandbox(p.cfg.Sandbox.OpenSandbox, p.log.Named("opensandbox"), false)
+	if err != nil {
+		return err
+	}
+	if osb != nil {
+		defer osb.Close()
+		reach = append(reach, osb)
+	}
+	var boxes api.SessionBoxes
+	if len(reach) > 0 {
+		boxes = reach
 	}
 	srv := api.New(api.Options{
 		Boxes:               boxes,
@@ -152,7 +165,7 @@ func (p *platform) runWorker(ctx context.Context) error {
 	if backend != nil {
 		backends[store.SandboxLocal] = backend
 	}
-	osb, err := openOpenSandbox(p.cfg.Sandbox.OpenSandbox, p.log.Named("opensandbox"))
+	osb, err := openOpenSandbox(p.cfg.Sandbox.OpenSandbox, p.log.Named("opensandbox"), true)
 	if err != nil {
 		return err
 	}

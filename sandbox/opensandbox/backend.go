@@ -60,7 +60,7 @@ type Backend struct {
 var _ sandbox.Backend = (*Backend)(nil)
 
 // New checks the options and starts the loop that renews the expiry of the
-// deployment's boxes. It does not call the server: an unreachable server
+// deployment's boxes (unless NoRenewal). It does not call the server: an unreachable server
 // fails the first box, not the worker's start.
 func New(opts Options) (*Backend, error) {
 	opts = opts.withDefaults()
@@ -70,8 +70,10 @@ func New(opts Options) (*Backend, error) {
 	b := &Backend{opts: opts, log: opts.Logger, stop: make(chan struct{}),
 		api: &lifecycle{base: strings.TrimSuffix(opts.URL, "/"), apiKey: opts.APIKey, hc: opts.HTTPClient,
 			attempts: opts.Attempts, backoff: opts.RetryBackoff, maxBackoff: 15 * time.Second, timeout: opts.RequestTimeout}}
-	b.wg.Add(1)
-	go b.renewLoop()
+	if !opts.NoRenewal {
+		b.wg.Add(1)
+		go b.renewLoop()
+	}
 	return b, nil
 }
 
@@ -250,12 +252,14 @@ func (b *Backend) ready(ctx context.Context, id, nonce string, spec sandbox.Spec
 func (b *Backend) waitState(ctx context.Context, id, want string) error {
 	tick := time.NewTicker(b.opts.PollInterval)
 	defer tick.Stop()
+	last := "unknown" // the last state the server reported
 	for {
 		info, err := b.api.get(ctx, id)
 		if errors.Is(err, errNotFound) {
 			return fmt.Errorf("opensandbox: box %s: %w (gone while waiting for %s)", id, sandbox.ErrBoxLost, want)
 		}
 		if err == nil {
+			last = info.Status.State
 			switch info.Status.State {
 			case want:
 				return nil
@@ -266,7 +270,7 @@ func (b *Backend) waitState(ctx context.Context, id, want string) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("opensandbox: box %s not %s: %w (state %q, last error: %v)", id, want, ctx.Err(), info.Status.State, err)
+			return fmt.Errorf("opensandbox: box %s not %s: %w (state %q, last error: %v)", id, want, ctx.Err(), last, err)
 		case <-tick.C:
 		}
 	}

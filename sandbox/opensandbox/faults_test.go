@@ -120,11 +120,11 @@ func TestExpiringBoxIsRenewed(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "alive\n", string(res.Stdout))
 
-	// Without renewal (the worker stopped, and the one watching never renews
-	// in time) the server expires the box, which Watch reports as such.
+	// Without renewal (the worker stopped; an API process only watches) the
+	// server expires the box, which Watch reports as such.
 	require.NoError(t, b.Close())
 	watcher := newBackend(t, Options{URL: opts.URL, APIKey: opts.APIKey, RunnerKey: opts.RunnerKey, Deployment: opts.Deployment,
-		PollInterval: opts.PollInterval, RenewBefore: time.Nanosecond, Logger: opts.Logger})
+		PollInterval: opts.PollInterval, NoRenewal: true, Logger: opts.Logger})
 	deaths, err = watcher.Watch(ctx, h.ID())
 	require.NoError(t, err)
 	d := <-deaths

@@ -68,7 +68,10 @@ type Options struct {
 	// expire under a server's default time-to-live. Boxes whose spec set a
 	// Timeout are left to expire.
 	RenewBefore, RenewFor time.Duration
-	Logger                *zap.Logger
+	// NoRenewal leaves expiry to other processes (the API's, which only reach
+	// boxes; workers renew).
+	NoRenewal bool
+	Logger    *zap.Logger
 }
 
 func (o Options) withDefaults() Options {
