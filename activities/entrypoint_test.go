@@ -86,6 +86,9 @@ func TestTheEntryPointServesAPublishedPortBeforeActivation(t *testing.T) {
 	st, err := h.Process(s.ctx, activities.EntryPointProcess)
 	require.NoError(t, err)
 	require.True(t, st.Running, "the entry point keeps running as the box's resident service")
+	info, err := h.Info(s.ctx)
+	require.NoError(t, err)
+	require.Equal(t, id, info.Metadata[activities.SessionMetadata], "the box's metadata names its Session")
 }
 
 // TestAnEntryPointThatCannotServeStopsTheSessionAndSaysWhy: an entry point that exits
