@@ -25,7 +25,9 @@ var _ sandbox.Handle = (*handle)(nil)
 
 func (h *handle) ID() string { return h.id }
 
-func (h *handle) Close() error { return h.c.Close() }
+// Close is a no-op: a handle's connections are the backend's pooled ones,
+// which other handles reuse; Backend.Close drops them.
+func (h *handle) Close() error { return nil }
 
 func (h *handle) Info(ctx context.Context) (sandbox.Info, error) {
 	in, err := h.b.api.get(ctx, h.id)
