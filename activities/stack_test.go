@@ -48,6 +48,9 @@ type stack struct {
 	st      *store.Store
 	tc      client.Client
 	backend *local.Backend
+	// remote, when set, is the backend the stack's RuntimeProfile selects
+	// instead of the local one (store.SandboxOpenSandbox).
+	remote sandbox.Backend
 	engines *engines.Registry
 	notices *pubsub.Listener
 	mounts  []sandbox.Mount
@@ -114,6 +117,11 @@ type engineSetup struct {
 	prewarm int
 	// tracing is the stack's RuntimeProfile's tracing configuration.
 	tracing json.RawMessage
+	// remote, when set, makes the backend the stack's RuntimeProfile selects
+	// (as sandbox_backend opensandbox, with image), given the stack and its
+	// local backend.
+	remote func(s *stack) sandbox.Backend
+	image  string
 }
 
 func newStack(t testing.TB) *stack {
@@ -152,8 +160,12 @@ func newStackWith(t testing.TB, setup engineSetup) *stack {
 	require.NoError(t, s.engines.Register(setup.kind, setup.adapter))
 	s.user, err = s.st.CreateUser(s.ctx, store.NewUser{Email: uniq() + "@example.com"})
 	require.NoError(t, err)
+	backendName := store.SandboxLocal
+	if setup.remote != nil {
+		backendName = store.SandboxOpenSandbox
+	}
 	profile, err := s.st.CreateRuntimeProfile(s.ctx, store.NewRuntimeProfile{Name: "p-" + uniq(), EngineKind: setup.kind, Enabled: true,
-		SandboxBackend: store.SandboxLocal, PrewarmSize: setup.prewarm, Tracing: setup.tracing})
+		SandboxBackend: backendName, Image: setup.image, PrewarmSize: setup.prewarm, Tracing: setup.tracing})
 	require.NoError(t, err)
 	s.profile = profile
 	if setup.prewarm > 0 {
@@ -165,6 +177,9 @@ func newStackWith(t testing.TB, setup engineSetup) *stack {
 		opts.Logger = testutil.Logger(t).Named("prewarm")
 	}
 	s.backend = localtest.NewBackend(t, opts)
+	if setup.remote != nil {
+		s.remote = setup.remote(s)
+	}
 	s.agent, err = s.st.CreateAgent(s.ctx, store.NewAgent{Name: "a-" + uniq(), EngineKind: setup.kind, RuntimeProfileID: profile.ID})
 	require.NoError(t, err)
 	return s
@@ -194,10 +209,14 @@ func (s *stack) startWorkerWith(hostID string, set activities.Settings) (stop fu
 		debug := zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.Lock(zapcore.AddSync(s.logs)), zap.DebugLevel)
 		logger = zap.New(zapcore.NewTee(logger.Core(), debug)).Named(hostID)
 	}
+	backends := map[string]sandbox.Backend{store.SandboxLocal: s.backend}
+	if s.remote != nil {
+		backends[store.SandboxOpenSandbox] = s.remote
+	}
 	acts, err := activities.New(activities.Deps{
 		Store:         s.st,
 		Engines:       s.engines,
-		Backends:      map[string]sandbox.Backend{store.SandboxLocal: s.backend},
+		Backends:      backends,
 		OpenBox:       func(_ context.Context, h sandbox.Handle) (engines.Box, error) { return enginebox.New(h), nil },
 		Notices:       s.notices,
 		SpecFor:       s.specFor,

@@ -84,7 +84,7 @@ type Fake struct {
 
 	mu         sync.Mutex
 	closed     bool
-	boxes      map[string]*sandbox
+	boxes      map[string]*fakeBox
 	violations []string
 	faults     []fault
 	calls      map[string]int
@@ -96,7 +96,7 @@ type Fake struct {
 	defaultTTL time.Duration
 }
 
-type sandbox struct {
+type fakeBox struct {
 	id         string
 	req        CreateRequest
 	state      string
@@ -142,7 +142,7 @@ func New(rt Runtime, key string) (*Fake, error) {
 	if err := doc.Validate(context.Background()); err != nil {
 		return nil, fmt.Errorf("lifecycle spec: %w", err)
 	}
-	f := &Fake{APIKey: key, doc: doc, rt: rt, boxes: map[string]*sandbox{}, calls: map[string]int{}, done: make(chan struct{})}
+	f := &Fake{APIKey: key, doc: doc, rt: rt, boxes: map[string]*fakeBox{}, calls: map[string]int{}, done: make(chan struct{})}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	f.URL = f.srv.URL + "/v1"
 	doc.Servers = openapi3.Servers{{URL: f.URL}}
@@ -161,7 +161,7 @@ func (f *Fake) Close() {
 	f.mu.Lock()
 	f.closed = true
 	boxes := f.boxes
-	f.boxes = map[string]*sandbox{}
+	f.boxes = map[string]*fakeBox{}
 	f.mu.Unlock()
 	for _, s := range boxes {
 		if s.box != nil {
@@ -250,7 +250,7 @@ func (f *Fake) step() {
 	}
 	f.stopping.Add(1)
 	defer f.stopping.Done()
-	var starts, stops []*sandbox
+	var starts, stops []*fakeBox
 	now := time.Now()
 	for _, s := range f.boxes {
 		switch {
@@ -295,7 +295,7 @@ func (f *Fake) step() {
 	}
 }
 
-func (s *sandbox) setState(state, reason, message string) {
+func (s *fakeBox) setState(state, reason, message string) {
 	s.state, s.reason, s.message, s.transition = state, reason, message, time.Now().UTC()
 }
 
@@ -417,7 +417,7 @@ func newUUID() string {
 }
 
 // view is a Sandbox as the API shows it.
-func (s *sandbox) view() map[string]any {
+func (s *fakeBox) view() map[string]any {
 	status := map[string]any{"state": s.state, "lastTransitionAt": s.transition.Format(time.RFC3339Nano)}
 	if s.reason != "" {
 		status["reason"] = s.reason
@@ -453,7 +453,7 @@ func (f *Fake) dispatch(w http.ResponseWriter, r *http.Request, op string, param
 			return
 		}
 		now := time.Now().UTC()
-		s := &sandbox{id: newUUID(), req: req, createdAt: now}
+		s := &fakeBox{id: newUUID(), req: req, createdAt: now}
 		s.setState("Pending", "", "")
 		if f.pendingFor >= 0 {
 			s.startAt = now.Add(f.pendingFor)
@@ -555,7 +555,7 @@ func (f *Fake) list(w http.ResponseWriter, r *http.Request) {
 		size = v
 	}
 	states := q["state"]
-	var match []*sandbox
+	var match []*fakeBox
 	for _, s := range f.boxes {
 		ok := len(states) == 0
 		for _, st := range states {
