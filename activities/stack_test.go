@@ -50,7 +50,7 @@ type stack struct {
 	backend *local.Backend
 	// remote, when set, is the backend the stack's RuntimeProfile selects
 	// instead of the local one (store.SandboxOpenSandbox).
-	remote sandbox.Backend
+	remote  sandbox.Backend
 	engines *engines.Registry
 	notices *pubsub.Listener
 	mounts  []sandbox.Mount
