@@ -30,32 +30,19 @@ type HostRunner struct {
 
 // Start implements Runtime.
 func (h HostRunner) Start(id string, req CreateRequest) (Box, error) {
-	if len(req.Entrypoint) < 3 || req.Entrypoint[1] != "serve" {
-		return nil, fmt.Errorf("entry point %q is not astrabox-runner serve", req.Entrypoint)
-	}
-	args := append([]string(nil), req.Entrypoint[1:]...)
-	listenAt := -1
-	for i, a := range args {
-		if a == "-listen" && i+1 < len(args) {
-			listenAt = i + 1
-		}
-	}
-	if listenAt < 0 {
-		return nil, fmt.Errorf("entry point %q has no -listen", req.Entrypoint)
-	}
-	_, containerPort, err := net.SplitHostPort(args[listenAt])
+	args, port, err := entrypointArgs(req.Entrypoint)
 	if err != nil {
-		return nil, fmt.Errorf("entry point listen address: %w", err)
-	}
-	port, err := strconv.Atoi(containerPort)
-	if err != nil {
-		return nil, fmt.Errorf("entry point listen port: %w", err)
+		return nil, err
 	}
 	hostPort, err := freePort()
 	if err != nil {
 		return nil, err
 	}
-	args[listenAt] = fmt.Sprintf("127.0.0.1:%d", hostPort)
+	for i, a := range args {
+		if a == "-listen" {
+			args[i+1] = fmt.Sprintf("127.0.0.1:%d", hostPort)
+		}
+	}
 	dir := filepath.Join(h.Root, id[:8])
 	if err := os.MkdirAll(dir, 0o711); err != nil {
 		return nil, fmt.Errorf("box folder: %w", err)
@@ -138,15 +125,11 @@ func (b *hostBox) signalAll(sig syscall.Signal) error {
 // its own), then removes the box's folder.
 func (b *hostBox) Stop() error {
 	b.stop.Do(func() {
-		for i := 0; i < 50; i++ {
+		deadline := time.Now().Add(5 * time.Second)
+		for time.Now().Before(deadline) {
 			pids := descendants(b.cmd.Process.Pid)
-			select {
-			case <-b.exited:
-				if len(pids) == 0 {
-					i = 50
-					continue
-				}
-			default:
+			if len(pids) == 0 && b.hasExited() {
+				break
 			}
 			// The runner first, so that a client following output sees its
 			// connection cut as a lost box does, not a process that ended.
@@ -163,6 +146,15 @@ func (b *hostBox) Stop() error {
 		_ = os.RemoveAll(b.dir)
 	})
 	return nil
+}
+
+func (b *hostBox) hasExited() bool {
+	select {
+	case <-b.exited:
+		return true
+	default:
+		return false
+	}
 }
 
 // descendants lists root and every process below it (read from /proc).
