@@ -213,6 +213,11 @@ type OpenSandbox struct {
 	// CAFile, when set, is the PEM bundle that verifies the server's and the
 	// runners' TLS certificates instead of the system's.
 	CAFile string `mapstructure:"ca_file"`
+	// Entrypoint is the images' runner command; empty: astrabox-runner serve
+	// -listen on RunnerPort from /usr/local/bin.
+	Entrypoint []string `mapstructure:"entrypoint"`
+	// RunnerPort is the runner's port in the box, whose endpoint is asked for.
+	RunnerPort int `mapstructure:"runner_port"`
 	// RunnerScheme is how runners' endpoints are reached: http or https.
 	RunnerScheme string `mapstructure:"runner_scheme"`
 	// UseServerProxy reaches runners through the server's own proxy.

@@ -255,6 +255,8 @@ func builtinDefaults() map[string]any {
 		"sandbox.opensandbox.runner_key":       "",
 		"sandbox.opensandbox.deployment":       "astrabox",
 		"sandbox.opensandbox.ca_file":          "",
+		"sandbox.opensandbox.entrypoint":       []string{},
+		"sandbox.opensandbox.runner_port":      9494,
 		"sandbox.opensandbox.runner_scheme":    "http",
 		"sandbox.opensandbox.use_server_proxy": false,
 		"sandbox.opensandbox.program_uid":      1000,

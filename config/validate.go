@@ -214,6 +214,7 @@ func (c *Config) validateOpenSandbox() error {
 			return nil
 		},
 		func() error { return nonEmpty("sandbox.opensandbox.deployment", o.Deployment) },
+		func() error { return port("sandbox.opensandbox.runner_port", o.RunnerPort) },
 		func() error { return oneOf("sandbox.opensandbox.runner_scheme", o.RunnerScheme, "http", "https") },
 		func() error { return positive("sandbox.opensandbox.program_uid", o.ProgramUID) },
 		func() error { return positive("sandbox.opensandbox.program_gid", o.ProgramGID) },

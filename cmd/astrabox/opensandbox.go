@@ -53,7 +53,8 @@ func openOpenSandbox(cfg config.OpenSandbox, log *zap.Logger, renew bool) (*open
 		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	}
 	b, err := opensandbox.New(opensandbox.Options{URL: cfg.URL, APIKey: cfg.APIKey.Reveal(), RunnerKey: []byte(cfg.RunnerKey.Reveal()),
-		Deployment: cfg.Deployment, HTTPClient: &http.Client{Transport: tr}, RunnerScheme: cfg.RunnerScheme,
+		Deployment: cfg.Deployment, HTTPClient: &http.Client{Transport: tr}, Entrypoint: cfg.Entrypoint,
+		RunnerPort: cfg.RunnerPort, RunnerScheme: cfg.RunnerScheme,
 		UseServerProxy: cfg.UseServerProxy, ProgramUID: cfg.ProgramUID, ProgramGID: cfg.ProgramGID,
 		ReadyTimeout: cfg.ReadyTimeout, RequestTimeout: cfg.RequestTimeout, Attempts: cfg.Attempts, NoRenewal: !renew, Logger: log})
 	if err != nil {

@@ -31,7 +31,7 @@ type Options struct {
 	// not set Timeout: output streams are long-lived.
 	HTTPClient *http.Client
 	// Entrypoint is the image's runner command (default: astrabox-runner serve
-	// -listen :9494 from /usr/local/bin).
+	// -listen :RunnerPort from /usr/local/bin).
 	Entrypoint []string
 	// RunnerPort is the runner's port in the box (default 9494).
 	RunnerPort int
@@ -75,11 +75,11 @@ type Options struct {
 }
 
 func (o Options) withDefaults() Options {
-	if len(o.Entrypoint) == 0 {
-		o.Entrypoint = []string{"/usr/local/bin/astrabox-runner", "serve", "-listen", fmt.Sprintf(":%d", runnerapi.DefaultPort)}
-	}
 	if o.RunnerPort == 0 {
 		o.RunnerPort = runnerapi.DefaultPort
+	}
+	if len(o.Entrypoint) == 0 {
+		o.Entrypoint = []string{"/usr/local/bin/astrabox-runner", "serve", "-listen", fmt.Sprintf(":%d", o.RunnerPort)}
 	}
 	if o.RunnerScheme == "" {
 		o.RunnerScheme = "http"
