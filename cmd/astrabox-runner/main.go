@@ -17,6 +17,7 @@ import (
 	"flag"
 	"fmt"
 	"log"
+	"net"
 	"os"
 	"os/signal"
 	"strconv"
@@ -26,6 +27,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/astrabox/astrabox/sandbox"
 	"github.com/astrabox/astrabox/sandbox/runner"
 	"github.com/astrabox/astrabox/sandbox/runnerapi"
 )
@@ -143,8 +145,10 @@ func clearInheritableCaps() error {
 }
 
 // networkConfig is the runner's configuration in an image run by a remote
-// backend: it serves on listen with the token of ASTRABOX_RUNNER_TOKEN, and
-// every other variable of environ is the box environment its processes get.
+// backend: it serves on listen with the token of ASTRABOX_RUNNER_TOKEN, listens
+// on the loopback port of every forward of ASTRABOX_RUNNER_FORWARDS for the
+// egress tunnel, and every other variable of environ is the box environment
+// its processes get.
 func networkConfig(listen string, environ []string) (runnerapi.Config, error) {
 	vars := map[string]string{}
 	env := map[string]string{}
@@ -163,6 +167,19 @@ func networkConfig(listen string, environ []string) (runnerapi.Config, error) {
 	}
 	if cfg.StateDir == "" {
 		cfg.StateDir = runnerapi.ControlDir
+	}
+	if raw := vars[runnerapi.EnvForwards]; raw != "" {
+		var forwards []sandbox.Forward
+		if err := json.Unmarshal([]byte(raw), &forwards); err != nil {
+			return cfg, fmt.Errorf("%s: %w", runnerapi.EnvForwards, err)
+		}
+		if err := (sandbox.Spec{Network: sandbox.NetworkPolicy{Forwards: forwards}}).WithDefaults().Validate(); err != nil {
+			return cfg, fmt.Errorf("%s: %w", runnerapi.EnvForwards, err)
+		}
+		for _, f := range forwards {
+			cfg.Tunnels = append(cfg.Tunnels, runnerapi.Tunnel{Name: f.Name, Listen: net.JoinHostPort("127.0.0.1", strconv.Itoa(f.Port))})
+		}
+		cfg.TunnelForwards = raw
 	}
 	for _, id := range []struct {
 		name string

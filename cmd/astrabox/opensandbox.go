@@ -16,6 +16,7 @@ import (
 	"github.com/astrabox/astrabox/config"
 	"github.com/astrabox/astrabox/engines"
 	"github.com/astrabox/astrabox/sandbox"
+	"github.com/astrabox/astrabox/sandbox/egress"
 	"github.com/astrabox/astrabox/sandbox/opensandbox"
 	"github.com/astrabox/astrabox/store"
 )
@@ -33,9 +34,10 @@ func sandboxOffers(cfg *config.Config) map[string]engines.SandboxBackendCapabili
 
 // openOpenSandbox builds the OpenSandbox backend from configuration; nil when
 // none is configured. It does not call the server: an unreachable one fails
-// the Sessions that need it, not the worker. Only workers renew boxes' expiry
-// (renew); the API only reaches boxes.
-func openOpenSandbox(cfg config.OpenSandbox, log *zap.Logger, renew bool) (*opensandbox.Backend, error) {
+// the Sessions that need it, not the worker. Only workers (worker) renew boxes'
+// expiry and serve their forwards through egress tunnels, with egressRoutes
+// (the model services and their credentials); the API only reaches boxes.
+func openOpenSandbox(cfg config.OpenSandbox, log *zap.Logger, worker bool, egressRoutes map[string]egress.Route) (*opensandbox.Backend, error) {
 	if cfg.URL == "" {
 		return nil, nil
 	}
@@ -56,7 +58,8 @@ func openOpenSandbox(cfg config.OpenSandbox, log *zap.Logger, renew bool) (*open
 		Deployment: cfg.Deployment, HTTPClient: &http.Client{Transport: tr}, Entrypoint: cfg.Entrypoint,
 		RunnerPort: cfg.RunnerPort, RunnerScheme: cfg.RunnerScheme,
 		UseServerProxy: cfg.UseServerProxy, ProgramUID: cfg.ProgramUID, ProgramGID: cfg.ProgramGID,
-		ReadyTimeout: cfg.ReadyTimeout, RequestTimeout: cfg.RequestTimeout, Attempts: cfg.Attempts, NoRenewal: !renew, Logger: log})
+		ReadyTimeout: cfg.ReadyTimeout, RequestTimeout: cfg.RequestTimeout, Attempts: cfg.Attempts, NoRenewal: !worker,
+		NoTunnels: !worker, Egress: egressRoutes, Logger: log})
 	if err != nil {
 		return nil, fmt.Errorf("sandbox.opensandbox: %w", err)
 	}

@@ -18,7 +18,7 @@ func TestOpenSandboxIsOfferedWhenConfigured(t *testing.T) {
 	offers := sandboxOffers(cfg)
 	require.Contains(t, offers, store.SandboxLocal)
 	require.NotContains(t, offers, store.SandboxOpenSandbox)
-	b, err := openOpenSandbox(cfg.Sandbox.OpenSandbox, nil, true)
+	b, err := openOpenSandbox(cfg.Sandbox.OpenSandbox, nil, true, nil)
 	require.NoError(t, err)
 	require.Nil(t, b, "no URL, no backend")
 
@@ -29,12 +29,12 @@ func TestOpenSandboxIsOfferedWhenConfigured(t *testing.T) {
 	require.True(t, offers[store.SandboxOpenSandbox].SupportsProcessSessions)
 	require.True(t, offers[store.SandboxOpenSandbox].RunsImageReferences)
 	require.False(t, offers[store.SandboxLocal].RunsImageReferences)
-	b, err = openOpenSandbox(cfg.Sandbox.OpenSandbox, nil, false)
+	b, err = openOpenSandbox(cfg.Sandbox.OpenSandbox, nil, false, nil)
 	require.NoError(t, err)
 	require.NotNil(t, b)
 	require.NoError(t, b.Close())
 
 	cfg.Sandbox.OpenSandbox.CAFile = "/nonexistent/ca.pem"
-	_, err = openOpenSandbox(cfg.Sandbox.OpenSandbox, nil, false)
+	_, err = openOpenSandbox(cfg.Sandbox.OpenSandbox, nil, false, nil)
 	require.ErrorContains(t, err, "sandbox.opensandbox.ca_file")
 }

@@ -109,7 +109,7 @@ func (p *platform) runAPI(ctx context.Context) error {
 	if p.boxes != nil {
 		reach = append(reach, p.boxes)
 	}
-	osb, err := openOpenSandbox(p.cfg.Sandbox.OpenSandbox, p.log.Named("opensandbox"), false)
+	osb, err := openOpenSandbox(p.cfg.Sandbox.OpenSandbox, p.log.Named("opensandbox"), false, nil)
 	if err != nil {
 		return err
 	}
@@ -165,7 +165,11 @@ func (p *platform) runWorker(ctx context.Context) error {
 	if backend != nil {
 		backends[store.SandboxLocal] = backend
 	}
-	osb, err := openOpenSandbox(p.cfg.Sandbox.OpenSandbox, p.log.Named("opensandbox"), true)
+	egressRoutes, err := modelEgress(p.cfg.Models)
+	if err != nil {
+		return err
+	}
+	osb, err := openOpenSandbox(p.cfg.Sandbox.OpenSandbox, p.log.Named("opensandbox"), true, egressRoutes)
 	if err != nil {
 		return err
 	}

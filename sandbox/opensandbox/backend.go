@@ -14,6 +14,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -52,6 +53,8 @@ type Backend struct {
 	api  *lifecycle
 	log  *zap.Logger
 
+	tunnels tunnels
+
 	stop     chan struct{}
 	stopOnce sync.Once
 	wg       sync.WaitGroup
@@ -67,7 +70,7 @@ func New(opts Options) (*Backend, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
-	b := &Backend{opts: opts, log: opts.Logger, stop: make(chan struct{}),
+	b := &Backend{opts: opts, log: opts.Logger, stop: make(chan struct{}), tunnels: tunnels{byID: map[string]*tunnel{}},
 		api: &lifecycle{base: strings.TrimSuffix(opts.URL, "/"), apiKey: opts.APIKey, hc: opts.HTTPClient,
 			attempts: opts.Attempts, backoff: opts.RetryBackoff, maxBackoff: 15 * time.Second, timeout: opts.RequestTimeout}}
 	if !opts.NoRenewal {
@@ -89,7 +92,7 @@ func (b *Backend) Capabilities() sandbox.Capabilities { return DeclaredCapabilit
 func DeclaredCapabilities() sandbox.Capabilities {
 	return sandbox.Capabilities{ProcessSessions: true, IsolatedAccounts: true, Pause: true, PersistentWorkspace: true,
 		ResourceLimits: true, Notes: []string{
-			"boxes reach no host egress forward: specs with forwards or host mounts are refused",
+			"forwards reach the worker's egress through a tunnel the worker holds to the box's runner; host mounts are refused",
 			"only cpu and memory limits are sent; pids, tmp and disk limits are refused",
 			"pause is refused by servers whose runtime cannot pause (Kubernetes without BatchSandbox)",
 		}}
@@ -149,8 +152,8 @@ func (b *Backend) createRequest(spec sandbox.Spec) (createRequest, error) {
 	if len(spec.Mounts) > 0 {
 		return createRequest{}, bad("host mounts (%s) cannot reach a remote box; the image must hold them", spec.Mounts[0].Source)
 	}
-	for _, f := range spec.Network.Forwards {
-		return createRequest{}, bad("forward %q: boxes of this backend reach no host egress socket", f.Name)
+	if _, err := b.routes(spec.Network.Forwards); err != nil {
+		return createRequest{}, bad("%v", err)
 	}
 	limits := spec.Limits.Or(b.opts.DefaultLimits)
 	if limits.Pids > 0 || limits.TmpBytes > 0 || limits.WorkspaceBytes > 0 {
@@ -187,6 +190,14 @@ func (b *Backend) createRequest(spec sandbox.Spec) (createRequest, error) {
 		meta[k] = v
 	}
 	meta[LabelNonce] = nonce
+	if len(spec.Network.Forwards) > 0 {
+		raw, err := json.Marshal(spec.Network.Forwards)
+		if err != nil {
+			return createRequest{}, fmt.Errorf("opensandbox: encode forwards: %w", err)
+		}
+		env[runnerapi.EnvForwards] = string(raw)
+		meta[LabelForwards] = b.forwardsMAC(nonce, string(raw))
+	}
 	if spec.ProfileKey != "" {
 		if !labelValue.MatchString(spec.ProfileKey) {
 			return createRequest{}, bad("profile key %q is not a label value", spec.ProfileKey)
@@ -231,6 +242,16 @@ func (b *Backend) ready(ctx context.Context, id, nonce string, spec sandbox.Spec
 			h.Close()
 			return nil, fmt.Errorf("opensandbox: box %s: runner not answering: %w (last error: %v)", id, ctx.Err(), err)
 		case <-tick.C:
+		}
+	}
+	if len(spec.Network.Forwards) > 0 && !b.opts.NoTunnels {
+		// The forwards lead somewhere before any program starts.
+		up := b.holdTunnel(id, h.c, nonce, "", spec.Network.Forwards)
+		select {
+		case <-up:
+		case <-ctx.Done():
+			b.dropTunnel(id)
+			return nil, fmt.Errorf("opensandbox: box %s: egress tunnel not established: %w", id, ctx.Err())
 		}
 	}
 	for _, svc := range spec.Services {
@@ -332,16 +353,30 @@ func (b *Backend) Claim(context.Context, string) (sandbox.Handle, error) {
 }
 
 // Get returns a handle on a box of this deployment, also one made before a
-// worker restart.
+// worker restart. A box with forwards gets its egress tunnel from this worker
+// from now on (unless NoTunnels): a restarted worker takes over the tunnel of
+// the boxes it holds.
 func (b *Backend) Get(ctx context.Context, id string) (sandbox.Handle, error) {
+	h, info, err := b.get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if mac := info.Metadata[LabelForwards]; mac != "" && !b.opts.NoTunnels {
+		b.holdTunnel(id, h.c, info.Metadata[LabelNonce], mac, nil)
+	}
+	return h, nil
+}
+
+func (b *Backend) get(ctx context.Context, id string) (*handle, sandboxInfo, error) {
 	info, err := b.api.get(ctx, id)
 	if err != nil {
-		return nil, b.lost(id, fmt.Errorf("opensandbox: get box %s: %w", id, err))
+		return nil, info, b.lost(id, fmt.Errorf("opensandbox: get box %s: %w", id, err))
 	}
 	if !b.ours(info) {
-		return nil, fmt.Errorf("box %q belongs to no AstraBox deployment %q: %w", id, b.opts.Deployment, sandbox.ErrNotFound)
+		return nil, info, fmt.Errorf("box %q belongs to no AstraBox deployment %q: %w", id, b.opts.Deployment, sandbox.ErrNotFound)
 	}
-	return b.connect(ctx, id, info.Metadata[LabelNonce])
+	h, err := b.connect(ctx, id, info.Metadata[LabelNonce])
+	return h, info, err
 }
 
 func (b *Backend) ours(info sandboxInfo) bool {
@@ -404,9 +439,9 @@ func deathOf(in sandboxInfo) *sandbox.Death {
 // Release asks the runner to stop its processes gracefully, then deletes the
 // box; a persistent workspace's volume is kept by the server.
 func (b *Backend) Release(ctx context.Context, id string) error {
-	if h, err := b.Get(ctx, id); err == nil {
+	if h, _, err := b.get(ctx, id); err == nil {
 		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		_ = h.(*handle).c.Shutdown(sctx, 5*time.Second)
+		_ = h.c.Shutdown(sctx, 5*time.Second)
 		cancel()
 		h.Close()
 	}
@@ -415,6 +450,7 @@ func (b *Backend) Release(ctx context.Context, id string) error {
 
 // Destroy deletes the box; an unknown box is not an error.
 func (b *Backend) Destroy(ctx context.Context, id string) error {
+	b.dropTunnel(id)
 	err := b.api.delete(ctx, id)
 	if err == nil || errors.Is(err, errNotFound) {
 		return nil
@@ -543,10 +579,12 @@ func (b *Backend) renewDue(ctx context.Context) {
 	}
 }
 
-// Close stops renewing and watching; boxes keep running.
+// Close stops renewing, watching and serving egress tunnels; boxes keep
+// running (their forwarded connections wait for the next worker's tunnel).
 func (b *Backend) Close() error {
 	b.stopOnce.Do(func() { close(b.stop) })
 	b.wg.Wait()
+	b.closeTunnels()
 	b.opts.HTTPClient.CloseIdleConnections()
 	return nil
 }

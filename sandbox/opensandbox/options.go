@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/astrabox/astrabox/sandbox"
+	"github.com/astrabox/astrabox/sandbox/egress"
 	"github.com/astrabox/astrabox/sandbox/runnerapi"
 )
 
@@ -71,6 +72,14 @@ type Options struct {
 	// NoRenewal leaves expiry to other processes (the API's, which only reach
 	// boxes; workers renew).
 	NoRenewal bool
+	// Egress is where the boxes' forwards without an upstream of their own lead
+	// (the model services, with their credentials), by forward name: the worker
+	// serves them through each box's egress tunnel. A spec with a forward of
+	// another name is refused.
+	Egress map[string]egress.Route
+	// NoTunnels leaves the boxes' egress tunnels to the worker holding them
+	// (the API process only reaches boxes).
+	NoTunnels bool
 	Logger    *zap.Logger
 }
 

@@ -60,6 +60,10 @@ func (r *Runner) routes() http.Handler {
 	r.workspaceRoutes(mux)
 	r.terminalRoutes(mux)
 	mux.HandleFunc("GET /v1/ports/{port}", handlePort)
+	mux.HandleFunc("GET "+runnerapi.TunnelPath, r.handleTunnel)
+	mux.HandleFunc("GET "+runnerapi.TunnelForwardsPath, func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, map[string]string{"forwards": r.cfg.TunnelForwards})
+	})
 	mux.HandleFunc("POST /v1/shutdown", func(w http.ResponseWriter, req *http.Request) {
 		var body runnerapi.ShutdownRequest
 		if err := json.NewDecoder(req.Body).Decode(&body); err != nil && !errors.Is(err, io.EOF) {

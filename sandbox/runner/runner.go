@@ -44,6 +44,7 @@ type Runner struct {
 	mu      sync.Mutex
 	procs   map[string]*process
 	terms   map[string]*terminal
+	tunnel  *tunnelHub
 	stop    chan struct{}
 	stopped sync.Once
 }
@@ -69,7 +70,7 @@ func New(cfg runnerapi.Config, logger *log.Logger) (*Runner, error) {
 		return nil, fmt.Errorf("program account %d:%d: set both or neither", cfg.ProgramUID, cfg.ProgramGID)
 	}
 	return &Runner{cfg: cfg, acct: account{uid: cfg.ProgramUID, gid: cfg.ProgramGID}, info: info, logger: logger, retry: 200 * time.Millisecond,
-		procs: map[string]*process{}, terms: map[string]*terminal{}, stop: make(chan struct{})}, nil
+		procs: map[string]*process{}, terms: map[string]*terminal{}, tunnel: newTunnelHub(logger), stop: make(chan struct{})}, nil
 }
 
 // Serve binds the forwards and the control socket, reports readiness on ready
@@ -86,6 +87,14 @@ func (r *Runner) Serve(ctx context.Context, ready func()) error {
 		}
 		go serveForward(ctx, ln, f.Socket, r.logger)
 	}
+	for _, f := range r.cfg.Tunnels {
+		ln, err := net.Listen("tcp", f.Listen)
+		if err != nil {
+			return fmt.Errorf("tunnelled forward %s %s: %w", f.Name, f.Listen, err)
+		}
+		go r.tunnel.serveTunnel(ctx, ln, f.Name)
+	}
+	defer r.tunnel.close()
 	bootDir := filepath.Join(r.cfg.StateDir, "boots", r.info.BootID)
 	if err := os.MkdirAll(bootDir, 0o700); err != nil {
 		return fmt.Errorf("create state dir: %w", err)

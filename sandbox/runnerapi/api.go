@@ -45,6 +45,13 @@ type Config struct {
 	Env map[string]string `json:"env,omitempty"`
 	// Forwards are loopback listeners bound before anything starts.
 	Forwards []Forward `json:"forwards,omitempty"`
+	// Tunnels are loopback listeners, also bound before anything starts, whose
+	// connections go to the worker through the egress tunnel (remote backends;
+	// see TunnelPath).
+	Tunnels []Tunnel `json:"tunnels,omitempty"`
+	// TunnelForwards is the raw EnvForwards value the tunnels come from, handed
+	// back to a worker that takes the box over.
+	TunnelForwards string `json:"tunnel_forwards,omitempty"`
 	// ListenTCP, when set, also serves the API on a TCP address, for backends
 	// whose boxes are reached over the network (an OpenSandbox endpoint).
 	// Token is then required on every request.
@@ -91,6 +98,13 @@ type InterruptResult struct {
 type Forward struct {
 	Listen string `json:"listen"`
 	Socket string `json:"socket"`
+}
+
+// Tunnel makes the runner listen on Listen (host:port on the box loopback) and
+// hand each connection to the egress tunnel as a stream named Name.
+type Tunnel struct {
+	Name   string `json:"name"`
+	Listen string `json:"listen"`
 }
 
 // Info describes the running runner.

@@ -298,8 +298,18 @@ func (c *Client) Shutdown(ctx context.Context, grace time.Duration) error {
 // DialPort opens a TCP connection to 127.0.0.1:port inside the box, relayed by
 // the runner over an upgraded HTTP connection.
 func (c *Client) DialPort(ctx context.Context, port int) (net.Conn, error) {
+	conn, err := c.upgrade(ctx, fmt.Sprintf("/v1/ports/%d", port), "tcp")
+	if err != nil {
+		return nil, fmt.Errorf("dial box port %d: %w", port, err)
+	}
+	return conn, nil
+}
+
+// upgrade asks the runner to switch the connection of a GET of path to proto
+// and returns the upgraded connection.
+func (c *Client) upgrade(ctx context.Context, path, proto string) (net.Conn, error) {
 	if c.dial == nil {
-		return c.upgradePort(ctx, port)
+		return c.upgradeHTTP(ctx, path, proto)
 	}
 	conn, err := c.dial(ctx)
 	if err != nil {
@@ -312,22 +322,22 @@ func (c *Client) DialPort(ctx context.Context, port int) (net.Conn, error) {
 	if c.token != "" {
 		auth = TokenHeader + ": " + c.token + "\r\n"
 	}
-	req := fmt.Sprintf("GET /v1/ports/%d HTTP/1.1\r\nHost: runner\r\n%sConnection: Upgrade\r\nUpgrade: tcp\r\n\r\n", port, auth)
+	req := fmt.Sprintf("GET %s HTTP/1.1\r\nHost: runner\r\n%sConnection: Upgrade\r\nUpgrade: %s\r\n\r\n", path, auth, proto)
 	if _, err := io.WriteString(conn, req); err != nil {
 		conn.Close()
-		return nil, fmt.Errorf("send port upgrade: %w", err)
+		return nil, fmt.Errorf("send upgrade: %w", err)
 	}
 	br := bufio.NewReader(conn)
 	resp, err := http.ReadResponse(br, nil)
 	if err != nil {
 		conn.Close()
-		return nil, fmt.Errorf("read port upgrade: %w", err)
+		return nil, fmt.Errorf("read upgrade: %w", err)
 	}
 	if resp.StatusCode != http.StatusSwitchingProtocols {
 		err := decodeError(resp)
 		resp.Body.Close()
 		conn.Close()
-		return nil, fmt.Errorf("dial box port %d: %w", port, err)
+		return nil, err
 	}
 	_ = conn.SetDeadline(time.Time{})
 	return &bufferedConn{Conn: conn, r: br}, nil
@@ -349,15 +359,15 @@ func (b *bufferedConn) CloseWrite() error {
 	return nil
 }
 
-// upgradePort asks for the port relay through the http client: a 101 answer's
+// upgradeHTTP asks for the upgrade through the http client: a 101 answer's
 // body is the connection itself.
-func (c *Client) upgradePort(ctx context.Context, port int) (net.Conn, error) {
-	req, err := http.NewRequestWithContext(context.WithoutCancel(ctx), http.MethodGet, fmt.Sprintf("%s/v1/ports/%d", c.base, port), nil)
+func (c *Client) upgradeHTTP(ctx context.Context, path, proto string) (net.Conn, error) {
+	req, err := http.NewRequestWithContext(context.WithoutCancel(ctx), http.MethodGet, c.base+path, nil)
 	if err != nil {
-		return nil, fmt.Errorf("build port upgrade: %w", err)
+		return nil, fmt.Errorf("build upgrade: %w", err)
 	}
 	req.Header.Set("Connection", "Upgrade")
-	req.Header.Set("Upgrade", "tcp")
+	req.Header.Set("Upgrade", proto)
 	if c.token != "" {
 		req.Header.Set(TokenHeader, c.token)
 	}
@@ -379,19 +389,19 @@ func (c *Client) upgradePort(ctx context.Context, port int) (net.Conn, error) {
 				a.resp.Body.Close()
 			}
 		}()
-		return nil, fmt.Errorf("dial box port %d: %w", port, ctx.Err())
+		return nil, ctx.Err()
 	}
 	if a.err != nil {
-		return nil, fmt.Errorf("dial box port %d: %w", port, a.err)
+		return nil, a.err
 	}
 	if a.resp.StatusCode != http.StatusSwitchingProtocols {
 		defer a.resp.Body.Close()
-		return nil, fmt.Errorf("dial box port %d: %w", port, decodeError(a.resp))
+		return nil, decodeError(a.resp)
 	}
 	rwc, ok := a.resp.Body.(io.ReadWriteCloser)
 	if !ok {
 		a.resp.Body.Close()
-		return nil, fmt.Errorf("dial box port %d: the transport gave no writable upgraded connection", port)
+		return nil, errors.New("the transport gave no writable upgraded connection")
 	}
 	return &upgradedConn{ReadWriteCloser: rwc}, nil
 }
