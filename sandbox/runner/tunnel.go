@@ -84,7 +84,10 @@ func (t *tunnelHub) close() {
 // open opens a stream for a connection to the forward name, waiting for a
 // tunnel while there is none.
 func (t *tunnelHub) open(ctx context.Context, name string) (net.Conn, error) {
-	timer := time.NewTimer(t.wait)
+	t.mu.Lock()
+	wait := t.wait
+	t.mu.Unlock()
+	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	for {
 		s, changed := t.current()
