@@ -52,3 +52,29 @@ func TestNetworkConfigKeepsRunnerSettingsFromPrograms(t *testing.T) {
 		}
 	}
 }
+
+// TestNetworkConfigTunnelsTheBoxForwards: ASTRABOX_RUNNER_FORWARDS makes the
+// runner listen on each forward's loopback port for the egress tunnel and keep
+// the value for the worker; a list that is not valid JSON or not valid forwards
+// stops the runner.
+func TestNetworkConfigTunnelsTheBoxForwards(t *testing.T) {
+	const token = runnerapi.EnvToken + "=0123456789abcdef0123"
+	const forwards = `[{"name":"model","port":47080},{"name":"tracing","port":47082,"upstream":"https://otel.example.com","paths":["/v1/traces"]}]`
+	cfg, err := networkConfig(":9494", []string{token, runnerapi.EnvForwards + "=" + forwards})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []runnerapi.Tunnel{{Name: "model", Listen: "127.0.0.1:47080"}, {Name: "tracing", Listen: "127.0.0.1:47082"}}
+	if len(cfg.Tunnels) != 2 || cfg.Tunnels[0] != want[0] || cfg.Tunnels[1] != want[1] || cfg.TunnelForwards != forwards {
+		t.Fatalf("tunnels %+v, forwards %q", cfg.Tunnels, cfg.TunnelForwards)
+	}
+	if _, ok := cfg.Env[runnerapi.EnvForwards]; ok {
+		t.Fatal("the forwards reach the programs' environment")
+	}
+	for _, bad := range []string{`not json`, `[{"name":"model","port":0}]`, `[{"name":"a","port":1},{"name":"b","port":1}]`,
+		`[{"name":"../x","port":1}]`} {
+		if _, err := networkConfig(":9494", []string{token, runnerapi.EnvForwards + "=" + bad}); err == nil {
+			t.Fatalf("forwards %s accepted", bad)
+		}
+	}
+}
