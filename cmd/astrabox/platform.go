@@ -102,11 +102,21 @@ func (p *platform) runAPI(ctx context.Context) error {
 		return fmt.Errorf("listen for session output: %w", err)
 	}
 	defer listener.Close()
-	// The API reaches boxes only where it runs beside the sandbox backend (the
-	// dev stack); a separate serve process answers the workspace routes 503.
+	// The API reaches boxes where it runs beside the local backend (the dev
+	// stack), or anywhere on Kubernetes, whose boxes the cluster keeps; a
+	// separate serve process with the local backend answers the workspace
+	// routes 503.
 	var boxes api.SessionBoxes
-	if p.boxes != nil {
+	switch {
+	case p.boxes != nil:
 		boxes = p.boxes
+	case p.cfg.Sandbox.Backend == store.SandboxKubernetes:
+		kb, err := openKubernetesBackend(p.cfg, p.log)
+		if err != nil {
+			return err
+		}
+		defer kb.Close()
+		boxes = kb
 	}
 	srv := api.New(api.Options{
 		Boxes:               boxes,
@@ -137,8 +147,21 @@ func (p *platform) runAPI(ctx context.Context) error {
 func (p *platform) runWorker(ctx context.Context) error {
 	hostID := worker.NewHostID()
 	backends := map[string]sandbox.Backend{}
-	backend := p.boxes
-	if backend == nil {
+	var backend interface {
+		sandbox.Backend
+		sandbox.Prewarmer
+	}
+	switch {
+	case p.cfg.Sandbox.Backend == store.SandboxKubernetes:
+		kb, err := openKubernetesBackend(p.cfg, p.log)
+		if err != nil {
+			return err
+		}
+		defer kb.Close()
+		backend = kb
+	case p.boxes != nil:
+		backend = p.boxes
+	default:
 		opened, err := p.openLocalBackend(ctx)
 		if err != nil {
 			return err
@@ -149,7 +172,7 @@ func (p *platform) runWorker(ctx context.Context) error {
 		}
 	}
 	if backend != nil {
-		backends[store.SandboxLocal] = backend
+		backends[p.cfg.Sandbox.Backend] = backend
 	}
 	var notices activities.InputNotices
 	if l, err := pubsub.Start(ctx, p.cfg.Database.DSN(), p.log.Named("pubsub"), pubsub.Options{ApplicationName: "astrabox-worker"}); err != nil {
@@ -297,7 +320,7 @@ func storeErrors(err error) (*api.Error, bool) {
 }
 
 // prewarmPools builds a pool of ready boxes for every enabled RuntimeProfile on
-// the local backend that asks for one (prewarm_size). Pools are made when the
+// the worker's sandbox backend that asks for one (prewarm_size). Pools are made when the
 // worker starts; a profile saved later gets its pool from syncPrewarmPools or its
 // first Session, whichever comes first. A pool keeps the size it started with.
 func (p *platform) prewarmPools(ctx context.Context) ([]local.PrewarmProfile, error) {
@@ -307,7 +330,7 @@ func (p *platform) prewarmPools(ctx context.Context) ([]local.PrewarmProfile, er
 	}
 	var pools []local.PrewarmProfile
 	for _, profile := range profiles {
-		if profile.PrewarmSize <= 0 || profile.SandboxBackend != store.SandboxLocal {
+		if profile.PrewarmSize <= 0 || profile.SandboxBackend != p.cfg.Sandbox.Backend {
 			continue
 		}
 		adapter, ok := p.engines.registry.Adapter(profile.EngineKind)
