@@ -119,13 +119,15 @@ func TestCreateMakesARestrictedSandboxAndDrivesItsRunnerThroughTheService(t *tes
 	require.NoError(t, err)
 	require.Equal(t, corev1.RestartPolicyNever, pod.RestartPolicy)
 	require.False(t, *pod.AutomountServiceAccountToken)
-	require.Len(t, pod.Containers, 2)
-	box, side := pod.Containers[0], pod.Containers[1]
+	require.Len(t, pod.Containers, 1)
+	require.Len(t, pod.InitContainers, 1)
+	box, side := pod.Containers[0], pod.InitContainers[0]
+	require.Equal(t, corev1.ContainerRestartPolicyAlways, *side.RestartPolicy, "a native sidecar ends with the pod")
 	require.Equal(t, "registry.example/claude-box:2", box.Image)
 	require.Equal(t, []string{"astrabox-runner", "serve", "-config", "/etc/astrabox/runner/runner.json"}, box.Command)
 	require.Equal(t, "500m", box.Resources.Limits.Cpu().String())
 	require.Equal(t, "1Gi", box.Resources.Limits.Memory().String())
-	for _, ctr := range pod.Containers {
+	for _, ctr := range []corev1.Container{box, side} {
 		sc := ctr.SecurityContext
 		require.True(t, *sc.RunAsNonRoot && *sc.ReadOnlyRootFilesystem && !*sc.AllowPrivilegeEscalation, ctr.Name)
 		require.Equal(t, []corev1.Capability{"ALL"}, sc.Capabilities.Drop)

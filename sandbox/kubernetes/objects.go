@@ -166,8 +166,13 @@ func (b *Backend) boxPodSpec(base corev1.PodSpec, secretName string, spec sandbo
 		pod.Volumes = append(pod.Volumes,
 			corev1.Volume{Name: volEgress, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 			corev1.Volume{Name: volEgressConfig, VolumeSource: secretVolume(secretName, egressConfigKey)})
-		pod.Containers = append(pod.Containers, corev1.Container{
+		// A native sidecar (an init container that keeps running): it serves
+		// before the runner starts, and ends with the pod once the runner has
+		// exited, so a finished box's pod completes.
+		always := corev1.ContainerRestartPolicyAlways
+		pod.InitContainers = append(pod.InitContainers, corev1.Container{
 			Name:            egressContainer,
+			RestartPolicy:   &always,
 			Image:           box.Image,
 			ImagePullPolicy: box.ImagePullPolicy,
 			Command: append(append([]string{}, b.opts.RunnerCommand...), "egress", "-config",
