@@ -39,6 +39,11 @@ func renderChart(t *testing.T, overrides map[string]any) rendered {
 	t.Helper()
 	ch, err := loader.Load(chartDir)
 	require.NoError(t, err)
+	require.NoError(t, ch.Validate())
+	if kube := chartutil.DefaultCapabilities.KubeVersion.Version; ch.Metadata.KubeVersion != "" {
+		require.True(t, chartutil.IsCompatibleRange(ch.Metadata.KubeVersion, kube),
+			"the chart's kubeVersion %q refuses the Kubernetes %s `helm template` assumes", ch.Metadata.KubeVersion, kube)
+	}
 	vals, err := chartutil.ToRenderValues(ch, overrides,
 		chartutil.ReleaseOptions{Name: "astrabox", Namespace: "astrabox", IsInstall: true, Revision: 1}, chartutil.DefaultCapabilities)
 	require.NoError(t, err)
