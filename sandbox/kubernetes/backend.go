@@ -17,6 +17,7 @@ package kubernetes
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -184,6 +185,11 @@ func (b *Backend) Capabilities() sandbox.Capabilities {
 // templateFor is the SandboxTemplate a profile's boxes are made from.
 func (b *Backend) templateFor(profileKey string) (string, error) {
 	if t, ok := b.opts.Templates[profileKey]; ok {
+		return t, nil
+	}
+	// Configuration files lower-case map keys; profile ids are UUIDs, whose case
+	// carries no meaning.
+	if t, ok := b.opts.Templates[strings.ToLower(profileKey)]; ok {
 		return t, nil
 	}
 	if b.opts.DefaultTemplate == "" {

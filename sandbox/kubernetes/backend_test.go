@@ -24,12 +24,16 @@ import (
 // template is a SandboxTemplate as an operator writes it: an image with the
 // runner and the Agent programs, and a network policy.
 func template(name string) *unstructured.Unstructured {
+	return templateWithImage(name, "registry.example/astrabox-box:1")
+}
+
+func templateWithImage(name, image string) *unstructured.Unstructured {
 	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": TemplateResource.GroupVersion().String(), "kind": "SandboxTemplate",
 		"metadata": map[string]any{"name": name, "namespace": testNamespace},
 		"spec": map[string]any{
 			"podTemplate": map[string]any{"metadata": map[string]any{}, "spec": map[string]any{
-				"containers": []any{map[string]any{"name": "box", "image": "registry.example/astrabox-box:1",
+				"containers": []any{map[string]any{"name": "box", "image": image,
 					"resources": map[string]any{"requests": map[string]any{"cpu": "250m"}}}},
 			}},
 			"networkPolicyManagement": "Managed",
@@ -365,6 +369,30 @@ func TestSpecsACLusterCannotRunAreRefusedBeforeAnythingIsWritten(t *testing.T) {
 	require.Empty(t, list.Items)
 	_, err = New(Options{Client: c.client, Namespace: testNamespace})
 	require.Error(t, err, "a backend without a template is refused")
+}
+
+func TestTheRuntimeProfileNamesItsTemplate(t *testing.T) {
+	t.Parallel()
+	ctx := testutil.Context(t)
+	c := newCluster(t, template("agents"), templateWithImage("gpu-agents", "registry.example/gpu-box:3"))
+	b, err := New(Options{Client: c.client, Namespace: testNamespace, DefaultTemplate: "agents",
+		Templates: map[string]string{"9f1c0a8e-profile": "gpu-agents"}, RunnerPort: c.port,
+		PollInterval: 5 * time.Millisecond, ReadyTimeout: 30 * time.Second, Logger: testutil.Logger(t)})
+	require.NoError(t, err)
+	defer b.Close()
+	for profile, image := range map[string]string{
+		"9F1C0A8E-PROFILE": "registry.example/gpu-box:3", // configuration lower-cases map keys
+		"another":          "registry.example/astrabox-box:1",
+	} {
+		h, err := b.Create(ctx, sandbox.Spec{ProfileKey: profile})
+		require.NoError(t, err)
+		pod, err := podSpecOf(get(t, c, SandboxResource, h.ID()))
+		require.NoError(t, err)
+		require.Equal(t, image, pod.Containers[0].Image, profile)
+		require.Empty(t, pod.InitContainers, "no forwards, no egress sidecar")
+		require.NoError(t, b.Destroy(ctx, h.ID()))
+		h.Close()
+	}
 }
 
 // waitFor polls cond until it holds or the test's context ends.
