@@ -120,6 +120,7 @@ func (p *platform) runAPI(ctx context.Context) error {
 	}
 	srv := api.New(api.Options{
 		Boxes:               boxes,
+		SandboxBackends:     sandboxBackends(p.cfg.Sandbox.Backend),
 		MaxUploadBytes:      p.cfg.HTTP.MaxUploadBytes,
 		Logger:              p.log.Named("api"),
 		Checks:              p.checks(),
@@ -139,6 +140,13 @@ func (p *platform) runAPI(ctx context.Context) error {
 	})
 	p.log.Info("api listening", zap.String("url", p.cfg.HTTP.APIURL()))
 	return srv.Serve(ctx, ln, p.cfg.HTTP.ShutdownTimeout)
+}
+
+// sandboxBackends is what a RuntimeProfile may select: the backend this
+// deployment's workers run (sandbox.backend). Both the local and the kubernetes
+// backends run process sessions, one conversation per box.
+func sandboxBackends(name string) map[string]engines.SandboxBackendCapabilities {
+	return map[string]engines.SandboxBackendCapabilities{name: {SupportsProcessSessions: true}}
 }
 
 // runWorker runs the Temporal workers, with SessionWorkflow and its activities, and
