@@ -58,7 +58,7 @@ func boxSpec() sandbox.Spec {
 		Env:      map[string]string{"GREETING": "hello from the pod"},
 		Limits:   sandbox.Limits{CPUMillis: 500, MemoryBytes: 1 << 30, TmpBytes: 64 << 20},
 		Network:  sandbox.NetworkPolicy{Forwards: []sandbox.Forward{{Name: "model", Port: 4000}, {Name: "tracing", Port: 4318, Upstream: "https://otel.example", Paths: []string{"/v1/traces"}}}},
-		Metadata: map[string]string{"agent_id": "agent-7"}}
+		Metadata: map[string]string{"agent_id": "agent-7"}, Timeout: time.Hour}
 }
 
 func get(t *testing.T, c *cluster, gvr interface{ String() string }, name string) *unstructured.Unstructured {
@@ -117,8 +117,12 @@ func TestCreateMakesARestrictedSandboxAndDrivesItsRunnerThroughTheService(t *tes
 	require.Equal(t, map[string]string{"agent_id": "agent-7"}, info.Metadata)
 	require.NotEmpty(t, info.BootID)
 
-	// The pod is what a box must be.
+	// The pod is what a box must be, and the cluster ends it after its timeout.
 	sb := get(t, c, SandboxResource, h.ID())
+	shutdown, _, _ := unstructured.NestedString(sb.Object, "spec", "shutdownTime")
+	at, err := time.Parse(time.RFC3339, shutdown)
+	require.NoError(t, err)
+	require.WithinDuration(t, time.Now().Add(time.Hour), at, time.Minute)
 	pod, err := podSpecOf(sb)
 	require.NoError(t, err)
 	require.Equal(t, corev1.RestartPolicyNever, pod.RestartPolicy)
