@@ -144,11 +144,15 @@ type TLS struct {
 
 // Sandbox selects and configures the sandbox backend.
 type Sandbox struct {
-	// Backend names the sandbox backend; local (bubblewrap) is the embedded default.
-	Backend string `mapstructure:"backend"`
-	Local   Local  `mapstructure:"local"`
+	// Backend names the sandbox backend the worker runs: local (bubblewrap) is
+	// the embedded default; kubernetes runs boxes as agent-sandbox Sandboxes in
+	// a cluster. RuntimeProfiles name the backend their boxes need
+	// (sandbox_backend).
+	Backend    string     `mapstructure:"backend"`
+	Local      Local      `mapstructure:"local"`
+	Kubernetes Kubernetes `mapstructure:"kubernetes"`
 	// OpenSandbox, when its URL is set, offers the opensandbox backend to
-	// RuntimeProfiles beside the local one.
+	// RuntimeProfiles beside the worker's own backend.
 	OpenSandbox OpenSandbox `mapstructure:"opensandbox"`
 	// Limits bound every box where its RuntimeProfile's resources say nothing.
 	Limits Limits `mapstructure:"limits"`
@@ -231,6 +235,37 @@ type OpenSandbox struct {
 	// answered 429 or 5xx is tried in all.
 	RequestTimeout time.Duration `mapstructure:"request_timeout"`
 	Attempts       int           `mapstructure:"attempts"`
+}
+
+// Kubernetes configures the kubernetes sandbox backend (package
+// sandbox/kubernetes, docs/deploy.md).
+type Kubernetes struct {
+	// Namespace holds the boxes; empty means the namespace the process runs in.
+	Namespace string `mapstructure:"namespace"`
+	// Kubeconfig is a kubeconfig file for a process outside the cluster; empty
+	// uses the pod's service account.
+	Kubeconfig string `mapstructure:"kubeconfig"`
+	// Instance labels this deployment's boxes, so that two deployments in one
+	// namespace never list or reap each other's.
+	Instance string `mapstructure:"instance"`
+	// DefaultTemplate is the SandboxTemplate boxes are made from; Templates maps
+	// a RuntimeProfile id to another one.
+	DefaultTemplate string            `mapstructure:"default_template"`
+	Templates       map[string]string `mapstructure:"templates"`
+	// BoxContainer names the template's container that runs the runner (empty:
+	// the first).
+	BoxContainer string `mapstructure:"box_container"`
+	// RunnerCommand is the runner's path in the box image.
+	RunnerCommand []string `mapstructure:"runner_command"`
+	// RunnerPort is the TCP port the runner serves on in the box's pod.
+	RunnerPort int `mapstructure:"runner_port"`
+	// RunAsUser is the account of the box's containers.
+	RunAsUser int64 `mapstructure:"run_as_user"`
+	// StorageClass and WorkspaceSize shape persistent workspaces' volumes.
+	StorageClass  string `mapstructure:"storage_class"`
+	WorkspaceSize string `mapstructure:"workspace_size"`
+	// ReadyTimeout bounds the wait for a new box (image pull included).
+	ReadyTimeout time.Duration `mapstructure:"ready_timeout"`
 }
 
 // Models holds model-service credentials. The platform adds them on the host side

@@ -82,7 +82,7 @@ func TestValidationNamesTheKey(t *testing.T) {
 		{name: "bad sslmode", environ: []string{"ASTRABOX_DATABASE_SSLMODE=maybe"}, key: "database.sslmode", want: "expected one of"},
 		{name: "unknown env", environ: []string{"ASTRABOX_HTTP_ADRR=x"}, key: "ASTRABOX_HTTP_ADRR", want: "unknown environment variable"},
 		{name: "unknown yaml key", yaml: "http:\n  adr: x\n", key: "http.adr", want: "unknown key"},
-		{name: "bad backend", environ: []string{"ASTRABOX_SANDBOX_BACKEND=cloud"}, key: "sandbox.backend", want: "expected one of local"},
+		{name: "bad backend", environ: []string{"ASTRABOX_SANDBOX_BACKEND=cloud"}, key: "sandbox.backend", want: "expected one of local, kubernetes"},
 		{name: "tls files missing", environ: []string{"ASTRABOX_TEMPORAL_TLS_ENABLED=true", "ASTRABOX_TEMPORAL_TLS_CA_FILE=/nonexistent/ca.pem"}, key: "temporal.tls.ca_file", want: "readable file"},
 		{name: "short secrets key", environ: []string{"ASTRABOX_SECRETS_KEY=c2hvcnQ="}, key: "secrets.key", want: "32 random bytes"},
 		{name: "bad read timeout", environ: []string{"ASTRABOX_HTTP_READ_TIMEOUT=0s"}, key: "http.read_timeout", want: "positive duration"},
@@ -93,6 +93,10 @@ func TestValidationNamesTheKey(t *testing.T) {
 		{name: "opensandbox without a key", environ: []string{"ASTRABOX_SANDBOX_OPENSANDBOX_URL=https://osb.example/v1"}, key: "sandbox.opensandbox.api_key", want: "must not be empty"},
 		{name: "opensandbox short runner key", environ: []string{"ASTRABOX_SANDBOX_OPENSANDBOX_URL=https://osb.example/v1", "ASTRABOX_SANDBOX_OPENSANDBOX_API_KEY=k", "ASTRABOX_SANDBOX_OPENSANDBOX_RUNNER_KEY=short"}, key: "sandbox.opensandbox.runner_key", want: "16 characters"},
 		{name: "opensandbox bad url", environ: []string{"ASTRABOX_SANDBOX_OPENSANDBOX_URL=osb.example"}, key: "sandbox.opensandbox.url", want: "http or https URL"},
+		{name: "kubernetes without a template", environ: []string{"ASTRABOX_SANDBOX_BACKEND=kubernetes", "ASTRABOX_SANDBOX_KUBERNETES_DEFAULT_TEMPLATE="}, key: "sandbox.kubernetes.default_template", want: "name a SandboxTemplate"},
+		{name: "kubernetes boxes as root", environ: []string{"ASTRABOX_SANDBOX_BACKEND=kubernetes", "ASTRABOX_SANDBOX_KUBERNETES_RUN_AS_USER=0"}, key: "sandbox.kubernetes.run_as_user", want: "non-root"},
+		{name: "kubernetes runner port", environ: []string{"ASTRABOX_SANDBOX_BACKEND=kubernetes", "ASTRABOX_SANDBOX_KUBERNETES_RUNNER_PORT=0"}, key: "sandbox.kubernetes.runner_port", want: "expected a port"},
+		{name: "kubernetes workspace size", environ: []string{"ASTRABOX_SANDBOX_BACKEND=kubernetes", "ASTRABOX_SANDBOX_KUBERNETES_WORKSPACE_SIZE=big"}, key: "sandbox.kubernetes.workspace_size", want: "byte quantity"},
 		{name: "titles without a model", environ: []string{"ASTRABOX_TITLES_ENABLED=true", "ASTRABOX_TITLES_MODEL="}, key: "titles.model", want: "must not be empty"},
 	}
 	for _, tc := range cases {

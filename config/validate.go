@@ -8,6 +8,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/astrabox/astrabox/sandbox"
 )
 
 // Validate checks every key and returns the first problem as an *Error naming
@@ -51,7 +53,8 @@ func (c *Config) Validate() error {
 		},
 		func() error { return positiveDuration("temporal.resignal_grace", int64(c.Temporal.ResignalGrace)) },
 		c.validateTLS,
-		func() error { return oneOf("sandbox.backend", c.Sandbox.Backend, "local") },
+		func() error { return oneOf("sandbox.backend", c.Sandbox.Backend, "local", "kubernetes") },
+		c.validateKubernetes,
 		func() error { return nonEmpty("sandbox.local.state_dir", c.Sandbox.Local.StateDir) },
 		func() error { return positive("sandbox.local.uid_base", c.Sandbox.Local.UIDBase) },
 		func() error { return positive("sandbox.local.uid_count", c.Sandbox.Local.UIDCount) },
@@ -227,4 +230,31 @@ func (c *Config) validateOpenSandbox() error {
 		}
 	}
 	return nil
+}
+
+// validateKubernetes checks the kubernetes backend's keys when it is selected.
+func (c *Config) validateKubernetes() error {
+	k := c.Sandbox.Kubernetes
+	if c.Sandbox.Backend != "kubernetes" {
+		return nil
+	}
+	if err := nonEmpty("sandbox.kubernetes.instance", k.Instance); err != nil {
+		return err
+	}
+	if strings.TrimSpace(k.DefaultTemplate) == "" && len(k.Templates) == 0 {
+		return &Error{Key: "sandbox.kubernetes.default_template", Reason: "name a SandboxTemplate (or map profiles to templates in sandbox.kubernetes.templates)"}
+	}
+	if len(k.RunnerCommand) == 0 || k.RunnerCommand[0] == "" {
+		return &Error{Key: "sandbox.kubernetes.runner_command", Reason: "must name the runner in the box image"}
+	}
+	if k.RunnerPort < 1 || k.RunnerPort > 65535 {
+		return &Error{Key: "sandbox.kubernetes.runner_port", Reason: fmt.Sprintf("expected a port, got %d", k.RunnerPort)}
+	}
+	if k.RunAsUser <= 0 {
+		return &Error{Key: "sandbox.kubernetes.run_as_user", Reason: "boxes run as a non-root account: expected a positive uid"}
+	}
+	if _, err := sandbox.ParseBytes(k.WorkspaceSize); err != nil {
+		return &Error{Key: "sandbox.kubernetes.workspace_size", Reason: err.Error()}
+	}
+	return positiveDuration("sandbox.kubernetes.ready_timeout", int64(k.ReadyTimeout))
 }

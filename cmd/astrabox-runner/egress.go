@@ -27,10 +27,20 @@ const maxForwarderConfig = 1 << 20
 func forward(args []string) error {
 	fs := flag.NewFlagSet("egress", flag.ContinueOnError)
 	readyFD := fs.Int("ready-fd", -1, "file descriptor to write \"ready\" to once every socket listens")
+	configPath := fs.String("config", "", "read the configuration from this file instead of stdin (a Kubernetes box's egress sidecar, whose Secret is mounted only into it)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	raw, err := io.ReadAll(io.LimitReader(os.Stdin, maxForwarderConfig))
+	in := io.Reader(os.Stdin)
+	if *configPath != "" {
+		f, err := os.Open(*configPath)
+		if err != nil {
+			return fmt.Errorf("open egress config: %w", err)
+		}
+		defer f.Close()
+		in = f
+	}
+	raw, err := io.ReadAll(io.LimitReader(in, maxForwarderConfig))
 	if err != nil {
 		return fmt.Errorf("read egress config: %w", err)
 	}

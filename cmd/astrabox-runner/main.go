@@ -7,7 +7,7 @@
 //	astrabox-runner serve -config /run/astrabox/runner.json [-ready-fd N]
 //	astrabox-runner serve -listen :9494   (image entry point; settings from ASTRABOX_RUNNER_*)
 //	astrabox-runner launch -uid U -runner-uid R [-fds N] [-cgroup DIR]... -- bwrap ARGS...
-//	astrabox-runner egress [-ready-fd N] < forwarder config (JSON)
+//	astrabox-runner egress [-ready-fd N] [-config FILE] < forwarder config (JSON)
 //	astrabox-runner stdin-echo -- PROGRAM [ARGS...]   (in a box: journal what a JSON-RPC program is sent)
 package main
 

@@ -22,10 +22,12 @@ import (
 )
 
 // sandboxOffers are the sandbox backends RuntimeProfiles may select in this
-// deployment, with what each declares: the local backend always, the
-// OpenSandbox backend when its URL is configured.
+// deployment, with what each declares: the backend this deployment's workers
+// run (sandbox.backend: local or kubernetes, both with process sessions, one
+// conversation per box), and the OpenSandbox backend when its URL is
+// configured.
 func sandboxOffers(cfg *config.Config) map[string]engines.SandboxBackendCapabilities {
-	offers := api.DefaultSandboxBackends()
+	offers := map[string]engines.SandboxBackendCapabilities{cfg.Sandbox.Backend: {SupportsProcessSessions: true}}
 	if cfg.Sandbox.OpenSandbox.URL != "" {
 		offers[store.SandboxOpenSandbox] = api.BackendOffer(opensandbox.DeclaredCapabilities(), true)
 	}

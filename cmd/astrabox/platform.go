@@ -103,11 +103,20 @@ func (p *platform) runAPI(ctx context.Context) error {
 	}
 	defer listener.Close()
 	// The API reaches local boxes only where it runs beside the local backend
-	// (the dev stack), and OpenSandbox boxes from any process, through the
-	// server; with neither, the workspace routes answer 503.
+	// (the dev stack); Kubernetes boxes, which the cluster keeps, and
+	// OpenSandbox boxes, through the server, from any process. With none, the
+	// workspace routes answer 503.
 	var reach sessionBoxes
-	if p.boxes != nil {
+	switch {
+	case p.boxes != nil:
 		reach = append(reach, p.boxes)
+	case p.cfg.Sandbox.Backend == store.SandboxKubernetes:
+		kb, err := openKubernetesBackend(p.cfg, p.log)
+		if err != nil {
+			return err
+		}
+		defer kb.Close()
+		reach = append(reach, kb)
 	}
 	osb, err := openOpenSandbox(p.cfg.Sandbox.OpenSandbox, p.log.Named("opensandbox"), false, nil)
 	if err != nil {
@@ -151,8 +160,21 @@ func (p *platform) runAPI(ctx context.Context) error {
 func (p *platform) runWorker(ctx context.Context) error {
 	hostID := worker.NewHostID()
 	backends := map[string]sandbox.Backend{}
-	backend := p.boxes
-	if backend == nil {
+	var backend interface {
+		sandbox.Backend
+		sandbox.Prewarmer
+	}
+	switch {
+	case p.cfg.Sandbox.Backend == store.SandboxKubernetes:
+		kb, err := openKubernetesBackend(p.cfg, p.log)
+		if err != nil {
+			return err
+		}
+		defer kb.Close()
+		backend = kb
+	case p.boxes != nil:
+		backend = p.boxes
+	default:
 		opened, err := p.openLocalBackend(ctx)
 		if err != nil {
 			return err
@@ -163,7 +185,7 @@ func (p *platform) runWorker(ctx context.Context) error {
 		}
 	}
 	if backend != nil {
-		backends[store.SandboxLocal] = backend
+		backends[p.cfg.Sandbox.Backend] = backend
 	}
 	egressRoutes, err := modelEgress(p.cfg.Models)
 	if err != nil {
@@ -324,7 +346,7 @@ func storeErrors(err error) (*api.Error, bool) {
 }
 
 // prewarmPools builds a pool of ready boxes for every enabled RuntimeProfile on
-// the local backend that asks for one (prewarm_size). Pools are made when the
+// the worker's sandbox backend that asks for one (prewarm_size). Pools are made when the
 // worker starts; a profile saved later gets its pool from syncPrewarmPools or its
 // first Session, whichever comes first. A pool keeps the size it started with.
 func (p *platform) prewarmPools(ctx context.Context) ([]local.PrewarmProfile, error) {
@@ -334,7 +356,7 @@ func (p *platform) prewarmPools(ctx context.Context) ([]local.PrewarmProfile, er
 	}
 	var pools []local.PrewarmProfile
 	for _, profile := range profiles {
-		if profile.PrewarmSize <= 0 || profile.SandboxBackend != store.SandboxLocal {
+		if profile.PrewarmSize <= 0 || profile.SandboxBackend != p.cfg.Sandbox.Backend {
 			continue
 		}
 		adapter, ok := p.engines.registry.Adapter(profile.EngineKind)
