@@ -74,6 +74,8 @@ type relayRun struct {
 type eventOrErr struct {
 	ev  engines.Event
 	err error
+	// read is when the Relay read the event from the runtime, for the relay lag metric.
+	read time.Time
 }
 
 func (r *relayRun) run(ctx context.Context) (RelayResult, error) {
@@ -136,7 +138,7 @@ func (r *relayRun) readFrom(ctx context.Context, cursor *engines.RuntimeCursor) 
 		defer close(items)
 		for ev, err := range r.l.client.Events(evCtx, cursor) {
 			select {
-			case items <- eventOrErr{ev, err}:
+			case items <- eventOrErr{ev, err, time.Now()}:
 			case <-evCtx.Done():
 				return
 			}
@@ -240,6 +242,7 @@ func (r *relayRun) record(ctx context.Context, batch []eventOrErr, cursor *engin
 	var ops []store.RelayOp
 	var itemErr error
 	admits, ends := false, false
+	admitted, parts := 0, 0
 	last := cursor
 	for _, it := range batch {
 		if it.err != nil {
@@ -256,6 +259,12 @@ func (r *relayRun) record(ctx context.Context, batch []eventOrErr, cursor *engin
 		for _, op := range evOps {
 			ops = append(ops, op)
 			admits = admits || op.AdmitInput != ""
+			if op.AdmitInput != "" {
+				admitted++
+			}
+			if op.Part != nil {
+				parts++
+			}
 			ends = ends || op.EndResponse != nil
 		}
 		c := it.ev.EventCursor()
@@ -278,6 +287,9 @@ func (r *relayRun) record(ctx context.Context, batch []eventOrErr, cursor *engin
 			return cursor, err
 		}
 		r.throughSeq = res.LastSeq
+		r.a.metrics.InputsAdmitted.Add(float64(admitted))
+		r.a.metrics.PartsCommitted.Add(float64(parts))
+		r.a.metrics.RelayLag.Observe(time.Since(batch[0].read).Seconds())
 		activity.RecordHeartbeat(ctx, RelayProgress{LeaseGeneration: r.lease, ThroughSeq: r.throughSeq})
 		if err := r.l.client.Committed(ctx, *last); err != nil {
 			r.log.Warn("tell runtime what is committed", zap.Error(err))

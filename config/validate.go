@@ -81,6 +81,16 @@ func (c *Config) Validate() error {
 		func() error { return port("dev.model_port", c.Dev.ModelPort) },
 		func() error { return positiveDuration("startup.timeout", int64(c.Startup.Timeout)) },
 		c.validateSecretsKey,
+		c.validateTelemetry,
+		func() error {
+			if err := oneOf("temporal.versioning.behavior", c.Temporal.Versioning.Behavior, VersioningAutoUpgrade, VersioningPinned); err != nil {
+				return err
+			}
+			if c.Temporal.Versioning.Enabled {
+				return nonEmpty("temporal.versioning.deployment_name", c.Temporal.Versioning.DeploymentName)
+			}
+			return nil
+		},
 	}
 	for _, check := range checks {
 		if err := check(); err != nil {
@@ -187,4 +197,21 @@ func optionalURL(key, value string) error {
 		return &Error{Key: key, Reason: fmt.Sprintf("expected an http:// or https:// URL, got %q", value)}
 	}
 	return nil
+}
+
+func (c *Config) validateTelemetry() error {
+	if c.Metrics.Listen != "" {
+		if err := hostPort("metrics.listen", c.Metrics.Listen); err != nil {
+			return err
+		}
+	}
+	if c.Tracing.OTLPEndpoint != "" {
+		if err := hostPort("tracing.otlp_endpoint", c.Tracing.OTLPEndpoint); err != nil {
+			return err
+		}
+	}
+	if c.Tracing.SampleRatio < 0 || c.Tracing.SampleRatio > 1 {
+		return &Error{Key: "tracing.sample_ratio", Reason: "expected a number from 0 to 1"}
+	}
+	return nonEmpty("tracing.service_name", c.Tracing.ServiceName)
 }
