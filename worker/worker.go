@@ -40,13 +40,17 @@ type Options struct {
 	Logger *zap.Logger
 	// Interceptors wrap every workflow and activity of both workers (metrics).
 	Interceptors []interceptor.WorkerInterceptor
-	// Version, when set, opts both workers into Worker Deployment Versioning.
+	// Version, when set, opts the shared worker into Worker Deployment Versioning.
+	// The host worker stays unversioned: its queue belongs to this one process, so it
+	// only ever sees this build, and a versioned host queue would leave a workflow on
+	// a newer version unable to reach a Relay an older process still holds.
 	Version *Version
 }
 
-// Version is the Worker Deployment Version a process's workers poll as. Temporal
-// routes each workflow task only to workers of the version the workflow runs on, so
-// during a rolling upgrade old and new builds never take turns on one execution.
+// Version is the Worker Deployment Version a process's shared worker polls as.
+// Temporal routes each workflow task only to workers of the version the workflow
+// runs on, so during a rolling upgrade old and new builds never take turns on one
+// execution.
 type Version struct {
 	DeploymentName string
 	BuildID        string
@@ -119,7 +123,6 @@ func New(c client.Client, opts Options) (*Worker, error) {
 		DefaultHeartbeatThrottleInterval: hostHeartbeatThrottle,
 		OnFatalError:                     onFatal,
 		Interceptors:                     opts.Interceptors,
-		DeploymentOptions:                opts.Version.deploymentOptions(),
 	})
 	for _, r := range opts.Shared {
 		r(w.shared)
