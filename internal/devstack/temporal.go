@@ -18,7 +18,6 @@ import (
 	"github.com/astrabox/astrabox/workflows"
 )
 
-
 // Restart policy of the supervised dev server. A server that stayed up for
 // restartResetAfter is considered healthy again, so an occasional crash always
 // restarts quickly, while one that keeps failing at start is given up on after

@@ -95,7 +95,7 @@ func startTLSProxy(t *testing.T, pki *testPKI, backend string, auth proxyAuth) s
 	t.Helper()
 	target := &url.URL{Scheme: "http", Host: backend}
 	forward := httputil.NewSingleHostReverseProxy(target)
-	forward.FlushInterval = -1 // stream gRPC frames as they come
+	forward.FlushInterval = -1            // stream gRPC frames as they come
 	forward.Transport = &http2.Transport{ // h2c to the dev server
 		AllowHTTP: true,
 		DialTLSContext: func(ctx context.Context, network, addr string, _ *tls.Config) (net.Conn, error) {
