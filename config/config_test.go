@@ -90,6 +90,11 @@ func TestValidationNamesTheKey(t *testing.T) {
 		{name: "bad cpu limit", environ: []string{"ASTRABOX_SANDBOX_LIMITS_CPU=-1"}, key: "sandbox.limits", want: "out of range"},
 		{name: "negative box cap", environ: []string{"ASTRABOX_SANDBOX_MAX_LIVE_BOXES_PER_USER=-1"}, key: "sandbox.max_live_boxes_per_user", want: "zero (no cap)"},
 		{name: "bad url", environ: []string{"ASTRABOX_MODELS_ANTHROPIC_BASE_URL=api.example"}, key: "models.anthropic_base_url", want: "http:// or https://"},
+		{name: "bad metrics listener", environ: []string{"ASTRABOX_METRICS_LISTEN=9464"}, key: "metrics.listen", want: "host:port"},
+		{name: "bad otlp endpoint", environ: []string{"ASTRABOX_TRACING_OTLP_ENDPOINT=http://collector"}, key: "tracing.otlp_endpoint", want: "host:port"},
+		{name: "sample ratio above 1", environ: []string{"ASTRABOX_TRACING_SAMPLE_RATIO=2"}, key: "tracing.sample_ratio", want: "from 0 to 1"},
+		{name: "bad versioning behavior", environ: []string{"ASTRABOX_TEMPORAL_VERSIONING_BEHAVIOR=sticky"}, key: "temporal.versioning.behavior", want: "expected one of"},
+		{name: "versioning without a deployment", environ: []string{"ASTRABOX_TEMPORAL_VERSIONING_ENABLED=true", "ASTRABOX_TEMPORAL_VERSIONING_DEPLOYMENT_NAME="}, key: "temporal.versioning.deployment_name", want: "must not be empty"},
 		{name: "titles without a model", environ: []string{"ASTRABOX_TITLES_ENABLED=true", "ASTRABOX_TITLES_MODEL="}, key: "titles.model", want: "must not be empty"},
 	}
 	for _, tc := range cases {
