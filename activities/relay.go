@@ -242,7 +242,6 @@ func (r *relayRun) record(ctx context.Context, batch []eventOrErr, cursor *engin
 	var ops []store.RelayOp
 	var itemErr error
 	admits, ends := false, false
-	admitted, parts := 0, 0
 	last := cursor
 	for _, it := range batch {
 		if it.err != nil {
@@ -259,12 +258,6 @@ func (r *relayRun) record(ctx context.Context, batch []eventOrErr, cursor *engin
 		for _, op := range evOps {
 			ops = append(ops, op)
 			admits = admits || op.AdmitInput != ""
-			if op.AdmitInput != "" {
-				admitted++
-			}
-			if op.Part != nil {
-				parts++
-			}
 			ends = ends || op.EndResponse != nil
 		}
 		c := it.ev.EventCursor()
@@ -287,8 +280,8 @@ func (r *relayRun) record(ctx context.Context, batch []eventOrErr, cursor *engin
 			return cursor, err
 		}
 		r.throughSeq = res.LastSeq
-		r.a.metrics.InputsAdmitted.Add(float64(admitted))
-		r.a.metrics.PartsCommitted.Add(float64(parts))
+		r.a.metrics.InputsAdmitted.Add(float64(res.Admitted))
+		r.a.metrics.PartsCommitted.Add(float64(res.Parts))
 		r.a.metrics.RelayLag.Observe(time.Since(batch[0].read).Seconds())
 		activity.RecordHeartbeat(ctx, RelayProgress{LeaseGeneration: r.lease, ThroughSeq: r.throughSeq})
 		if err := r.l.client.Committed(ctx, *last); err != nil {

@@ -39,6 +39,11 @@ type AppendRequest struct {
 type AppendResult struct {
 	FirstSeq int64
 	LastSeq  int64
+	// Parts is how many parts were appended (FirstSeq..LastSeq when any).
+	Parts int64
+	// Admitted is how many inputs a Relay batch or a reconciliation moved to
+	// admitted (an input admitted before is not counted again).
+	Admitted int64
 }
 
 // AppendParts writes a reader's parts and cursor in one transaction, fenced by its
@@ -82,7 +87,7 @@ func (s *Store) appendLocked(ctx context.Context, req AppendRequest) (AppendResu
 		return result, fmt.Errorf("advance output seq of session %s: %w", req.SessionID, ErrNotFound)
 	}
 	last = sessions[0].OutputSeq
-	result = AppendResult{FirstSeq: last - n + 1, LastSeq: last}
+	result = AppendResult{FirstSeq: last - n + 1, LastSeq: last, Parts: n}
 	if n == 0 {
 		result.FirstSeq = last
 	}

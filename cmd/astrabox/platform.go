@@ -100,13 +100,20 @@ func openStore(ctx context.Context, cfg *config.Config, log *zap.Logger) (*store
 
 func (p *platform) close() {
 	p.temporal.Close()
-	if err := p.tel.Shutdown(context.Background()); err != nil {
+	// Spans not exported by now are given a few seconds: an unreachable collector must
+	// not hold the process's exit.
+	ctx, cancel := context.WithTimeout(context.Background(), telemetryFlushTimeout)
+	defer cancel()
+	if err := p.tel.Shutdown(ctx); err != nil {
 		p.log.Warn("telemetry", zap.Error(err))
 	}
 	if err := p.store.Close(); err != nil {
 		p.log.Warn("close store", zap.Error(err))
 	}
 }
+
+// telemetryFlushTimeout bounds the export of the last spans at exit.
+const telemetryFlushTimeout = 5 * time.Second
 
 // checks are what /readyz reports on.
 func (p *platform) checks() []api.Check {
