@@ -111,10 +111,9 @@ func (m *Metrics) Registry() *prometheus.Registry { return m.registry }
 // Handler serves the registry in the Prometheus text format.
 func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{
-		ErrorLog:          zap.NewStdLog(m.log),
-		ErrorHandling:     promhttp.ContinueOnError,
-		Registry:          m.registry,
-		EnableOpenMetrics: false,
+		ErrorLog:      zap.NewStdLog(m.log),
+		ErrorHandling: promhttp.ContinueOnError,
+		Registry:      m.registry,
 	})
 }
 
