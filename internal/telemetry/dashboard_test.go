@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	promtest "github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/activity"
@@ -120,6 +121,9 @@ func exposedNames(t *testing.T) map[string]bool {
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: queue}, "FailingOnce")
 	require.NoError(t, err)
 	require.NoError(t, run.Get(ctx, nil))
+
+	// The failed first attempt is counted by the worker interceptor, once.
+	assert.Equal(t, 1.0, promtest.ToFloat64(m.ActivityFailures.WithLabelValues("FailOnce")))
 
 	families, err := m.Registry().Gather()
 	require.NoError(t, err)
