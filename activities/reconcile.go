@@ -42,7 +42,7 @@ func (r *relayRun) reconcile(ctx context.Context, expired *engines.RuntimeCursor
 	if err != nil {
 		return nil, err
 	}
-	r.a.metrics.InputsAdmitted.Add(float64(res.Admitted))
+	r.a.metrics.Admitted(res.Admitted)
 	r.a.metrics.PartsCommitted.Add(float64(res.Parts))
 	r.throughSeq = res.LastSeq
 	return next, nil

@@ -280,7 +280,7 @@ func (r *relayRun) record(ctx context.Context, batch []eventOrErr, cursor *engin
 			return cursor, err
 		}
 		r.throughSeq = res.LastSeq
-		r.a.metrics.InputsAdmitted.Add(float64(res.Admitted))
+		r.a.metrics.Admitted(res.Admitted)
 		r.a.metrics.PartsCommitted.Add(float64(res.Parts))
 		r.a.metrics.RelayLag.Observe(time.Since(batch[0].read).Seconds())
 		activity.RecordHeartbeat(ctx, RelayProgress{LeaseGeneration: r.lease, ThroughSeq: r.throughSeq})

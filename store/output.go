@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"time"
 
 	"gorm.io/gorm/clause"
 
@@ -41,9 +42,10 @@ type AppendResult struct {
 	LastSeq  int64
 	// Parts is how many parts were appended (FirstSeq..LastSeq when any).
 	Parts int64
-	// Admitted is how many inputs a Relay batch or a reconciliation moved to
-	// admitted (an input admitted before is not counted again).
-	Admitted int64
+	// Admitted holds, for each input a Relay batch or a reconciliation moved to
+	// admitted (an input admitted before is not listed again), how long it was in
+	// custody.
+	Admitted []time.Duration
 }
 
 // AppendParts writes a reader's parts and cursor in one transaction, fenced by its

@@ -66,7 +66,7 @@ func (s *Store) ReconcileRuntime(ctx context.Context, r Reconciliation) (AppendR
 				return err
 			}
 		}
-		admitted, err := tx.MarkInputsAdmitted(ctx, r.SessionID, r.AdmitInputs)
+		admitted, err := tx.AdmitInputs(ctx, r.SessionID, r.AdmitInputs)
 		if err != nil {
 			return err
 		}

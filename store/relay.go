@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"time"
 )
 
 // RelayOp is one fact of a runtime event a Relay records. Exactly one field is set;
@@ -61,14 +62,14 @@ func (s *Store) ApplyRelayBatch(ctx context.Context, b RelayBatch) (AppendResult
 		}
 		next := sess.OutputSeq + 1 // the seq the next part of this batch gets
 		var parts []NewPart
-		var admitted int64
+		var admitted []time.Duration
 		for _, op := range b.Ops {
 			if op.AdmitInput != "" {
-				n, err := tx.MarkInputsAdmitted(ctx, b.SessionID, []string{op.AdmitInput})
+				custody, err := tx.AdmitInputs(ctx, b.SessionID, []string{op.AdmitInput})
 				if err != nil {
 					return err
 				}
-				admitted += n
+				admitted = append(admitted, custody...)
 				continue
 			}
 			if err := tx.applyOp(ctx, b.SessionID, op, next); err != nil {

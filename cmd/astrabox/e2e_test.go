@@ -89,6 +89,7 @@ func TestConversationEndToEnd(t *testing.T) {
 		`astrabox_http_request_duration_seconds_count{method="POST",route="/api/v1/sessions/:session_id/inputs",status="200"} 4`,
 		`astrabox_inputs_accepted_total 3`,
 		`astrabox_inputs_admitted_total 3`,
+		`astrabox_custody_duration_seconds_count 3`,
 		`astrabox_custody_inputs 0`,
 		`astrabox_custody_oldest_age_seconds 0`,
 		`astrabox_sse_followers 0`,

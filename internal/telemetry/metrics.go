@@ -18,6 +18,7 @@ const (
 	MetricInputsAdmitted   = "astrabox_inputs_admitted_total"
 	MetricCustodyHeld      = "astrabox_custody_inputs"
 	MetricCustodyAge       = "astrabox_custody_oldest_age_seconds"
+	MetricCustodyDuration  = "astrabox_custody_duration_seconds"
 	MetricPartsCommitted   = "astrabox_parts_committed_total"
 	MetricRelayLag         = "astrabox_relay_lag_seconds"
 	MetricSSEFollowers     = "astrabox_sse_followers"
@@ -45,6 +46,9 @@ type Metrics struct {
 	InputsAccepted prometheus.Counter
 	// InputsAdmitted counts inputs a runtime reported admitted (custody closed).
 	InputsAdmitted prometheus.Counter
+	// CustodyDuration is how long each admitted input was in custody, from its
+	// acceptance to the runtime's admission.
+	CustodyDuration prometheus.Histogram
 	// PartsCommitted counts output parts Relays committed to the output log.
 	PartsCommitted prometheus.Counter
 	// RelayLag is how long a batch of runtime events waited between the Relay reading
@@ -78,6 +82,11 @@ func NewMetrics(log *zap.Logger) *Metrics {
 			Name: MetricInputsAdmitted,
 			Help: "Inputs a runtime reported admitted, closing their custody.",
 		}),
+		CustodyDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    MetricCustodyDuration,
+			Help:    "Time each admitted input spent in custody, from acceptance to the runtime's admission.",
+			Buckets: []float64{0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 1800, 3600},
+		}),
 		PartsCommitted: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: MetricPartsCommitted,
 			Help: "Output parts Relays committed to the Sessions' output logs.",
@@ -99,7 +108,7 @@ func NewMetrics(log *zap.Logger) *Metrics {
 	m.registry.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.HTTPDuration, m.InputsAccepted, m.InputsAdmitted, m.PartsCommitted,
+		m.HTTPDuration, m.InputsAccepted, m.InputsAdmitted, m.CustodyDuration, m.PartsCommitted,
 		m.RelayLag, m.SSEFollowers, m.ActivityFailures,
 	)
 	return m
@@ -140,6 +149,14 @@ func (m *Metrics) WatchCustody(f CustodyFunc) {
 			return nil
 		},
 	})
+}
+
+// Admitted counts inputs a runtime admitted, each with the time it spent in custody.
+func (m *Metrics) Admitted(custody []time.Duration) {
+	m.InputsAdmitted.Add(float64(len(custody)))
+	for _, d := range custody {
+		m.CustodyDuration.Observe(d.Seconds())
+	}
 }
 
 // BoxStatesFunc counts this process's boxes by state.
