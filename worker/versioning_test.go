@@ -54,7 +54,7 @@ func TestRollingUpgradeKeepsPinnedWorkflowsOnTheirBuild(t *testing.T) {
 	c := dev.Client()
 	queue, deployment := "versioning-"+uuid.NewString(), "astrabox-test-"+uuid.NewString()[:8]
 
-	start := func(buildID string) {
+	start := func(buildID string) (madeCurrent bool) {
 		w, err := worker.New(c, worker.Options{
 			SharedTaskQueue: queue,
 			Shared:          []worker.Registrar{build(buildID)},
@@ -70,13 +70,14 @@ func TestRollingUpgradeKeepsPinnedWorkflowsOnTheirBuild(t *testing.T) {
 			cancel()
 			require.NoError(t, <-done)
 		})
-		// The version exists once the server saw its pollers; until then it refuses.
-		eventually(ctx, t, "build "+buildID+" to become current", func() bool {
-			return temporalconn.SetCurrentVersion(ctx, c, deployment, buildID) == nil
-		})
+		// As the worker process does at start: the first version of a deployment makes
+		// itself current, a later one leaves the current version alone.
+		madeCurrent, err = temporalconn.EnsureCurrentVersion(ctx, c, deployment, buildID)
+		require.NoError(t, err)
+		return madeCurrent
 	}
 
-	start("build-1")
+	require.True(t, start("build-1"), "a new deployment's first version becomes current")
 	runs := map[string]client.WorkflowRun{}
 	for _, name := range []string{pinnedWorkflow, autoUpgradeWorkflow} {
 		run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: name + "-" + uuid.NewString(), TaskQueue: queue}, name)
@@ -89,7 +90,14 @@ func TestRollingUpgradeKeepsPinnedWorkflowsOnTheirBuild(t *testing.T) {
 		})
 	}
 
-	start("build-2")
+	require.False(t, start("build-2"), "a running deployment keeps its current version")
+	desc, err := c.WorkerDeploymentClient().GetHandle(deployment).Describe(ctx, client.WorkerDeploymentDescribeOptions{})
+	require.NoError(t, err)
+	require.Equal(t, "build-1", desc.Info.RoutingConfig.CurrentVersion.BuildID)
+	// The operator promotes the new build (`astrabox temporal set-current-version`).
+	eventually(ctx, t, "build-2 to become current", func() bool {
+		return temporalconn.SetCurrentVersion(ctx, c, deployment, "build-2") == nil
+	})
 	for name, run := range runs {
 		require.NoError(t, c.SignalWorkflow(ctx, run.GetID(), "", proceedSignal, nil))
 		var ranOn string

@@ -13,6 +13,7 @@ import (
 
 	"github.com/astrabox/astrabox/config"
 	"github.com/astrabox/astrabox/internal/buildinfo"
+	"github.com/astrabox/astrabox/internal/temporalconn"
 	"github.com/astrabox/astrabox/worker"
 )
 
@@ -60,4 +61,21 @@ func workerVersion(v config.Versioning) *worker.Version {
 		behavior = workflow.VersioningBehaviorPinned
 	}
 	return &worker.Version{DeploymentName: v.DeploymentName, BuildID: build, Behavior: behavior}
+}
+
+// adoptFirstVersion makes this build the current version of a deployment that has
+// none yet (its first rollout), so its workflows run without waiting for an operator;
+// later builds are promoted with `astrabox temporal set-current-version`.
+func (p *platform) adoptFirstVersion(ctx context.Context, v *worker.Version) error {
+	made, err := temporalconn.EnsureCurrentVersion(ctx, p.temporal, v.DeploymentName, v.BuildID)
+	if err != nil {
+		return err
+	}
+	if made {
+		p.log.Info("first version of the worker deployment made current", zap.String("deployment", v.DeploymentName), zap.String("build_id", v.BuildID))
+	} else {
+		p.log.Info("worker deployment has a current version; this build gets workflow tasks once promoted (astrabox temporal set-current-version)",
+			zap.String("deployment", v.DeploymentName), zap.String("build_id", v.BuildID))
+	}
+	return nil
 }

@@ -249,6 +249,9 @@ func (p *platform) runWorker(ctx context.Context) error {
 		parts = append(parts, func(ctx context.Context) error { return p.syncPrewarmPools(ctx, backend) })
 		p.tel.Metrics.WatchBackend(backend, backend.Pool().Depths)
 	}
+	if v := workerVersion(p.cfg.Temporal.Versioning); v != nil {
+		parts = append(parts, func(ctx context.Context) error { return p.adoptFirstVersion(ctx, v) })
+	}
 	if p.workerMetrics && p.cfg.Metrics.Listen != "" {
 		parts = append(parts, p.serveWorkerMetrics)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/operatorservice/v1"
@@ -78,4 +79,37 @@ func SetCurrentVersion(ctx context.Context, c client.Client, deploymentName, bui
 		return fmt.Errorf("set current version of worker deployment %s to %s: %w", deploymentName, buildID, err)
 	}
 	return nil
+}
+
+// currentVersionPoll is how often EnsureCurrentVersion looks again while the server
+// does not know the deployment or its version yet (it learns them from the first polls).
+const currentVersionPoll = 500 * time.Millisecond
+
+// EnsureCurrentVersion makes deploymentName.buildID current when the deployment has no
+// current version yet: the first versioned workers of a new deployment would otherwise
+// wait for an operator before any workflow runs. A deployment with a current version
+// is left alone (a rolling upgrade promotes its new build with SetCurrentVersion). It
+// retries until the server knows the version or ctx ends, and reports whether it made
+// this version current.
+func EnsureCurrentVersion(ctx context.Context, c client.Client, deploymentName, buildID string) (bool, error) {
+	h := c.WorkerDeploymentClient().GetHandle(deploymentName)
+	for {
+		desc, err := h.Describe(ctx, client.WorkerDeploymentDescribeOptions{})
+		if err == nil {
+			if desc.Info.RoutingConfig.CurrentVersion != nil {
+				return false, nil
+			}
+			// The conflict token makes a racing promotion by another worker or an
+			// operator win: this call then fails and the next look finds it current.
+			_, err = h.SetCurrentVersion(ctx, client.WorkerDeploymentSetCurrentVersionOptions{BuildID: buildID, ConflictToken: desc.ConflictToken})
+			if err == nil {
+				return true, nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return false, fmt.Errorf("make %s the current version of worker deployment %s: %w (last: %v)", buildID, deploymentName, ctx.Err(), err)
+		case <-time.After(currentVersionPoll):
+		}
+	}
 }
