@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/astrabox/astrabox/engines"
+	"github.com/astrabox/astrabox/internal/telemetry"
 	"github.com/astrabox/astrabox/sandbox"
 	"github.com/astrabox/astrabox/store"
 	"github.com/astrabox/astrabox/store/pubsub"
@@ -111,6 +112,9 @@ type Deps struct {
 	Titles   Titler
 	Logger   *zap.Logger
 	Settings Settings
+	// Metrics receives the Relays' series (inputs admitted, parts committed, relay
+	// lag); nil keeps them in a registry of the activities' own.
+	Metrics *telemetry.Metrics
 }
 
 // CredentialOwnerFunc names the model credential delivery owner the deployment's
@@ -129,6 +133,8 @@ type Activities struct {
 	set  Settings
 	live *liveRegistry
 	log  *zap.Logger
+	// metrics is Deps.Metrics, or a registry of the activities' own.
+	metrics *telemetry.Metrics
 }
 
 // New builds the activities of one worker process.
@@ -145,7 +151,11 @@ func New(d Deps) (*Activities, error) {
 	if d.Logger == nil {
 		d.Logger = zap.NewNop()
 	}
-	return &Activities{deps: d, set: d.Settings.withDefaults(), live: newLiveRegistry(), log: d.Logger}, nil
+	metrics := d.Metrics
+	if metrics == nil {
+		metrics = telemetry.NewMetrics(d.Logger)
+	}
+	return &Activities{deps: d, set: d.Settings.withDefaults(), live: newLiveRegistry(), log: d.Logger, metrics: metrics}, nil
 }
 
 // RegisterShared registers the activities any worker may run (shared task queue).

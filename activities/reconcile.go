@@ -42,6 +42,8 @@ func (r *relayRun) reconcile(ctx context.Context, expired *engines.RuntimeCursor
 	if err != nil {
 		return nil, err
 	}
+	r.a.metrics.Admitted(res.Admitted)
+	r.a.metrics.PartsCommitted.Add(float64(res.Parts))
 	r.throughSeq = res.LastSeq
 	return next, nil
 }

@@ -74,6 +74,8 @@ type relayRun struct {
 type eventOrErr struct {
 	ev  engines.Event
 	err error
+	// read is when the Relay read the event from the runtime, for the relay lag metric.
+	read time.Time
 }
 
 func (r *relayRun) run(ctx context.Context) (RelayResult, error) {
@@ -136,7 +138,7 @@ func (r *relayRun) readFrom(ctx context.Context, cursor *engines.RuntimeCursor) 
 		defer close(items)
 		for ev, err := range r.l.client.Events(evCtx, cursor) {
 			select {
-			case items <- eventOrErr{ev, err}:
+			case items <- eventOrErr{ev, err, time.Now()}:
 			case <-evCtx.Done():
 				return
 			}
@@ -278,6 +280,9 @@ func (r *relayRun) record(ctx context.Context, batch []eventOrErr, cursor *engin
 			return cursor, err
 		}
 		r.throughSeq = res.LastSeq
+		r.a.metrics.Admitted(res.Admitted)
+		r.a.metrics.PartsCommitted.Add(float64(res.Parts))
+		r.a.metrics.RelayLag.Observe(time.Since(batch[0].read).Seconds())
 		activity.RecordHeartbeat(ctx, RelayProgress{LeaseGeneration: r.lease, ThroughSeq: r.throughSeq})
 		if err := r.l.client.Committed(ctx, *last); err != nil {
 			r.log.Warn("tell runtime what is committed", zap.Error(err))

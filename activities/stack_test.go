@@ -23,6 +23,7 @@ import (
 	"github.com/astrabox/astrabox/engines"
 	"github.com/astrabox/astrabox/internal/reporoot"
 	"github.com/astrabox/astrabox/internal/scriptengine"
+	"github.com/astrabox/astrabox/internal/telemetry"
 	"github.com/astrabox/astrabox/internal/testutil"
 	"github.com/astrabox/astrabox/sandbox"
 	"github.com/astrabox/astrabox/sandbox/egress"
@@ -66,9 +67,12 @@ type stack struct {
 	// credentialOwner, when set, declares the model credential delivery owner.
 	credentialOwner activities.CredentialOwnerFunc
 	taskQueue       string
-	user            store.User
-	profile         store.RuntimeProfile
-	agent           store.Agent
+	// tel, when set, gives the workers started after its metrics and worker
+	// interceptors (the tracing interceptor comes with s.tc's client).
+	tel     *telemetry.Telemetry
+	user    store.User
+	profile store.RuntimeProfile
+	agent   store.Agent
 }
 
 var buildAgent = sync.OnceValues(func() (string, error) {
@@ -229,6 +233,7 @@ func (s *stack) startWorkerWith(hostID string, set activities.Settings) (stop fu
 		CredentialOwner: s.credentialOwner,
 		Logger:          logger,
 		Settings:        set,
+		Metrics:         metricsOf(s.tel),
 	})
 	require.NoError(s.t, err)
 	w, err := worker.New(s.tc, worker.Options{
@@ -237,6 +242,7 @@ func (s *stack) startWorkerWith(hostID string, set activities.Settings) (stop fu
 		Shared:          []worker.Registrar{workflows.Register, acts.RegisterShared},
 		Host:            []worker.Registrar{acts.RegisterHost},
 		Logger:          logger,
+		Interceptors:    interceptorsOf(s.tel),
 	})
 	require.NoError(s.t, err)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -139,6 +139,7 @@ func (s *Server) sendInput(c *gin.Context) {
 		s.answerDuplicate(c, in, sess.OutputSeq)
 		return
 	}
+	s.metrics.InputsAccepted.Inc()
 	s.signal(c, sess.ID, workflows.SignalInputAccepted, workflows.InputAccepted{InputID: in.ID})
 	writeOK(c, newReceipt(in, false, sess.OutputSeq))
 }

@@ -13,9 +13,12 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/astrabox/astrabox/engines"
+	"github.com/astrabox/astrabox/internal/telemetry"
 )
 
 // Options configures a Server. The health routes need only Logger; the public API
@@ -78,6 +81,9 @@ type Options struct {
 	Boxes SessionBoxes
 	// MaxUploadBytes caps one workspace upload request; zero means 256 MiB.
 	MaxUploadBytes int64
+	// Telemetry holds the process's metrics, served at /metrics, and its tracer; nil
+	// keeps metrics in a registry of the server's own and records no spans.
+	Telemetry *telemetry.Telemetry
 }
 
 const (
@@ -111,6 +117,10 @@ type Server struct {
 
 	boxes          SessionBoxes
 	maxUploadBytes int64
+
+	metrics    *telemetry.Metrics
+	tracer     trace.Tracer
+	propagator propagation.TextMapPropagator
 }
 
 // New builds the server and its routes.
@@ -139,6 +149,11 @@ func New(opts Options) *Server {
 		boxes:          opts.Boxes,
 		maxUploadBytes: opts.MaxUploadBytes,
 	}
+	tel := opts.Telemetry
+	if tel == nil {
+		tel = telemetry.NewWithTracer(nil, s.log)
+	}
+	s.metrics, s.tracer, s.propagator = tel.Metrics, tel.Tracer(), tel.Propagator()
 	if s.maxUploadBytes <= 0 {
 		s.maxUploadBytes = defaultMaxUploadBytes
 	}
@@ -176,7 +191,7 @@ func New(opts Options) *Server {
 		s.admission = MaxHeldInputs{Limit: opts.MaxHeldInputs}
 	}
 	s.engine.HandleMethodNotAllowed = true
-	s.engine.Use(s.requestContext, s.recoverPanic)
+	s.engine.Use(s.requestContext, s.observe, s.recoverPanic)
 	s.engine.NoRoute(func(c *gin.Context) {
 		if refused, ok := viewerWriteRefused(c); ok {
 			s.fail(c, refused)
@@ -193,6 +208,9 @@ func New(opts Options) *Server {
 	})
 	s.engine.GET("/healthz", s.healthz)
 	s.engine.GET("/readyz", s.readyz)
+	// Like the health routes, /metrics needs no token: keep it off the public ingress
+	// (docs/observability.md).
+	s.engine.GET("/metrics", gin.WrapH(s.metrics.Handler()))
 	s.engine.GET("/openapi.json", s.openAPI)
 	s.engine.GET("/docs", s.docs)
 	if s.store != nil {

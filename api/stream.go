@@ -59,6 +59,8 @@ func (s *Server) streamSession(c *gin.Context) {
 		return
 	}
 	defer release()
+	s.metrics.SSEFollowers.Inc()
+	defer s.metrics.SSEFollowers.Dec()
 	// The request is read: lift the server's read timeout, which would otherwise end the
 	// stream (net/http cancels a request whose connection read fails).
 	if err := http.NewResponseController(c.Writer).SetReadDeadline(time.Time{}); err != nil && !errors.Is(err, http.ErrNotSupported) {

@@ -27,6 +27,31 @@ type Config struct {
 	Dev      Dev      `mapstructure:"dev"`
 	Startup  Startup  `mapstructure:"startup"`
 	Secrets  Secrets  `mapstructure:"secrets"`
+	Metrics  Metrics  `mapstructure:"metrics"`
+	Tracing  Tracing  `mapstructure:"tracing"`
+}
+
+// Metrics configures the Prometheus metrics. The API serves them at /metrics on
+// http.addr; a worker process serves them on its own listener.
+type Metrics struct {
+	// Listen is the worker's metrics listener (host:port, or :port for every
+	// interface); empty serves no worker metrics. `astrabox dev` serves the one
+	// process's metrics on the API's /metrics only.
+	Listen string `mapstructure:"listen"`
+}
+
+// Tracing configures OpenTelemetry traces: API requests, the Temporal calls they
+// make, workflows and activities, exported by OTLP.
+type Tracing struct {
+	// OTLPEndpoint is the OTLP/gRPC collector (host:port); empty exports no traces.
+	OTLPEndpoint string `mapstructure:"otlp_endpoint"`
+	// OTLPInsecure sends spans without TLS (a collector beside the process).
+	OTLPInsecure bool `mapstructure:"otlp_insecure"`
+	// ServiceName is the service.name resource attribute of every span.
+	ServiceName string `mapstructure:"service_name"`
+	// SampleRatio is the share of new traces recorded (0..1); a request that
+	// arrives with a sampled parent is always recorded.
+	SampleRatio float64 `mapstructure:"sample_ratio"`
 }
 
 // Secrets configures how the platform keeps the secret values users store (an Agent's
@@ -131,7 +156,35 @@ type Temporal struct {
 	TLS   TLS    `mapstructure:"tls"`
 	// APIKey authenticates to a hosted Temporal; empty for none.
 	APIKey Secret `mapstructure:"api_key"`
+	// Versioning opts the workers into Worker Deployment Versioning.
+	Versioning Versioning `mapstructure:"versioning"`
 }
+
+// Versioning names this binary's Worker Deployment Version, so that during a rolling
+// upgrade each Session workflow keeps running on the build it started on (pinned)
+// until operators make a new version current (docs/deploy.md).
+type Versioning struct {
+	// Enabled makes every worker poll as DeploymentName.BuildID.
+	Enabled bool `mapstructure:"enabled"`
+	// DeploymentName groups the versions of one deployment (default astrabox).
+	DeploymentName string `mapstructure:"deployment_name"`
+	// BuildID names this build; empty uses the binary's build (`astrabox version`).
+	BuildID string `mapstructure:"build_id"`
+	// Behavior is what a running Session workflow does when a newer version becomes
+	// current: VersioningAutoUpgrade (default) or VersioningPinned.
+	Behavior string `mapstructure:"behavior"`
+}
+
+// Versioning behaviors (temporal.versioning.behavior).
+const (
+	// VersioningAutoUpgrade moves running workflows to the current version at their
+	// next workflow task; the new build must replay their histories (the workflow
+	// package's replay tests guard this).
+	VersioningAutoUpgrade = "auto_upgrade"
+	// VersioningPinned keeps each workflow on the version it started on until it
+	// ends, so the old build's workers must run until its Sessions end.
+	VersioningPinned = "pinned"
+)
 
 // TLS configures mutual TLS to Temporal.
 type TLS struct {

@@ -97,6 +97,11 @@ func TestValidationNamesTheKey(t *testing.T) {
 		{name: "kubernetes boxes as root", environ: []string{"ASTRABOX_SANDBOX_BACKEND=kubernetes", "ASTRABOX_SANDBOX_KUBERNETES_RUN_AS_USER=0"}, key: "sandbox.kubernetes.run_as_user", want: "non-root"},
 		{name: "kubernetes runner port", environ: []string{"ASTRABOX_SANDBOX_BACKEND=kubernetes", "ASTRABOX_SANDBOX_KUBERNETES_RUNNER_PORT=0"}, key: "sandbox.kubernetes.runner_port", want: "expected a port"},
 		{name: "kubernetes workspace size", environ: []string{"ASTRABOX_SANDBOX_BACKEND=kubernetes", "ASTRABOX_SANDBOX_KUBERNETES_WORKSPACE_SIZE=big"}, key: "sandbox.kubernetes.workspace_size", want: "byte quantity"},
+		{name: "bad metrics listener", environ: []string{"ASTRABOX_METRICS_LISTEN=9464"}, key: "metrics.listen", want: "host:port"},
+		{name: "bad otlp endpoint", environ: []string{"ASTRABOX_TRACING_OTLP_ENDPOINT=http://collector"}, key: "tracing.otlp_endpoint", want: "host:port"},
+		{name: "sample ratio above 1", environ: []string{"ASTRABOX_TRACING_SAMPLE_RATIO=2"}, key: "tracing.sample_ratio", want: "from 0 to 1"},
+		{name: "bad versioning behavior", environ: []string{"ASTRABOX_TEMPORAL_VERSIONING_BEHAVIOR=sticky"}, key: "temporal.versioning.behavior", want: "expected one of"},
+		{name: "versioning without a deployment", environ: []string{"ASTRABOX_TEMPORAL_VERSIONING_ENABLED=true", "ASTRABOX_TEMPORAL_VERSIONING_DEPLOYMENT_NAME="}, key: "temporal.versioning.deployment_name", want: "must not be empty"},
 		{name: "titles without a model", environ: []string{"ASTRABOX_TITLES_ENABLED=true", "ASTRABOX_TITLES_MODEL="}, key: "titles.model", want: "must not be empty"},
 	}
 	for _, tc := range cases {

@@ -302,5 +302,16 @@ func builtinDefaults() map[string]any {
 		"dev.titles":                      true,
 		"startup.timeout":                 30 * time.Second,
 		"secrets.key":                     "",
+
+		// Worker Deployment Versioning and telemetry (docs/deploy.md, docs/observability.md).
+		"temporal.versioning.enabled":         false,
+		"temporal.versioning.deployment_name": "astrabox",
+		"temporal.versioning.build_id":        "",
+		"temporal.versioning.behavior":        "auto_upgrade",
+		"metrics.listen":                      ":9464",
+		"tracing.otlp_endpoint":               "",
+		"tracing.otlp_insecure":               false,
+		"tracing.service_name":                "astrabox",
+		"tracing.sample_ratio":                1.0,
 	}
 }

@@ -86,6 +86,16 @@ func (c *Config) Validate() error {
 		func() error { return port("dev.model_port", c.Dev.ModelPort) },
 		func() error { return positiveDuration("startup.timeout", int64(c.Startup.Timeout)) },
 		c.validateSecretsKey,
+		c.validateTelemetry,
+		func() error {
+			if err := oneOf("temporal.versioning.behavior", c.Temporal.Versioning.Behavior, VersioningAutoUpgrade, VersioningPinned); err != nil {
+				return err
+			}
+			if c.Temporal.Versioning.Enabled {
+				return nonEmpty("temporal.versioning.deployment_name", c.Temporal.Versioning.DeploymentName)
+			}
+			return nil
+		},
 	}
 	for _, check := range checks {
 		if err := check(); err != nil {
@@ -257,4 +267,22 @@ func (c *Config) validateKubernetes() error {
 		return &Error{Key: "sandbox.kubernetes.workspace_size", Reason: err.Error()}
 	}
 	return positiveDuration("sandbox.kubernetes.ready_timeout", int64(k.ReadyTimeout))
+}
+
+// validateTelemetry checks the metrics listener and trace export settings.
+func (c *Config) validateTelemetry() error {
+	if c.Metrics.Listen != "" {
+		if err := hostPort("metrics.listen", c.Metrics.Listen); err != nil {
+			return err
+		}
+	}
+	if c.Tracing.OTLPEndpoint != "" {
+		if err := hostPort("tracing.otlp_endpoint", c.Tracing.OTLPEndpoint); err != nil {
+			return err
+		}
+	}
+	if c.Tracing.SampleRatio < 0 || c.Tracing.SampleRatio > 1 {
+		return &Error{Key: "tracing.sample_ratio", Reason: "expected a number from 0 to 1"}
+	}
+	return nonEmpty("tracing.service_name", c.Tracing.ServiceName)
 }

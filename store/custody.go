@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"time"
 )
 
 // The custody life of an input: pending (accepted) -> delivered (the runtime received
@@ -33,16 +34,31 @@ func (s *Store) MarkInputDelivered(ctx context.Context, sessionID, inputID strin
 // admitted); after this the inputs are never handed to a runtime again. It returns
 // how many moved; already admitted inputs are skipped.
 func (s *Store) MarkInputsAdmitted(ctx context.Context, sessionID string, inputIDs []string) (int64, error) {
+	custody, err := s.AdmitInputs(ctx, sessionID, inputIDs)
+	return int64(len(custody)), err
+}
+
+// AdmitInputs is MarkInputsAdmitted returning, for each input it moved, how long the
+// input was in custody (acceptance to admission, on the database's clock), for the
+// custody metrics.
+func (s *Store) AdmitInputs(ctx context.Context, sessionID string, inputIDs []string) ([]time.Duration, error) {
 	if len(inputIDs) == 0 {
-		return 0, nil
+		return nil, nil
 	}
-	res := s.conn(ctx).Model(&Input{}).
-		Where("session_id = ? AND id IN ? AND state IN ?", sessionID, inputIDs, []string{InputPending, InputDelivered}).
-		Updates(map[string]any{"state": InputAdmitted, "admitted_at": gormExpr("now()")})
-	if res.Error != nil {
-		return 0, mapError("mark inputs admitted", res.Error)
+	var seconds []float64
+	err := s.conn(ctx).Raw(`
+		UPDATE inputs SET state = ?, admitted_at = now()
+		WHERE session_id = ? AND id IN ? AND state IN ?
+		RETURNING EXTRACT(EPOCH FROM admitted_at - accepted_at)::float8`,
+		InputAdmitted, sessionID, inputIDs, []string{InputPending, InputDelivered}).Scan(&seconds).Error
+	if err != nil {
+		return nil, mapError("mark inputs admitted", err)
 	}
-	return res.RowsAffected, nil
+	out := make([]time.Duration, len(seconds))
+	for i, sec := range seconds {
+		out[i] = time.Duration(sec * float64(time.Second))
+	}
+	return out, nil
 }
 
 // MarkInputFailed records a refusal (pending or delivered -> failed) with the

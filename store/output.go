@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"time"
 
 	"gorm.io/gorm/clause"
 
@@ -39,6 +40,12 @@ type AppendRequest struct {
 type AppendResult struct {
 	FirstSeq int64
 	LastSeq  int64
+	// Parts is how many parts were appended (FirstSeq..LastSeq when any).
+	Parts int64
+	// Admitted holds, for each input a Relay batch or a reconciliation moved to
+	// admitted (an input admitted before is not listed again), how long it was in
+	// custody.
+	Admitted []time.Duration
 }
 
 // AppendParts writes a reader's parts and cursor in one transaction, fenced by its
@@ -82,7 +89,7 @@ func (s *Store) appendLocked(ctx context.Context, req AppendRequest) (AppendResu
 		return result, fmt.Errorf("advance output seq of session %s: %w", req.SessionID, ErrNotFound)
 	}
 	last = sessions[0].OutputSeq
-	result = AppendResult{FirstSeq: last - n + 1, LastSeq: last}
+	result = AppendResult{FirstSeq: last - n + 1, LastSeq: last, Parts: n}
 	if n == 0 {
 		result.FirstSeq = last
 	}

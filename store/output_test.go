@@ -68,7 +68,7 @@ func TestZombieReaderWritesNothing(t *testing.T) {
 	res, err := st.AppendParts(ctx, store.AppendRequest{SessionID: f.session.ID, LeaseGeneration: old.Generation,
 		Parts: []store.NewPart{textPart("r1", "a"), textPart("r1", "b")}, Cursor: cursorAt("g1", 2)})
 	require.NoError(t, err)
-	require.Equal(t, store.AppendResult{FirstSeq: 1, LastSeq: 2}, res)
+	require.Equal(t, store.AppendResult{FirstSeq: 1, LastSeq: 2, Parts: 2}, res)
 
 	// A new reader takes over; the old one, still running, tries to write.
 	_, err = st.AcquireReaderLease(ctx, store.LeaseRequest{SessionID: f.session.ID, Holder: "new", TTL: time.Minute, Steal: true})
@@ -181,7 +181,7 @@ func TestCursorCommitsWithItsParts(t *testing.T) {
 	// A cursor-only commit (an event with no browser part) moves the cursor alone.
 	res, err = st.AppendParts(ctx, store.AppendRequest{SessionID: f.session.ID, LeaseGeneration: lease.Generation, Cursor: cursorAt("g1", 2)})
 	require.NoError(t, err)
-	require.Equal(t, store.AppendResult{FirstSeq: 1, LastSeq: 1}, res)
+	require.Equal(t, store.AppendResult{FirstSeq: 1, LastSeq: 1, Parts: 0}, res, "no part appended")
 	cur, err = st.GetRuntimeCursorBySession(ctx, f.session.ID)
 	require.NoError(t, err)
 	require.JSONEq(t, `{"offset":2}`, string(cur.Position))

@@ -66,7 +66,8 @@ func (s *Store) ReconcileRuntime(ctx context.Context, r Reconciliation) (AppendR
 				return err
 			}
 		}
-		if _, err := tx.MarkInputsAdmitted(ctx, r.SessionID, r.AdmitInputs); err != nil {
+		admitted, err := tx.AdmitInputs(ctx, r.SessionID, r.AdmitInputs)
+		if err != nil {
 			return err
 		}
 		if r.TakeBack {
@@ -80,6 +81,7 @@ func (s *Store) ReconcileRuntime(ctx context.Context, r Reconciliation) (AppendR
 			}
 		}
 		result, err = tx.AppendParts(ctx, AppendRequest{SessionID: r.SessionID, LeaseGeneration: r.LeaseGeneration, Parts: parts, Cursor: r.Cursor})
+		result.Admitted = admitted
 		return err
 	})
 	if err != nil {

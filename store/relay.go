@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"time"
 )
 
 // RelayOp is one fact of a runtime event a Relay records. Exactly one field is set;
@@ -61,7 +62,16 @@ func (s *Store) ApplyRelayBatch(ctx context.Context, b RelayBatch) (AppendResult
 		}
 		next := sess.OutputSeq + 1 // the seq the next part of this batch gets
 		var parts []NewPart
+		var admitted []time.Duration
 		for _, op := range b.Ops {
+			if op.AdmitInput != "" {
+				custody, err := tx.AdmitInputs(ctx, b.SessionID, []string{op.AdmitInput})
+				if err != nil {
+					return err
+				}
+				admitted = append(admitted, custody...)
+				continue
+			}
 			if err := tx.applyOp(ctx, b.SessionID, op, next); err != nil {
 				return err
 			}
@@ -71,6 +81,7 @@ func (s *Store) ApplyRelayBatch(ctx context.Context, b RelayBatch) (AppendResult
 			}
 		}
 		result, err = tx.AppendParts(ctx, AppendRequest{SessionID: b.SessionID, LeaseGeneration: b.LeaseGeneration, Parts: parts, Cursor: b.Cursor})
+		result.Admitted = admitted
 		return err
 	})
 	if err != nil {
@@ -79,12 +90,10 @@ func (s *Store) ApplyRelayBatch(ctx context.Context, b RelayBatch) (AppendResult
 	return result, nil
 }
 
-// applyOp writes one fact; nextSeq is the seq the next part will get.
+// applyOp writes one fact other than an admission (ApplyRelayBatch counts those);
+// nextSeq is the seq the next part will get.
 func (s *Store) applyOp(ctx context.Context, sessionID string, op RelayOp, nextSeq int64) error {
 	switch {
-	case op.AdmitInput != "":
-		_, err := s.MarkInputsAdmitted(ctx, sessionID, []string{op.AdmitInput})
-		return err
 	case op.StartResponse != nil:
 		in := *op.StartResponse
 		in.SessionID, in.StartedSeq = sessionID, nextSeq

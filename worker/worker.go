@@ -14,7 +14,9 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
 	"go.uber.org/zap"
 )
 
@@ -36,6 +38,37 @@ type Options struct {
 	// Host registers activities that need this process's live connections.
 	Host   []Registrar
 	Logger *zap.Logger
+	// Interceptors wrap every workflow and activity of both workers (metrics).
+	Interceptors []interceptor.WorkerInterceptor
+	// Version, when set, opts the shared worker into Worker Deployment Versioning.
+	// The host worker stays unversioned: its queue belongs to this one process, so it
+	// only ever sees this build, and a versioned host queue would leave a workflow on
+	// a newer version unable to reach a Relay an older process still holds.
+	Version *Version
+}
+
+// Version is the Worker Deployment Version a process's shared worker polls as.
+// Temporal routes each workflow task only to workers of the version the workflow
+// runs on, so during a rolling upgrade old and new builds never take turns on one
+// execution.
+type Version struct {
+	DeploymentName string
+	BuildID        string
+	// Behavior is what workflows started on this version do when another version
+	// becomes current: AutoUpgrade moves them at their next workflow task (the code
+	// must replay their history), Pinned keeps them on this build until they end.
+	Behavior workflow.VersioningBehavior
+}
+
+func (v *Version) deploymentOptions() worker.DeploymentOptions {
+	if v == nil {
+		return worker.DeploymentOptions{}
+	}
+	return worker.DeploymentOptions{
+		UseVersioning:             true,
+		Version:                   worker.WorkerDeploymentVersion{DeploymentName: v.DeploymentName, BuildID: v.BuildID},
+		DefaultVersioningBehavior: v.Behavior,
+	}
 }
 
 // Worker is the pair of Temporal workers of one process.
@@ -74,7 +107,14 @@ func New(c client.Client, opts Options) (*Worker, error) {
 		default:
 		}
 	}
-	w.shared = worker.New(c, opts.SharedTaskQueue, worker.Options{OnFatalError: onFatal})
+	if opts.Version != nil && (opts.Version.DeploymentName == "" || opts.Version.BuildID == "") {
+		return nil, fmt.Errorf("worker: a deployment version needs a deployment name and a build id")
+	}
+	w.shared = worker.New(c, opts.SharedTaskQueue, worker.Options{
+		OnFatalError:      onFatal,
+		Interceptors:      opts.Interceptors,
+		DeploymentOptions: opts.Version.deploymentOptions(),
+	})
 	// Relays heartbeat for hours; the server delivers a cancellation (release, archive,
 	// continue-as-new) only in a heartbeat's reply, so host activities send heartbeats
 	// at most hostHeartbeatThrottle apart instead of the SDK's 80% of the timeout.
@@ -82,6 +122,7 @@ func New(c client.Client, opts Options) (*Worker, error) {
 		MaxHeartbeatThrottleInterval:     hostHeartbeatThrottle,
 		DefaultHeartbeatThrottleInterval: hostHeartbeatThrottle,
 		OnFatalError:                     onFatal,
+		Interceptors:                     opts.Interceptors,
 	})
 	for _, r := range opts.Shared {
 		r(w.shared)

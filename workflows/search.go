@@ -12,7 +12,7 @@ import (
 
 // Custom search attributes of Session workflows (Keyword), so operators can find a
 // Session's workflow in the Temporal UI. The dev stack registers them on its dev
-// server; a cluster registers them once with `temporal operator search-attribute create`.
+// server; a cluster registers them with `astrabox temporal setup`.
 var (
 	SearchSessionID    = temporal.NewSearchAttributeKeyKeyword("AstraboxSessionId")
 	SearchAgentID      = temporal.NewSearchAttributeKeyKeyword("AstraboxAgentId")

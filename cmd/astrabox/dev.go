@@ -11,7 +11,7 @@ import (
 
 	"github.com/astrabox/astrabox/config"
 	"github.com/astrabox/astrabox/internal/devstack"
-	"github.com/astrabox/astrabox/internal/temporalconn"
+	"github.com/astrabox/astrabox/internal/telemetry"
 	"github.com/astrabox/astrabox/store"
 )
 
@@ -79,12 +79,18 @@ func runDev(ctx context.Context, cfg *config.Config, log *zap.Logger) (err error
 		st.Close()
 		return err
 	}
-	tc, err := temporalconn.Dial(ctx, cfg.Temporal, log, cfg.Startup.Timeout)
+	tel, err := telemetry.New(ctx, cfg.Tracing, log)
 	if err != nil {
 		st.Close()
 		return err
 	}
-	p := &platform{cfg: cfg, log: log, store: st, temporal: tc, engines: installed}
+	tc, err := dialTemporal(ctx, cfg, log, tel)
+	if err != nil {
+		st.Close()
+		return err
+	}
+	// One process: the API's /metrics serves the worker's series too.
+	p := &platform{cfg: cfg, log: log, store: st, temporal: tc, engines: installed, tel: tel}
 	defer p.close()
 
 	// The dev stack owns its boxes: they are re-adopted or reaped now, and stopped

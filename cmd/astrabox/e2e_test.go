@@ -81,6 +81,28 @@ func TestConversationEndToEnd(t *testing.T) {
 	msgs, ok := history["messages"].([]any)
 	require.True(t, ok, "messages: %v", history)
 	assert.Len(t, msgs, 6)
+
+	// The process's /metrics shows the conversation: the API's, the Relays' and the
+	// Temporal SDK's series from one registry.
+	exposition := c.metrics()
+	for _, series := range []string{
+		`astrabox_http_request_duration_seconds_count{method="POST",route="/api/v1/sessions/:session_id/inputs",status="200"} 4`,
+		`astrabox_inputs_accepted_total 3`,
+		`astrabox_inputs_admitted_total 3`,
+		`astrabox_custody_duration_seconds_count 3`,
+		`astrabox_custody_inputs 0`,
+		`astrabox_custody_oldest_age_seconds 0`,
+		`astrabox_sse_followers 0`,
+		`astrabox_boxes{state="Running"}`,
+		`astrabox_relay_lag_seconds_count`,
+		`astrabox_parts_committed_total`,
+		`astrabox_activity_failures_total{activity_type="Relay"}`,
+		`temporal_workflow_task_execution_latency_seconds_count`,
+		`temporal_activity_execution_latency_seconds_count`,
+		`temporal_request_total`,
+	} {
+		assert.Contains(t, exposition, series)
+	}
 	c.dev.interrupt(t)
 	c.setup.assertStopped(t)
 }
@@ -164,6 +186,18 @@ func (c *apiClient) stream(v *uicheck.Validator, sessionID string, after int) st
 	}
 	require.Greater(c.t, last, after, "the stream carried resume cursors")
 	return streamed{report: report, lastSeq: last}
+}
+
+// metrics reads the platform's /metrics, beside the API.
+func (c *apiClient) metrics() string {
+	c.t.Helper()
+	resp, err := http.Get(strings.TrimSuffix(c.base, "/api/v1") + "/metrics")
+	require.NoError(c.t, err)
+	defer resp.Body.Close()
+	require.Equal(c.t, http.StatusOK, resp.StatusCode)
+	raw, err := io.ReadAll(resp.Body)
+	require.NoError(c.t, err)
+	return string(raw)
 }
 
 // waitState polls the Session until it reports state.

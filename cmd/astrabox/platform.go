@@ -17,10 +17,12 @@ import (
 	"github.com/astrabox/astrabox/api"
 	"github.com/astrabox/astrabox/config"
 	"github.com/astrabox/astrabox/engines"
+	"github.com/astrabox/astrabox/internal/telemetry"
 	"github.com/astrabox/astrabox/internal/temporalconn"
 	"github.com/astrabox/astrabox/sandbox"
 	"github.com/astrabox/astrabox/sandbox/enginebox"
 	"github.com/astrabox/astrabox/sandbox/local"
+	"github.com/astrabox/astrabox/sandbox/prewarm"
 	"github.com/astrabox/astrabox/store"
 	"github.com/astrabox/astrabox/store/pubsub"
 	"github.com/astrabox/astrabox/titles"
@@ -39,6 +41,11 @@ type platform struct {
 	// boxes is the local sandbox backend when the caller owns it (the dev stack
 	// stops its boxes at exit); nil makes runWorker open and close its own.
 	boxes *local.Backend
+	// tel is the process's one metrics registry and tracer provider.
+	tel *telemetry.Telemetry
+	// workerMetrics makes runWorker serve the registry on metrics.listen; the dev
+	// stack, one process with the API, serves it on the API's /metrics only.
+	workerMetrics bool
 }
 
 // openPlatform connects to PostgreSQL and Temporal with the configured bounded
@@ -53,12 +60,31 @@ func openPlatform(ctx context.Context, cfg *config.Config, log *zap.Logger) (*pl
 		st.Close()
 		return nil, err
 	}
-	tc, err := temporalconn.Dial(ctx, cfg.Temporal, log, cfg.Startup.Timeout)
+	tel, err := telemetry.New(ctx, cfg.Tracing, log)
 	if err != nil {
 		st.Close()
 		return nil, err
 	}
-	return &platform{cfg: cfg, log: log, store: st, temporal: tc, engines: installed}, nil
+	tc, err := dialTemporal(ctx, cfg, log, tel)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	return &platform{cfg: cfg, log: log, store: st, temporal: tc, engines: installed, tel: tel, workerMetrics: true}, nil
+}
+
+// dialTemporal connects the process's Temporal client with its telemetry: the SDK's
+// metrics into the process's registry and, with tracing, the tracing interceptor.
+func dialTemporal(ctx context.Context, cfg *config.Config, log *zap.Logger, tel *telemetry.Telemetry) (client.Client, error) {
+	handler, err := tel.TemporalMetricsHandler()
+	if err != nil {
+		return nil, err
+	}
+	interceptors, err := tel.TemporalInterceptors()
+	if err != nil {
+		return nil, err
+	}
+	return temporalconn.Dial(ctx, cfg.Temporal, log, cfg.Startup.Timeout, temporalconn.Instruments{MetricsHandler: handler, Interceptors: interceptors})
 }
 
 func openStore(ctx context.Context, cfg *config.Config, log *zap.Logger) (*store.Store, error) {
@@ -75,10 +101,20 @@ func openStore(ctx context.Context, cfg *config.Config, log *zap.Logger) (*store
 
 func (p *platform) close() {
 	p.temporal.Close()
+	// Spans not exported by now are given a few seconds: an unreachable collector must
+	// not hold the process's exit.
+	ctx, cancel := context.WithTimeout(context.Background(), telemetryFlushTimeout)
+	defer cancel()
+	if err := p.tel.Shutdown(ctx); err != nil {
+		p.log.Warn("telemetry", zap.Error(err))
+	}
 	if err := p.store.Close(); err != nil {
 		p.log.Warn("close store", zap.Error(err))
 	}
 }
+
+// telemetryFlushTimeout bounds the export of the last spans at exit.
+const telemetryFlushTimeout = 5 * time.Second
 
 // checks are what /readyz reports on.
 func (p *platform) checks() []api.Check {
@@ -130,7 +166,12 @@ func (p *platform) runAPI(ctx context.Context) error {
 	if len(reach) > 0 {
 		boxes = reach
 	}
+	p.tel.Metrics.WatchCustody(func(ctx context.Context) (int64, time.Duration, error) {
+		c, err := p.store.GetCustody(ctx)
+		return c.Held, c.OldestAge, err
+	})
 	srv := api.New(api.Options{
+		Telemetry:           p.tel,
 		Boxes:               boxes,
 		MaxUploadBytes:      p.cfg.HTTP.MaxUploadBytes,
 		Logger:              p.log.Named("api"),
@@ -225,7 +266,8 @@ func (p *platform) runWorker(ctx context.Context) error {
 			v, ok := p.cfg.Secrets.Platform[strings.ToLower(name)]
 			return v.Reveal(), ok && v.IsSet()
 		},
-		Logger: p.log.Named("activities"),
+		Logger:  p.log.Named("activities"),
+		Metrics: p.tel.Metrics,
 	})
 	if err != nil {
 		return err
@@ -236,6 +278,8 @@ func (p *platform) runWorker(ctx context.Context) error {
 		Shared:          []worker.Registrar{workflows.Register, acts.RegisterShared},
 		Host:            []worker.Registrar{acts.RegisterHost},
 		Logger:          p.log.Named("worker"),
+		Interceptors:    p.tel.WorkerInterceptors(),
+		Version:         workerVersion(p.cfg.Temporal.Versioning),
 	})
 	if err != nil {
 		return err
@@ -253,8 +297,24 @@ func (p *platform) runWorker(ctx context.Context) error {
 	parts := []func(context.Context) error{w.Run, sweeper.Run}
 	if backend != nil {
 		parts = append(parts, func(ctx context.Context) error { return p.syncPrewarmPools(ctx, backend) })
+		p.tel.Metrics.WatchBackend(backend, poolDepths(backend))
+	}
+	if v := workerVersion(p.cfg.Temporal.Versioning); v != nil {
+		parts = append(parts, func(ctx context.Context) error { return p.adoptFirstVersion(ctx, v) })
+	}
+	if p.workerMetrics && p.cfg.Metrics.Listen != "" {
+		parts = append(parts, p.serveWorkerMetrics)
 	}
 	return runAll(ctx, parts...)
+}
+
+// poolDepths reads the depth of a backend's own prewarm pools; a backend whose
+// warm boxes the cluster keeps (kubernetes' SandboxWarmPool) reports none.
+func poolDepths(backend sandbox.Backend) telemetry.PoolDepthFunc {
+	if pooled, ok := backend.(interface{ Pool() *prewarm.Pool }); ok {
+		return pooled.Pool().Depths
+	}
+	return nil
 }
 
 // prewarmSyncEvery is how often the worker looks for RuntimeProfiles saved since it

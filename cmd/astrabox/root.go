@@ -46,6 +46,7 @@ func newRootCommand() *cobra.Command {
 		newServeCommand(),
 		newWorkerCommand(),
 		newMigrateCommand(),
+		newTemporalCommand(),
 		newVersionCommand(),
 		newSessionsCommand(),
 		newUsersCommand(),

@@ -1,9 +1,13 @@
 package main
 
 import (
+	"io"
+	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -76,10 +80,49 @@ func TestServeAgainstExternalServices(t *testing.T) {
 		assert.Contains(t, out, "up to date")
 	})
 
+	t.Run("the API and a worker serve their metrics", func(t *testing.T) {
+		metricsPort := freePorts(t, 1)[0]
+		workerEnv := append(env,
+			"ASTRABOX_METRICS_LISTEN=127.0.0.1:"+strconv.Itoa(metricsPort),
+			"ASTRABOX_TEMPORAL_TASK_QUEUE=metrics-"+strconv.Itoa(metricsPort),
+		)
+		w := startProcess(t, bin, workerEnv, "worker")
+		workerMetrics := "http://127.0.0.1:" + strconv.Itoa(metricsPort) + "/metrics"
+		// The SDK reports its pollers once the workers started; the listener may answer first.
+		w.waitUntil(t, time.Minute, "the worker's Temporal SDK series", func() bool {
+			return strings.Contains(httpBody(t, workerMetrics), "temporal_num_pollers")
+		})
+		body := httpBody(t, workerMetrics)
+		assert.Contains(t, body, "astrabox_relay_lag_seconds_count 0")
+		assert.Contains(t, body, "go_goroutines")
+		w.interrupt(t)
+
+		api := startProcess(t, bin, env, "serve")
+		waitHTTP(t, api, "http://127.0.0.1:"+strconv.Itoa(port)+"/readyz", 200)
+		body = httpBody(t, "http://127.0.0.1:"+strconv.Itoa(port)+"/metrics")
+		assert.Contains(t, body, `astrabox_http_request_duration_seconds_count{method="GET",route="/readyz",status="200"}`)
+		assert.Contains(t, body, "astrabox_custody_inputs 0")
+		assert.Contains(t, body, "temporal_request_total")
+		api.interrupt(t)
+	})
+
 	t.Run("bad migrate arguments exit 2", func(t *testing.T) {
 		_, code := run(t, bin, env, "migrate", "down", "zero")
 		assert.Equal(t, 2, code)
 		_, code = run(t, bin, env, "migrate", "sideways")
 		assert.Equal(t, 2, code)
 	})
+}
+
+// httpBody returns the body of a GET, or "" when the server does not answer yet.
+func httpBody(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return string(raw)
 }

@@ -14,18 +14,9 @@ import (
 	"time"
 
 	"go.uber.org/zap"
-)
 
-// SearchAttributes are the custom search attributes Session workflows carry, so
-// operators can filter them in the Temporal UI. The dev server registers them
-// at start; a cluster deployment registers them once with `temporal operator
-// search-attribute create`.
-var SearchAttributes = map[string]string{
-	"AstraboxSessionId":    "Keyword",
-	"AstraboxAgentId":      "Keyword",
-	"AstraboxSessionState": "Keyword",
-	"AstraboxEngineKind":   "Keyword",
-}
+	"github.com/astrabox/astrabox/workflows"
+)
 
 // Restart policy of the supervised dev server. A server that stayed up for
 // restartResetAfter is considered healthy again, so an occasional crash always
@@ -159,7 +150,7 @@ func (s *temporalServer) launch() (*temporalProcess, error) {
 		"--db-filename", s.opts.DBFile,
 		"--log-level", "warn",
 	}
-	for name, kind := range SearchAttributes {
+	for name, kind := range workflows.SearchAttributeNames() {
 		args = append(args, "--search-attribute", name+"="+kind)
 	}
 	cmd := exec.Command(s.opts.Binary, args...)

@@ -245,6 +245,9 @@ func (s *Stack) platformEnv() []string {
 		"ASTRABOX_SANDBOX_LOCAL_UID_COUNT="+strconv.Itoa(s.uidCount),
 		"ASTRABOX_SANDBOX_LOCAL_RUNNER_PATH="+s.bin.runner,
 		"ASTRABOX_STARTUP_TIMEOUT=60s",
+		// Workers come and go, and other stacks may run on the machine: each worker's
+		// metrics listener takes a free port rather than the shared default.
+		"ASTRABOX_METRICS_LISTEN=127.0.0.1:0",
 		// One user with one token drives every Session of the suite and the soak: the
 		// per-user cap on live boxes is raised to what the uid block holds (two uids a
 		// box), and the cap on a token's open streams to more than the soak follows at

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/astrabox/astrabox/internal/devstack"
+	"github.com/astrabox/astrabox/workflows"
 )
 
 // startTemporal starts the Temporal CLI's dev server on the stack's port and
@@ -23,7 +23,7 @@ func (s *Stack) startTemporal(ctx context.Context) error {
 		"--db-filename", filepath.Join(s.baseDir, "temporal.db"),
 		"--log-level", "warn",
 	}
-	for name, kind := range devstack.SearchAttributes {
+	for name, kind := range workflows.SearchAttributeNames() {
 		args = append(args, "--search-attribute", name+"="+kind)
 	}
 	s.mu.Lock()

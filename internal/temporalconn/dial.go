@@ -13,19 +13,29 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/interceptor"
 	"go.uber.org/zap"
 
 	"github.com/astrabox/astrabox/config"
 	"github.com/astrabox/astrabox/internal/logging"
 )
 
+// Instruments are the client's observability hooks: the SDK's metrics handler and
+// client interceptors (tracing). Workers made from the client inherit both.
+type Instruments struct {
+	MetricsHandler client.MetricsHandler
+	Interceptors   []interceptor.ClientInterceptor
+}
+
 // Dial connects to Temporal, retrying until timeout. The error after the last
 // attempt names the address and the cause.
-func Dial(ctx context.Context, cfg config.Temporal, log *zap.Logger, timeout time.Duration) (client.Client, error) {
+func Dial(ctx context.Context, cfg config.Temporal, log *zap.Logger, timeout time.Duration, inst Instruments) (client.Client, error) {
 	opts, err := Options(cfg, log)
 	if err != nil {
 		return nil, err
 	}
+	opts.MetricsHandler = inst.MetricsHandler
+	opts.Interceptors = inst.Interceptors
 	deadline := time.Now().Add(timeout)
 	backoff := 200 * time.Millisecond
 	for attempt := 1; ; attempt++ {

@@ -200,6 +200,18 @@ func (p *Pool) Ready(key string) int {
 	return len(p.ready[key])
 }
 
+// Depths returns the number of boxes waiting in every pool, by key, including
+// pools that are empty now.
+func (p *Pool) Depths() map[string]int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make(map[string]int, len(p.profiles))
+	for key := range p.profiles {
+		out[key] = len(p.ready[key])
+	}
+	return out
+}
+
 // WaitReady blocks until the key's pool holds at least n boxes or ctx ends.
 func (p *Pool) WaitReady(ctx context.Context, key string, n int) error {
 	for {
