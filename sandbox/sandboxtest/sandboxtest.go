@@ -27,28 +27,48 @@ import (
 // destroys the boxes it made.
 type Factory func(t *testing.T) (sandbox.Backend, sandbox.Spec)
 
+// capability names a declared capability a case needs; a backend that does
+// not declare it skips the case, whatever backend it is.
+type capability struct {
+	name string
+	has  func(sandbox.Capabilities) bool
+}
+
+var (
+	always          = capability{}
+	processSessions = capability{"process_sessions", func(c sandbox.Capabilities) bool { return c.ProcessSessions }}
+	pause           = capability{"pause", func(c sandbox.Capabilities) bool { return c.Pause }}
+)
+
 // Run runs the suite. The machine's commands (/bin/sh, cat, perl) must be in
-// the boxes the spec makes.
+// the boxes the spec makes. Cases that need a capability run only on backends
+// that declare it in Capabilities; the prewarm case checks either side of the
+// declaration.
 func Run(t *testing.T, newBackend Factory) {
 	tests := []struct {
-		name string
-		fn   func(t *testing.T, s *suite)
+		name  string
+		needs capability
+		fn    func(t *testing.T, s *suite)
 	}{
-		{"ProcessSession", testProcessSession},
-		{"ExitStatusAndStreams", testExitStatusAndStreams},
-		{"Exec", testExec},
-		{"Files", testFiles},
-		{"WorkspaceFiles", testWorkspaceFiles},
-		{"Terminal", testTerminal},
-		{"Ports", testPorts},
-		{"PauseResume", testPauseResume},
-		{"DeathIsReported", testDeathIsReported},
-		{"GetListReap", testGetListReap},
+		{"ProcessSession", processSessions, testProcessSession},
+		{"ExitStatusAndStreams", processSessions, testExitStatusAndStreams},
+		{"Exec", always, testExec},
+		{"Files", always, testFiles},
+		{"WorkspaceFiles", always, testWorkspaceFiles},
+		{"Terminal", always, testTerminal},
+		{"Ports", processSessions, testPorts},
+		{"PauseResume", pause, testPauseResume},
+		{"DeathIsReported", processSessions, testDeathIsReported},
+		{"GetListReap", always, testGetListReap},
+		{"Prewarm", always, testPrewarm},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			b, spec := newBackend(t)
+			if tc.needs.has != nil && !tc.needs.has(b.Capabilities()) {
+				t.Skipf("the backend does not declare %s", tc.needs.name)
+			}
 			tc.fn(t, &suite{b: b, spec: spec})
 		})
 	}
@@ -326,9 +346,6 @@ func testPorts(t *testing.T, s *suite) {
 // testPauseResume: a paused box reports Paused, and after Resume its
 // processes go on where they were.
 func testPauseResume(t *testing.T, s *suite) {
-	if !s.b.Capabilities().Pause {
-		t.Skip("the backend declares no pause")
-	}
 	h := s.create(t)
 	ctx := testContext(t)
 	_, err := h.StartProcess(ctx, sandbox.ProcessSpec{ID: "cat", Argv: []string{"/bin/cat"}})
@@ -413,4 +430,54 @@ func testGetListReap(t *testing.T, s *suite) {
 	require.Equal(t, 0, sh(t, kept, "true").ExitCode)
 	_, err = s.b.Get(ctx, "no-such-box")
 	require.ErrorIs(t, err, sandbox.ErrNotFound)
+}
+
+// testPrewarm: a backend that declares prewarm is a sandbox.Prewarmer whose
+// pool hands out a ready box through Claim, and Reap keeps the boxes waiting in
+// the pool; a backend that does not declare it answers Claim with ErrNoWarmBox.
+func testPrewarm(t *testing.T, s *suite) {
+	ctx := testContext(t)
+	const key = "conformance-prewarm"
+	if !s.b.Capabilities().Prewarm {
+		_, err := s.b.Claim(ctx, key)
+		require.ErrorIs(t, err, sandbox.ErrNoWarmBox)
+		return
+	}
+	pw, ok := s.b.(sandbox.Prewarmer)
+	require.True(t, ok, "a backend that declares prewarm implements sandbox.Prewarmer")
+	_, err := s.b.Claim(ctx, key)
+	require.ErrorIs(t, err, sandbox.ErrNoWarmBox, "no pool yet")
+	started, err := pw.EnsurePrewarm(key, s.spec, 1)
+	require.NoError(t, err)
+	require.True(t, started)
+	started, err = pw.EnsurePrewarm(key, s.spec, 1)
+	require.NoError(t, err)
+	require.False(t, started, "a pool the backend keeps is left as it is")
+
+	var h sandbox.Handle
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for h == nil {
+		h, err = s.b.Claim(ctx, key)
+		if errors.Is(err, sandbox.ErrNoWarmBox) {
+			select {
+			case <-ctx.Done():
+				t.Fatalf("no warm box was ready: %v", ctx.Err())
+			case <-tick.C:
+			}
+			continue
+		}
+		require.NoError(t, err)
+	}
+	t.Cleanup(func() {
+		h.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		require.NoError(t, s.b.Destroy(ctx, h.ID()))
+	})
+	require.Equal(t, "warm\n", string(sh(t, h, "echo warm").Stdout))
+
+	reaped, err := s.b.Reap(ctx, func(string) bool { return false })
+	require.NoError(t, err)
+	require.Equal(t, []string{h.ID()}, reaped, "the claimed box is reaped, the pool's are kept")
 }
