@@ -36,23 +36,37 @@ const (
 // otherwise. It needs no token, so it says only which dependency failed; the cause
 // (addresses, driver messages) goes to the log.
 func (s *Server) readyz(c *gin.Context) {
-	results := make(map[string]string, len(s.checks))
+	results, err := runChecks(c.Request.Context(), s.checks, RequestLogger(c, s.log))
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, Envelope{Code: CodeOK, Message: "success", Data: readyData(results)})
+}
+
+func readyData(results map[string]string) gin.H {
+	return gin.H{"status": "ready", "checks": results}
+}
+
+// runChecks probes every dependency, each within checkTimeout. It returns the
+// result per dependency, and an Unavailable error carrying them when any failed.
+func runChecks(ctx context.Context, checks []Check, log *zap.Logger) (map[string]string, error) {
+	results := make(map[string]string, len(checks))
 	failed := false
-	for _, check := range s.checks {
-		ctx, cancel := context.WithTimeout(c.Request.Context(), checkTimeout)
-		err := check.Probe(ctx)
+	for _, check := range checks {
+		cctx, cancel := context.WithTimeout(ctx, checkTimeout)
+		err := check.Probe(cctx)
 		cancel()
 		if err != nil {
 			failed = true
 			results[check.Name] = checkFailed
-			RequestLogger(c, s.log).Warn("readiness check failed", zap.String("dependency", check.Name), zap.Error(err))
+			log.Warn("readiness check failed", zap.String("dependency", check.Name), zap.Error(err))
 			continue
 		}
 		results[check.Name] = checkOK
 	}
 	if failed {
-		s.fail(c, Unavailable("not ready", gin.H{"checks": results}))
-		return
+		return results, Unavailable("not ready", gin.H{"checks": results})
 	}
-	c.JSON(http.StatusOK, Envelope{Code: CodeOK, Message: "success", Data: gin.H{"status": "ready", "checks": results}})
+	return results, nil
 }

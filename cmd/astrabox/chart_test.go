@@ -191,7 +191,11 @@ func TestTheChartRendersValidObjectsThatKeepTheDeploymentRules(t *testing.T) {
 	require.Equal(t, []string{"worker"}, worker.Spec.Template.Spec.Containers[0].Args)
 	require.GreaterOrEqual(t, *worker.Spec.Template.Spec.TerminationGracePeriodSeconds, int64(120),
 		"a stopping worker needs time to hand its Relays over")
-	require.Equal(t, int32(9464), worker.Spec.Template.Spec.Containers[0].Ports[0].ContainerPort)
+	wctr := worker.Spec.Template.Spec.Containers[0]
+	require.Equal(t, int32(9464), wctr.Ports[0].ContainerPort)
+	require.Equal(t, "/readyz", wctr.ReadinessProbe.HTTPGet.Path, "the worker's probes answer beside its metrics")
+	require.Equal(t, "/healthz", wctr.LivenessProbe.HTTPGet.Path)
+	require.Equal(t, wctr.Ports[0].Name, wctr.LivenessProbe.HTTPGet.Port.String())
 	require.Equal(t, "astrabox-worker", worker.Spec.Template.Spec.ServiceAccountName)
 	r.get(t, "PodDisruptionBudget/astrabox-worker")
 

@@ -11,14 +11,15 @@ import (
 	"go.temporal.io/sdk/workflow"
 	"go.uber.org/zap"
 
+	"github.com/astrabox/astrabox/api"
 	"github.com/astrabox/astrabox/config"
 	"github.com/astrabox/astrabox/internal/buildinfo"
 	"github.com/astrabox/astrabox/internal/temporalconn"
 	"github.com/astrabox/astrabox/worker"
 )
 
-// serveWorkerMetrics serves the process's registry at /metrics on metrics.listen
-// until ctx is done.
+// serveWorkerMetrics serves the process's registry at /metrics, and the worker's
+// /healthz and /readyz, on metrics.listen until ctx is done.
 func (p *platform) serveWorkerMetrics(ctx context.Context) error {
 	ln, err := net.Listen("tcp", p.cfg.Metrics.Listen)
 	if err != nil {
@@ -26,6 +27,9 @@ func (p *platform) serveWorkerMetrics(ctx context.Context) error {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", p.tel.Metrics.Handler())
+	// The worker serves no API, so its liveness and readiness probes (the API's own
+	// answers) live beside its metrics for the orchestrator.
+	api.RegisterProbes(mux, p.checks(), p.log.Named("probes"))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
