@@ -27,6 +27,16 @@ type Config struct {
 	Dev      Dev      `mapstructure:"dev"`
 	Startup  Startup  `mapstructure:"startup"`
 	Secrets  Secrets  `mapstructure:"secrets"`
+	Debug    Debug    `mapstructure:"debug"`
+}
+
+// Debug configures what operators use to look inside a running process. Everything
+// here is off by default.
+type Debug struct {
+	// PprofAddr is a host:port on which serve, worker and dev serve Go's profiles
+	// (/debug/pprof/) and runtime figures (/debug/vars), with no authentication:
+	// bind it to a loopback or otherwise private address. Empty serves nothing.
+	PprofAddr string `mapstructure:"pprof_addr"`
 }
 
 // Secrets configures how the platform keeps the secret values users store (an Agent's
@@ -216,11 +226,21 @@ type Titles struct {
 // Engines configures the installed Agent program adapters.
 type Engines struct {
 	Claude Claude `mapstructure:"claude"`
+	// Scripted registers the scripted test program (engine kind "scripted") when its
+	// binary is set: the load generator runs it in real boxes. Off by default.
+	Scripted Scripted `mapstructure:"scripted"`
 	Codex  Codex  `mapstructure:"codex"`
 	Pi     Pi     `mapstructure:"pi"`
 	// ACPPrograms are further Agent Client Protocol programs, each registered under
 	// its own engine_kind through the generic ACP adapter: adding one is configuration.
 	ACPPrograms []ACPProgram `mapstructure:"acp_programs"`
+}
+
+// Scripted configures the scripted test program, internal/scriptengine's scriptagent.
+type Scripted struct {
+	// Binary is the scriptagent executable on the host, bound read-only into local
+	// boxes; empty leaves the engine kind unregistered.
+	Binary string `mapstructure:"binary"`
 }
 
 // Pi configures the Pi adapter.

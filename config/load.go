@@ -266,6 +266,8 @@ func builtinDefaults() map[string]any {
 		"engines.codex.model":             "",
 		"engines.pi.command":              []string{},
 		"engines.pi.model":                "",
+		"engines.scripted.binary":         "",
+		"debug.pprof_addr":                "",
 		"dev.data_dir":                    "var",
 		"dev.postgres_port":               15432,
 		"dev.temporal_port":               7233,

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 )
@@ -81,6 +82,18 @@ func (c *Config) Validate() error {
 		func() error { return port("dev.model_port", c.Dev.ModelPort) },
 		func() error { return positiveDuration("startup.timeout", int64(c.Startup.Timeout)) },
 		c.validateSecretsKey,
+		func() error {
+			if c.Debug.PprofAddr == "" {
+				return nil
+			}
+			return hostPort("debug.pprof_addr", c.Debug.PprofAddr)
+		},
+		func() error {
+			if c.Engines.Scripted.Binary != "" && !filepath.IsAbs(c.Engines.Scripted.Binary) {
+				return &Error{Key: "engines.scripted.binary", Reason: "expected an absolute path"}
+			}
+			return nil
+		},
 	}
 	for _, check := range checks {
 		if err := check(); err != nil {
