@@ -229,8 +229,8 @@ type Engines struct {
 	// Scripted registers the scripted test program (engine kind "scripted") when its
 	// binary is set: the load generator runs it in real boxes. Off by default.
 	Scripted Scripted `mapstructure:"scripted"`
-	Codex  Codex  `mapstructure:"codex"`
-	Pi     Pi     `mapstructure:"pi"`
+	Codex    Codex    `mapstructure:"codex"`
+	Pi       Pi       `mapstructure:"pi"`
 	// ACPPrograms are further Agent Client Protocol programs, each registered under
 	// its own engine_kind through the generic ACP adapter: adding one is configuration.
 	ACPPrograms []ACPProgram `mapstructure:"acp_programs"`

@@ -279,7 +279,7 @@ func receiptFloor(ctx context.Context, dsn string, poolSize, sessions, turns int
 		return nil, fmt.Errorf("receipt floor listen: %w", err)
 	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go srv.Serve(ln) //nolint:errcheck // ends with Shutdown
+	go srv.Serve(ln)                               //nolint:errcheck // ends with Shutdown
 	defer srv.Shutdown(context.WithoutCancel(ctx)) //nolint:errcheck // nothing is left to serve
 	c := newAPIClient("http://"+ln.Addr().String(), "none")
 	var mu sync.Mutex
