@@ -70,7 +70,9 @@ func (s *Store) ApplyRelayBatch(ctx context.Context, b RelayBatch) (AppendResult
 				next++
 			}
 		}
-		result, err = tx.AppendParts(ctx, AppendRequest{SessionID: b.SessionID, LeaseGeneration: b.LeaseGeneration, Parts: parts, Cursor: b.Cursor})
+		// The lease row is locked already: append within this transaction, without
+		// AppendParts' own fencing (a savepoint and a second lock per batch).
+		result, err = tx.appendLocked(ctx, AppendRequest{SessionID: b.SessionID, LeaseGeneration: b.LeaseGeneration, Parts: parts, Cursor: b.Cursor})
 		return err
 	})
 	if err != nil {
