@@ -230,6 +230,12 @@ func (b *bench) phase(ctx context.Context, n int, durable float64, floorOpts loc
 	if err != nil {
 		return nil, err
 	}
+	if profile && o.ProfileDir != "" {
+		// What the worker holds for its idle Sessions.
+		if err := fetch(ctx, b.workerDebug+"/debug/pprof/heap", filepath.Join(o.ProfileDir, "worker-idle-heap.pprof")); err != nil {
+			return nil, err
+		}
+	}
 	m, err := b.partFigures(ctx, warmSeq, arrivals, start)
 	if err != nil {
 		return nil, err
