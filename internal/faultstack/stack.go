@@ -86,8 +86,10 @@ type Stack struct {
 	temporal *child
 	api      *child
 	worker   *child
-	starts   map[string]int
-	closed   bool
+	// extras are further API and worker processes (StartExtra).
+	extras []*child
+	starts map[string]int
+	closed bool
 }
 
 // Start brings the whole stack up and returns once the API answers /readyz.
@@ -295,6 +297,31 @@ func (s *Stack) startRole(role string) (*child, error) {
 	return startChild(role, []string{s.bin.astrabox, role}, env, s.logPath(role))
 }
 
+// StartExtra starts one more process of role ("serve" or "worker"), named name in
+// the logs, with env added to the platform's configuration after the role's own (a
+// second API needs its own ASTRABOX_HTTP_ADDR). Close stops it with the rest.
+func (s *Stack) StartExtra(role, name string, env []string) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return errStopped
+	}
+	s.starts[name]++
+	s.mu.Unlock()
+	full := s.platformEnv()
+	if s.opts.RoleEnv != nil {
+		full = append(full, s.opts.RoleEnv(role)...)
+	}
+	c, err := startChild(name, []string{s.bin.astrabox, role}, append(full, env...), s.logPath(name))
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.extras = append(s.extras, c)
+	s.mu.Unlock()
+	return nil
+}
+
 func (s *Stack) logPath(name string) string {
 	return filepath.Join(s.baseDir, "logs", name+".log")
 }
@@ -305,7 +332,7 @@ func (s *Stack) Crashed() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var errs []error
-	for _, c := range []*child{s.temporal, s.api, s.worker} {
+	for _, c := range append([]*child{s.temporal, s.api, s.worker}, s.extras...) {
 		if c != nil {
 			errs = append(errs, c.exitedUnexpectedly())
 		}

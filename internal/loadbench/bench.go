@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -58,6 +59,9 @@ type Options struct {
 	ProfileDir string
 	// ProfileSeconds is the CPU profile's length.
 	ProfileSeconds int
+	// Replicas is how many API and how many worker processes run (1 or 2); with two,
+	// Sessions alternate between the APIs and Temporal spreads them over the workers.
+	Replicas int
 	// Logger receives progress; default none.
 	Logger *zap.Logger
 }
@@ -86,6 +90,9 @@ func (o *Options) defaults() {
 	}
 	if o.ProfileSeconds <= 0 {
 		o.ProfileSeconds = 15
+	}
+	if o.Replicas <= 0 {
+		o.Replicas = 1
 	}
 	if o.Logger == nil {
 		o.Logger = zap.NewNop()
@@ -125,11 +132,16 @@ func Run(ctx context.Context, opts Options, out io.Writer) (err error) {
 	if b, err := build.CombinedOutput(); err != nil {
 		return fmt.Errorf("build the scripted program: %w: %s", err, b)
 	}
-	ports, err := freePorts(2)
+	if opts.Replicas > 2 {
+		return fmt.Errorf("replicas: %d; the load generator runs 1 or 2 API and worker processes", opts.Replicas)
+	}
+	ports, err := freePorts(5)
 	if err != nil {
 		return err
 	}
-	debugAddr := map[string]string{"serve": "127.0.0.1:" + strconv.Itoa(ports[0]), "worker": "127.0.0.1:" + strconv.Itoa(ports[1])}
+	debugAddr := map[string]string{"serve": "127.0.0.1:" + strconv.Itoa(ports[0]), "worker": "127.0.0.1:" + strconv.Itoa(ports[1]),
+		"serve-2": "127.0.0.1:" + strconv.Itoa(ports[2]), "worker-2": "127.0.0.1:" + strconv.Itoa(ports[3])}
+	secondAPI := "127.0.0.1:" + strconv.Itoa(ports[4])
 	largest := slices.Max(opts.Sessions)
 	stackFirst, stackCount := slot.stack()
 
@@ -161,7 +173,21 @@ func Run(ctx context.Context, opts Options, out io.Writer) (err error) {
 		return err
 	}
 	b := &bench{opts: opts, log: log, stack: stack, api: newAPIClient(stack.APIURL(), stack.Token()),
-		workerDebug: "http://" + debugAddr["worker"], apiDebug: "http://" + debugAddr["serve"], binary: binary}
+		workerDebug: []string{"http://" + debugAddr["worker"]}, apiDebug: "http://" + debugAddr["serve"], binary: binary}
+	b.apis = []*apiClient{b.api}
+	if opts.Replicas == 2 {
+		if err := stack.StartExtra("worker", "worker-2", []string{"ASTRABOX_DEBUG_PPROF_ADDR=" + debugAddr["worker-2"]}); err != nil {
+			return err
+		}
+		if err := stack.StartExtra("serve", "serve-2", []string{"ASTRABOX_DEBUG_PPROF_ADDR=" + debugAddr["serve-2"], "ASTRABOX_HTTP_ADDR=" + secondAPI}); err != nil {
+			return err
+		}
+		if err := waitReady(ctx, "http://"+secondAPI+"/readyz"); err != nil {
+			return err
+		}
+		b.workerDebug = append(b.workerDebug, "http://"+debugAddr["worker-2"])
+		b.apis = append(b.apis, newAPIClient("http://"+secondAPI+"/api/v1", stack.Token()))
+	}
 	if b.agentID, err = b.scriptedAgent(ctx); err != nil {
 		return err
 	}
@@ -183,7 +209,7 @@ func Run(ctx context.Context, opts Options, out io.Writer) (err error) {
 		}
 		rep.Rows = append(rep.Rows, rows...)
 	}
-	rep.Load = fmt.Sprintf("loadavg %s before, %s after; %d CPUs", loadBefore, loadavg(), numCPU())
+	rep.Load = fmt.Sprintf("loadavg %s before, %s after; %d CPUs; %d API and %d worker process(es)", loadBefore, loadavg(), numCPU(), opts.Replicas, opts.Replicas)
 	rep.Print(out)
 	return nil
 }
@@ -198,4 +224,25 @@ func loadavg() string {
 		return "unknown"
 	}
 	return strings.Join(f[:3], " ")
+}
+
+// waitReady polls url until it answers 200.
+func waitReady(ctx context.Context, url string) error {
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return err
+		}
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("wait for %s: %w", url, ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }

@@ -24,13 +24,15 @@ import (
 
 // bench is one run's stack and what it drives the stack with.
 type bench struct {
-	opts        Options
-	log         *zap.Logger
-	stack       *faultstack.Stack
-	api         *apiClient
+	opts  Options
+	log   *zap.Logger
+	stack *faultstack.Stack
+	api   *apiClient
+	// apis are the API processes' clients; Session i is driven through apis[i%len].
+	apis        []*apiClient
 	agentID     string
 	binary      string
-	workerDebug string
+	workerDebug []string
 	apiDebug    string
 }
 
@@ -70,6 +72,7 @@ type turnResult struct {
 type session struct {
 	id   string
 	last int64
+	api  *apiClient
 }
 
 // turn sends one input to s with followers streams open, and reads them to the
@@ -77,7 +80,7 @@ type session struct {
 func (b *bench) turn(ctx context.Context, s *session, followers int, text, clientID string) (turnResult, error) {
 	reads := make([]func() (streamed, error), followers)
 	for i := range reads {
-		read, err := b.api.follow(ctx, s.id, s.last)
+		read, err := s.api.follow(ctx, s.id, s.last)
 		if err != nil {
 			return turnResult{}, err
 		}
@@ -95,7 +98,7 @@ func (b *bench) turn(ctx context.Context, s *session, followers int, text, clien
 	var receipt struct {
 		InputID string `json:"input_id"`
 	}
-	err := b.api.call(ctx, http.MethodPost, "/sessions/"+s.id+"/inputs", map[string]string{"content": text, "client_message_id": clientID}, &receipt)
+	err := s.api.call(ctx, http.MethodPost, "/sessions/"+s.id+"/inputs", map[string]string{"content": text, "client_message_id": clientID}, &receipt)
 	took := time.Since(sent)
 	if werr := g.Wait(); err == nil {
 		err = werr
@@ -149,7 +152,7 @@ func (b *bench) phase(ctx context.Context, n int, durable float64, floorOpts loc
 			if err := b.api.callWith(gctx, http.MethodPost, "/agents/"+b.agentID+"/conversations", map[string]string{"Idempotency-Key": fmt.Sprintf("bench-%d-%d", n, i)}, struct{}{}, &out); err != nil {
 				return err
 			}
-			sessions[i] = &session{id: out.SessionID}
+			sessions[i] = &session{id: out.SessionID, api: b.apis[i%len(b.apis)]}
 			return nil
 		})
 	}
@@ -182,7 +185,7 @@ func (b *bench) phase(ctx context.Context, n int, durable float64, floorOpts loc
 
 	var profiles errgroup.Group
 	if profile && o.ProfileDir != "" {
-		for name, base := range map[string]string{"serve": b.apiDebug, "worker": b.workerDebug} {
+		for name, base := range map[string]string{"serve": b.apiDebug, "worker": b.workerDebug[0]} {
 			profiles.Go(func() error {
 				return fetch(ctx, fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", base, o.ProfileSeconds), filepath.Join(o.ProfileDir, name+"-cpu.pprof"))
 			})
@@ -216,7 +219,7 @@ func (b *bench) phase(ctx context.Context, n int, durable float64, floorOpts loc
 		return nil, err
 	}
 	if profile && o.ProfileDir != "" {
-		for name, base := range map[string]string{"serve": b.apiDebug, "worker": b.workerDebug} {
+		for name, base := range map[string]string{"serve": b.apiDebug, "worker": b.workerDebug[0]} {
 			if err := fetch(ctx, base+"/debug/pprof/allocs", filepath.Join(o.ProfileDir, name+"-allocs.pprof")); err != nil {
 				return nil, err
 			}
@@ -232,7 +235,7 @@ func (b *bench) phase(ctx context.Context, n int, durable float64, floorOpts loc
 	}
 	if profile && o.ProfileDir != "" {
 		// What the worker holds for its idle Sessions.
-		if err := fetch(ctx, b.workerDebug+"/debug/pprof/heap", filepath.Join(o.ProfileDir, "worker-idle-heap.pprof")); err != nil {
+		if err := fetch(ctx, b.workerDebug[0]+"/debug/pprof/heap", filepath.Join(o.ProfileDir, "worker-idle-heap.pprof")); err != nil {
 			return nil, err
 		}
 	}
@@ -374,13 +377,26 @@ func (b *bench) archive(ctx context.Context, sessions []*session) error {
 	return g.Wait()
 }
 
-// workerHeap is the worker's heap in use after a collection, read from its debug
-// endpoint (debug.pprof_addr): the heap profile's gc=1 collects first.
+// workerHeap is the workers' heap in use after a collection, summed over the worker
+// processes, read from their debug endpoints (debug.pprof_addr): the heap profile's
+// gc=1 collects first.
 func (b *bench) workerHeap(ctx context.Context) (uint64, error) {
-	if err := fetch(ctx, b.workerDebug+"/debug/pprof/heap?gc=1", os.DevNull); err != nil {
+	var total uint64
+	for _, base := range b.workerDebug {
+		n, err := heapInUse(ctx, base)
+		if err != nil {
+			return 0, err
+		}
+		total += n
+	}
+	return total, nil
+}
+
+func heapInUse(ctx context.Context, base string) (uint64, error) {
+	if err := fetch(ctx, base+"/debug/pprof/heap?gc=1", os.DevNull); err != nil {
 		return 0, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, b.workerDebug+"/debug/vars", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/debug/vars", nil)
 	if err != nil {
 		return 0, err
 	}
