@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -247,6 +249,10 @@ func (b *bench) phase(ctx context.Context, n int, durable float64, floorOpts loc
 	if err != nil {
 		return nil, err
 	}
+	spread, err := b.spread(ctx, sessions)
+	if err != nil {
+		return nil, err
+	}
 	if err := b.archive(ctx, sessions); err != nil {
 		return nil, err
 	}
@@ -282,6 +288,7 @@ func (b *bench) phase(ctx context.Context, n int, durable float64, floorOpts loc
 	perSession := (float64(heapIdle) - float64(heapBefore)) / float64(n) / 1024
 	rows = append(rows, Row{Figure: "worker heap/idle Session " + tag, Goal: "<= 100 KiB", P50: fmt.Sprintf("%.0f KiB", perSession), Met: met(perSession <= 100)})
 	rows = append(rows, Row{Figure: "history events/turn " + tag, Goal: "reported, bounded", P50: fmt.Sprintf("%.1f", events.p50), P99: fmt.Sprintf("%.1f", events.p99)})
+	rows = append(rows, Row{Figure: "Sessions per worker " + tag, Goal: "spread over every worker", P50: spread})
 	rows = append(rows, Row{Figure: "cold start (box + runtime) " + tag, Goal: "report", P50: msString(cold.pct(50)), P99: msString(cold.pct(99))})
 	return rows, nil
 }
@@ -455,3 +462,29 @@ func freePorts(n int) ([]int, error) {
 }
 
 func numCPU() int { return runtime.NumCPU() }
+
+// spread counts the Sessions each worker process holds (by its host task queue).
+func (b *bench) spread(ctx context.Context, sessions []*session) (string, error) {
+	conn, err := pgx.Connect(ctx, b.stack.DSN())
+	if err != nil {
+		return "", fmt.Errorf("read placements: %w", err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	ids := make([]string, len(sessions))
+	for i, s := range sessions {
+		ids[i] = s.id
+	}
+	rows, err := conn.Query(ctx, `SELECT count(*) FROM sessions WHERE id = ANY($1::uuid[]) GROUP BY host_task_queue ORDER BY 1 DESC`, ids)
+	if err != nil {
+		return "", fmt.Errorf("read placements: %w", err)
+	}
+	counts, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return "", fmt.Errorf("read placements: %w", err)
+	}
+	parts := make([]string, len(counts))
+	for i, n := range counts {
+		parts[i] = strconv.FormatInt(n, 10)
+	}
+	return strings.Join(parts, " + "), nil
+}
