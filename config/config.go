@@ -136,6 +136,10 @@ type Temporal struct {
 	ResignalInterval time.Duration `mapstructure:"resignal_interval"`
 	// ResignalGrace is how long an input may stay pending before it is signalled again.
 	ResignalGrace time.Duration `mapstructure:"resignal_grace"`
+	// WorkflowCacheSize bounds the Session workflows a worker process keeps in memory
+	// between their tasks (least recently used evicted, then replayed from history when
+	// next needed); 0 keeps the Temporal SDK's default (10,000).
+	WorkflowCacheSize int `mapstructure:"workflow_cache_size"`
 	// UIURL is where operators open the Temporal Web UI, printed for convenience.
 	UIURL string `mapstructure:"ui_url"`
 	TLS   TLS    `mapstructure:"tls"`

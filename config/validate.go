@@ -83,6 +83,12 @@ func (c *Config) Validate() error {
 		func() error { return positiveDuration("startup.timeout", int64(c.Startup.Timeout)) },
 		c.validateSecretsKey,
 		func() error {
+			if c.Temporal.WorkflowCacheSize < 0 {
+				return &Error{Key: "temporal.workflow_cache_size", Reason: fmt.Sprintf("expected zero (the SDK's default) or a positive integer, got %d", c.Temporal.WorkflowCacheSize)}
+			}
+			return nil
+		},
+		func() error {
 			if c.Debug.PprofAddr == "" {
 				return nil
 			}

@@ -182,11 +182,12 @@ func (p *platform) runWorker(ctx context.Context) error {
 		return err
 	}
 	w, err := worker.New(p.temporal, worker.Options{
-		SharedTaskQueue: p.cfg.Temporal.TaskQueue,
-		HostID:          hostID,
-		Shared:          []worker.Registrar{workflows.Register, acts.RegisterShared},
-		Host:            []worker.Registrar{acts.RegisterHost},
-		Logger:          p.log.Named("worker"),
+		SharedTaskQueue:   p.cfg.Temporal.TaskQueue,
+		HostID:            hostID,
+		Shared:            []worker.Registrar{workflows.Register, acts.RegisterShared},
+		Host:              []worker.Registrar{acts.RegisterHost},
+		WorkflowCacheSize: p.cfg.Temporal.WorkflowCacheSize,
+		Logger:            p.log.Named("worker"),
 	})
 	if err != nil {
 		return err
