@@ -18,14 +18,15 @@ GOTEST_FLAGS ?= -count=1 -timeout 45m
 export ASTRABOX_REPO_ROOT := $(CURDIR)
 export ASTRABOX_TEMPORAL_BIN := $(TEMPORAL)
 
-.PHONY: all build run test test-unit vet workflowcheck bench soak deps deps-system deps-npm deps-agents deps-acp-agents clean help record-claude record-codex record-pi record-acp
+.PHONY: all build run test test-unit vet workflowcheck bench bench-load soak deps deps-system deps-npm deps-agents deps-acp-agents clean help record-claude record-codex record-pi record-acp
 
 all: build
 
 help:
 	@echo "make run    - install what is missing, build, start the whole platform locally"
 	@echo "make test   - install what is missing, run go vet, unit and integration tests"
-	@echo "make bench  - run the benchmarks and print their figures"
+	@echo "make bench  - run the Go benchmarks, then the load generator (bench-load), and print their figures"
+	@echo "make bench-load - start the whole stack, load it through the public API (BENCH_FLAGS=...), print figures beside this machine's floors"
 	@echo "make soak   - run Sessions through turns while injecting faults (S=3 T=3 F=20s), print the audit"
 	@echo "make record-claude - re-record the pinned Claude Code into engines/claude/testdata/native and refresh the translated goldens"
 	@echo "make record-codex  - re-record the pinned Codex CLI into engines/codex/testdata/native and refresh the translated goldens"
@@ -103,6 +104,14 @@ test-unit:
 
 bench: deps build
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./...
+	$(MAKE) bench-load
+
+## bench-load: `astrabox bench` starts PostgreSQL, Temporal, separate API and worker
+## processes with real boxes of the scripted program, drives them through the public
+## API and prints each figure beside the floor measured in the same run (docs/performance.md).
+BENCH_FLAGS ?=
+bench-load: deps build
+	$(BIN)/astrabox bench $(BENCH_FLAGS)
 
 ## soak: S Sessions take T turns each while a random fault (worker, API, box,
 ## PostgreSQL, Temporal) hits the platform every F; prints the audit (docs/reliability.md).

@@ -63,6 +63,11 @@ type relayRun struct {
 	observed SessionObservation
 	// ended is set by record when its batch ended a response.
 	ended bool
+	// factsChanged is set by record when its batch wrote more than parts (a status,
+	// a response start or end, an admission, an interaction): what the Session's
+	// observation derives from. observedAt is when the facts were last read.
+	factsChanged bool
+	observedAt   time.Time
 	// titling runs the automatic title in flight, if any; titleTried are the
 	// responses a title was asked from.
 	titling    sync.WaitGroup
@@ -191,7 +196,10 @@ func (r *relayRun) readFrom(ctx context.Context, cursor *engines.RuntimeCursor) 
 			if err := r.recordModel(ctx); err != nil {
 				return err
 			}
-			r.observe(ctx)
+			if r.factsChanged || time.Since(r.observedAt) >= observeEvery {
+				r.factsChanged = false
+				r.observe(ctx)
+			}
 			if r.ended {
 				r.ended = false
 				r.maybeTitle(ctx)
@@ -200,11 +208,17 @@ func (r *relayRun) readFrom(ctx context.Context, cursor *engines.RuntimeCursor) 
 	}
 }
 
+// observeEvery bounds how long a Relay streaming only parts goes without reading
+// the Session's facts again: parts change no observed fact, but the Session's held
+// inputs and title change outside the Relay.
+const observeEvery = time.Second
+
 // observe sends the Session's workflow the Session as the platform derives it, when
 // that changed since the last observation sent: the workflow keeps its search
 // attribute and current details with it. A failed signal is logged and sent with the
 // next change; it never stops the reader.
 func (r *relayRun) observe(ctx context.Context) {
+	r.observedAt = time.Now()
 	facts, err := r.a.deps.Store.GetSessionFactsByID(ctx, r.l.sessionID)
 	if err != nil {
 		r.log.Warn("observe session", zap.Error(err))
@@ -257,6 +271,7 @@ func (r *relayRun) record(ctx context.Context, batch []eventOrErr, cursor *engin
 		}
 		for _, op := range evOps {
 			ops = append(ops, op)
+			r.factsChanged = r.factsChanged || op.Part == nil
 			admits = admits || op.AdmitInput != ""
 			ends = ends || op.EndResponse != nil
 		}

@@ -1,7 +1,9 @@
 package api
 
 import (
+	"encoding/json"
 	"net/http"
+	"strconv"
 
 	"github.com/gin-gonic/gin"
 	"go.uber.org/zap"
@@ -17,6 +19,20 @@ type Envelope struct {
 // writeOK writes a success envelope.
 func writeOK(c *gin.Context, data any) {
 	c.JSON(http.StatusOK, Envelope{Code: CodeOK, Message: "success", Data: data})
+}
+
+// writeOKNow writes the success envelope with its length and flushes it, so the
+// client has the whole answer while the handler goes on (with work the answer does not
+// wait for).
+func writeOKNow(c *gin.Context, data any) {
+	body, err := json.Marshal(Envelope{Code: CodeOK, Message: "success", Data: data})
+	if err != nil {
+		writeOK(c, data)
+		return
+	}
+	c.Header("Content-Length", strconv.Itoa(len(body)))
+	c.Data(http.StatusOK, "application/json; charset=utf-8", body)
+	c.Writer.Flush()
 }
 
 // fail writes err through the single mapper and logs its cause. Handlers call it

@@ -140,8 +140,12 @@ func (s *Server) sendInput(c *gin.Context) {
 		return
 	}
 	s.metrics.InputsAccepted.Inc()
-	s.signal(c, sess.ID, workflows.SignalInputAccepted, workflows.InputAccepted{InputID: in.ID})
-	writeOK(c, newReceipt(in, false, sess.OutputSeq))
+	// The receipt goes out first: the row is committed, which is custody, and a live
+	// runtime's Relay is handed the input on the row's notification without the
+	// workflow. The signal then starts or wakes the workflow; one lost with Temporal
+	// down is sent again by the workers' re-signal sweep.
+	writeOKNow(c, newReceipt(in, false, sess.OutputSeq))
+	s.signalAfterAnswer(c, sess.ID, workflows.SignalInputAccepted, workflows.InputAccepted{InputID: in.ID})
 }
 
 // answerDuplicate returns the first receipt of a repeated client_message_id. A message

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -32,8 +33,9 @@ func TestSendInputReturnsTheReceipt(t *testing.T) {
 	assert.False(t, r.Duplicate)
 	assert.Equal(t, "analysis-1", *r.ClientMessageID)
 	assert.False(t, r.AcceptedAt.IsZero())
+	// The workflow is signalled after the receipt is written.
+	require.Eventually(t, func() bool { return len(f.signals.named(workflows.SignalInputAccepted)) == 1 }, 10*time.Second, 5*time.Millisecond)
 	sig := f.signals.named(workflows.SignalInputAccepted)
-	require.Len(t, sig, 1, "the workflow is signalled after the row is written")
 	assert.Equal(t, workflows.InputAccepted{InputID: r.InputID}, sig[0].Payload)
 
 	// The same client_message_id names the same message, with its recorded failure.

@@ -114,6 +114,8 @@ type Server struct {
 	streams         *streamLimiter
 	keepAlive       time.Duration
 	now             func() time.Time
+	// partReads shares reads of the output log among this process's streams.
+	partReads partReads
 
 	boxes          SessionBoxes
 	maxUploadBytes int64

@@ -360,6 +360,20 @@ func (s *Server) writeSession(c *gin.Context, sess store.Session) {
 // signal hands a signal to the Session's workflow after its row was written. A failed
 // signal is logged, not returned: the row is the truth, and the workflow re-reads it on
 // its next signal (a retried request signals again).
+// signalAfterAnswer is signal for a request already answered: the client may close the
+// connection now, which must not cancel the signal.
+func (s *Server) signalAfterAnswer(c *gin.Context, sessionID, name string, payload any) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request.Context()), signalAfterAnswerTimeout)
+	defer cancel()
+	if err := s.signaler.SignalSession(ctx, sessionID, name, payload); err != nil {
+		RequestLogger(c, s.log).Warn("signal session workflow", zap.String("session_id", sessionID), zap.String("signal", name), zap.Error(err))
+	}
+}
+
+// signalAfterAnswerTimeout bounds a signal no client waits for; the re-signal sweep
+// covers one that does not arrive.
+const signalAfterAnswerTimeout = 30 * time.Second
+
 func (s *Server) signal(c *gin.Context, sessionID, name string, payload any) {
 	if err := s.signaler.SignalSession(c.Request.Context(), sessionID, name, payload); err != nil {
 		RequestLogger(c, s.log).Warn("signal session workflow", zap.String("session_id", sessionID), zap.String("signal", name), zap.Error(err))

@@ -11,8 +11,6 @@ import (
 	"github.com/gin-gonic/gin"
 	"go.uber.org/zap"
 
-	"github.com/astrabox/astrabox/engines"
-	"github.com/astrabox/astrabox/store"
 	"github.com/astrabox/astrabox/store/pubsub"
 )
 
@@ -120,6 +118,9 @@ type streamFollower struct {
 	// tokenValid re-checks the stream's token, so revoking it ends the stream.
 	tokenValid func() (bool, error)
 	recheck    <-chan time.Time
+	// wokeAt is when the follower last learned the log may have grown (subscribed,
+	// notified, or its listener reconnected): a read it takes part in starts after it.
+	wokeAt time.Time
 }
 
 var (
@@ -137,6 +138,7 @@ func (f *streamFollower) run(ctx context.Context) error {
 	f.recheck = recheck.C
 	// Headers go out at once, so a client sees the stream open before any part.
 	f.flush()
+	f.wokeAt = time.Now()
 	for {
 		err := f.drain(ctx)
 		if errors.Is(err, errStreamDone) {
@@ -167,8 +169,10 @@ func (f *streamFollower) waitForHint(ctx context.Context, keepAlive *time.Timer)
 				return false, fmt.Errorf("output listener closed")
 			}
 			f.coalesceHints()
+			f.wokeAt = time.Now()
 			return true, nil
 		case <-f.sub.Dropped():
+			f.wokeAt = time.Now()
 			return true, nil
 		case <-f.recheck:
 			if err := f.recheckCredential(); err != nil {
@@ -225,11 +229,11 @@ func (f *streamFollower) coalesceHints() {
 // the part that ends the stream.
 func (f *streamFollower) drain(ctx context.Context) error {
 	for {
-		parts, err := f.s.store.ListOutputPartsAfter(ctx, f.sessionID, f.cursor, streamBatch)
+		read, err := f.s.partsAfter(ctx, f.sessionID, f.cursor, f.wokeAt)
 		if err != nil {
 			return err
 		}
-		for _, p := range parts {
+		for _, p := range read.parts {
 			done, err := f.sendPart(p)
 			if err != nil {
 				return err
@@ -238,13 +242,16 @@ func (f *streamFollower) drain(ctx context.Context) error {
 				return errStreamDone
 			}
 		}
-		if len(parts) > 0 {
+		if len(read.parts) > 0 {
 			if err := f.w.Flush(); err != nil {
 				return err
 			}
 			f.flush()
 		}
-		if len(parts) < streamBatch {
+		if read.err != nil {
+			return read.err
+		}
+		if len(read.parts) < streamBatch {
 			return nil
 		}
 	}
@@ -252,29 +259,17 @@ func (f *streamFollower) drain(ctx context.Context) error {
 
 // sendPart writes one part and its resume cursor and reports whether the stream ends
 // after it.
-func (f *streamFollower) sendPart(p store.OutputPart) (bool, error) {
-	frame, err := engines.ParseFrame(p.Frame)
-	if err != nil {
-		return false, fmt.Errorf("output part %d: %w", p.Seq, err)
-	}
-	raw, err := frame.MarshalJSON()
-	if err != nil {
-		return false, fmt.Errorf("output part %d: %w", p.Seq, err)
-	}
-	if err := f.send(string(raw)); err != nil {
+func (f *streamFollower) sendPart(p streamedPart) (bool, error) {
+	if _, err := f.w.Write(p.sse); err != nil {
 		return false, err
 	}
-	cursor, _ := engines.ResumeCursorFrame(p.Seq).MarshalJSON()
-	if err := f.send(string(cursor)); err != nil {
-		return false, err
-	}
-	f.cursor = p.Seq
+	f.cursor = p.seq
 	switch {
-	case engines.FinishesResponse(frame):
+	case p.finishes:
 		return true, nil
-	case frame.Type() == "start":
+	case p.typ == "start":
 		f.inResponse = true
-	case frame.Type() == "data-input-failed" && !f.inResponse:
+	case p.typ == "data-input-failed" && !f.inResponse:
 		// A refused input starts no response: its report is all the client waits for.
 		return true, nil
 	}

@@ -29,6 +29,16 @@ type Config struct {
 	Secrets  Secrets  `mapstructure:"secrets"`
 	Metrics  Metrics  `mapstructure:"metrics"`
 	Tracing  Tracing  `mapstructure:"tracing"`
+	Debug    Debug    `mapstructure:"debug"`
+}
+
+// Debug configures what operators use to look inside a running process. Everything
+// here is off by default.
+type Debug struct {
+	// PprofAddr is a host:port on which serve, worker and dev serve Go's profiles
+	// (/debug/pprof/) and runtime figures (/debug/vars), with no authentication:
+	// bind it to a loopback or otherwise private address. Empty serves nothing.
+	PprofAddr string `mapstructure:"pprof_addr"`
 }
 
 // Metrics configures the Prometheus metrics. The API serves them at /metrics on
@@ -151,6 +161,10 @@ type Temporal struct {
 	ResignalInterval time.Duration `mapstructure:"resignal_interval"`
 	// ResignalGrace is how long an input may stay pending before it is signalled again.
 	ResignalGrace time.Duration `mapstructure:"resignal_grace"`
+	// WorkflowCacheSize bounds the Session workflows a worker process keeps in memory
+	// between their tasks (least recently used evicted, then replayed from history when
+	// next needed); 0 keeps the Temporal SDK's default (10,000).
+	WorkflowCacheSize int `mapstructure:"workflow_cache_size"`
 	// UIURL is where operators open the Temporal Web UI, printed for convenience.
 	UIURL string `mapstructure:"ui_url"`
 	TLS   TLS    `mapstructure:"tls"`
@@ -343,11 +357,21 @@ type Titles struct {
 // Engines configures the installed Agent program adapters.
 type Engines struct {
 	Claude Claude `mapstructure:"claude"`
-	Codex  Codex  `mapstructure:"codex"`
-	Pi     Pi     `mapstructure:"pi"`
+	// Scripted registers the scripted test program (engine kind "scripted") when its
+	// binary is set: the load generator runs it in real boxes. Off by default.
+	Scripted Scripted `mapstructure:"scripted"`
+	Codex    Codex    `mapstructure:"codex"`
+	Pi       Pi       `mapstructure:"pi"`
 	// ACPPrograms are further Agent Client Protocol programs, each registered under
 	// its own engine_kind through the generic ACP adapter: adding one is configuration.
 	ACPPrograms []ACPProgram `mapstructure:"acp_programs"`
+}
+
+// Scripted configures the scripted test program, internal/scriptengine's scriptagent.
+type Scripted struct {
+	// Binary is the scriptagent executable on the host, bound read-only into local
+	// boxes; empty leaves the engine kind unregistered.
+	Binary string `mapstructure:"binary"`
 }
 
 // Pi configures the Pi adapter.

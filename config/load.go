@@ -276,6 +276,7 @@ func builtinDefaults() map[string]any {
 		"sandbox.opensandbox.ready_timeout":    "3m",
 		"sandbox.opensandbox.request_timeout":  "30s",
 		"sandbox.opensandbox.attempts":         5,
+		"temporal.workflow_cache_size":         0,
 		// Room for Claude Code and the builds and tests its tools run, on one core.
 		"sandbox.limits.cpu":              "1",
 		"sandbox.limits.memory":           "2Gi",
@@ -293,6 +294,8 @@ func builtinDefaults() map[string]any {
 		"engines.codex.model":             "",
 		"engines.pi.command":              []string{},
 		"engines.pi.model":                "",
+		"engines.scripted.binary":         "",
+		"debug.pprof_addr":                "",
 		"dev.data_dir":                    "var",
 		"dev.postgres_port":               15432,
 		"dev.temporal_port":               7233,

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -93,6 +94,24 @@ func (c *Config) Validate() error {
 			}
 			if c.Temporal.Versioning.Enabled {
 				return nonEmpty("temporal.versioning.deployment_name", c.Temporal.Versioning.DeploymentName)
+			}
+			return nil
+		},
+		func() error {
+			if c.Temporal.WorkflowCacheSize < 0 {
+				return &Error{Key: "temporal.workflow_cache_size", Reason: fmt.Sprintf("expected zero (the SDK's default) or a positive integer, got %d", c.Temporal.WorkflowCacheSize)}
+			}
+			return nil
+		},
+		func() error {
+			if c.Debug.PprofAddr == "" {
+				return nil
+			}
+			return hostPort("debug.pprof_addr", c.Debug.PprofAddr)
+		},
+		func() error {
+			if c.Engines.Scripted.Binary != "" && !filepath.IsAbs(c.Engines.Scripted.Binary) {
+				return &Error{Key: "engines.scripted.binary", Reason: "expected an absolute path"}
 			}
 			return nil
 		},

@@ -25,7 +25,10 @@ func (s *Store) CountLiveBoxesByUser(ctx context.Context, userID string) (int64,
 // concurrent creates of one user are counted one after the other.
 func (s *Store) checkLiveBoxes(ctx context.Context, userID string, limit int) error {
 	var u User
-	if err := s.conn(ctx).Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate}).
+	// FOR NO KEY UPDATE serializes the user's creations all the same, but does not wait
+	// on the key share lock each creation's own idempotency key holds on the user row
+	// (its foreign key): FOR UPDATE there made two concurrent creations deadlock.
+	if err := s.conn(ctx).Clauses(clause.Locking{Strength: "NO KEY UPDATE"}).
 		Where("id = ?", userID).Take(&u).Error; err != nil {
 		return mapError("lock user", err)
 	}

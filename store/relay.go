@@ -2,8 +2,11 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/astrabox/astrabox/store/pubsub"
 )
 
 // RelayOp is one fact of a runtime event a Relay records. Exactly one field is set;
@@ -54,6 +57,13 @@ type RelayBatch struct {
 // the cursor after the last event and a NOTIFY at commit. A superseded generation
 // writes nothing and gets ErrLeaseLost, so a zombie Relay cannot write.
 func (s *Store) ApplyRelayBatch(ctx context.Context, b RelayBatch) (AppendResult, error) {
+	if parts, ok := partsOnly(b.Ops); ok && !s.inTx {
+		result, err := s.appendPartsOnly(ctx, b, parts)
+		if err != nil {
+			return AppendResult{}, fmt.Errorf("apply relay batch: %w", err)
+		}
+		return result, nil
+	}
 	var result AppendResult
 	err := s.InLeaseTx(ctx, b.SessionID, b.LeaseGeneration, func(tx *Store) error {
 		sess, err := tx.lockSession(ctx, b.SessionID)
@@ -80,7 +90,9 @@ func (s *Store) ApplyRelayBatch(ctx context.Context, b RelayBatch) (AppendResult
 				next++
 			}
 		}
-		result, err = tx.AppendParts(ctx, AppendRequest{SessionID: b.SessionID, LeaseGeneration: b.LeaseGeneration, Parts: parts, Cursor: b.Cursor})
+		// The lease row is locked already: append within this transaction, without
+		// AppendParts' own fencing (a savepoint and a second lock per batch).
+		result, err = tx.appendLocked(ctx, AppendRequest{SessionID: b.SessionID, LeaseGeneration: b.LeaseGeneration, Parts: parts, Cursor: b.Cursor})
 		result.Admitted = admitted
 		return err
 	})
@@ -140,4 +152,87 @@ func (s *Store) recordReportedChildRun(ctx context.Context, sessionID string, r 
 	}
 	_, err := s.upsertChildRun(ctx, r)
 	return err
+}
+
+// partsOnly returns the parts of a batch that holds nothing else (what a streaming
+// reply is made of).
+func partsOnly(ops []RelayOp) ([]NewPart, bool) {
+	parts := make([]NewPart, 0, len(ops))
+	for _, op := range ops {
+		if op.Part == nil || op.AdmitInput != "" || op.StartResponse != nil || op.OpenInteraction != nil || op.CloseInteraction != nil ||
+			op.EndResponse != nil || op.Status != "" || op.ChildRun != nil || op.Diagnostic != nil {
+			return nil, false
+		}
+		parts = append(parts, *op.Part)
+	}
+	return parts, len(parts) > 0
+}
+
+// appendPartsOnlySQL is a batch of parts in one statement, so one round trip: it
+// locks the reader lease and writes only when the generation is the caller's (the
+// fence), advances output_seq (the Session's row lock orders the seqs), inserts the
+// parts at the seqs after the previous output_seq, upserts the cursor with them and
+// queues the notification, all committed together or not at all. No row back means
+// the lease is not the caller's. (GORM replaces a named argument only after a space and
+// up to a cast's colons, hence the spaces and CAST.)
+const appendPartsOnlySQL = `
+WITH lease AS (
+	SELECT generation FROM reader_leases WHERE session_id = @session FOR UPDATE
+), sess AS (
+	UPDATE sessions SET output_seq = output_seq + @n, last_output_at = now(), updated_at = now()
+	WHERE id = @session AND (SELECT generation FROM lease) = @lease
+	RETURNING output_seq
+), parts AS (
+	INSERT INTO output_parts (session_id, seq, response_id, frame)
+	SELECT @session, sess.output_seq - @n + u.ord, u.response_id, u.frame
+	FROM sess, ROWS FROM (jsonb_array_elements( CAST(CAST( @frames AS text) AS jsonb)), jsonb_array_elements_text( CAST(CAST( @responseIDs AS text) AS jsonb)))
+		WITH ORDINALITY AS u(frame, response_id, ord)
+), cur AS (
+	INSERT INTO runtime_cursors (session_id, generation, position, through_seq, lease_generation)
+	SELECT @session, @cursorGeneration, CAST(CAST( @cursorPosition AS text) AS jsonb), sess.output_seq, @lease FROM sess WHERE @hasCursor
+	ON CONFLICT (session_id) DO UPDATE SET generation = EXCLUDED.generation, position = EXCLUDED.position,
+		through_seq = EXCLUDED.through_seq, lease_generation = EXCLUDED.lease_generation, updated_at = now()
+), note AS (
+	SELECT pg_notify( @channel, sess.output_seq::text) FROM sess
+)
+SELECT sess.output_seq FROM sess, note`
+
+// appendPartsOnly is ApplyRelayBatch for a batch of parts alone: the same writes
+// under the same fence, in one statement instead of a transaction of eight.
+func (s *Store) appendPartsOnly(ctx context.Context, b RelayBatch, parts []NewPart) (AppendResult, error) {
+	// The arrays go as JSON text: GORM would spread a slice argument into a list.
+	responseIDs := make([]*string, len(parts))
+	frames := make([]json.RawMessage, len(parts))
+	for i, p := range parts {
+		responseIDs[i], frames[i] = p.ResponseID, p.Frame
+	}
+	framesJSON, err := json.Marshal(frames)
+	if err != nil {
+		return AppendResult{}, fmt.Errorf("encode parts: %w", err)
+	}
+	responseIDsJSON, err := json.Marshal(responseIDs)
+	if err != nil {
+		return AppendResult{}, fmt.Errorf("encode parts: %w", err)
+	}
+	var cursorGeneration, cursorPosition string
+	if b.Cursor != nil {
+		cursorGeneration, cursorPosition = b.Cursor.Generation, string(b.Cursor.Position)
+	} else {
+		cursorPosition = "null"
+	}
+	var rows []struct{ OutputSeq int64 }
+	err = s.conn(ctx).Raw(appendPartsOnlySQL, map[string]any{
+		"session": b.SessionID, "lease": b.LeaseGeneration, "n": int64(len(parts)),
+		"responseIDs": string(responseIDsJSON), "frames": string(framesJSON),
+		"hasCursor": b.Cursor != nil, "cursorGeneration": cursorGeneration, "cursorPosition": cursorPosition,
+		"channel": pubsub.SessionOutputChannel(b.SessionID),
+	}).Scan(&rows).Error
+	if err != nil {
+		return AppendResult{}, mapError("append parts", err)
+	}
+	if len(rows) == 0 {
+		return AppendResult{}, fmt.Errorf("session %s: lease generation %d is not the current one: %w", b.SessionID, b.LeaseGeneration, ErrLeaseLost)
+	}
+	last := rows[0].OutputSeq
+	return AppendResult{FirstSeq: last - int64(len(parts)) + 1, LastSeq: last, Parts: int64(len(parts))}, nil
 }

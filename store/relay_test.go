@@ -322,3 +322,48 @@ func TestAnsweredClosureWithoutASavedAnswerIsWithdrawn(t *testing.T) {
 	require.Equal(t, store.ClosureAnsweredWithoutAnswer, *it.ClosureReason)
 	require.Nil(t, it.AnsweredBy)
 }
+
+// A batch of parts alone (a streaming reply) is written in one statement: the same
+// fence, consecutive seqs, the cursor with them, parts of no response kept as such.
+func TestRelayBatchOfPartsAloneIsFencedAndNumbered(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx, st := f.ctx, f.st
+	zombie, err := st.AcquireReaderLease(ctx, store.LeaseRequest{SessionID: f.session.ID, Holder: "host-a/relay", TTL: time.Minute})
+	require.NoError(t, err)
+	res, err := st.ApplyRelayBatch(ctx, store.RelayBatch{SessionID: f.session.ID, LeaseGeneration: zombie.Generation,
+		Ops: []store.RelayOp{part("r1", `{"type":"text-delta","id":"t","delta":"a"}`), part("r1", `{"type":"text-delta","id":"t","delta":"b"}`)}, Cursor: relayCursor(5)})
+	require.NoError(t, err)
+	require.Equal(t, store.AppendResult{FirstSeq: 1, LastSeq: 2}, res)
+
+	fresh, err := st.AcquireReaderLease(ctx, store.LeaseRequest{SessionID: f.session.ID, Holder: "host-b/relay", TTL: time.Minute, Steal: true})
+	require.NoError(t, err)
+	_, err = st.ApplyRelayBatch(ctx, store.RelayBatch{SessionID: f.session.ID, LeaseGeneration: zombie.Generation,
+		Ops: []store.RelayOp{part("r1", `{"type":"text-delta","id":"t","delta":"zombie"}`)}, Cursor: relayCursor(99)})
+	require.ErrorIs(t, err, store.ErrLeaseLost)
+
+	childStatus := store.RelayOp{Part: &store.NewPart{Frame: json.RawMessage(`{"type":"data-subagent","data":{"status":"stopped"}}`)}}
+	res, err = st.ApplyRelayBatch(ctx, store.RelayBatch{SessionID: f.session.ID, LeaseGeneration: fresh.Generation,
+		Ops: []store.RelayOp{part("r1", `{"type":"text-delta","id":"t","delta":"c"}`), childStatus}, Cursor: relayCursor(7)})
+	require.NoError(t, err)
+	require.Equal(t, store.AppendResult{FirstSeq: 3, LastSeq: 4}, res, "after the zombie's last committed part, no gap")
+
+	parts, err := st.ListOutputPartsAfter(ctx, f.session.ID, 0, 10)
+	require.NoError(t, err)
+	require.Len(t, parts, 4, "nothing of the zombie's refused batch")
+	for i, p := range parts {
+		require.Equal(t, int64(i+1), p.Seq)
+	}
+	require.JSONEq(t, `{"type":"text-delta","id":"t","delta":"c"}`, string(parts[2].Frame))
+	require.Equal(t, "r1", *parts[2].ResponseID)
+	require.Nil(t, parts[3].ResponseID, "a part of no response")
+	cur, err := st.GetRuntimeCursorBySession(ctx, f.session.ID)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"offset":7}`, string(cur.Position))
+	require.Equal(t, int64(4), cur.ThroughSeq)
+	require.Equal(t, fresh.Generation, cur.LeaseGeneration)
+	sess, err := st.GetSessionByID(ctx, f.session.ID)
+	require.NoError(t, err)
+	require.Equal(t, int64(4), sess.OutputSeq)
+	require.NotNil(t, sess.LastOutputAt)
+}

@@ -4,6 +4,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/astrabox/astrabox/store"
@@ -79,4 +80,24 @@ func assertNoError(t *testing.T, err error) bool {
 		return false
 	}
 	return true
+}
+
+// Many Sessions created at once by one user, each with its own key, under the cap on
+// live boxes: every creation succeeds (the key's foreign key share-locks the user row
+// the cap's check locks; a stronger lock there made two creations deadlock).
+func TestCreateSessionsConcurrentlyUnderLiveBoxCap(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	const callers = 30
+	var wg sync.WaitGroup
+	for i := range callers {
+		wg.Go(func() {
+			_, isNew, err := f.st.CreateSessionIdempotent(f.ctx, store.NewSession{UserID: f.user.ID, AgentID: f.agent.ID,
+				IdempotencyKey: uniq("key"), MaxLiveBoxes: 1000})
+			if assertNoError(t, err) {
+				assert.True(t, isNew, "caller %d", i)
+			}
+		})
+	}
+	wg.Wait()
 }

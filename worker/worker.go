@@ -36,8 +36,13 @@ type Options struct {
 	// Shared registers workflows and activities on the shared queue.
 	Shared []Registrar
 	// Host registers activities that need this process's live connections.
-	Host   []Registrar
-	Logger *zap.Logger
+	Host []Registrar
+	// WorkflowCacheSize, when positive, bounds the workflows the process keeps in
+	// memory between their tasks (the SDK's sticky cache, evicting the least recently
+	// used; a workflow evicted is replayed from its history at its next task). Zero
+	// keeps the SDK's default of 10,000.
+	WorkflowCacheSize int
+	Logger            *zap.Logger
 	// Interceptors wrap every workflow and activity of both workers (metrics).
 	Interceptors []interceptor.WorkerInterceptor
 	// Version, when set, opts the shared worker into Worker Deployment Versioning.
@@ -92,6 +97,10 @@ func New(c client.Client, opts Options) (*Worker, error) {
 	hostID := opts.HostID
 	if hostID == "" {
 		hostID = newHostID()
+	}
+	if opts.WorkflowCacheSize > 0 {
+		// The SDK keeps one cache per process, sized before its first worker starts.
+		worker.SetStickyWorkflowCacheSize(opts.WorkflowCacheSize)
 	}
 	w := &Worker{
 		hostTaskQueue: HostTaskQueue(opts.SharedTaskQueue, hostID),

@@ -106,7 +106,7 @@ func runDev(ctx context.Context, cfg *config.Config, log *zap.Logger) (err error
 		}
 	}
 
-	parts := []func(context.Context) error{p.runAPI, p.runWorker}
+	parts := []func(context.Context) error{p.runAPI, p.runWorker, debugServer(cfg.Debug.PprofAddr, log.Named("debug"))}
 	if !cfg.Models.AnthropicAPIKey.IsSet() {
 		parts = append(parts, runDevModel(cfg.Dev.ModelPort, log))
 	}

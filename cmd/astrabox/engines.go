@@ -14,6 +14,7 @@ import (
 	"github.com/astrabox/astrabox/engines/pi"
 	"github.com/astrabox/astrabox/internal/agentbin"
 	"github.com/astrabox/astrabox/internal/reporoot"
+	"github.com/astrabox/astrabox/internal/scriptengine"
 	"github.com/astrabox/astrabox/sandbox"
 	"github.com/astrabox/astrabox/sandbox/egress"
 	"github.com/astrabox/astrabox/store"
@@ -30,6 +31,9 @@ const (
 	// acpMountPoint is named node_modules: Node looks for the packages the ACP
 	// programs import in a folder of that name.
 	acpMountPoint = "/opt/astrabox/acp/node_modules"
+
+	// scriptedMountPoint holds the scripted test program's folder in its boxes.
+	scriptedMountPoint = "/opt/astrabox/scripted"
 )
 
 // installedEngines is the process's one engine registry and what boxes need
@@ -97,7 +101,23 @@ func newInstalledEngines(cfg config.Engines) (*installedEngines, error) {
 			return nil, fmt.Errorf("engines.acp_programs[%d]: %w", i, err)
 		}
 	}
+	if cfg.Scripted.Binary != "" {
+		if err := out.registerScripted(cfg.Scripted.Binary); err != nil {
+			return nil, fmt.Errorf("engines.scripted.binary: %w", err)
+		}
+	}
 	return out, nil
+}
+
+// registerScripted registers the scripted test program, the load generator's Agent
+// program: its folder is bound read-only into its boxes. It is not a product engine
+// and is registered only when configured.
+func (e *installedEngines) registerScripted(binary string) error {
+	if err := e.registry.Register(scriptengine.Kind, &scriptengine.Adapter{BinaryPath: scriptedMountPoint + "/" + filepath.Base(binary)}); err != nil {
+		return err
+	}
+	e.mounts[scriptengine.Kind] = []sandbox.Mount{{Source: filepath.Dir(binary), Target: scriptedMountPoint}}
+	return nil
 }
 
 // registerACPProgram registers an ACP program the configuration declares; the profile

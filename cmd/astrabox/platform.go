@@ -273,13 +273,14 @@ func (p *platform) runWorker(ctx context.Context) error {
 		return err
 	}
 	w, err := worker.New(p.temporal, worker.Options{
-		SharedTaskQueue: p.cfg.Temporal.TaskQueue,
-		HostID:          hostID,
-		Shared:          []worker.Registrar{workflows.Register, acts.RegisterShared},
-		Host:            []worker.Registrar{acts.RegisterHost},
-		Logger:          p.log.Named("worker"),
-		Interceptors:    p.tel.WorkerInterceptors(),
-		Version:         workerVersion(p.cfg.Temporal.Versioning),
+		SharedTaskQueue:   p.cfg.Temporal.TaskQueue,
+		HostID:            hostID,
+		Shared:            []worker.Registrar{workflows.Register, acts.RegisterShared},
+		Host:              []worker.Registrar{acts.RegisterHost},
+		WorkflowCacheSize: p.cfg.Temporal.WorkflowCacheSize,
+		Logger:            p.log.Named("worker"),
+		Interceptors:      p.tel.WorkerInterceptors(),
+		Version:           workerVersion(p.cfg.Temporal.Versioning),
 	})
 	if err != nil {
 		return err

@@ -43,6 +43,7 @@ func newRootCommand() *cobra.Command {
 	root.AddCommand(
 		newDevCommand(),
 		newDevModelCommand(),
+		newBenchCommand(),
 		newServeCommand(),
 		newWorkerCommand(),
 		newMigrateCommand(),

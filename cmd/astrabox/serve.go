@@ -36,7 +36,8 @@ func servingCommand(use, short string, part func(*platform, context.Context) err
 			if err := p.requireCurrentSchema(cmd.Context()); err != nil {
 				return err
 			}
-			return runAll(cmd.Context(), func(ctx context.Context) error { return part(p, ctx) })
+			return runAll(cmd.Context(), func(ctx context.Context) error { return part(p, ctx) },
+				debugServer(cfg.Debug.PprofAddr, log.Named("debug")))
 		},
 	}
 }

@@ -30,6 +30,7 @@ func (s *Stack) Close(ctx context.Context) error {
 	}
 	s.closed = true
 	api, worker, temporal, pg := s.api, s.worker, s.temporal, s.pg
+	extras := s.extras
 	s.mu.Unlock()
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
@@ -38,7 +39,7 @@ func (s *Stack) Close(ctx context.Context) error {
 	}
 
 	var errs []error
-	for _, c := range []*child{api, worker} {
+	for _, c := range append([]*child{api, worker}, extras...) {
 		if c != nil {
 			errs = append(errs, c.stop(ctx))
 		}

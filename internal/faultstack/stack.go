@@ -50,6 +50,12 @@ type Options struct {
 	SlowDelay time.Duration
 	// Logger receives the harness's progress; default none.
 	Logger *zap.Logger
+	// RoleEnv adds configuration (ASTRABOX_* variables, later ones winning) to the
+	// process of a role ("serve" or "worker"); default none.
+	RoleEnv func(role string) []string
+	// UIDs hands the stack the block of box uids its worker uses; default one
+	// block of localtest's (room for 50 boxes).
+	UIDs func() (first, count int, release func(), err error)
 }
 
 // Stack is a running platform and the handles to break it.
@@ -73,14 +79,17 @@ type Stack struct {
 	Client *Client
 	// AgentID is the seeded Agent (Claude Code on the local backend).
 	AgentID string
+	token   string
 
 	mu       sync.Mutex
 	pg       *pgcluster.Cluster
 	temporal *child
 	api      *child
 	worker   *child
-	starts   map[string]int
-	closed   bool
+	// extras are further API and worker processes (StartExtra).
+	extras []*child
+	starts map[string]int
+	closed bool
 }
 
 // Start brings the whole stack up and returns once the API answers /readyz.
@@ -127,7 +136,11 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 	if s.bin, err = build(ctx, opts.RepoRoot, filepath.Join(s.baseDir, "bin")); err != nil {
 		return nil, err
 	}
-	if s.uidFirst, s.uidCount, s.releaseUIDs, err = takeUIDBlock(); err != nil {
+	takeUIDs := opts.UIDs
+	if takeUIDs == nil {
+		takeUIDs = takeUIDBlock
+	}
+	if s.uidFirst, s.uidCount, s.releaseUIDs, err = takeUIDs(); err != nil {
 		return nil, err
 	}
 	ports, err := freePorts(3)
@@ -145,6 +158,7 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 	}
 	s.AgentID = seeded.AgentID
 	s.Client = NewClient(s.APIURL(), seeded.Token)
+	s.token = seeded.Token
 
 	s.model = devmodel.New(devmodel.Options{SlowDelay: opts.SlowDelay, Logger: s.log.Named("devmodel"), RequestLogSize: 10000})
 	if err := s.model.Start(context.WithoutCancel(ctx), "127.0.0.1:0"); err != nil {
@@ -161,6 +175,19 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 
 // APIURL is the API's base URL (…/api/v1).
 func (s *Stack) APIURL() string { return fmt.Sprintf("http://127.0.0.1:%d/api/v1", s.apiPort) }
+
+// Token is the seeded administrator's API token.
+func (s *Stack) Token() string { return s.token }
+
+// TemporalAddress is the Temporal frontend's host:port.
+func (s *Stack) TemporalAddress() string { return "127.0.0.1:" + strconv.Itoa(s.temporalPort) }
+
+// RunnerPath is the in-box runner the stack built, which also launches local boxes.
+func (s *Stack) RunnerPath() string { return s.bin.runner }
+
+// LogDir holds the log file of every process of the stack (kept after a failed
+// Close).
+func (s *Stack) LogDir() string { return filepath.Join(s.baseDir, "logs") }
 
 // Model is the scripted model server the boxes reach.
 func (s *Stack) Model() *devmodel.Server { return s.model }
@@ -266,7 +293,36 @@ func (s *Stack) startRole(role string) (*child, error) {
 	}
 	s.starts[role]++
 	s.mu.Unlock()
-	return startChild(role, []string{s.bin.astrabox, role}, s.platformEnv(), s.logPath(role))
+	env := s.platformEnv()
+	if s.opts.RoleEnv != nil {
+		env = append(env, s.opts.RoleEnv(role)...)
+	}
+	return startChild(role, []string{s.bin.astrabox, role}, env, s.logPath(role))
+}
+
+// StartExtra starts one more process of role ("serve" or "worker"), named name in
+// the logs, with env added to the platform's configuration after the role's own (a
+// second API needs its own ASTRABOX_HTTP_ADDR). Close stops it with the rest.
+func (s *Stack) StartExtra(role, name string, env []string) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return errStopped
+	}
+	s.starts[name]++
+	s.mu.Unlock()
+	full := s.platformEnv()
+	if s.opts.RoleEnv != nil {
+		full = append(full, s.opts.RoleEnv(role)...)
+	}
+	c, err := startChild(name, []string{s.bin.astrabox, role}, append(full, env...), s.logPath(name))
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.extras = append(s.extras, c)
+	s.mu.Unlock()
+	return nil
 }
 
 func (s *Stack) logPath(name string) string {
@@ -279,7 +335,7 @@ func (s *Stack) Crashed() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var errs []error
-	for _, c := range []*child{s.temporal, s.api, s.worker} {
+	for _, c := range append([]*child{s.temporal, s.api, s.worker}, s.extras...) {
 		if c != nil {
 			errs = append(errs, c.exitedUnexpectedly())
 		}

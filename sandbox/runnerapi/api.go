@@ -245,9 +245,14 @@ type Decoder struct {
 	End string
 }
 
+// decoderBuffer sizes a Decoder's buffer. It holds frame headers (a few dozen bytes);
+// a frame's data is read in full past it. Every live Session's reader keeps one while
+// idle, so it stays small.
+const decoderBuffer = 4 << 10
+
 // NewDecoder reads frames from r.
 func NewDecoder(r io.Reader) *Decoder {
-	return &Decoder{r: bufio.NewReaderSize(r, 64<<10)}
+	return &Decoder{r: bufio.NewReaderSize(r, decoderBuffer)}
 }
 
 // Next returns the next line. It returns io.EOF after an end frame or at a clean

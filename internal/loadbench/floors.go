@@ -1,0 +1,304 @@
+package loadbench
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"go.uber.org/zap"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/astrabox/astrabox/activities"
+	"github.com/astrabox/astrabox/engines"
+	"github.com/astrabox/astrabox/internal/scriptengine"
+	"github.com/astrabox/astrabox/sandbox/enginebox"
+	"github.com/astrabox/astrabox/sandbox/local"
+	"github.com/astrabox/astrabox/store"
+)
+
+// programFloor is what the scripted programs emit, read directly from their boxes.
+type programFloor struct {
+	// rate is text deltas per second across every box.
+	rate float64
+	// firstOutput is submit to the response's first event, per response.
+	firstOutput samples
+}
+
+// floorBoxes are boxes of the program floor's own local backend, made like the
+// worker makes a Session's box, each with its program running.
+type floorBoxes struct {
+	backend *local.Backend
+	ids     []string
+	clients []*scriptengine.Client
+}
+
+// startFloorBoxes makes n boxes with the scripted program, as the platform does
+// (activities.DefaultSpec with the program's install bound in).
+func startFloorBoxes(ctx context.Context, n int, opts local.Options, binary string, log *zap.Logger) (_ *floorBoxes, err error) {
+	backend, err := local.New(ctx, opts)
+	if err != nil {
+		return nil, fmt.Errorf("program floor backend: %w", err)
+	}
+	fb := &floorBoxes{backend: backend, clients: make([]*scriptengine.Client, n), ids: make([]string, n)}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, fb.close(context.WithoutCancel(ctx)))
+		}
+	}()
+	adapter := &scriptengine.Adapter{BinaryPath: scriptedMount + "/scriptagent"}
+	spec, err := activities.DefaultSpec(store.RuntimeProfile{ID: "program-floor", EngineKind: scriptengine.Kind, SandboxBackend: store.SandboxLocal},
+		store.Agent{ID: "program-floor", EngineKind: scriptengine.Kind}, adapter)
+	if err != nil {
+		return nil, err
+	}
+	spec.Mounts = append(spec.Mounts, scriptedMountOf(binary))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(8)
+	var mu sync.Mutex
+	for i := range n {
+		g.Go(func() error {
+			h, err := backend.Create(gctx, spec)
+			if err != nil {
+				return fmt.Errorf("program floor box: %w", err)
+			}
+			mu.Lock()
+			fb.ids[i] = h.ID()
+			mu.Unlock()
+			rt, err := adapter.ActivateRuntime(gctx, engines.EngineStartupContext{SessionID: fmt.Sprintf("floor-%d", i), SessionKind: engines.SessionKindAgentChat, SandboxID: h.ID()}, enginebox.New(h))
+			if err != nil {
+				return fmt.Errorf("program floor runtime: %w", err)
+			}
+			fb.clients[i] = rt.EngineClient.(*scriptengine.Client)
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	log.Info("program floor boxes ready", zap.Int("boxes", n))
+	return fb, nil
+}
+
+func (fb *floorBoxes) close(ctx context.Context) error {
+	var errs []error
+	for i, id := range fb.ids {
+		if fb.clients[i] != nil {
+			errs = append(errs, fb.clients[i].Close())
+		}
+		if id != "" {
+			errs = append(errs, fb.backend.Destroy(ctx, id))
+		}
+	}
+	errs = append(errs, fb.backend.Close())
+	return errors.Join(errs...)
+}
+
+// run has every program answer turns inputs of deltas deltas each, gap apart, one
+// turn after the other, read by a consumer that does nothing with the events.
+func (fb *floorBoxes) run(ctx context.Context, turns, deltas int, gap time.Duration) (programFloor, error) {
+	var (
+		mu       sync.Mutex
+		first    samples
+		total    atomic.Int64
+		start    = time.Now()
+		lastSeen atomic.Int64
+	)
+	g, gctx := errgroup.WithContext(ctx)
+	for i, c := range fb.clients {
+		g.Go(func() error {
+			readCtx, cancel := context.WithCancel(gctx)
+			defer cancel()
+			events := c.Events(readCtx, nil)
+			next, stop := iter.Pull2(events)
+			defer stop()
+			for turn := range turns {
+				inputID := fmt.Sprintf("floor-%d-%d", i, turn)
+				sent := time.Now()
+				if err := c.Submit(gctx, engines.RuntimeInput{InputID: inputID, Content: []engines.InputContent{{Type: engines.InputText, Text: fmt.Sprintf("slow:%d:%d", deltas, gap.Milliseconds())}}}); err != nil {
+					return fmt.Errorf("program floor submit: %w", err)
+				}
+				seenFirst := false
+				for {
+					ev, err, ok := next()
+					if !ok {
+						return errors.New("program floor: the program's output ended")
+					}
+					if err != nil {
+						return fmt.Errorf("program floor read: %w", err)
+					}
+					switch e := ev.(type) {
+					case engines.ResponseStarted:
+						if e.ResponseID == "resp-"+inputID && !seenFirst {
+							seenFirst = true
+							mu.Lock()
+							first = append(first, time.Since(sent))
+							mu.Unlock()
+						}
+					case engines.ResponseOutput:
+						if e.ResponseID == "resp-"+inputID && isTextDelta(e.Frame) {
+							total.Add(1)
+							lastSeen.Store(time.Now().UnixNano())
+						}
+					case engines.ResponseEnded:
+						if e.ResponseID == "resp-"+inputID {
+							goto ended
+						}
+					}
+				}
+			ended:
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return programFloor{}, err
+	}
+	elapsed := time.Unix(0, lastSeen.Load()).Sub(start)
+	return programFloor{rate: float64(total.Load()) / elapsed.Seconds(), firstOutput: first}, nil
+}
+
+func isTextDelta(f engines.Frame) bool {
+	raw, err := f.MarshalJSON()
+	if err != nil {
+		return false
+	}
+	var t struct {
+		Type string `json:"type"`
+	}
+	return json.Unmarshal(raw, &t) == nil && t.Type == "text-delta"
+}
+
+// partFrame is a text delta of the size the scripted program's make.
+var partFrame = []byte(`{"type":"text-delta","id":"t1","delta":"word 42 ","providerMetadata":{"scriptagent":{"at_us":1764600000000000}}}`)
+
+// durableFloor is PostgreSQL's own rate for part-sized rows on the stack's
+// cluster: writers concurrent writers, each committing batches of batch rows in
+// one multi-row INSERT per transaction (commits of concurrent writers share WAL
+// flushes: group commit), for about d.
+func durableFloor(ctx context.Context, dsn string, writers, batch int, d time.Duration) (float64, error) {
+	pool, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		return 0, fmt.Errorf("durable floor: %w", err)
+	}
+	defer pool.Close()
+	const table = "bench_durable_floor"
+	if _, err := pool.Exec(ctx, `CREATE TABLE `+table+` (session_id uuid NOT NULL, seq bigint NOT NULL, response_id text, frame jsonb NOT NULL,
+		created_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (session_id, seq))`); err != nil {
+		return 0, fmt.Errorf("durable floor table: %w", err)
+	}
+	defer pool.Exec(context.WithoutCancel(ctx), `DROP TABLE `+table) //nolint:errcheck // the cluster is thrown away with the stack
+	var rows atomic.Int64
+	start := time.Now()
+	deadline := start.Add(d)
+	g, gctx := errgroup.WithContext(ctx)
+	for w := range writers {
+		g.Go(func() error {
+			session := fmt.Sprintf("00000000-0000-4000-8000-%012d", w)
+			ids := make([]string, batch)
+			seqs := make([]int64, batch)
+			frames := make([]string, batch)
+			var seq int64
+			for time.Now().Before(deadline) {
+				for i := range batch {
+					seq++
+					ids[i], seqs[i], frames[i] = session, seq, string(partFrame)
+				}
+				err := pgx.BeginFunc(gctx, pool, func(tx pgx.Tx) error {
+					_, err := tx.Exec(gctx, `INSERT INTO `+table+` (session_id, seq, response_id, frame)
+						SELECT s, q, 'resp-floor', f FROM unnest($1::uuid[], $2::bigint[], $3::jsonb[]) AS u(s, q, f)`, ids, seqs, frames)
+					return err
+				})
+				if err != nil {
+					return fmt.Errorf("durable floor insert: %w", err)
+				}
+				rows.Add(int64(batch))
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return 0, err
+	}
+	return float64(rows.Load()) / time.Since(start).Seconds(), nil
+}
+
+// receiptFloor serves a bare HTTP handler that does what an input's receipt must
+// (one INSERT ... ON CONFLICT of an input row, committed) with a pool of poolSize
+// connections, and times sessions concurrent clients each posting turns times.
+func receiptFloor(ctx context.Context, dsn string, poolSize, sessions, turns int) (samples, error) {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("receipt floor: %w", err)
+	}
+	cfg.MaxConns = int32(poolSize)
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("receipt floor: %w", err)
+	}
+	defer pool.Close()
+	const table = "bench_receipt_floor"
+	if _, err := pool.Exec(ctx, `CREATE TABLE `+table+` (id bigserial PRIMARY KEY, session_id text NOT NULL, client_message_id text NOT NULL,
+		content jsonb NOT NULL, accepted_at timestamptz NOT NULL DEFAULT now(), UNIQUE (session_id, client_message_id))`); err != nil {
+		return nil, fmt.Errorf("receipt floor table: %w", err)
+	}
+	defer pool.Exec(context.WithoutCancel(ctx), `DROP TABLE `+table) //nolint:errcheck // the cluster is thrown away with the stack
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /sessions/{id}/inputs", func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			Content         string `json:"content"`
+			ClientMessageID string `json:"client_message_id"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		content, _ := json.Marshal([]map[string]string{{"type": "text", "text": body.Content}})
+		var id int64
+		var at time.Time
+		err := pool.QueryRow(r.Context(), `INSERT INTO `+table+` (session_id, client_message_id, content) VALUES ($1, $2, $3)
+			ON CONFLICT (session_id, client_message_id) DO UPDATE SET session_id = EXCLUDED.session_id RETURNING id, accepted_at`,
+			r.PathValue("id"), body.ClientMessageID, content).Scan(&id, &at)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]any{"data": map[string]any{"input_id": id, "accepted_at": at}}) //nolint:errcheck // the client times the answer
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("receipt floor listen: %w", err)
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)                               //nolint:errcheck // ends with Shutdown
+	defer srv.Shutdown(context.WithoutCancel(ctx)) //nolint:errcheck // nothing is left to serve
+	c := newAPIClient("http://"+ln.Addr().String(), "none")
+	var mu sync.Mutex
+	var lat samples
+	g, gctx := errgroup.WithContext(ctx)
+	for s := range sessions {
+		g.Go(func() error {
+			for t := range turns {
+				start := time.Now()
+				if err := c.call(gctx, http.MethodPost, fmt.Sprintf("/sessions/s%d/inputs", s), map[string]string{"content": "slow:50:10", "client_message_id": fmt.Sprintf("m%d", t)}, nil); err != nil {
+					return err
+				}
+				d := time.Since(start)
+				mu.Lock()
+				lat = append(lat, d)
+				mu.Unlock()
+			}
+			return nil
+		})
+	}
+	return lat, g.Wait()
+}

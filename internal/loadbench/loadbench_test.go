@@ -1,0 +1,49 @@
+package loadbench_test
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/astrabox/astrabox/internal/loadbench"
+	"github.com/astrabox/astrabox/internal/testutil"
+	"github.com/astrabox/astrabox/sandbox/local/localtest"
+)
+
+// TestSmoke runs the load generator at its smallest (two Sessions, one measured
+// reply of a few deltas) and checks that it measured every figure and its floors
+// and stopped everything it started (Run fails when a process is left behind).
+func TestSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the whole platform with real boxes")
+	}
+	localtest.RequireBoxes(t)
+	ctx := testutil.ContextWithTimeout(t, 9*time.Minute)
+	var out bytes.Buffer
+	err := loadbench.Run(ctx, loadbench.Options{Sessions: []int{2}, Turns: 1, Deltas: 5, Gap: time.Millisecond, Followers: 2, Timeout: 8 * time.Minute}, &out)
+	require.NoError(t, err, out.String())
+	t.Log("\n" + out.String())
+	table := out.String()
+	for _, figure := range []string{"durable parts/s @2", "event-to-part @2", "input receipt @2", "time to first part @2",
+		"commit-to-SSE @2 x2", "worker heap/idle Session @2", "history events/turn @2"} {
+		line := lineOf(table, figure)
+		require.NotEmpty(t, line, "the table has %q:\n%s", figure, table)
+		assert.NotContains(t, line, " 0.0 ms", "a measured figure is never zero: %s", line)
+	}
+	assert.Contains(t, lineOf(table, "durable parts/s @2"), "durable ", "the durable floor is measured")
+	assert.Contains(t, lineOf(table, "durable parts/s @2"), "program ", "the program floor is measured")
+	assert.Contains(t, table, "machine load: loadavg")
+}
+
+func lineOf(table, figure string) string {
+	for _, l := range strings.Split(table, "\n") {
+		if strings.HasPrefix(l, figure+" ") {
+			return l
+		}
+	}
+	return ""
+}

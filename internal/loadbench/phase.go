@@ -1,0 +1,490 @@
+package loadbench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"go.uber.org/zap"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/astrabox/astrabox/internal/faultstack"
+	"github.com/astrabox/astrabox/internal/scriptengine"
+	"github.com/astrabox/astrabox/sandbox/local"
+	"github.com/astrabox/astrabox/store"
+)
+
+// bench is one run's stack and what it drives the stack with.
+type bench struct {
+	opts  Options
+	log   *zap.Logger
+	stack *faultstack.Stack
+	api   *apiClient
+	// apis are the API processes' clients; Session i is driven through apis[i%len].
+	apis        []*apiClient
+	agentID     string
+	binary      string
+	workerDebug []string
+	apiDebug    string
+}
+
+// scriptedAgent makes a RuntimeProfile of the scripted program (in the store, as
+// the dev stack seeds its profiles: through the API a local profile must name an
+// image folder, and the host's own system is what the dev stack's boxes run) and
+// an Agent of it through the API.
+func (b *bench) scriptedAgent(ctx context.Context) (string, error) {
+	st, err := store.Open(ctx, b.stack.DSN(), b.log.Named("store"))
+	if err != nil {
+		return "", fmt.Errorf("open store: %w", err)
+	}
+	defer st.Close()
+	profile, err := st.CreateRuntimeProfile(ctx, store.NewRuntimeProfile{Name: "bench-scripted", EngineKind: scriptengine.Kind, Enabled: true,
+		SandboxBackend: store.SandboxLocal, SandboxTenancy: store.TenancyConversation})
+	if err != nil {
+		return "", fmt.Errorf("create the scripted RuntimeProfile: %w", err)
+	}
+	var agent struct {
+		ID string `json:"agent_id"`
+	}
+	if err := b.api.call(ctx, http.MethodPost, "/agents", map[string]any{"name": "bench-scripted", "runtime_profile_id": profile.ID}, &agent); err != nil {
+		return "", err
+	}
+	return agent.ID, nil
+}
+
+// turnResult is what one Session's turn measured.
+type turnResult struct {
+	receipt   time.Duration
+	firstPart time.Duration
+	// arrivals are each follower's part arrivals by seq.
+	arrivals []map[int64]time.Time
+}
+
+// session is one Session the phase drives.
+type session struct {
+	id   string
+	last int64
+	api  *apiClient
+}
+
+// turn sends one input to s with followers streams open, and reads them to the
+// end of the reply.
+func (b *bench) turn(ctx context.Context, s *session, followers int, text, clientID string) (turnResult, error) {
+	reads := make([]func() (streamed, error), followers)
+	for i := range reads {
+		read, err := s.api.follow(ctx, s.id, s.last)
+		if err != nil {
+			return turnResult{}, err
+		}
+		reads[i] = read
+	}
+	results := make([]streamed, followers)
+	var g errgroup.Group
+	for i, read := range reads {
+		g.Go(func() (err error) {
+			results[i], err = read()
+			return err
+		})
+	}
+	sent := time.Now()
+	var receipt struct {
+		InputID string `json:"input_id"`
+	}
+	err := s.api.call(ctx, http.MethodPost, "/sessions/"+s.id+"/inputs", map[string]string{"content": text, "client_message_id": clientID}, &receipt)
+	took := time.Since(sent)
+	if werr := g.Wait(); err == nil {
+		err = werr
+	}
+	if err != nil {
+		return turnResult{}, err
+	}
+	out := turnResult{receipt: took, firstPart: results[0].firstPart.Sub(sent)}
+	for _, r := range results {
+		out.arrivals = append(out.arrivals, r.at)
+		s.last = max(s.last, r.last)
+	}
+	return out, nil
+}
+
+// phase measures n Sessions and their floors and returns the table's rows.
+func (b *bench) phase(ctx context.Context, n int, durable float64, floorOpts local.Options, profile bool) ([]Row, error) {
+	o := b.opts
+	followers := max(1, min(o.Followers, o.MaxStreams/n))
+	tag := fmt.Sprintf("@%d", n)
+	b.log.Info("phase", zap.Int("sessions", n), zap.Int("followers", followers))
+
+	fb, err := startFloorBoxes(ctx, n, floorOpts, b.binary, b.log.Named("floor"))
+	if err != nil {
+		return nil, err
+	}
+	prog, err := fb.run(ctx, o.Turns, o.Deltas, o.Gap)
+	if cerr := fb.close(context.WithoutCancel(ctx)); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, err
+	}
+	receiptLat, err := receiptFloor(ctx, b.stack.DSN(), 20, n, o.Turns)
+	if err != nil {
+		return nil, err
+	}
+
+	heapBefore, err := b.workerHeap(ctx)
+	if err != nil {
+		return nil, err
+	}
+	sessions := make([]*session, n)
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(16)
+	for i := range sessions {
+		g.Go(func() error {
+			var out struct {
+				SessionID string `json:"session_id"`
+			}
+			if err := b.api.callWith(gctx, http.MethodPost, "/agents/"+b.agentID+"/conversations", map[string]string{"Idempotency-Key": fmt.Sprintf("bench-%d-%d", n, i)}, struct{}{}, &out); err != nil {
+				return err
+			}
+			sessions[i] = &session{id: out.SessionID, api: b.apis[i%len(b.apis)]}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	// The first input of each Session starts its box: the cold start.
+	var mu sync.Mutex
+	var cold samples
+	g, gctx = errgroup.WithContext(ctx)
+	for _, s := range sessions {
+		g.Go(func() error {
+			r, err := b.turn(gctx, s, 1, "quick", "warm")
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			cold = append(cold, r.firstPart)
+			mu.Unlock()
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	warmSeq := map[string]int64{}
+	for _, s := range sessions {
+		warmSeq[s.id] = s.last
+	}
+
+	var profiles errgroup.Group
+	if profile && o.ProfileDir != "" {
+		for name, base := range map[string]string{"serve": b.apiDebug, "worker": b.workerDebug[0]} {
+			profiles.Go(func() error {
+				return fetch(ctx, fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", base, o.ProfileSeconds), filepath.Join(o.ProfileDir, name+"-cpu.pprof"))
+			})
+		}
+	}
+	var receipts, firsts samples
+	arrivals := map[string][]map[int64]time.Time{}
+	start := time.Now()
+	g, gctx = errgroup.WithContext(ctx)
+	for _, s := range sessions {
+		g.Go(func() error {
+			for t := range o.Turns {
+				r, err := b.turn(gctx, s, followers, fmt.Sprintf("slow:%d:%d", o.Deltas, o.Gap.Milliseconds()), fmt.Sprintf("m%d", t))
+				if err != nil {
+					return err
+				}
+				mu.Lock()
+				receipts = append(receipts, r.receipt)
+				firsts = append(firsts, r.firstPart)
+				arrivals[s.id] = append(arrivals[s.id], r.arrivals...)
+				mu.Unlock()
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	streamedFor := time.Since(start)
+	if err := profiles.Wait(); err != nil {
+		return nil, err
+	}
+	if profile && o.ProfileDir != "" {
+		for name, base := range map[string]string{"serve": b.apiDebug, "worker": b.workerDebug[0]} {
+			if err := fetch(ctx, base+"/debug/pprof/allocs", filepath.Join(o.ProfileDir, name+"-allocs.pprof")); err != nil {
+				return nil, err
+			}
+		}
+	}
+
+	if err := b.waitIdle(ctx, sessions); err != nil {
+		return nil, err
+	}
+	heapIdle, err := b.workerHeap(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if profile && o.ProfileDir != "" {
+		// What the worker holds for its idle Sessions.
+		if err := fetch(ctx, b.workerDebug[0]+"/debug/pprof/heap", filepath.Join(o.ProfileDir, "worker-idle-heap.pprof")); err != nil {
+			return nil, err
+		}
+	}
+	m, err := b.partFigures(ctx, warmSeq, arrivals, start)
+	if err != nil {
+		return nil, err
+	}
+	events, err := b.historyPerTurn(ctx, sessions, o.Turns+1)
+	if err != nil {
+		return nil, err
+	}
+	spread, err := b.spread(ctx, sessions)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.archive(ctx, sessions); err != nil {
+		return nil, err
+	}
+	b.log.Info("phase done", zap.Int("sessions", n), zap.Duration("streamed_for", streamedFor), zap.Int("parts", m.parts))
+
+	rows := []Row{}
+	floorRate := min(prog.rate, durable)
+	rateGoal := "report"
+	var rateMet *bool
+	if n >= 100 {
+		rateGoal = ">= 0.8 floor, >= 5000/s"
+		rateMet = met(m.rate >= 0.8*floorRate && m.rate >= 5000)
+	}
+	rows = append(rows, Row{Figure: "durable parts/s " + tag, Goal: rateGoal, P50: rateString(m.rate),
+		Floor: fmt.Sprintf("%s (program %s, durable %s)", rateString(floorRate), rateString(prog.rate), rateString(durable)), Ratio: m.rate / floorRate, Met: rateMet})
+	e2pGoal := 20 * time.Millisecond
+	if n > 20 {
+		e2pGoal = 50 * time.Millisecond
+	}
+	rows = append(rows, Row{Figure: "event-to-part " + tag, Goal: "p99 <= " + msString(e2pGoal), P50: msString(m.eventToPart.pct(50)), P99: msString(m.eventToPart.pct(99)),
+		Met: met(m.eventToPart.pct(99) <= e2pGoal)})
+	rf := receiptLat.pct(99)
+	rows = append(rows, Row{Figure: "input receipt " + tag, Goal: "p99 <= 2x floor, <= 25 ms", P50: msString(receipts.pct(50)), P99: msString(receipts.pct(99)),
+		Floor: msString(rf), Ratio: latencyRatio(rf, receipts.pct(99)), Met: met(receipts.pct(99) <= 2*rf && (n < 100 || receipts.pct(99) <= 25*time.Millisecond))})
+	pf := prog.firstOutput.pct(99)
+	rows = append(rows, Row{Figure: "time to first part " + tag, Goal: "p99 - floor <= 50 ms", P50: msString(firsts.pct(50)), P99: msString(firsts.pct(99)),
+		Floor: msString(pf), Ratio: latencyRatio(pf, firsts.pct(99)), Met: met(firsts.pct(99)-pf <= 50*time.Millisecond)})
+	var deliveryMet *bool
+	if n <= 20 && followers >= 10 {
+		deliveryMet = met(m.commitToSSE.pct(99) <= 30*time.Millisecond)
+	}
+	rows = append(rows, Row{Figure: fmt.Sprintf("commit-to-SSE %s x%d", tag, followers), Goal: "p99 <= 30 ms (20 x10)", P50: msString(m.commitToSSE.pct(50)), P99: msString(m.commitToSSE.pct(99)), Met: deliveryMet})
+	perSession := (float64(heapIdle) - float64(heapBefore)) / float64(n) / 1024
+	rows = append(rows, Row{Figure: "worker heap/idle Session " + tag, Goal: "<= 100 KiB", P50: fmt.Sprintf("%.0f KiB", perSession), Met: met(perSession <= 100)})
+	rows = append(rows, Row{Figure: "history events/turn " + tag, Goal: "reported, bounded", P50: fmt.Sprintf("%.1f", events.p50), P99: fmt.Sprintf("%.1f", events.p99)})
+	rows = append(rows, Row{Figure: "Sessions per worker " + tag, Goal: "spread over every worker", P50: spread})
+	rows = append(rows, Row{Figure: "cold start (box + runtime) " + tag, Goal: "report", P50: msString(cold.pct(50)), P99: msString(cold.pct(99))})
+	return rows, nil
+}
+
+// partFigures reads the measured parts' rows and compares them with what the
+// program wrote (at_us) and what the followers received.
+type partMeasures struct {
+	parts       int
+	rate        float64
+	eventToPart samples
+	commitToSSE samples
+}
+
+func (b *bench) partFigures(ctx context.Context, warmSeq map[string]int64, arrivals map[string][]map[int64]time.Time, start time.Time) (partMeasures, error) {
+	conn, err := pgx.Connect(ctx, b.stack.DSN())
+	if err != nil {
+		return partMeasures{}, fmt.Errorf("read parts: %w", err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	var m partMeasures
+	var last time.Time
+	for id, after := range warmSeq {
+		rows, err := conn.Query(ctx, `SELECT seq, created_at, frame->>'type', frame->'providerMetadata'->'scriptagent'->>'at_us'
+			FROM output_parts WHERE session_id = $1 AND seq > $2`, id, after)
+		if err != nil {
+			return partMeasures{}, fmt.Errorf("read parts: %w", err)
+		}
+		for rows.Next() {
+			var seq int64
+			var created time.Time
+			var typ string
+			var atUS *string
+			if err := rows.Scan(&seq, &created, &typ, &atUS); err != nil {
+				rows.Close()
+				return partMeasures{}, fmt.Errorf("read parts: %w", err)
+			}
+			m.parts++
+			if created.After(last) {
+				last = created
+			}
+			if atUS != nil {
+				var us int64
+				if err := json.Unmarshal([]byte(*atUS), &us); err == nil {
+					m.eventToPart = append(m.eventToPart, created.Sub(time.UnixMicro(us)))
+				}
+			}
+			for _, a := range arrivals[id] {
+				if at, ok := a[seq]; ok {
+					m.commitToSSE = append(m.commitToSSE, at.Sub(created))
+				}
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return partMeasures{}, fmt.Errorf("read parts: %w", err)
+		}
+	}
+	m.rate = float64(m.parts) / last.Sub(start).Seconds()
+	return m, nil
+}
+
+// waitIdle waits until every Session is READY again.
+func (b *bench) waitIdle(ctx context.Context, sessions []*session) error {
+	for _, s := range sessions {
+		for {
+			var out struct {
+				State string `json:"state"`
+			}
+			if err := b.api.call(ctx, http.MethodGet, "/sessions/"+s.id, nil, &out); err != nil {
+				return err
+			}
+			if out.State == "READY" {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("session %s stayed %s: %w", s.id, out.State, ctx.Err())
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}
+	return nil
+}
+
+// archive archives the phase's Sessions so their boxes are released before the
+// next phase.
+func (b *bench) archive(ctx context.Context, sessions []*session) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(16)
+	for _, s := range sessions {
+		g.Go(func() error { return b.api.call(gctx, http.MethodPost, "/sessions/"+s.id+"/archive", nil, nil) })
+	}
+	return g.Wait()
+}
+
+// workerHeap is the workers' heap in use after a collection, summed over the worker
+// processes, read from their debug endpoints (debug.pprof_addr): the heap profile's
+// gc=1 collects first.
+func (b *bench) workerHeap(ctx context.Context) (uint64, error) {
+	var total uint64
+	for _, base := range b.workerDebug {
+		n, err := heapInUse(ctx, base)
+		if err != nil {
+			return 0, err
+		}
+		total += n
+	}
+	return total, nil
+}
+
+func heapInUse(ctx context.Context, base string) (uint64, error) {
+	if err := fetch(ctx, base+"/debug/pprof/heap?gc=1", os.DevNull); err != nil {
+		return 0, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/debug/vars", nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("worker debug vars: %w", err)
+	}
+	defer resp.Body.Close()
+	var vars struct {
+		Memstats struct {
+			HeapInuse uint64 `json:"HeapInuse"`
+		} `json:"memstats"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&vars); err != nil {
+		return 0, fmt.Errorf("worker debug vars: %w", err)
+	}
+	return vars.Memstats.HeapInuse, nil
+}
+
+// fetch saves a URL's body to path.
+func fetch(ctx context.Context, url, path string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("fetch %s: %w", url, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("fetch %s: %s", url, resp.Status)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if _, err := f.ReadFrom(resp.Body); err != nil {
+		return fmt.Errorf("fetch %s: %w", url, err)
+	}
+	return nil
+}
+
+func freePorts(n int) ([]int, error) {
+	var ports []int
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("find a free port: %w", err)
+		}
+		defer l.Close()
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+func numCPU() int { return runtime.NumCPU() }
+
+// spread counts the Sessions each worker process holds (by its host task queue).
+func (b *bench) spread(ctx context.Context, sessions []*session) (string, error) {
+	conn, err := pgx.Connect(ctx, b.stack.DSN())
+	if err != nil {
+		return "", fmt.Errorf("read placements: %w", err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	ids := make([]string, len(sessions))
+	for i, s := range sessions {
+		ids[i] = s.id
+	}
+	rows, err := conn.Query(ctx, `SELECT count(*) FROM sessions WHERE id = ANY($1::uuid[]) GROUP BY host_task_queue ORDER BY 1 DESC`, ids)
+	if err != nil {
+		return "", fmt.Errorf("read placements: %w", err)
+	}
+	counts, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return "", fmt.Errorf("read placements: %w", err)
+	}
+	parts := make([]string, len(counts))
+	for i, n := range counts {
+		parts[i] = strconv.FormatInt(n, 10)
+	}
+	return strings.Join(parts, " + "), nil
+}
