@@ -19,7 +19,8 @@
 # (fail when Debian's packages differ from the committed packages.lock).
 #
 # Each stage is skipped when its inputs are unchanged: the base layer's key is the
-# digest of this script, debian.env, the image's package list and the npm lockfile;
+# digest of this script, customize.sh, the settings of debian.env and image.env
+# (comments aside), the Debian sources and the npm lockfile;
 # the image's key adds the runner's digest. Every timestamp is SOURCE_DATE_EPOCH and
 # tar entries are sorted, so equal inputs give equal layer digests (docs/images.md).
 set -euo pipefail
@@ -88,7 +89,10 @@ if [ -z "$runner" ]; then
 fi
 
 key() { cat "$@" | sha256sum | cut -d' ' -f1; }
-base_key=$(printf '%s\n' "${sources[@]}" "$(key "$here/build.sh" "$here/customize.sh" "$here/debian.env" "$here/$image/image.env" "$lockfile")" | sha256sum | cut -d' ' -f1)
+# Comments in the two settings files do not change what is built.
+settings() { grep -hv '^[[:space:]]*#' "$@" | sha256sum | cut -d' ' -f1; }
+base_key=$(printf '%s\n' "${sources[@]}" "$(key "$here/build.sh" "$here/customize.sh" "$lockfile")" \
+	"$(settings "$here/debian.env" "$here/$image/image.env")" | sha256sum | cut -d' ' -f1)
 
 # build_base makes the expensive, cached part: Debian with the program (base.tar,
 # deleted once packed), packed as the layout's first layer under the tag "base",
