@@ -35,11 +35,14 @@ die() { echo "build.sh: $*" >&2; exit 1; }
 
 [ -d "$here/$image" ] || die "unknown image $image (want one of: $(cd "$here" && ls -d */ | tr -d / | tr '\n' ' '))"
 [ "$(id -u)" = 0 ] || die "building a root filesystem needs root (mmdebstrap --mode=root, umoci unpack keeps ownership)"
-for tool in mmdebstrap umoci node npm jq flock sha256sum; do
-	command -v "$tool" >/dev/null || die "$tool not found: run \`make deps-images\` (apt-get install mmdebstrap umoci)"
+for tool in mmdebstrap umoci jq node npm flock sha256sum; do
+	command -v "$tool" >/dev/null ||
+		die "$tool not found: run \`make deps-system deps-agents\` (Debian's mmdebstrap, umoci, jq; Node.js)"
 done
 if [ -n "$runner" ]; then
 	[ -x "$runner" ] || die "runner $runner is not an executable file"
+else
+	command -v go >/dev/null || die "go not found: install Go to build the runner, or set RUNNER to a static astrabox-runner"
 fi
 
 # shellcheck source=debian.env
@@ -53,7 +56,6 @@ arm64) NPM_ARCH=arm64 MUSL=aarch64-unknown-linux-musl ;;
 esac
 # shellcheck source=claude-code/image.env
 . "$here/$image/image.env"
-
 
 # The program's files, as `make deps-agents` / `make deps-acp-agents` installed them
 # (npm ci checks every package against the lockfile's integrity digest).
