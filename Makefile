@@ -18,7 +18,7 @@ GOTEST_FLAGS ?= -count=1 -timeout 45m
 export ASTRABOX_REPO_ROOT := $(CURDIR)
 export ASTRABOX_TEMPORAL_BIN := $(TEMPORAL)
 
-.PHONY: all build run test test-unit vet workflowcheck bench bench-load soak deps deps-system deps-npm deps-agents deps-acp-agents clean help record-claude record-codex record-pi record-acp
+.PHONY: all build run test test-unit vet workflowcheck bench bench-load soak deps deps-system deps-npm deps-agents deps-acp-agents clean help record-claude record-codex record-pi record-acp images image-claude-code image-codex image-pi image-acp
 
 all: build
 
@@ -32,11 +32,13 @@ help:
 	@echo "make record-codex  - re-record the pinned Codex CLI into engines/codex/testdata/native and refresh the translated goldens"
 	@echo "make record-pi     - re-record the pinned Pi into engines/pi/testdata/native and refresh the translated goldens"
 	@echo "make record-acp    - re-record the shipped ACP programs into engines/acp/testdata/native and refresh the translated goldens"
+	@echo "make images - build the box image of Claude Code, Codex and Pi without a container engine (var/images; image-acp for the ACP programs)"
 
 ## deps: everything the platform and its tests need on this machine.
 deps: deps-system $(TEMPORAL) deps-npm deps-agents deps-acp-agents
 
-# System packages from Debian: PostgreSQL server binaries and bubblewrap.
+# System packages from Debian: PostgreSQL server binaries, bubblewrap, and the
+# daemonless image tools (mmdebstrap, umoci, jq).
 deps-system:
 	@need=""; \
 	if ! command -v initdb >/dev/null 2>&1 && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then need="$$need postgresql"; fi; \
@@ -44,6 +46,9 @@ deps-system:
 	if ! command -v setpriv >/dev/null 2>&1; then need="$$need util-linux"; fi; \
 	if ! command -v curl >/dev/null 2>&1; then need="$$need curl"; fi; \
 	if ! command -v perl >/dev/null 2>&1; then need="$$need perl"; fi; \
+	if ! command -v mmdebstrap >/dev/null 2>&1; then need="$$need mmdebstrap"; fi; \
+	if ! command -v umoci >/dev/null 2>&1; then need="$$need umoci"; fi; \
+	if ! command -v jq >/dev/null 2>&1; then need="$$need jq"; fi; \
 	if [ -n "$$need" ]; then \
 		echo "installing system packages:$$need"; \
 		if [ "$$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi; \
@@ -79,6 +84,19 @@ deps-acp-agents: $(ACP_AGENTS_DIR)/node_modules/.installed
 $(ACP_AGENTS_DIR)/node_modules/.installed: $(ACP_AGENTS_DIR)/package.json $(ACP_AGENTS_DIR)/package-lock.json
 	cd $(ACP_AGENTS_DIR) && npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
+
+## images: each built-in program's box image, built without a container engine or
+## a registry (docs/images.md): Debian from Debian's packages (mmdebstrap), the
+## pinned program and the runner, packed as an OCI image layout (umoci) and
+## unpacked, in var/images/NAME/{oci,rootfs}. Unchanged inputs reuse the last build.
+IMAGES := claude-code codex pi
+images: $(addprefix image-,$(IMAGES))
+
+image-claude-code image-codex image-pi: deps-system deps-agents
+	deploy/images/build.sh $(@:image-%=%) $(VAR)/images/$(@:image-%=%)
+
+image-acp: deps-system deps-acp-agents
+	deploy/images/build.sh acp $(VAR)/images/acp
 
 build:
 	@mkdir -p $(BIN)

@@ -9,6 +9,7 @@
 //	astrabox-runner launch -uid U -runner-uid R [-fds N] [-cgroup DIR]... -- bwrap ARGS...
 //	astrabox-runner egress [-ready-fd N] [-config FILE] < forwarder config (JSON)
 //	astrabox-runner stdin-echo -- PROGRAM [ARGS...]   (in a box: journal what a JSON-RPC program is sent)
+//	astrabox-runner health [-config /run/astrabox/runner.json]   (in a box: succeed once the runner answers)
 package main
 
 import (
@@ -34,7 +35,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: astrabox-runner serve|launch|egress|stdin-echo ...")
+		fmt.Fprintln(os.Stderr, "usage: astrabox-runner serve|launch|egress|stdin-echo|health ...")
 		os.Exit(2)
 	}
 	var err error
@@ -47,8 +48,10 @@ func main() {
 		err = forward(os.Args[2:])
 	case "stdin-echo":
 		err = stdinEcho(os.Args[2:])
+	case "health":
+		err = health(os.Args[2:])
 	default:
-		err = fmt.Errorf("unknown command %q (want serve, launch, egress or stdin-echo)", os.Args[1])
+		err = fmt.Errorf("unknown command %q (want serve, launch, egress, stdin-echo or health)", os.Args[1])
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "astrabox-runner:", err)

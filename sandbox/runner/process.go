@@ -63,7 +63,7 @@ func startProcess(spec sandbox.ProcessSpec, dir string, env []string, workspace 
 	// The program's path is looked up and started as the program account: it
 	// may live in the workspace, which only that account can enter.
 	err = acct.do(func() error {
-		cmd = exec.Command(spec.Argv[0], spec.Argv[1:]...)
+		cmd = inEnvPath(exec.Command(spec.Argv[0], spec.Argv[1:]...), spec.Argv[0], env)
 		cmd.Dir = spec.Dir
 		if cmd.Dir == "" {
 			cmd.Dir = workspace

@@ -33,7 +33,7 @@ func execute(ctx context.Context, req sandbox.ExecRequest, env []string, acct ac
 	stdout, stderr := &capped{max: maxExecOutput}, &capped{max: maxExecOutput}
 	var cmd *exec.Cmd
 	err := acct.do(func() error {
-		cmd = exec.CommandContext(ctx, req.Argv[0], req.Argv[1:]...)
+		cmd = inEnvPath(exec.CommandContext(ctx, req.Argv[0], req.Argv[1:]...), req.Argv[0], env)
 		cmd.Dir, cmd.Env = req.Dir, env
 		cmd.Stdin = bytes.NewReader(req.Stdin)
 		cmd.Stdout, cmd.Stderr = stdout, stderr

@@ -66,7 +66,7 @@ func startTerminal(spec sandbox.TerminalSpec, prev *terminal, env []string, work
 	// Opening the pseudo-terminal with the program's file-system identity makes
 	// its device the program's, as a terminal's device is its user's.
 	err := acct.do(func() error {
-		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd := inEnvPath(exec.Command(argv[0], argv[1:]...), argv[0], env)
 		cmd.Dir = workspace
 		cmd.Env = append(env, "TERM=xterm-256color")
 		attr := &syscall.SysProcAttr{Setsid: true, Setctty: true}
