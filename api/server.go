@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/http"
 	"syscall"
@@ -78,6 +79,11 @@ type Options struct {
 	Boxes SessionBoxes
 	// MaxUploadBytes caps one workspace upload request; zero means 256 MiB.
 	MaxUploadBytes int64
+
+	// Console is the web console's built files, served at / and every GET path
+	// outside /api/ that no route takes (index.html for the console's own paths);
+	// nil serves none.
+	Console fs.FS
 }
 
 const (
@@ -111,6 +117,7 @@ type Server struct {
 
 	boxes          SessionBoxes
 	maxUploadBytes int64
+	console        fs.FS
 }
 
 // New builds the server and its routes.
@@ -138,6 +145,7 @@ func New(opts Options) *Server {
 
 		boxes:          opts.Boxes,
 		maxUploadBytes: opts.MaxUploadBytes,
+		console:        opts.Console,
 	}
 	if s.maxUploadBytes <= 0 {
 		s.maxUploadBytes = defaultMaxUploadBytes
@@ -178,6 +186,9 @@ func New(opts Options) *Server {
 	s.engine.HandleMethodNotAllowed = true
 	s.engine.Use(s.requestContext, s.recoverPanic)
 	s.engine.NoRoute(func(c *gin.Context) {
+		if s.serveConsole(c) {
+			return
+		}
 		if refused, ok := viewerWriteRefused(c); ok {
 			s.fail(c, refused)
 			return

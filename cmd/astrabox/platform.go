@@ -24,6 +24,7 @@ import (
 	"github.com/astrabox/astrabox/store"
 	"github.com/astrabox/astrabox/store/pubsub"
 	"github.com/astrabox/astrabox/titles"
+	"github.com/astrabox/astrabox/web"
 	"github.com/astrabox/astrabox/worker"
 	"github.com/astrabox/astrabox/worker/resignal"
 	"github.com/astrabox/astrabox/workflows"
@@ -109,6 +110,7 @@ func (p *platform) runAPI(ctx context.Context) error {
 		boxes = p.boxes
 	}
 	srv := api.New(api.Options{
+		Console:             web.Console(),
 		Boxes:               boxes,
 		MaxUploadBytes:      p.cfg.HTTP.MaxUploadBytes,
 		Logger:              p.log.Named("api"),
