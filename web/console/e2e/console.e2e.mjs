@@ -1,0 +1,213 @@
+// End-to-end test of the web console in Debian's Chromium (playwright-core, no browser
+// download) against a running AstraBox: SERVICE_URL, ACCESS_TOKEN and AGENT_ID as
+// `astrabox dev` writes them in dev.env (the Go test cmd/astrabox TestConsoleInChromium
+// starts that stack with the real Claude Code and the scripted model server, then runs
+// this). Screenshots of each view go to E2E_OUT. Exits non-zero on the first failure.
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { chromium } from 'playwright-core';
+
+const base = need('SERVICE_URL').replace(/\/$/, '');
+const token = need('ACCESS_TOKEN');
+const agentId = need('AGENT_ID');
+const out = process.env.E2E_OUT ?? join(process.cwd(), 'e2e-out');
+const chromiumPath = process.env.CHROMIUM ?? '/usr/bin/chromium';
+mkdirSync(out, { recursive: true });
+
+function need(name) {
+  const v = process.env[name];
+  if (!v) throw new Error(`${name} is not set`);
+  return v;
+}
+
+const step = (what) => console.log(`[console e2e] ${new Date().toISOString().slice(11, 23)} ${what}`);
+function check(cond, what) {
+  if (!cond) throw new Error(`check failed: ${what}`);
+}
+
+async function api(method, path, body) {
+  const res = await fetch(`${base}/api/v1${path}`, {
+    method,
+    headers: { Authorization: `Bearer ${token}`, ...(body ? { 'Content-Type': 'application/json' } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  const env = await res.json();
+  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(env)}`);
+  return env.data;
+}
+
+const args = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const profiles = [];
+async function newContext() {
+  const dir = mkdtempSync(join(tmpdir(), 'astrabox-console-e2e-'));
+  profiles.push(dir);
+  return chromium.launchPersistentContext(dir, { executablePath: chromiumPath, headless: true, args, viewport: { width: 1280, height: 800 } });
+}
+
+const errors = [];
+function watch(page, who) {
+  // A Content-Security-Policy violation, with what was blocked and where.
+  page.exposeFunction('__cspViolation', (v) => errors.push(`${who}: CSP ${v}`)).catch(() => {});
+  page.addInitScript(() =>
+    document.addEventListener('securitypolicyviolation', (e) =>
+      window.__cspViolation(`${e.violatedDirective} blocked ${e.blockedURI} at ${e.sourceFile}:${e.lineNumber}:${e.columnNumber} ${e.sample}`),
+    ),
+  );
+  page.on('pageerror', (e) => errors.push(`${who}: ${e.message}`));
+  page.on('console', (m) => {
+    // A reload aborts the open stream's fetch; Chromium reports that, the app does not fail.
+    if (m.type() === 'error' && !/ERR_ABORTED|net::ERR_NETWORK_CHANGED|Failed to load resource/.test(m.text())) {
+      const at = m.location();
+      errors.push(`${who}: ${m.text()} (${at.url}:${at.lineNumber})`);
+    }
+  });
+}
+
+/** The text of the last agent response in view. */
+const lastResponseText = (page) => page.locator('article.msg.assistant').last().locator('.text').allInnerTexts().then((t) => t.join(''));
+
+async function messagesText(sessionId) {
+  const page = await api('GET', `/sessions/${sessionId}/messages`);
+  const last = page.messages.filter((m) => m.role === 'assistant').at(-1);
+  return last.parts.filter((p) => p.type === 'text').map((p) => p.text).join('');
+}
+
+async function waitIdle(sessionId, timeout = 120_000) {
+  const end = Date.now() + timeout;
+  for (;;) {
+    const s = await api('GET', `/sessions/${sessionId}`);
+    if (s.current_responses.length === 0 && s.held_inputs.length === 0 && s.state === 'READY') return s;
+    if (Date.now() > end) throw new Error(`session not idle: ${s.state}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+async function send(page, text) {
+  const box = page.getByRole('textbox', { name: 'Message' });
+  await box.fill(text);
+  await box.press('Enter');
+}
+
+const started = Date.now();
+let ctxA;
+let ctxB;
+try {
+  ctxA = await newContext();
+  const page = ctxA.pages()[0] ?? (await ctxA.newPage());
+  watch(page, 'owner');
+  page.setDefaultTimeout(90_000);
+
+  step('sign in through the #token link; the fragment is dropped');
+  await page.goto(`${base}/#token=${encodeURIComponent(token)}`);
+  await page.getByRole('heading', { name: 'Agents' }).waitFor();
+  check(!page.url().includes('token='), 'the token left the address bar');
+  const agent = await api('GET', `/agents/${agentId}`);
+  await page.screenshot({ path: join(out, 'agents.png') });
+
+  step('start a conversation from the Agent');
+  await page.getByRole('button', { name: `Start conversation with ${agent.name}` }).click();
+  await page.waitForURL(/\/sessions\/[0-9a-f-]+$/);
+  const sessionId = page.url().split('/').pop();
+  await page.getByRole('textbox', { name: 'Message' }).waitFor();
+  // Tool calls need approval in the program's default mode.
+  await api('POST', `/sessions/${sessionId}/permission-mode`, { permission_mode: 'default' });
+
+  step('stream a reply and watch it grow');
+  await send(page, 'Explain slowly. [[script:slow chunks=40 delay=60ms]]');
+  await page.locator('article.msg.assistant .text').first().waitFor();
+  const lengths = [];
+  for (let i = 0; i < 12; i++) {
+    lengths.push((await lastResponseText(page)).length);
+    await page.waitForTimeout(100);
+  }
+  check(new Set(lengths).size >= 3, `the text grew while streaming: ${lengths}`);
+
+  step('reload mid-stream: the response is rebuilt, nothing doubled or missing');
+  await page.reload();
+  await page.getByRole('textbox', { name: 'Message' }).waitFor();
+  await waitIdle(sessionId);
+  await page.waitForFunction(() => /Slow chunk 40 of 40/.test([...document.querySelectorAll('article.msg.assistant')].at(-1)?.textContent ?? ''));
+  const recorded = await messagesText(sessionId);
+  await page.waitForFunction((want) => {
+    const all = [...document.querySelectorAll('article.msg.assistant')];
+    return all.length === 1 && [...all[0].querySelectorAll('.text')].map((e) => e.textContent).join('') === want;
+  }, recorded);
+  check((await page.locator('article.msg.user').count()) === 1, 'one user message after the reload');
+
+  step('approve a tool call from its card');
+  await send(page, 'Create the marker. [[script:bash cmd="touch approved.txt"]]');
+  const approve = page.getByRole('button', { name: 'Approve', exact: true });
+  await approve.waitFor();
+  await page.locator('.tool[data-tool-name="Bash"] .badge-approval-requested').waitFor();
+  await page.screenshot({ path: join(out, 'approval.png') });
+  await approve.click();
+  await page.locator('.tool[data-tool-name="Bash"] .badge-output-available').waitFor();
+  await page.waitForFunction(() => /Tool finished/.test([...document.querySelectorAll('article.msg.assistant')].at(-1)?.textContent ?? ''));
+  await waitIdle(sessionId);
+
+  step('a file write shows in the Diff panel');
+  await send(page, 'Write the greeting. [[script:write path=hello.py content="print(\'hello from the console\')"]]');
+  await page.getByRole('button', { name: 'Approve', exact: true }).waitFor();
+  await page.getByRole('button', { name: 'Approve', exact: true }).click();
+  await waitIdle(sessionId);
+  await page.getByRole('tab', { name: 'Diff' }).click();
+  await page.locator('.change code', { hasText: 'hello.py' }).waitFor();
+  await page.locator('.diff .dl-add', { hasText: 'hello from the console' }).waitFor();
+  await page.screenshot({ path: join(out, 'conversation-diff.png') });
+
+  step('interrupt a response');
+  await page.getByRole('tab', { name: 'Diff' }).click();
+  await send(page, 'Explain very slowly. [[script:slow chunks=400 delay=100ms]]');
+  await page.waitForFunction(() => /Slow chunk 3 of 400/.test([...document.querySelectorAll('article.msg.assistant')].at(-1)?.textContent ?? ''));
+  await page.getByRole('button', { name: 'Interrupt' }).click();
+  await page.locator('article.msg.assistant').last().getByText('Interrupted').waitFor();
+  await waitIdle(sessionId);
+  const interrupted = await api('GET', `/sessions/${sessionId}/messages`);
+  check(interrupted.messages.at(-1).metadata.outcome === 'cancelled', 'the response ended cancelled');
+
+  step('usage and the model are shown with a response');
+  check((await page.locator('.usage').count()) > 0, 'a usage line');
+
+  step('share it and open the shared view in a second browser');
+  await page.getByRole('button', { name: 'Share' }).click();
+  await page.getByRole('button', { name: 'Create link' }).click();
+  const link = await page.getByRole('textbox', { name: 'Share link' }).inputValue();
+  check(link.startsWith(`${base}/s/abs_`), `a share link: ${link}`);
+  await page.screenshot({ path: join(out, 'share.png') });
+  await page.getByRole('button', { name: 'Close' }).click();
+
+  ctxB = await newContext();
+  const viewer = ctxB.pages()[0] ?? (await ctxB.newPage());
+  watch(viewer, 'viewer');
+  viewer.setDefaultTimeout(60_000);
+  await viewer.goto(link);
+  await viewer.getByText(/Read-only/).waitFor();
+  await viewer.getByText('touch approved.txt').first().waitFor();
+  check((await viewer.getByRole('textbox', { name: 'Message' }).count()) === 0, 'no composer in the shared view');
+  check((await viewer.locator('article.msg.assistant').count()) === 4, 'the shared view shows the four responses');
+  await viewer.screenshot({ path: join(out, 'shared.png') });
+
+  step('the conversation list: the title can be renamed from its row');
+  await page.locator(`.session-row[data-session-id="${sessionId}"] a`).dblclick();
+  const title = page.getByRole('textbox', { name: 'Conversation title' });
+  await title.fill('Console end-to-end');
+  await title.press('Enter');
+  await page.locator(`.session-row[data-session-id="${sessionId}"]`, { hasText: 'Console end-to-end' }).waitFor();
+  await page.screenshot({ path: join(out, 'conversation.png') });
+
+  check(errors.length === 0, `no errors in the pages:\n${errors.join('\n')}`);
+  step(`passed in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+} catch (err) {
+  for (const ctx of [ctxA, ctxB]) {
+    const p = ctx?.pages()[0];
+    if (p) await p.screenshot({ path: join(out, `failure-${ctx === ctxA ? 'owner' : 'viewer'}.png`) }).catch(() => {});
+  }
+  console.error(err);
+  if (errors.length) console.error('page errors:\n' + errors.join('\n'));
+  process.exitCode = 1;
+} finally {
+  await ctxB?.close().catch(() => {});
+  await ctxA?.close().catch(() => {});
+  for (const d of profiles) rmSync(d, { recursive: true, force: true });
+}
