@@ -14,6 +14,7 @@ const agentId = need('AGENT_ID');
 const out = process.env.E2E_OUT ?? join(process.cwd(), 'e2e-out');
 const chromiumPath = process.env.CHROMIUM ?? '/usr/bin/chromium';
 mkdirSync(out, { recursive: true });
+for (const f of ['failure-owner.png', 'failure-viewer.png']) rmSync(join(out, f), { force: true });
 
 function need(name) {
   const v = process.env[name];
@@ -156,8 +157,26 @@ try {
   await page.locator('.diff .dl-add', { hasText: 'hello from the console' }).waitFor();
   await page.screenshot({ path: join(out, 'conversation-diff.png') });
 
+  step('the Files panel lists, uploads and downloads workspace files');
+  await page.getByRole('tab', { name: 'Files' }).click();
+  await page.getByRole('button', { name: /^hello\.py/ }).waitFor();
+  await page.getByRole('button', { name: /^approved\.txt/ }).waitFor();
+  await page.getByLabel('Upload into this folder').setInputFiles({ name: 'notes.txt', mimeType: 'text/plain', buffer: Buffer.from('uploaded from the console\n') });
+  await page.getByRole('button', { name: /^notes\.txt/ }).waitFor();
+  const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: /^notes\.txt/ }).click()]);
+  check(download.suggestedFilename() === 'notes.txt', `downloaded ${download.suggestedFilename()}`);
+
+  step('the Terminal panel opens the shared shell over the bearer subprotocol');
+  await page.getByRole('tab', { name: 'Terminal' }).click();
+  await page.getByText('connected').waitFor();
+  await page.locator('.xterm-host').click();
+  await page.keyboard.type('cat notes.txt; echo "sum=$((6*7))"\n');
+  await page.locator('.xterm-rows', { hasText: 'sum=42' }).waitFor();
+  check(await page.locator('.xterm-rows', { hasText: 'uploaded from the console' }).count() === 1, 'the uploaded file is in the workspace');
+  await page.screenshot({ path: join(out, 'terminal.png') });
+
   step('interrupt a response');
-  await page.getByRole('tab', { name: 'Diff' }).click();
+  await page.getByRole('tab', { name: 'Terminal' }).click();
   await send(page, 'Explain very slowly. [[script:slow chunks=400 delay=100ms]]');
   await page.waitForFunction(() => /Slow chunk 3 of 400/.test([...document.querySelectorAll('article.msg.assistant')].at(-1)?.textContent ?? ''));
   await page.getByRole('button', { name: 'Interrupt' }).click();
@@ -166,8 +185,8 @@ try {
   const interrupted = await api('GET', `/sessions/${sessionId}/messages`);
   check(interrupted.messages.at(-1).metadata.outcome === 'cancelled', 'the response ended cancelled');
 
-  step('usage and the model are shown with a response');
-  check((await page.locator('.usage').count()) > 0, 'a usage line');
+  step('usage, cost and the model are shown with a response');
+  await page.locator('.usage', { hasText: /claude-[^ ]+ · [\d,]+ in · [\d,]+ out · \$\d/ }).first().waitFor();
 
   step('share it and open the shared view in a second browser');
   await page.getByRole('button', { name: 'Share' }).click();

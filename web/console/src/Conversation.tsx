@@ -1,6 +1,6 @@
 import { useChat } from '@ai-sdk/react';
 import { ApiError, SessionTransport } from '@astrabox/client';
-import type { AnswerBody } from '@astrabox/client';
+import type { AnswerBody, Usage } from '@astrabox/client';
 import type { MessagePage, SessionDetails, SessionsClient, SessionUIMessage } from '@astrabox/client';
 import { lastAssistantMessageIsCompleteWithApprovalResponses } from 'ai';
 import { useCallback, useEffect, useMemo, useRef, useState } from 'react';
@@ -48,6 +48,18 @@ type Panel = 'diff' | 'files' | 'terminal' | 'agents' | null;
 
 function ConversationChat({ client, sessionId, initial, onChanged }: { client: SessionsClient; sessionId: string; initial: Loaded; onChanged: () => void }) {
   const [details, setDetails] = useState(initial.details);
+  // Usage arrives with a response's end in the Session's details (the stream's finish
+  // carries the outcome only): keep it by response id, which is the message id.
+  const [usages, setUsages] = useState<Record<string, Usage>>({});
+  useEffect(() => {
+    const ended = [details.last_response, ...details.current_responses].filter((r) => r?.usage);
+    if (ended.length === 0) return;
+    setUsages((u) => {
+      const next = { ...u };
+      for (const r of ended) next[r!.response_id] = r!.usage!;
+      return next;
+    });
+  }, [details]);
   const [held, setHeld] = useState<Held[]>([]);
   const [notice, setNotice] = useState('');
   const [panel, setPanel] = useState<Panel>(null);
@@ -226,7 +238,7 @@ function ConversationChat({ client, sessionId, initial, onChanged }: { client: S
         </div>
       </header>
       {details.runtime_error && <p className="notice error">The agent could not start: {details.runtime_error}</p>}
-      <Transcript messages={messages} actions={actions} failures={failures} inputIds={inputIds.current} model={details.model_name} />
+      <Transcript messages={messages} actions={actions} failures={failures} inputIds={inputIds.current} model={details.model_name} usages={usages} />
       <div className="composer-area">
         {held.map((h) => (
           <div key={h.clientMessageId} className="msg user pending" aria-label="Queued message">
@@ -270,12 +282,14 @@ export function Transcript({
   failures,
   inputIds,
   model,
+  usages,
 }: {
   messages: SessionUIMessage[];
   actions: PartActions;
   failures: ReturnType<typeof inputFailures>;
   inputIds?: Map<string, string>;
   model?: string | null;
+  usages?: Record<string, Usage>;
 }) {
   const end = useRef<HTMLDivElement>(null);
   const box = useRef<HTMLDivElement>(null);
@@ -292,7 +306,7 @@ export function Transcript({
         const failure = m.role === 'user' && inputId ? failures.get(inputId) : undefined;
         return (
           <div key={m.id}>
-            <MessageView m={m} actions={actions} model={model} />
+            <MessageView m={m} actions={actions} model={model} usage={usages?.[m.id]} />
             {failure && (
               <p className="notice error msg-failure" role="status">
                 This message was refused ({failure.code}): {failure.message}

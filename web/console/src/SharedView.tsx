@@ -67,11 +67,11 @@ function SharedFiles({ shared }: { shared: SharedClient }) {
           <li key={en.path}>
             {en.kind === 'directory' ? (
               <button className="link" onClick={() => setPath(en.path)}>
-                📁 {en.name}/
+                {en.name}/
               </button>
             ) : (
               <a href={shared.downloadUrl(en.path)} download>
-                📄 {en.name}
+                {en.name}
               </a>
             )}
           </li>

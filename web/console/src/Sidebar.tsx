@@ -184,7 +184,10 @@ function Bell() {
       aria-label="Browser notifications"
       onClick={async () => setPerm(await Notification.requestPermission())}
     >
-      {perm === 'granted' ? '🔔' : '🔕'}
+      <svg width="18" height="18" viewBox="0 0 24 24" aria-hidden="true" fill="none" stroke="currentColor" strokeWidth="2">
+        <path d="M6 8a6 6 0 0 1 12 0c0 7 3 9 3 9H3s3-2 3-9M10.3 21a1.94 1.94 0 0 0 3.4 0" />
+        {perm !== 'granted' && <path d="M3 3l18 18" />}
+      </svg>
     </button>
   );
 }

@@ -1,5 +1,5 @@
 import { summarizeUsage } from '@astrabox/client';
-import type { SessionDataParts, SessionUIMessage } from '@astrabox/client';
+import type { SessionDataParts, SessionUIMessage, Usage } from '@astrabox/client';
 import { isToolUIPart } from 'ai';
 import { useEffect, useRef, useState } from 'react';
 
@@ -18,7 +18,7 @@ export interface PartActions {
   openPanel?: (panel: 'diff' | 'agents') => void;
 }
 
-export function MessageView({ m, actions, model }: { m: SessionUIMessage; actions: PartActions; model?: string | null }) {
+export function MessageView({ m, actions, model, usage }: { m: SessionUIMessage; actions: PartActions; model?: string | null; usage?: Usage }) {
   const meta = m.metadata ?? {};
   const visible = m.parts.filter((p) => p.type !== 'step-start' && p.type !== 'data-input-failed');
   if (m.role === 'user') {
@@ -39,7 +39,7 @@ export function MessageView({ m, actions, model }: { m: SessionUIMessage; action
     <article className="msg assistant" aria-label="Agent response" data-message-id={m.id}>
       <Parts parts={visible} actions={actions} />
       <Outcome meta={meta} />
-      <UsageLine meta={meta} model={model} />
+      <UsageLine meta={meta} model={model} usage={meta.usage ?? usage} />
     </article>
   );
 }
@@ -295,8 +295,8 @@ function Outcome({ meta }: { meta: NonNullable<SessionUIMessage['metadata']> }) 
   return null;
 }
 
-function UsageLine({ meta, model }: { meta: NonNullable<SessionUIMessage['metadata']>; model?: string | null }) {
-  const u = summarizeUsage(meta.usage);
+function UsageLine({ meta, model, usage }: { meta: NonNullable<SessionUIMessage['metadata']>; model?: string | null; usage?: unknown }) {
+  const u = summarizeUsage(usage);
   if (!u && !meta.outcome) return null;
   const models = u?.models.length ? u.models.join(', ') : (meta.model_name ?? model);
   const bits = [

@@ -69,11 +69,11 @@ export function FilesPanel({ client, sessionId }: { client: SessionsClient; sess
           <li key={en.path}>
             {en.kind === 'directory' ? (
               <button className="link" onClick={() => setPath(en.path)}>
-                📁 {en.name}/
+                {en.name}/
               </button>
             ) : (
               <button className="link" onClick={() => void download(en.path, false)} title="Download">
-                📄 {en.name} <span className="muted small">{en.size.toLocaleString()} B</span>
+                {en.name} <span className="muted small">{en.size.toLocaleString()} B</span>
               </button>
             )}
           </li>
