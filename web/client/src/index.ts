@@ -1,6 +1,6 @@
 export { ApiError, SessionsClient, SharedClient, readEnvelope } from './api';
 export type { AnswerBody, ClientOptions, CreateShareBody, SendInputBody } from './api';
-export { SessionTransport, waitForNetwork } from './transport';
+export { SessionTransport, sendInputOnce, waitForNetwork } from './transport';
 export type { SessionTransportOptions, StreamPosition } from './transport';
 export { summarizeUsage } from './usage';
 export type { UsageSummary } from './usage';

@@ -103,9 +103,11 @@ export class SessionTransport<M extends UIMessage = UIMessage> implements ChatTr
   async reconnectToStream(options: Parameters<ChatTransport<M>['reconnectToStream']>[0]): Promise<ReadableStream<UIMessageChunk> | null> {
     const { messageStart, cursor } = this.position;
     if (messageStart === null) {
+      // The stream waits for the next response: open it only when one is running or a
+      // held message will start one. Output recorded since, with nothing open, is read
+      // from the history instead (GET /messages).
       const details = await this.details(options.abortSignal);
-      const open = details.current_responses.length > 0 || details.held_inputs.length > 0;
-      if (!open && details.output_seq <= cursor) return null;
+      if (details.current_responses.length === 0 && details.held_inputs.length === 0) return null;
     }
     return this.open(messageStart ?? cursor, options.abortSignal);
   }
@@ -156,19 +158,28 @@ export class SessionTransport<M extends UIMessage = UIMessage> implements ChatTr
     return this.opts.client!.getSession(this.opts.sessionId, signal);
   }
 
-  /**
-   * POSTs a message, trying again after network failures (not after a refusal): the
-   * client_message_id makes the retry the same message, so it is accepted once.
-   */
-  private async sendOnce(client: SessionsClient, body: { content: string; client_message_id: string }, signal?: AbortSignal) {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await client.sendInput(this.opts.sessionId, body, signal);
-      } catch (err) {
-        const retryable = err instanceof TypeError || (err instanceof ApiError && err.status === 503);
-        if (!retryable || signal?.aborted) throw err;
-        await (this.opts.waitToRetry ?? waitForNetwork)(attempt, signal);
-      }
+  private sendOnce(client: SessionsClient, body: { content: string; client_message_id: string }, signal?: AbortSignal) {
+    return sendInputOnce(client, this.opts.sessionId, body, { signal, waitToRetry: this.opts.waitToRetry });
+  }
+}
+
+/**
+ * POSTs a message, trying again after network failures and 503s (not after a refusal):
+ * the client_message_id makes every try the same message, so it is accepted once.
+ */
+export async function sendInputOnce(
+  client: SessionsClient,
+  sessionId: string,
+  body: { content: string; client_message_id: string },
+  opts: { signal?: AbortSignal; waitToRetry?: (attempt: number, signal?: AbortSignal) => Promise<void> } = {},
+) {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await client.sendInput(sessionId, body, opts.signal);
+    } catch (err) {
+      const retryable = err instanceof TypeError || (err instanceof ApiError && err.status === 503);
+      if (!retryable || opts.signal?.aborted) throw err;
+      await (opts.waitToRetry ?? waitForNetwork)(attempt, opts.signal);
     }
   }
 }

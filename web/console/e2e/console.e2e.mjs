@@ -58,7 +58,8 @@ function watch(page, who) {
   page.on('pageerror', (e) => errors.push(`${who}: ${e.message}`));
   page.on('console', (m) => {
     // A reload aborts the open stream's fetch; Chromium reports that, the app does not fail.
-    if (m.type() === 'error' && !/ERR_ABORTED|net::ERR_NETWORK_CHANGED|Failed to load resource/.test(m.text())) {
+    // Going offline on purpose fails requests; the app retries them.
+    if (m.type() === 'error' && !/ERR_ABORTED|ERR_INTERNET_DISCONNECTED|ERR_NETWORK_CHANGED|Failed to load resource/.test(m.text())) {
       const at = m.location();
       errors.push(`${who}: ${m.text()} (${at.url}:${at.lineNumber})`);
     }
@@ -136,6 +137,33 @@ try {
   }, recorded);
   check((await page.locator('article.msg.user').count()) === 1, 'one user message after the reload');
 
+  step('a message sent while the agent works is queued, then answered in its turn');
+  await send(page, 'Explain again. [[script:slow chunks=30 delay=80ms]]');
+  await page.waitForFunction(() => /Slow chunk 2 of 30/.test([...document.querySelectorAll('article.msg.assistant')].at(-1)?.textContent ?? ''));
+  await send(page, 'And then? [[script:think thought="Plan the answer." text="The queued answer."]]');
+  await page.locator('.msg.pending', { hasText: 'And then?' }).waitFor();
+  step('archiving while the agent works is refused and explained');
+  await page.getByRole('button', { name: /^Actions for / }).first().click();
+  await page.getByRole('menuitem', { name: 'Archive' }).click();
+  await page.getByRole('alert').filter({ hasText: 'The agent is working in this conversation' }).waitFor();
+  await waitIdle(sessionId);
+  await page.waitForFunction(() => /The queued answer\./.test([...document.querySelectorAll('article.msg.assistant')].at(-1)?.textContent ?? ''));
+  check((await page.locator('.msg.pending').count()) === 0, 'the queued message joined the conversation');
+  await page.locator('article.msg.assistant').last().locator('.reasoning', { hasText: 'Plan the answer.' }).waitFor({ state: 'attached' });
+  const users = await page.locator('article.msg.user .bubble').allInnerTexts();
+  check(users.length === 3 && users[2].startsWith('And then?'), `the queued message sits before its answer: ${users}`);
+
+  step('a message sent while offline is sent once when the network returns');
+  await ctxA.setOffline(true);
+  await send(page, 'Sent offline. [[script:text text="Back online."]]');
+  await page.waitForTimeout(1500);
+  await ctxA.setOffline(false);
+  await page.waitForFunction(() => /Back online\./.test([...document.querySelectorAll('article.msg.assistant')].at(-1)?.textContent ?? ''));
+  await waitIdle(sessionId);
+  const history = await api('GET', `/sessions/${sessionId}/messages`);
+  const offline = history.messages.filter((m) => m.role === 'user' && m.parts.some((p) => p.text?.startsWith('Sent offline.')));
+  check(offline.length === 1, `the offline message was accepted once: ${offline.length}`);
+
   step('approve a tool call from its card');
   await send(page, 'Create the marker. [[script:bash cmd="touch approved.txt"]]');
   const approve = page.getByRole('button', { name: 'Approve', exact: true });
@@ -204,7 +232,8 @@ try {
   await viewer.getByText(/Read-only/).waitFor();
   await viewer.getByText('touch approved.txt').first().waitFor();
   check((await viewer.getByRole('textbox', { name: 'Message' }).count()) === 0, 'no composer in the shared view');
-  check((await viewer.locator('article.msg.assistant').count()) === 4, 'the shared view shows the four responses');
+  const responses = (await api('GET', `/sessions/${sessionId}/messages`)).messages.filter((m) => m.role === 'assistant').length;
+  await viewer.waitForFunction((n) => document.querySelectorAll('article.msg.assistant').length === n, responses);
   await viewer.screenshot({ path: join(out, 'shared.png') });
 
   step('the conversation list: the title can be renamed from its row');

@@ -1,5 +1,5 @@
 import { useChat } from '@ai-sdk/react';
-import { ApiError, SessionTransport } from '@astrabox/client';
+import { ApiError, SessionTransport, sendInputOnce } from '@astrabox/client';
 import type { AnswerBody, Usage } from '@astrabox/client';
 import type { MessagePage, SessionDetails, SessionsClient, SessionUIMessage } from '@astrabox/client';
 import { lastAssistantMessageIsCompleteWithApprovalResponses } from 'ai';
@@ -109,14 +109,27 @@ function ConversationChat({ client, sessionId, initial, onChanged }: { client: S
   }, [refreshDetails, busy]);
   useEffect(() => {
     if (status !== 'ready' || following.current) return;
-    const pos = transport.current;
-    const more = details.current_responses.length > 0 || details.held_inputs.length > 0 || details.output_seq > pos.cursor;
-    if (!more) return;
-    following.current = true;
-    void chat.resumeStream().finally(() => {
-      following.current = false;
-    });
-  }, [status, details, transport, chat]);
+    const running = details.current_responses.length > 0 || details.held_inputs.length > 0;
+    if (running) {
+      following.current = true;
+      void chat.resumeStream().finally(() => {
+        following.current = false;
+      });
+    } else if (details.output_seq > transport.current.cursor) {
+      // Output recorded while this tab read nothing (another tab's response, a part
+      // after the last finish): take the history as recorded.
+      following.current = true;
+      void client
+        .historyBlocks(sessionId)
+        .then((page) => {
+          transport.seedFromPage({ output_seq: page.output_seq ?? details.output_seq, replay_seq: page.replay_seq });
+          setMessages(page.messages);
+        }, () => {})
+        .finally(() => {
+          following.current = false;
+        });
+    }
+  }, [status, details, transport, chat, client, sessionId, setMessages]);
   // Back online after a dropped stream: read on from where it stopped.
   useEffect(() => {
     const on = () => status === 'error' && void chat.resumeStream();
@@ -160,7 +173,7 @@ function ConversationChat({ client, sessionId, initial, onChanged }: { client: S
     const h: Held = { clientMessageId: crypto.randomUUID(), inputId: null, text };
     setHeld((hs) => [...hs, h]);
     try {
-      const r = await client.sendInput(sessionId, { content: text, client_message_id: h.clientMessageId });
+      const r = await sendInputOnce(client, sessionId, { content: text, client_message_id: h.clientMessageId });
       setHeld((hs) => hs.map((x) => (x === h ? { ...x, inputId: r.input_id } : x)));
       void refreshDetails();
     } catch (e) {
@@ -196,6 +209,17 @@ function ConversationChat({ client, sessionId, initial, onChanged }: { client: S
     openPanel: (p) => setPanel(p),
   };
 
+  const recordedMessages = useCallback(async () => {
+    const all: SessionUIMessage[] = [];
+    let before: string | undefined;
+    for (let i = 0; i < 20; i++) {
+      const page = await client.messages(sessionId, before);
+      all.unshift(...page.messages);
+      if (!page.has_more || !page.before) break;
+      before = page.before;
+    }
+    return all;
+  }, [client, sessionId]);
   const failures = inputFailures(messages);
   const working = busy || details.state === 'PROCESSING' || details.state === 'WAITING_INPUT';
   const queuedElsewhere = details.held_inputs.filter((i) => !held.some((h) => h.inputId === i.input_id));
@@ -265,7 +289,7 @@ function ConversationChat({ client, sessionId, initial, onChanged }: { client: S
           <button className="icon close" aria-label="Close panel" onClick={() => setPanel(null)}>
             ✕
           </button>
-          {panel === 'diff' && <DiffPanel messages={messages} />}
+          {panel === 'diff' && <DiffPanel messages={messages} recorded={recordedMessages} />}
           {panel === 'files' && <FilesPanel client={client} sessionId={sessionId} />}
           {panel === 'terminal' && <TerminalPanel client={client} sessionId={sessionId} />}
           {panel === 'agents' && <ChildRunsPanel client={client} sessionId={sessionId} />}

@@ -1,13 +1,23 @@
 import type { FileChange, FileDiff, SessionDataParts, SessionUIMessage } from '@astrabox/client';
-import { useState } from 'react';
+import { useEffect, useState } from 'react';
 
 // The Diff panel: every file change the agent reported (data-file-changes), newest
 // report per tool call, one collapsible row per file with its diff rendered on demand.
-export function DiffPanel({ messages }: { messages: SessionUIMessage[] }) {
-  const changes: FileChange[] = [];
-  for (const m of messages)
+export function DiffPanel({ messages, recorded }: { messages: SessionUIMessage[]; recorded?: () => Promise<SessionUIMessage[]> }) {
+  // The conversation in view folds finished work (history-blocks), file changes included:
+  // the panel also reads the recorded messages whole, once opened.
+  const [history, setHistory] = useState<SessionUIMessage[]>([]);
+  useEffect(() => {
+    recorded?.().then(setHistory, () => {});
+  }, [recorded]);
+  const byCall = new Map<string, FileChange[]>();
+  for (const m of [...history, ...messages])
     for (const p of m.parts)
-      if (p.type === 'data-file-changes') changes.push(...(p.data as SessionDataParts['file-changes']).changes);
+      if (p.type === 'data-file-changes') {
+        const d = p.data as SessionDataParts['file-changes'];
+        byCall.set(d.tool_call_id, d.changes);
+      }
+  const changes = [...byCall.values()].flat();
   return (
     <section aria-labelledby="diff-title">
       <h2 id="diff-title">Changes</h2>
