@@ -213,6 +213,20 @@ try {
   const interrupted = await api('GET', `/sessions/${sessionId}/messages`);
   check(interrupted.messages.at(-1).metadata.outcome === 'cancelled', 'the response ended cancelled');
 
+  step('two tabs on one conversation stay consistent');
+  const second = await ctxA.newPage();
+  watch(second, 'second tab');
+  second.setDefaultTimeout(60_000);
+  await second.goto(page.url());
+  await second.getByRole('textbox', { name: 'Message' }).waitFor();
+  await send(page, 'From the first tab. [[script:slow chunks=12 delay=80ms text="Seen in both tabs."]]');
+  await second.locator('article.msg.user', { hasText: 'From the first tab.' }).waitFor();
+  await second.locator('article.msg.assistant', { hasText: 'Seen in both tabs.' }).waitFor();
+  await waitIdle(sessionId);
+  const inFirst = await page.locator('article.msg').count();
+  await second.waitForFunction((n) => document.querySelectorAll('article.msg').length === n, inFirst);
+  await second.close();
+
   step('usage, cost and the model are shown with a response');
   await page.locator('.usage', { hasText: /claude-[^ ]+ · [\d,]+ in · [\d,]+ out · \$\d/ }).first().waitFor();
 

@@ -140,6 +140,21 @@ function ConversationChat({ client, sessionId, initial, onChanged }: { client: S
     void client.markRead(sessionId).then(onChanged, () => {});
   }, [client, sessionId, onChanged]);
 
+  // A response to a message this tab never saw (sent from another tab) is followed live;
+  // once it ends, the history brings the message itself.
+  useEffect(() => {
+    if (status !== 'ready') return;
+    const last = messages.at(-1);
+    if (last?.role !== 'assistant') return;
+    const known = new Set(messages.flatMap((m) => (m.role === 'user' ? [m.metadata?.input_id ?? inputIds.current.get(m.id)] : [])));
+    for (const h of held) if (h.inputId) known.add(h.inputId);
+    if ((last.metadata?.input_ids ?? []).every((id) => known.has(id))) return;
+    void client.historyBlocks(sessionId).then((page) => {
+      transport.seedFromPage({ output_seq: page.output_seq, replay_seq: page.replay_seq });
+      setMessages(page.messages);
+    }, () => {});
+  }, [status, messages, held, client, sessionId, transport, setMessages]);
+
   // A held message joins the conversation when a response lists it.
   useEffect(() => {
     if (held.length === 0) return;
