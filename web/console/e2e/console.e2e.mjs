@@ -213,6 +213,21 @@ try {
   const interrupted = await api('GET', `/sessions/${sessionId}/messages`);
   check(interrupted.messages.at(-1).metadata.outcome === 'cancelled', 'the response ended cancelled');
 
+  step('a child run shows in the Agents tab');
+  await send(page, 'Delegate it. [[script:task prompt="Say hi." description="Greeter" final="Delegated."]]');
+  for (const end = Date.now() + 90_000; ; ) {
+    const approve = page.getByRole('button', { name: 'Approve', exact: true });
+    if (await approve.count()) await approve.first().click().catch(() => {});
+    const s = await api('GET', `/sessions/${sessionId}`);
+    if (s.state === 'READY' && s.current_responses.length === 0 && s.held_inputs.length === 0) break;
+    if (Date.now() > end) throw new Error('the delegated response did not end');
+    await page.waitForTimeout(250);
+  }
+  await page.getByRole('tab', { name: 'Agents' }).click();
+  await page.locator('.runs li').first().waitFor();
+  await page.screenshot({ path: join(out, 'child-runs.png') });
+  await page.getByRole('tab', { name: 'Agents' }).click();
+
   step('two tabs on one conversation stay consistent');
   const second = await ctxA.newPage();
   watch(second, 'second tab');
@@ -223,8 +238,11 @@ try {
   await second.locator('article.msg.user', { hasText: 'From the first tab.' }).waitFor();
   await second.locator('article.msg.assistant', { hasText: 'Seen in both tabs.' }).waitFor();
   await waitIdle(sessionId);
-  const inFirst = await page.locator('article.msg').count();
-  await second.waitForFunction((n) => document.querySelectorAll('article.msg').length === n, inFirst);
+  const sentInFirst = await page.locator('article.msg.user .bubble').allInnerTexts();
+  await second.waitForFunction(
+    (want) => JSON.stringify([...document.querySelectorAll('article.msg.user .bubble')].map((e) => e.innerText)) === want,
+    JSON.stringify(sentInFirst),
+  );
   await second.close();
 
   step('usage, cost and the model are shown with a response');
