@@ -164,6 +164,19 @@ try {
   const offline = history.messages.filter((m) => m.role === 'user' && m.parts.some((p) => p.text?.startsWith('Sent offline.')));
   check(offline.length === 1, `the offline message was accepted once: ${offline.length}`);
 
+  step('a stream cut by a network loss resumes with nothing doubled or missing');
+  await send(page, 'Keep going. [[script:slow chunks=30 delay=80ms]]');
+  await page.waitForFunction(() => /Slow chunk 3 of 30/.test([...document.querySelectorAll('article.msg.assistant')].at(-1)?.textContent ?? ''));
+  await ctxA.setOffline(true);
+  await page.waitForTimeout(800);
+  await ctxA.setOffline(false);
+  await waitIdle(sessionId);
+  const afterDrop = await messagesText(sessionId);
+  await page.waitForFunction(
+    (want) => [...[...document.querySelectorAll('article.msg.assistant')].at(-1).querySelectorAll('.text')].map((e) => e.textContent).join('') === want,
+    afterDrop,
+  );
+
   step('approve a tool call from its card');
   await send(page, 'Create the marker. [[script:bash cmd="touch approved.txt"]]');
   const approve = page.getByRole('button', { name: 'Approve', exact: true });
@@ -207,7 +220,8 @@ try {
   await page.getByRole('tab', { name: 'Terminal' }).click();
   await send(page, 'Explain very slowly. [[script:slow chunks=400 delay=100ms]]');
   await page.waitForFunction(() => /Slow chunk 3 of 400/.test([...document.querySelectorAll('article.msg.assistant')].at(-1)?.textContent ?? ''));
-  await page.getByRole('button', { name: 'Interrupt' }).click();
+  // Esc in the composer interrupts.
+  await page.getByRole('textbox', { name: 'Message' }).press('Escape');
   await page.locator('article.msg.assistant').last().getByText('Interrupted').waitFor();
   await waitIdle(sessionId);
   const interrupted = await api('GET', `/sessions/${sessionId}/messages`);
@@ -267,6 +281,22 @@ try {
   const responses = (await api('GET', `/sessions/${sessionId}/messages`)).messages.filter((m) => m.role === 'assistant').length;
   await viewer.waitForFunction((n) => document.querySelectorAll('article.msg.assistant').length === n, responses);
   await viewer.screenshot({ path: join(out, 'shared.png') });
+
+  step('a revoked link stops working');
+  await page.getByRole('button', { name: 'Share' }).click();
+  await page.getByRole('button', { name: 'Revoke' }).first().click();
+  await page.locator('.shares .badge', { hasText: 'revoked' }).waitFor();
+  await page.getByRole('button', { name: 'Close' }).click();
+  await viewer.reload();
+  await viewer.getByText('This link does not open a conversation').waitFor();
+
+  step('folded work in the history opens on demand');
+  await page.reload();
+  await page.getByRole('textbox', { name: 'Message' }).waitFor();
+  const fold = page.getByRole('button', { name: /Show the work|steps/ }).first();
+  await fold.click();
+  await page.locator('.unfolded').first().waitFor();
+  check((await page.locator('.unfolded').first().locator('.tool, .folded, .reasoning, .text').count()) > 0, 'the unfolded block shows its parts');
 
   step('the conversation list: the title can be renamed from its row');
   await page.locator(`.session-row[data-session-id="${sessionId}"] a`).dblclick();
