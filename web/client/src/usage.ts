@@ -6,6 +6,8 @@ export interface UsageSummary {
   inputTokens?: number;
   outputTokens?: number;
   costUSD?: number;
+  /** costUSD is the program's running total for its session, not this response's own. */
+  costIsTotal?: boolean;
   models: string[];
 }
 
@@ -21,7 +23,10 @@ export function summarizeUsage(usage: unknown): UsageSummary | null {
   const inner = isRec(usage.usage) ? usage.usage : usage;
   out.inputTokens = num(inner.input_tokens) ?? num(inner.inputTokens);
   out.outputTokens = num(inner.output_tokens) ?? num(inner.outputTokens);
-  out.costUSD = num(usage.total_cost_usd) ?? num(usage.cost_usd) ?? num(usage.costUSD);
+  // Claude Code's total_cost_usd is the running total of its session.
+  out.costUSD = num(usage.total_cost_usd);
+  if (out.costUSD !== undefined) out.costIsTotal = true;
+  out.costUSD ??= num(usage.cost_usd) ?? num(usage.costUSD);
   if (isRec(usage.modelUsage)) out.models.push(...Object.keys(usage.modelUsage));
   // Codex: {total: {inputTokens, outputTokens, ...}, last: {...}}
   if (isRec(usage.total)) {

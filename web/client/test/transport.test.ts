@@ -191,7 +191,7 @@ describe('summarizeUsage', () => {
   it('reads Claude Code and Codex usage records', () => {
     expect(
       summarizeUsage({ total_cost_usd: 0.05, usage: { input_tokens: 10, output_tokens: 5 }, modelUsage: { 'claude-opus': {} } }),
-    ).toEqual({ inputTokens: 10, outputTokens: 5, costUSD: 0.05, models: ['claude-opus'] });
+    ).toEqual({ inputTokens: 10, outputTokens: 5, costUSD: 0.05, costIsTotal: true, models: ['claude-opus'] });
     expect(summarizeUsage({ total: { inputTokens: 9, outputTokens: 2 } })).toEqual({ inputTokens: 9, outputTokens: 2, costUSD: undefined, models: [] });
     expect(summarizeUsage(null)).toBeNull();
     expect(summarizeUsage({})).toBeNull();

@@ -332,10 +332,14 @@ export function Transcript({
 }) {
   const end = useRef<HTMLDivElement>(null);
   const box = useRef<HTMLDivElement>(null);
-  // Stay at the bottom while it grows, unless the reader scrolled up.
+  // Open at the latest message, then stay at the bottom while it grows, unless the
+  // reader scrolled up.
+  const opened = useRef(false);
   useEffect(() => {
     const el = box.current;
-    if (el && el.scrollHeight - el.scrollTop - el.clientHeight < 160) end.current?.scrollIntoView({ block: 'end' });
+    if (!el) return;
+    if (!opened.current || el.scrollHeight - el.scrollTop - el.clientHeight < 160) end.current?.scrollIntoView({ block: 'end' });
+    opened.current = true;
   }, [messages]);
   return (
     <div className="transcript" ref={box} aria-live="polite" aria-busy={false}>

@@ -303,7 +303,7 @@ function UsageLine({ meta, model, usage }: { meta: NonNullable<SessionUIMessage[
     models,
     u?.inputTokens !== undefined ? `${u.inputTokens.toLocaleString()} in` : null,
     u?.outputTokens !== undefined ? `${u.outputTokens.toLocaleString()} out` : null,
-    u?.costUSD !== undefined ? `$${u.costUSD.toFixed(4)}` : null,
+    u?.costUSD !== undefined ? `$${u.costUSD.toFixed(4)}${u.costIsTotal ? ' total so far' : ''}` : null,
   ].filter(Boolean);
   if (bits.length === 0) return null;
   return <p className="usage muted small">{bits.join(' · ')}</p>;

@@ -57,7 +57,7 @@ describe('MessageView', () => {
       />,
     );
     expect(screen.getByRole('status').textContent).toContain('Interrupted');
-    expect(document.querySelector('.usage')?.textContent).toMatch(/claude-opus-5-5 · 1,200 in · 34 out · \$0\.0123/);
+    expect(document.querySelector('.usage')?.textContent).toMatch(/claude-opus-5-5 · 1,200 in · 34 out · \$0\.0123 total so far/);
   });
 });
 
