@@ -22,6 +22,12 @@ export const titleOf = (s: { title: string | null }) => s.title ?? 'New conversa
 export function Sidebar({ client, sessions, archived, setArchived, refresh, currentId, error, me, onSignOut }: Props) {
   const [notice, setNotice] = useState('');
   useNotifications(sessions, currentId);
+  // A refusal is about the moment it happened: it leaves after a while.
+  useEffect(() => {
+    if (!notice) return;
+    const t = setTimeout(() => setNotice(''), 12_000);
+    return () => clearTimeout(t);
+  }, [notice]);
 
   const act = async (what: string, f: () => Promise<unknown>) => {
     try {
