@@ -13,18 +13,19 @@ TEMPORAL := $(BIN)/temporal
 AISDK_DIR := $(CURDIR)/tools/aisdk
 AGENTS_DIR := $(CURDIR)/tools/agents
 ACP_AGENTS_DIR := $(CURDIR)/tools/acp-agents
+WEB_DIR := $(CURDIR)/web
 GOTEST_FLAGS ?= -count=1 -timeout 45m
 
 export ASTRABOX_REPO_ROOT := $(CURDIR)
 export ASTRABOX_TEMPORAL_BIN := $(TEMPORAL)
 
-.PHONY: all build run test test-unit vet workflowcheck bench bench-load soak deps deps-system deps-npm deps-agents deps-acp-agents clean help record-claude record-codex record-pi record-acp images image-claude-code image-codex image-pi image-acp
+.PHONY: all build console run test test-unit test-web vet workflowcheck bench bench-load soak deps deps-system deps-images deps-npm deps-web deps-agents deps-acp-agents clean help record-claude record-codex record-pi record-acp images image-claude-code image-codex image-pi image-acp
 
 all: build
 
 help:
 	@echo "make run    - install what is missing, build, start the whole platform locally"
-	@echo "make test   - install what is missing, run go vet, unit and integration tests"
+	@echo "make test   - install what is missing, run go vet, unit and integration tests (the web console's in Chromium too)"
 	@echo "make bench  - run the Go benchmarks, then the load generator (bench-load), and print their figures"
 	@echo "make bench-load - start the whole stack, load it through the public API (BENCH_FLAGS=...), print figures beside this machine's floors"
 	@echo "make soak   - run Sessions through turns while injecting faults (S=3 T=3 F=20s), print the audit"
@@ -35,10 +36,10 @@ help:
 	@echo "make images - build the box image of Claude Code, Codex and Pi without a container engine (var/images; image-acp for the ACP programs)"
 
 ## deps: everything the platform and its tests need on this machine.
-deps: deps-system $(TEMPORAL) deps-npm deps-agents deps-acp-agents
+deps: deps-system $(TEMPORAL) deps-npm deps-web deps-agents deps-acp-agents
 
-# System packages from Debian: PostgreSQL server binaries, bubblewrap, and the
-# daemonless image tools (mmdebstrap, umoci, jq).
+# System packages from Debian: PostgreSQL server binaries, bubblewrap, and Chromium
+# for the web console's browser tests (Debian's package; no browser is downloaded).
 deps-system:
 	@need=""; \
 	if ! command -v initdb >/dev/null 2>&1 && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then need="$$need postgresql"; fi; \
@@ -46,9 +47,7 @@ deps-system:
 	if ! command -v setpriv >/dev/null 2>&1; then need="$$need util-linux"; fi; \
 	if ! command -v curl >/dev/null 2>&1; then need="$$need curl"; fi; \
 	if ! command -v perl >/dev/null 2>&1; then need="$$need perl"; fi; \
-	if ! command -v mmdebstrap >/dev/null 2>&1; then need="$$need mmdebstrap"; fi; \
-	if ! command -v umoci >/dev/null 2>&1; then need="$$need umoci"; fi; \
-	if ! command -v jq >/dev/null 2>&1; then need="$$need jq"; fi; \
+	if [ ! -x /usr/bin/chromium ]; then need="$$need chromium"; fi; \
 	if [ -n "$$need" ]; then \
 		echo "installing system packages:$$need"; \
 		if [ "$$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi; \
@@ -85,6 +84,27 @@ $(ACP_AGENTS_DIR)/node_modules/.installed: $(ACP_AGENTS_DIR)/package.json $(ACP_
 	cd $(ACP_AGENTS_DIR) && npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
+# The web console and its Sessions API client (web/: one npm workspace, one lockfile).
+deps-web: $(WEB_DIR)/node_modules/.installed
+
+$(WEB_DIR)/node_modules/.installed: $(WEB_DIR)/package.json $(WEB_DIR)/package-lock.json $(WEB_DIR)/client/package.json $(WEB_DIR)/console/package.json
+	cd $(WEB_DIR) && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+# The console's built files land in web/dist, which the binary embeds (package web);
+# they are built here, before the binary, and never needed at run time.
+WEB_SOURCES := $(shell find $(WEB_DIR)/client/src $(WEB_DIR)/console/src $(WEB_DIR)/console/public -type f 2>/dev/null) \
+	$(WEB_DIR)/console/index.html $(WEB_DIR)/console/vite.config.ts $(WEB_DIR)/console/tsconfig.json
+console: $(WEB_DIR)/dist/index.html
+
+$(WEB_DIR)/dist/index.html: $(WEB_DIR)/node_modules/.installed $(WEB_SOURCES)
+	cd $(WEB_DIR) && npm run build -w console
+
+# The client's and the console's Vitest tests.
+test-web: $(WEB_DIR)/node_modules/.installed
+	cd $(WEB_DIR) && npm test --workspaces --if-present
+
+
 ## images: each built-in program's box image, built without a container engine or
 ## a registry (docs/images.md): Debian from Debian's packages (mmdebstrap), the
 ## pinned program and the runner, packed as an OCI image layout (umoci) and
@@ -92,13 +112,25 @@ $(ACP_AGENTS_DIR)/node_modules/.installed: $(ACP_AGENTS_DIR)/package.json $(ACP_
 IMAGES := claude-code codex pi
 images: $(addprefix image-,$(IMAGES))
 
-image-claude-code image-codex image-pi: deps-system deps-agents
+image-claude-code image-codex image-pi: deps-images deps-agents
 	deploy/images/build.sh $(@:image-%=%) $(VAR)/images/$(@:image-%=%)
 
-image-acp: deps-system deps-acp-agents
+image-acp: deps-images deps-acp-agents
 	deploy/images/build.sh acp $(VAR)/images/acp
 
-build:
+# The daemonless image tools from Debian (mmdebstrap, umoci, jq), for make images only.
+deps-images:
+	@need=""; \
+	if ! command -v mmdebstrap >/dev/null 2>&1; then need="$$need mmdebstrap"; fi; \
+	if ! command -v umoci >/dev/null 2>&1; then need="$$need umoci"; fi; \
+	if ! command -v jq >/dev/null 2>&1; then need="$$need jq"; fi; \
+	if [ -n "$$need" ]; then \
+		echo "installing system packages:$$need"; \
+		if [ "$$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi; \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$need; \
+	fi
+
+build: console
 	@mkdir -p $(BIN)
 	CGO_ENABLED=0 $(GO) build -o $(BIN)/ ./cmd/...
 
@@ -114,7 +146,7 @@ WORKFLOWCHECK_VERSION := v0.6.0
 workflowcheck:
 	$(GO) run go.temporal.io/sdk/contrib/tools/workflowcheck@$(WORKFLOWCHECK_VERSION) ./workflows/...
 
-test: deps build vet workflowcheck
+test: deps build vet workflowcheck test-web
 	$(GO) test $(GOTEST_FLAGS) ./...
 
 test-unit:

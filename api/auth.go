@@ -29,7 +29,7 @@ const tokenTouchInterval = time.Minute
 // (which net/http does to keep a connection alive), so an unauthenticated client
 // cannot hold a connection by trickling one.
 func (s *Server) authenticate(c *gin.Context) {
-	token, err := bearerToken(c.GetHeader("Authorization"))
+	token, err := requestToken(c.Request)
 	if err != nil {
 		s.refuseUnauthenticated(c, err)
 		return
@@ -48,6 +48,38 @@ func (s *Server) authenticate(c *gin.Context) {
 	c.Set(tokenKey, tok)
 	c.Set(plaintextKey, token)
 	c.Next()
+}
+
+// Browsers cannot set headers on a WebSocket, so a WebSocket upgrade without an
+// Authorization header may carry the token as a subprotocol instead: the client offers
+// terminalSubprotocol and bearerSubprotocolPrefix+token, and the server answers with
+// terminalSubprotocol alone, so the token is never echoed. No cookie is involved, so
+// another site cannot open the socket with the viewer's credentials.
+const (
+	terminalSubprotocol     = "astrabox.terminal"
+	bearerSubprotocolPrefix = "astrabox.bearer."
+)
+
+// requestToken returns the request's API token: its Authorization: Bearer header or,
+// on a WebSocket upgrade without one, its bearer subprotocol.
+func requestToken(r *http.Request) (string, error) {
+	header := r.Header.Get("Authorization")
+	if header != "" || !isWebSocketUpgrade(r) {
+		return bearerToken(header)
+	}
+	for _, offered := range r.Header.Values("Sec-WebSocket-Protocol") {
+		for _, p := range strings.Split(offered, ",") {
+			if token, ok := strings.CutPrefix(strings.TrimSpace(p), bearerSubprotocolPrefix); ok && token != "" {
+				return token, nil
+			}
+		}
+	}
+	return "", Unauthorized("an Authorization: Bearer <token> header, or the WebSocket subprotocols " +
+		terminalSubprotocol + " and " + bearerSubprotocolPrefix + "<token>, are required")
+}
+
+func isWebSocketUpgrade(r *http.Request) bool {
+	return strings.EqualFold(r.Header.Get("Upgrade"), "websocket")
 }
 
 // bearerToken returns the token of an Authorization: Bearer header.

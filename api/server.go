@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/http"
 	"syscall"
@@ -84,6 +85,11 @@ type Options struct {
 	// Telemetry holds the process's metrics, served at /metrics, and its tracer; nil
 	// keeps metrics in a registry of the server's own and records no spans.
 	Telemetry *telemetry.Telemetry
+
+	// Console is the web console's built files, served at / and every GET path
+	// outside /api/ that no route takes (index.html for the console's own paths);
+	// nil serves none.
+	Console fs.FS
 }
 
 const (
@@ -123,6 +129,7 @@ type Server struct {
 	metrics    *telemetry.Metrics
 	tracer     trace.Tracer
 	propagator propagation.TextMapPropagator
+	console    fs.FS
 }
 
 // New builds the server and its routes.
@@ -150,6 +157,7 @@ func New(opts Options) *Server {
 
 		boxes:          opts.Boxes,
 		maxUploadBytes: opts.MaxUploadBytes,
+		console:        opts.Console,
 	}
 	tel := opts.Telemetry
 	if tel == nil {
@@ -195,6 +203,9 @@ func New(opts Options) *Server {
 	s.engine.HandleMethodNotAllowed = true
 	s.engine.Use(s.requestContext, s.observe, s.recoverPanic)
 	s.engine.NoRoute(func(c *gin.Context) {
+		if s.serveConsole(c) {
+			return
+		}
 		if refused, ok := viewerWriteRefused(c); ok {
 			s.fail(c, refused)
 			return

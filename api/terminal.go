@@ -82,7 +82,7 @@ func (s *Server) openTerminal(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	conn, err := websocket.Accept(c.Writer, c.Request, nil)
+	conn, err := websocket.Accept(c.Writer, c.Request, &websocket.AcceptOptions{Subprotocols: []string{terminalSubprotocol}})
 	if err != nil {
 		RequestLogger(c, s.log).Info("terminal upgrade refused", zap.Error(err))
 		return // Accept answered the client

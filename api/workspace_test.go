@@ -360,3 +360,49 @@ func TestTerminalThroughTheAPI(t *testing.T) {
 	require.Error(t, err)
 	require.Equal(t, http.StatusForbidden, resp.StatusCode)
 }
+
+// A browser cannot set headers on a WebSocket: it offers the token as a subprotocol,
+// which opens the terminal for the owner only and is never echoed back.
+func TestTerminalBearerSubprotocol(t *testing.T) {
+	t.Parallel()
+	f := newBoxFixture(t, nil)
+	u := strings.Replace(f.srv.URL, "http", "ws", 1) + "/api/v1/sessions/" + f.session + "/terminal"
+	dial := func(protocols ...string) (*websocket.Conn, *http.Response, error) {
+		return websocket.Dial(f.ctx, u, &websocket.DialOptions{Subprotocols: protocols})
+	}
+
+	conn, resp, err := dial(terminalSubprotocol, bearerSubprotocolPrefix+f.member)
+	require.NoError(t, err)
+	defer conn.CloseNow()
+	assert.Equal(t, terminalSubprotocol, conn.Subprotocol(), "the token is not echoed")
+	assert.Equal(t, terminalSubprotocol, resp.Header.Get("Sec-WebSocket-Protocol"))
+	var ready terminalMessage
+	require.NoError(t, wsjson.Read(f.ctx, conn, &ready))
+	assert.Equal(t, "ready", ready.Type)
+	require.NoError(t, wsjson.Write(f.ctx, conn, terminalMessage{Type: "input", Text: "echo via-subprotocol\n"}))
+	v := &viewer{t: t, conn: conn}
+	v.waitFor("via-subprotocol\r\n")
+
+	for _, tc := range []struct {
+		name      string
+		protocols []string
+		status    int
+	}{
+		{"no token", []string{terminalSubprotocol}, http.StatusUnauthorized},
+		{"unknown token", []string{terminalSubprotocol, bearerSubprotocolPrefix + "abx_unknown"}, http.StatusUnauthorized},
+		{"admin is not the owner", []string{terminalSubprotocol, bearerSubprotocolPrefix + f.admin}, http.StatusForbidden},
+	} {
+		_, resp, err := dial(tc.protocols...)
+		require.Error(t, err, tc.name)
+		require.NotNil(t, resp, tc.name)
+		assert.Equal(t, tc.status, resp.StatusCode, tc.name)
+	}
+
+	// The subprotocol is only read on a WebSocket upgrade: a plain request needs the header.
+	req, err := http.NewRequestWithContext(f.ctx, http.MethodGet, f.srv.URL+"/api/v1/sessions/"+f.session, nil)
+	require.NoError(t, err)
+	req.Header.Set("Sec-WebSocket-Protocol", bearerSubprotocolPrefix+f.member)
+	plain, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusUnauthorized, envelopeOf(t, plain).Status)
+}

@@ -141,6 +141,7 @@ func printBanner(cfg *config.Config, envFile string, seeded *devstack.Seeded) {
 	fmt.Printf(`
 AstraBox is running.
 
+  Console      %s/  (sign in with the token: open %s/#token=%s)
   API          %s
   Temporal UI  %s
   Token        in %s (source it: SERVICE_URL, ACCESS_TOKEN, AGENT_ID)
@@ -149,7 +150,7 @@ AstraBox is running.
 
 Press Ctrl-C to stop everything.
 
-`, cfg.HTTP.APIURL(), cfg.Temporal.UIURL, envFile, seeded.AgentName, seeded.AgentID, modelLine(cfg))
+`, cfg.HTTP.APIURL(), cfg.HTTP.APIURL(), seeded.Token, cfg.HTTP.APIURL(), cfg.Temporal.UIURL, envFile, seeded.AgentName, seeded.AgentID, modelLine(cfg))
 }
 
 func modelLine(cfg *config.Config) string {

@@ -26,6 +26,7 @@ import (
 	"github.com/astrabox/astrabox/store"
 	"github.com/astrabox/astrabox/store/pubsub"
 	"github.com/astrabox/astrabox/titles"
+	"github.com/astrabox/astrabox/web"
 	"github.com/astrabox/astrabox/worker"
 	"github.com/astrabox/astrabox/worker/resignal"
 	"github.com/astrabox/astrabox/workflows"
@@ -172,6 +173,7 @@ func (p *platform) runAPI(ctx context.Context) error {
 	})
 	srv := api.New(api.Options{
 		Telemetry:           p.tel,
+		Console:             web.Console(),
 		Boxes:               boxes,
 		MaxUploadBytes:      p.cfg.HTTP.MaxUploadBytes,
 		Logger:              p.log.Named("api"),

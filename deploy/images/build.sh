@@ -37,7 +37,7 @@ die() { echo "build.sh: $*" >&2; exit 1; }
 [ "$(id -u)" = 0 ] || die "building a root filesystem needs root (mmdebstrap --mode=root, umoci unpack keeps ownership)"
 for tool in mmdebstrap umoci jq node npm flock sha256sum; do
 	command -v "$tool" >/dev/null ||
-		die "$tool not found: run \`make deps-system deps-agents\` (Debian's mmdebstrap, umoci, jq; Node.js)"
+		die "$tool not found: run \`make deps-images deps-agents\` (Debian's mmdebstrap, umoci, jq; Node.js)"
 done
 if [ -n "$runner" ]; then
 	[ -x "$runner" ] || die "runner $runner is not an executable file"
