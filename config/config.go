@@ -255,6 +255,11 @@ type ACPProgram struct {
 	Busy        string   `mapstructure:"busy"`
 	Admission   string   `mapstructure:"admission"`
 	Resume      string   `mapstructure:"resume"`
+	// MCPTransports are the MCP transports the program takes through ACP's mcpServers
+	// (stdio, http, sse); InstructionsFile is where, under StateDir, it reads standing
+	// instructions. Either left empty refuses that part of an Agent's configuration.
+	MCPTransports    []string `mapstructure:"mcp_transports"`
+	InstructionsFile string   `mapstructure:"instructions_file"`
 	// Mounts bind host folders (the program's install) read-only into local boxes.
 	Mounts []ACPMount `mapstructure:"mounts"`
 }

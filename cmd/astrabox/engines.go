@@ -106,7 +106,10 @@ func (e *installedEngines) registerACPProgram(prog config.ACPProgram) error {
 	profile := acp.Profile{Kind: prog.Kind, Title: prog.Title, Command: prog.Command, Env: prog.Env, Files: prog.Files,
 		ModelKeyEnv: prog.ModelKeyEnv, StateDir: prog.StateDir, StateDirEnv: prog.StateDirEnv, SessionLog: prog.SessionLog,
 		StateFiles: prog.StateFiles, Modes: prog.Modes, DefaultMode: prog.DefaultMode, Busy: acp.BusyPrompt(prog.Busy),
-		Admission: acp.Admission(prog.Admission), Resume: acp.ResumeMethod(prog.Resume)}
+		Admission: acp.Admission(prog.Admission), Resume: acp.ResumeMethod(prog.Resume), InstructionsFile: prog.InstructionsFile}
+	for _, t := range prog.MCPTransports {
+		profile.MCPTransports = append(profile.MCPTransports, engines.MCPTransport(t))
+	}
 	baseURL := fmt.Sprintf("http://127.0.0.1:%d", activities.ModelForwardPort)
 	switch prog.ModelAPI {
 	case "", "anthropic":
