@@ -24,6 +24,10 @@ func TestLiveAgentConfigurationClaudeACP(t *testing.T) {
 	runLiveAgentConfiguration(t, acp.KindClaude, "bypassPermissions")
 }
 
+func TestLiveAgentConfigurationOpencode(t *testing.T) {
+	runLiveAgentConfiguration(t, acp.KindOpencode, "")
+}
+
 // runLiveAgentConfiguration starts a shipped ACP program with an Agent's configuration:
 // its stdio and http MCP servers (the echo server in a box) go to the program through
 // ACP's mcpServers of session/new, the scripted model calls each server's tool and the
@@ -51,11 +55,16 @@ func runLiveAgentConfiguration(t *testing.T, kind, mode string) {
 			{Name: "files", Transport: engines.MCPTransportStdio, Command: []string{"/usr/bin/node", server}, Env: map[string]string{"MCP_ECHO_TAG": tag}},
 			{Name: "web", Transport: engines.MCPTransportHTTP, URL: "http://127.0.0.1:18091/mcp", Headers: map[string]string{"X-Echo-Tag": headerTag}},
 		},
-		Instructions: "Standing instruction " + tag + ": answer briefly.",
+	}
+	if caps.Extensions.InstructionsFile != "" {
+		cfg.Instructions = "Standing instruction " + tag + ": answer briefly."
 	}
 	require.NoError(t, engines.ValidateAgentConfigFor(caps, cfg), "the profile declares what the Agent sets")
 	sc := engines.EngineStartupContext{SessionID: "live-" + uuid.NewString(), SessionKind: engines.SessionKindAgentChat,
 		SandboxID: box.ID(), PermissionMode: mode, AgentConfig: cfg}
+	if e.adapter.StartupMaterialRequest().RuntimeStateStorage {
+		sc.CallbackCredentials = enginetest.NewMemoryRuntimeState().Credentials("session:" + sc.SessionID)
+	}
 	rt, err := e.adapter.ActivateRuntime(ctx, sc, box)
 	require.NoError(t, err)
 	client := rt.EngineClient
@@ -85,9 +94,11 @@ func runLiveAgentConfiguration(t *testing.T, kind, mode string) {
 		require.True(t, output, "the %s server's result, with what the Agent configured, reached the stream:\n%s", call.server, enginetest.LastEvents(r.Seen[from:], 40))
 	}
 	uicheck.RequireValidChunks(t, frames)
-	var instructed bool
-	for _, req := range e.model.Requests() {
-		instructed = instructed || bytes.Contains(req.Body, []byte("Standing instruction "+tag))
+	if cfg.Instructions != "" {
+		var instructed bool
+		for _, req := range e.model.Requests() {
+			instructed = instructed || bytes.Contains(req.Body, []byte("Standing instruction "+tag))
+		}
+		require.True(t, instructed, "the Agent's instructions reached the model")
 	}
-	require.True(t, instructed, "the Agent's instructions reached the model")
 }

@@ -85,15 +85,28 @@ func (l *sessionLog) match(text string, from int, claimed []int) int {
 
 // isUserRecord reports whether a transcript line records a person's message: a record
 // of type user (Claude Code, Qwen Code, Gemini CLI) that is not a tool's result, which
-// those programs record under the user's role too.
+// those programs record under the user's role too, or Codex's completed UserMessage
+// item in its rollout.
 func isUserRecord(line []byte) bool {
 	var rec struct {
-		Type string `json:"type"`
+		Type    string `json:"type"`
+		Payload struct {
+			Type string `json:"type"`
+			Item struct {
+				Type string `json:"type"`
+			} `json:"item"`
+		} `json:"payload"`
 	}
-	if json.Unmarshal(line, &rec) != nil || rec.Type != "user" {
+	if json.Unmarshal(line, &rec) != nil {
 		return false
 	}
-	return !bytes.Contains(line, []byte(`"tool_use_id"`)) && !bytes.Contains(line, []byte(`"functionResponse"`))
+	switch rec.Type {
+	case "user":
+		return !bytes.Contains(line, []byte(`"tool_use_id"`)) && !bytes.Contains(line, []byte(`"functionResponse"`))
+	case "event_msg":
+		return rec.Payload.Type == "item_completed" && rec.Payload.Item.Type == "UserMessage"
+	}
+	return false
 }
 
 // refreshLocked locates the log (its name may carry globs) and reads the lines added

@@ -48,7 +48,7 @@ func ClaudeProfile(in Install) Profile {
 		SessionLog:       "projects/*/{engine_session_key}.jsonl",
 		Modes:            []string{"default", "acceptEdits", "plan", "auto", "bypassPermissions"},
 		DefaultMode:      "default",
-		Busy:             BusyQueued, Admission: AdmissionPromptReply, Resume: ResumeResume,
+		Busy:             BusyQueued, Admission: AdmissionSessionLog, Resume: ResumeResume,
 		NewSessionMeta: map[string]any{"claudeCode": map[string]any{"options": map[string]any{"promptSuggestions": false}}},
 		ReportsUsage:   true,
 		Quirks: []string{
@@ -88,7 +88,7 @@ plugins = false
 		SessionLog:       "sessions/*/*/*/rollout-*-{engine_session_key}.jsonl",
 		Modes:            []string{"read-only", "workspace-write", "agent", "agent-full-access"},
 		DefaultMode:      "agent",
-		Busy:             BusyQueued, Admission: AdmissionPromptReply, Resume: ResumeResume,
+		Busy:             BusyQueued, Admission: AdmissionSessionLog, Resume: ResumeResume,
 		ReportsUsage: true,
 		Quirks: []string{
 			"a model error arrives as agent text and the turn ends end_turn",
@@ -135,7 +135,7 @@ func QwenProfile(in Install) Profile {
 		SessionLog:  "projects/*/chats/{engine_session_key}.jsonl",
 		Modes:       []string{"default"},
 		DefaultMode: "default",
-		Busy:        BusyQueued, Admission: AdmissionPromptReply, Resume: ResumeResume,
+		Busy:        BusyQueued, Admission: AdmissionSessionLog, Resume: ResumeResume,
 		Quirks: []string{
 			"a prompt sent while busy waits for the running turn (observed in a box; earlier releases failed the running one with -32603)",
 			"asks the client craft/drainMidTurnQueue, which the client declines",
@@ -161,8 +161,11 @@ func OpencodeProfile(in Install) Profile {
 			`"model":"astrabox/stub-model","small_model":"astrabox/stub-model","permission":{"bash":"ask","edit":"ask"}}`},
 		ModelKeyEnv: "OPENAI_API_KEY",
 		StateDir:    ".local/share/opencode",
-		StateFiles:  []string{"opencode.db", "opencode.db-wal", "opencode.db-shm"},
-		Busy:        BusyJoined, Admission: AdmissionPromptReply, Resume: ResumeResume,
+		// opencode reads global instructions from its config folder, outside its state
+		// folder: not offered.
+		MCPTransports: []engines.MCPTransport{engines.MCPTransportStdio, engines.MCPTransportHTTP},
+		StateFiles:    []string{"opencode.db", "opencode.db-wal", "opencode.db-shm"},
+		Busy:          BusyJoined, Admission: AdmissionPromptReply, Resume: ResumeResume,
 		Quirks: []string{"state is a SQLite database (with its -wal), not a JSONL transcript: no session log to mirror"},
 	}
 }
