@@ -278,6 +278,9 @@ type Codex struct {
 	Command []string `mapstructure:"command"`
 	// Model is the model slug Codex asks for; empty leaves Codex's own default.
 	Model string `mapstructure:"model"`
+	// Features are Codex features turned on in every box ([features] in config.toml),
+	// e.g. default_mode_request_user_input (the model may ask the person questions).
+	Features []string `mapstructure:"features"`
 }
 
 // Claude configures the Claude Code adapter.

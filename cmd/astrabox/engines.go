@@ -61,7 +61,7 @@ func newInstalledEngines(cfg config.Engines) (*installedEngines, error) {
 		return nil, err
 	}
 
-	codexCfg := codex.Config{Command: cfg.Codex.Command, Model: cfg.Codex.Model,
+	codexCfg := codex.Config{Command: cfg.Codex.Command, Model: cfg.Codex.Model, Features: cfg.Codex.Features,
 		ModelBaseURL: fmt.Sprintf("http://127.0.0.1:%d/v1", activities.OpenAIModelForwardPort)}
 	if len(codexCfg.Command) == 0 {
 		prog, err := out.pinned(codex.EngineKind, agentbin.Codex, codexMountPoint)
