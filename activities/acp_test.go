@@ -65,7 +65,9 @@ func newACPStack(t *testing.T, profile func(acp.Install) acp.Profile, openAI boo
 // TestACPProgramsHoldAConversation runs a two-message conversation with each shipped
 // ACP program through the Session workflow: both inputs admitted and answered, the
 // second answer built on the first; for a program whose transcript the platform
-// mirrors, a third message after its box was removed, in the same ACP session.
+// mirrors, a third message after its box was removed, in the same ACP session; for
+// opencode, whose state is a database, a third message after its idle box was
+// released, the database saved and restored through the runtime-state storage.
 func TestACPProgramsHoldAConversation(t *testing.T) {
 	for _, tc := range []struct {
 		kind    string
@@ -79,7 +81,13 @@ func TestACPProgramsHoldAConversation(t *testing.T) {
 	} {
 		t.Run(tc.kind, func(t *testing.T) {
 			s, model, profile := newACPStack(t, tc.profile, tc.openAI)
-			s.startWorker("host-a-" + uniq())
+			if len(profile.StateFiles) > 0 {
+				// Its box is released when idle, so its state goes through the
+				// platform's runtime-state storage (below).
+				s.startWorkerWith("host-a-"+uniq(), activities.Settings{HeartbeatEvery: time.Second, IdleRelease: 2 * time.Second})
+			} else {
+				s.startWorker("host-a-" + uniq())
+			}
 			id := s.newSession()
 			first := s.send(id, "remember the word PINEAPPLE")
 			s.eventually("the first answer", func() bool { return s.admittedAndIdle(id, first) && s.answerEnded(id, first) })
@@ -99,6 +107,24 @@ func TestACPProgramsHoldAConversation(t *testing.T) {
 				after := s.session(id)
 				require.NotEqual(t, *before.SandboxID, *after.SandboxID)
 				require.Equal(t, *before.EngineSessionKey, *after.EngineSessionKey, "the same ACP session")
+				require.True(t, anyContains(model.Requests(), "and in the new box?", "PINEAPPLE"), "the model saw the earlier turns in the new box")
+			}
+			if len(profile.StateFiles) > 0 {
+				// opencode keeps its sessions in a SQLite database, not a transcript:
+				// before the idle box is released the client stops the program and
+				// saves the database into the platform's runtime-state storage; the
+				// next message starts a new box, where the adapter writes it back
+				// before opencode reopens the same session.
+				before := s.session(id)
+				s.eventually("the idle box to be released", func() bool { return s.session(id).RuntimeUnavailable })
+				blob, err := s.st.GetRuntimeStateBlob(s.ctx, "session", id, "acp-state")
+				require.NoError(t, err, "the database was saved before the release")
+				require.Contains(t, string(blob.Data), "opencode.db")
+				third := s.send(id, "and in the new box?")
+				s.eventually("the answer in a new box", func() bool { return s.admittedAndIdle(id, third) && s.answerEnded(id, third) })
+				after := s.session(id)
+				require.NotEqual(t, *before.SandboxID, *after.SandboxID)
+				require.Equal(t, *before.EngineSessionKey, *after.EngineSessionKey, "the same opencode session")
 				require.True(t, anyContains(model.Requests(), "and in the new box?", "PINEAPPLE"), "the model saw the earlier turns in the new box")
 			}
 			s.requireGaplessLog(id)

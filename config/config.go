@@ -406,6 +406,11 @@ type ACPProgram struct {
 	Busy        string   `mapstructure:"busy"`
 	Admission   string   `mapstructure:"admission"`
 	Resume      string   `mapstructure:"resume"`
+	// MCPTransports are the MCP transports the program takes through ACP's mcpServers
+	// (stdio, http, sse); InstructionsFile is where, under StateDir, it reads standing
+	// instructions. Either left empty refuses that part of an Agent's configuration.
+	MCPTransports    []string `mapstructure:"mcp_transports"`
+	InstructionsFile string   `mapstructure:"instructions_file"`
 	// Mounts bind host folders (the program's install) read-only into local boxes.
 	Mounts []ACPMount `mapstructure:"mounts"`
 }
@@ -424,6 +429,9 @@ type Codex struct {
 	Command []string `mapstructure:"command"`
 	// Model is the model slug Codex asks for; empty leaves Codex's own default.
 	Model string `mapstructure:"model"`
+	// Features are Codex features turned on in every box ([features] in config.toml),
+	// e.g. default_mode_request_user_input (the model may ask the person questions).
+	Features []string `mapstructure:"features"`
 }
 
 // Claude configures the Claude Code adapter.

@@ -292,6 +292,7 @@ func builtinDefaults() map[string]any {
 		"engines.claude.command":          []string{},
 		"engines.codex.command":           []string{},
 		"engines.codex.model":             "",
+		"engines.codex.features":          []string{},
 		"engines.pi.command":              []string{},
 		"engines.pi.model":                "",
 		"engines.scripted.binary":         "",

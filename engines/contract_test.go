@@ -94,6 +94,10 @@ func TestInteractionContracts(t *testing.T) {
 	require.NoError(t, engines.ValidateInteractionAnswer(form, engines.InteractionAnswer{Values: json.RawMessage(`{"name":"x"}`)}))
 	require.Error(t, engines.ValidateInteractionAnswer(form, engines.InteractionAnswer{Values: json.RawMessage(`{}`)}))
 	require.Error(t, engines.ValidateInteractionAnswer(form, engines.InteractionAnswer{}))
+	require.Error(t, engines.ValidateInteractionAnswer(form, engines.InteractionAnswer{Decision: "decline"}), "no such option declared")
+	declinable := form
+	declinable.Options = []engines.DecisionOption{{ID: "decline", Label: "Decline"}}
+	require.NoError(t, engines.ValidateInteractionAnswer(declinable, engines.InteractionAnswer{Decision: "decline"}))
 	require.NoError(t, engines.ValidateInteractionAnswer(decision, engines.InteractionAnswer{Decision: "a"}))
 	require.Error(t, engines.ValidateInteractionAnswer(decision, engines.InteractionAnswer{Decision: "b"}))
 	for _, d := range []string{"approve", "deny", "acceptForSession"} {

@@ -40,7 +40,8 @@ type InteractionContract struct {
 	// Schema is the form's JSON Schema object (form only).
 	Schema json.RawMessage `json:"schema,omitempty"`
 	// Options are the declared choices (decision; optional extra choices of a tool
-	// approval, such as a vendor's "acceptForSession").
+	// approval, such as a vendor's "acceptForSession"; a form's answers without
+	// values, such as a vendor's "decline").
 	Options []DecisionOption `json:"options,omitempty"`
 	// Tool identifies the tool call to approve (tool approval only).
 	Tool *ToolApprovalSubject `json:"tool,omitempty"`
@@ -73,7 +74,8 @@ type ToolApprovalSubject struct {
 
 // InteractionAnswer is a person's answer. Its shape follows the contract's
 // presentation: Decision is "approve" or "deny" (or a declared option id) for a tool
-// approval and an option id for a decision; Values is the filled form object.
+// approval and an option id for a decision; Values is the filled form object, or
+// Decision one of the form's declared options instead.
 type InteractionAnswer struct {
 	Decision string          `json:"decision,omitempty"`
 	Reason   string          `json:"reason,omitempty"`
@@ -176,6 +178,14 @@ func ValidateInteractionAnswer(c InteractionContract, a InteractionAnswer) error
 			return fmt.Errorf("answer decision %q is not a declared option", a.Decision)
 		}
 	case PresentationForm:
+		// A form may declare options that answer it without values (a vendor's
+		// "decline"): the decision then stands for the whole form.
+		if a.Decision != "" {
+			if !hasOption(a.Decision) {
+				return fmt.Errorf("answer decision %q is not a declared option of the form", a.Decision)
+			}
+			return nil
+		}
 		var values map[string]json.RawMessage
 		if err := json.Unmarshal(a.Values, &values); err != nil || values == nil {
 			return errors.New("form answer values are not a JSON object")

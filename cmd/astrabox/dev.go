@@ -70,11 +70,11 @@ func runDev(ctx context.Context, cfg *config.Config, log *zap.Logger) (err error
 		return err
 	}
 	envFile := filepath.Join(stack.DataDir(), "dev.env")
-	seeded, err := migrateAndSeed(ctx, st, devstack.SeedOptions{
-		EnvFile:       envFile,
-		ServiceURL:    cfg.HTTP.APIURL(),
-		TemporalUIURL: cfg.Temporal.UIURL,
-	})
+	opts := devstack.SeedOptions{EnvFile: envFile, ServiceURL: cfg.HTTP.APIURL(), TemporalUIURL: cfg.Temporal.UIURL}
+	for _, prog := range cfg.Engines.ACPPrograms {
+		opts.ConfiguredKinds = append(opts.ConfiguredKinds, prog.Kind)
+	}
+	seeded, err := migrateAndSeed(ctx, st, opts)
 	if err != nil {
 		st.Close()
 		return err

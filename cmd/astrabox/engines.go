@@ -65,7 +65,7 @@ func newInstalledEngines(cfg config.Engines) (*installedEngines, error) {
 		return nil, err
 	}
 
-	codexCfg := codex.Config{Command: cfg.Codex.Command, Model: cfg.Codex.Model,
+	codexCfg := codex.Config{Command: cfg.Codex.Command, Model: cfg.Codex.Model, Features: cfg.Codex.Features,
 		ModelBaseURL: fmt.Sprintf("http://127.0.0.1:%d/v1", activities.OpenAIModelForwardPort)}
 	if len(codexCfg.Command) == 0 {
 		prog, err := out.pinned(codex.EngineKind, agentbin.Codex, codexMountPoint)
@@ -126,7 +126,10 @@ func (e *installedEngines) registerACPProgram(prog config.ACPProgram) error {
 	profile := acp.Profile{Kind: prog.Kind, Title: prog.Title, Command: prog.Command, Env: prog.Env, Files: prog.Files,
 		ModelKeyEnv: prog.ModelKeyEnv, StateDir: prog.StateDir, StateDirEnv: prog.StateDirEnv, SessionLog: prog.SessionLog,
 		StateFiles: prog.StateFiles, Modes: prog.Modes, DefaultMode: prog.DefaultMode, Busy: acp.BusyPrompt(prog.Busy),
-		Admission: acp.Admission(prog.Admission), Resume: acp.ResumeMethod(prog.Resume)}
+		Admission: acp.Admission(prog.Admission), Resume: acp.ResumeMethod(prog.Resume), InstructionsFile: prog.InstructionsFile}
+	for _, t := range prog.MCPTransports {
+		profile.MCPTransports = append(profile.MCPTransports, engines.MCPTransport(t))
+	}
 	baseURL := fmt.Sprintf("http://127.0.0.1:%d", activities.ModelForwardPort)
 	switch prog.ModelAPI {
 	case "", "anthropic":

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"path"
 	"reflect"
 	"slices"
@@ -71,8 +72,9 @@ func (a *Adapter) Profile() Profile { return a.cfg.Profile }
 // SeamsAPIVersion implements engines.SeamsAPIVersioned.
 func (a *Adapter) SeamsAPIVersion() int { return engines.SeamsAPIVersion }
 
-// Capabilities implements engines.EngineAdapter. No extension is declared: MCP servers,
-// Skills and native documents are not passed to ACP programs yet.
+// Capabilities implements engines.EngineAdapter. The extensions are the profile's: the
+// MCP transports it passes through ACP's mcpServers and its instructions file. Skills,
+// packages and native documents are not passed to ACP programs.
 func (a *Adapter) Capabilities() engines.EngineRuntimeCapabilities {
 	p := a.cfg.Profile
 	// A program without its own variable keeps its state folder under HOME, which the
@@ -87,11 +89,14 @@ func (a *Adapter) Capabilities() engines.EngineRuntimeCapabilities {
 		Workload: engines.EngineWorkloadDeclaration{
 			ConfigDirName: p.StateDir, ConfigDirEnv: dirEnv, RequiredCommands: []string{p.Command[0]},
 		},
-		ConversationPlacement:   engines.PlacementPerConversationAccount,
-		DefaultRuntimeImage:     a.cfg.DefaultRuntimeImage,
-		PermissionModes:         append([]string{}, p.Modes...),
-		PermissionModeDefaults:  map[engines.SessionKind]string{},
-		Extensions:              engines.EngineExtensions{},
+		ConversationPlacement:  engines.PlacementPerConversationAccount,
+		DefaultRuntimeImage:    a.cfg.DefaultRuntimeImage,
+		PermissionModes:        append([]string{}, p.Modes...),
+		PermissionModeDefaults: map[engines.SessionKind]string{},
+		Extensions: engines.EngineExtensions{
+			MCPTransports: append([]engines.MCPTransport{}, p.MCPTransports...), InstructionsFile: p.InstructionsFile,
+			NativePackageKinds: []string{}, NativeConfigDocuments: []engines.NativeConfigDocument{},
+		},
 		RequiresProcessSessions: true,
 		SupportsServerInfo:      true,
 	}
@@ -101,6 +106,12 @@ func (a *Adapter) Capabilities() engines.EngineRuntimeCapabilities {
 	}
 	if p.SessionLog != "" {
 		caps.SessionLog = &engines.SessionLogDeclaration{PathPattern: p.SessionLog}
+	}
+	if len(p.StateFiles) > 0 {
+		// The state files are one Session's (the program's database of its sessions,
+		// in the Session's own account): saved before the box goes, restored into the
+		// next one.
+		caps.RuntimeStateStore, caps.RuntimeStateScope = true, engines.RuntimeStateScopeSession
 	}
 	return caps
 }
@@ -118,9 +129,10 @@ func (a *Adapter) SandboxRequest() engines.EngineSandboxRequest {
 }
 
 // StartupMaterialRequest implements engines.EngineAdapter: a transcript is declared as a
-// session log, which the platform mirrors itself.
+// session log, which the platform mirrors itself; state files need the platform's
+// runtime-state storage.
 func (a *Adapter) StartupMaterialRequest() engines.EngineStartupMaterialRequest {
-	return engines.EngineStartupMaterialRequest{Secrets: []string{}}
+	return engines.EngineStartupMaterialRequest{Secrets: []string{}, RuntimeStateStorage: len(a.cfg.Profile.StateFiles) > 0}
 }
 
 // resumeMaterial is what the platform saves with the Session: the process session that
@@ -155,6 +167,10 @@ func (a *Adapter) ActivateRuntime(ctx context.Context, sc engines.EngineStartupC
 		return engines.SessionRuntime{}, fmt.Errorf("activate %s: attach without an ACP session id", p.Kind)
 	}
 	paths := a.PathsFor(sc)
+	state, err := a.restoreState(ctx, sc, box, paths)
+	if err != nil {
+		return engines.SessionRuntime{}, fmt.Errorf("activate %s: %w", p.Kind, err)
+	}
 	var proc engines.ProcessSession
 	sessionID := sc.ResumeSessionKey
 	if attach {
@@ -168,6 +184,10 @@ func (a *Adapter) ActivateRuntime(ctx context.Context, sc engines.EngineStartupC
 		proc, sessionID = started, id
 	}
 	client := newClient(p, a.Capabilities(), proc, sessionID)
+	client.state = state
+	if p.Admission == AdmissionSessionLog {
+		client.log = newSessionLog(box, sc.RuntimeIdentity, paths.StateDir, p.SessionLog, sessionID)
+	}
 	manifest, err := engines.InitializeRuntimeClient(ctx, client, a.Capabilities(), sc.ResumeSessionKey)
 	if err != nil {
 		return engines.SessionRuntime{}, fmt.Errorf("activate %s: %w", p.Kind, err)
@@ -214,6 +234,13 @@ func (a *Adapter) start(ctx context.Context, sc engines.EngineStartupContext, bo
 	for _, name := range names {
 		if err := box.WriteFile(ctx, sc.RuntimeIdentity, path.Join(paths.HomeDir, name), []byte(expand(p.Files[name], vars)), 0o600); err != nil {
 			return nil, "", fmt.Errorf("write %s: %w", name, err)
+		}
+	}
+	// The Agent's instructions, written before every start (empty when unset), so a
+	// change reaches the next start and a removed one is gone.
+	if p.InstructionsFile != "" {
+		if err := box.WriteFile(ctx, sc.RuntimeIdentity, path.Join(paths.StateDir, p.InstructionsFile), []byte(sc.AgentConfig.Instructions), 0o600); err != nil {
+			return nil, "", fmt.Errorf("write %s: %w", p.InstructionsFile, err)
 		}
 	}
 	env := map[string]string{"HOME": paths.HomeDir, "LANG": "C.UTF-8", "TERM": "dumb"}
@@ -271,7 +298,11 @@ func (a *Adapter) handshake(ctx context.Context, sc engines.EngineStartupContext
 	if init.ProtocolVersion != protocolVersion {
 		return "", fmt.Errorf("the agent speaks ACP version %d, not %d", init.ProtocolVersion, protocolVersion)
 	}
-	sessionParams := map[string]any{"cwd": paths.WorkDir, "mcpServers": []any{}}
+	servers, err := mcpServers(sc.AgentConfig.MCPServers, init.AgentCapabilities.McpCapabilities)
+	if err != nil {
+		return "", err
+	}
+	sessionParams := map[string]any{"cwd": paths.WorkDir, "mcpServers": servers}
 	var modes *acpsdk.SessionModeState
 	sessionID := sc.ResumeSessionKey
 	if sessionID == "" {
@@ -338,4 +369,37 @@ func (a *Adapter) checkModes(modes *acpsdk.SessionModeState) error {
 		}
 	}
 	return nil
+}
+
+// mcpServers are the Agent's MCP servers as ACP's McpServer entries, sent with every
+// session/new, session/load and session/resume (an ACP program keeps none across a
+// process). An http or sse server the program's initialize reply does not offer fails
+// the start rather than being dropped.
+func mcpServers(servers []engines.MCPServerConfig, offered acpsdk.McpCapabilities) ([]any, error) {
+	out := make([]any, 0, len(servers))
+	for _, s := range servers {
+		switch s.Transport {
+		case engines.MCPTransportStdio:
+			if len(s.Command) == 0 {
+				return nil, fmt.Errorf("MCP server %q has no command", s.Name)
+			}
+			env := make([]acpsdk.EnvVariable, 0, len(s.Env))
+			for _, k := range slices.Sorted(maps.Keys(s.Env)) {
+				env = append(env, acpsdk.EnvVariable{Name: k, Value: s.Env[k]})
+			}
+			out = append(out, acpsdk.McpServerStdio{Name: s.Name, Command: s.Command[0], Args: append([]string{}, s.Command[1:]...), Env: env})
+		case engines.MCPTransportHTTP, engines.MCPTransportSSE:
+			if (s.Transport == engines.MCPTransportHTTP && !offered.Http) || (s.Transport == engines.MCPTransportSSE && !offered.Sse) {
+				return nil, fmt.Errorf("MCP server %q: the agent does not offer %s MCP servers (its mcpCapabilities)", s.Name, s.Transport)
+			}
+			headers := make([]acpsdk.HttpHeader, 0, len(s.Headers))
+			for _, k := range slices.Sorted(maps.Keys(s.Headers)) {
+				headers = append(headers, acpsdk.HttpHeader{Name: k, Value: s.Headers[k]})
+			}
+			out = append(out, map[string]any{"type": string(s.Transport), "name": s.Name, "url": s.URL, "headers": headers})
+		default:
+			return nil, fmt.Errorf("MCP server %q: transport %q is not one ACP carries", s.Name, s.Transport)
+		}
+	}
+	return out, nil
 }

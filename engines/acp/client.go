@@ -27,6 +27,12 @@ type Client struct {
 	sessionID  string
 	generation string
 	respPrefix string
+	// state holds the profile's state files in the platform's custody (nil: the
+	// profile has none).
+	state *stateCustody
+	// log is the program's session log where prompts are found for admission
+	// (admission session_log; nil otherwise).
+	log *sessionLog
 
 	live atomic.Bool
 	// tail is the newest journal offset any read has seen: replies to the client's
@@ -37,6 +43,7 @@ type Client struct {
 var (
 	_ engines.RuntimeClient        = (*Client)(nil)
 	_ engines.PermissionModeSetter = (*Client)(nil)
+	_ engines.RuntimeStateSaver    = (*Client)(nil)
 )
 
 // position is a cursor's position in the process's journal, with the translation state.
@@ -94,6 +101,11 @@ func (c *Client) Committed(context.Context, engines.RuntimeCursor) error { retur
 
 func (c *Client) translator(st transState, answer bool) *translator {
 	t := &translator{st: st, respPrefix: c.respPrefix, busy: c.profile.Busy}
+	if c.log != nil {
+		t.inLog = func(text string, from int, claimed []int) (int, bool) {
+			return c.log.find(context.Background(), text, from, claimed)
+		}
+	}
 	if answer {
 		t.decline = func(id json.RawMessage, method string) {
 			// Declared in initialize (no fs, no terminal): the program is told so
@@ -141,8 +153,16 @@ type journalTranslator struct{ t *translator }
 func (j journalTranslator) State() transState                             { return j.t.st }
 func (j journalTranslator) Apply(line engines.OutputLine) []engines.Event { return j.t.apply(line) }
 
-// Poll finds nothing: admission is read from the journal itself.
-func (j journalTranslator) Poll() []engines.Event { return nil }
+// Poll reports the prompts the session log came to hold while the program printed
+// nothing (admission session_log); otherwise admission is read from the journal itself.
+func (j journalTranslator) Poll() []engines.Event {
+	if j.t.inLog == nil {
+		return nil
+	}
+	j.t.out = nil
+	j.t.admitFromLog()
+	return j.t.out
+}
 
 // translated is the translation state after the whole journal, and the offset after it.
 func (c *Client) translated(ctx context.Context) (transState, int64, error) {
@@ -190,7 +210,12 @@ func (c *Client) Submit(ctx context.Context, input engines.RuntimeInput) error {
 	if !c.live.Load() {
 		return fmt.Errorf("acp submit: %w", engines.ErrRuntimeConnectionLost)
 	}
-	line := request(idPrefixPrompt+input.InputID, methodSessionPrompt, map[string]any{"sessionId": c.sessionID, "prompt": blocks})
+	params := map[string]any{"sessionId": c.sessionID, "prompt": blocks}
+	if c.log != nil {
+		// Where the prompt's user record can start: the lines the log holds now.
+		params["_meta"] = map[string]any{metaLogLines: c.log.lineCount(ctx)}
+	}
+	line := request(idPrefixPrompt+input.InputID, methodSessionPrompt, params)
 	if err := c.proc.WriteStdin(ctx, idPrefixPrompt+input.InputID, line); err != nil {
 		return fmt.Errorf("acp submit %s: %w", input.InputID, err)
 	}

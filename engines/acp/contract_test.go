@@ -41,6 +41,16 @@ func TestShippedProfilesRegister(t *testing.T) {
 	require.Equal(t, "CLAUDE_CONFIG_DIR", caps.Workload.ConfigDirEnv)
 	require.Equal(t, "projects/*/{engine_session_key}.jsonl", caps.SessionLog.PathPattern)
 	require.Empty(t, shippedAdapter(t, acp.KindOpencode).Capabilities().PermissionModes, "opencode offers no session modes")
+
+	// Agent configuration: what a profile declares is accepted, the rest refused on save.
+	require.Equal(t, "CLAUDE.md", caps.Extensions.InstructionsFile)
+	withServer := engines.AgentConfig{Instructions: "Be brief.", MCPServers: []engines.MCPServerConfig{
+		{Name: "files", Transport: engines.MCPTransportStdio, Command: []string{"node", "server.mjs"}}}}
+	require.NoError(t, engines.ValidateAgentConfigFor(caps, withServer))
+	require.NoError(t, engines.ValidateAgentConfigFor(shippedAdapter(t, acp.KindCodex).Capabilities(), withServer))
+	require.Error(t, engines.ValidateAgentConfigFor(shippedAdapter(t, acp.KindQwen).Capabilities(), withServer), "qwen declares neither")
+	sse := engines.AgentConfig{MCPServers: []engines.MCPServerConfig{{Name: "old", Transport: engines.MCPTransportSSE, URL: "http://127.0.0.1:1/sse"}}}
+	require.Error(t, engines.ValidateAgentConfigFor(caps, sse), "sse is not declared")
 }
 
 // TestProfileValidation refuses profiles the adapter cannot run, naming what is wrong.
@@ -63,6 +73,8 @@ func TestProfileValidation(t *testing.T) {
 		"resume":       {func(p *acp.Profile) { p.Resume = "restart" }, "resume"},
 		"session log":  {func(p *acp.Profile) { p.SessionLog = "log.jsonl" }, "{engine_session_key}"},
 		"files":        {func(p *acp.Profile) { p.Files = map[string]string{"/etc/passwd": ""} }, "files"},
+		"mcp":          {func(p *acp.Profile) { p.MCPTransports = []engines.MCPTransport{"websocket"} }, "mcp_transports"},
+		"instructions": {func(p *acp.Profile) { p.InstructionsFile = "../AGENTS.md" }, "instructions_file"},
 	} {
 		p := good
 		tc.edit(&p)

@@ -134,6 +134,10 @@ func runLiveConversation(t *testing.T, kind string) {
 	ctx := e.ctx
 	handle, box := e.newBox()
 	sc := engines.EngineStartupContext{SessionID: "live-" + uuid.NewString(), SessionKind: engines.SessionKindAgentChat, SandboxID: box.ID()}
+	stateFiles := len(e.adapter.Profile().StateFiles) > 0
+	if e.adapter.StartupMaterialRequest().RuntimeStateStorage {
+		sc.CallbackCredentials = enginetest.NewMemoryRuntimeState().Credentials("session:" + sc.SessionID)
+	}
 	rt, err := e.adapter.ActivateRuntime(ctx, sc, box)
 	require.NoError(t, err)
 	client := rt.EngineClient
@@ -216,8 +220,15 @@ func runLiveConversation(t *testing.T, kind string) {
 	}
 
 	// The box removed; the session resumes in a new box from the mirrored transcript,
-	// which the platform restores at the same place.
-	logs := sessionLogs(t, ctx, box, e.adapter, key)
+	// which the platform restores at the same place, or from the state files the client
+	// saved into the platform's custody before the box went, which the adapter restores.
+	var logs map[string][]byte
+	if stateFiles {
+		require.NoError(t, client.(engines.RuntimeStateSaver).SaveRuntimeState(ctx), "saved as before a release")
+		require.False(t, client.IsLive(), "the program was stopped for a consistent copy")
+	} else {
+		logs = sessionLogs(t, ctx, box, e.adapter, key)
+	}
 	r.Cancel()
 	require.NoError(t, client.Close())
 	require.NoError(t, e.backend.Destroy(ctx, handle.ID()))

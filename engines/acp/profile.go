@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/astrabox/astrabox/engines"
 )
 
 // BusyPrompt is what a program does with a prompt sent while a prompt of the same
@@ -35,6 +37,11 @@ const (
 	// no earlier acknowledgement; the platform keeps the input in custody until the
 	// program answered the prompt, by when every shipped program has written it.
 	AdmissionPromptReply Admission = "prompt_reply"
+	// AdmissionSessionLog: the program's session log (its JSONL transcript) holds the
+	// prompt's user record. ACP version 1 carries no id of ours into it, so the record
+	// is found by the prompt's text, after the lines the log held when the prompt was
+	// sent; the prompt's reply admits it in any case.
+	AdmissionSessionLog Admission = "session_log"
 )
 
 // ResumeMethod is how a replacement process reopens a session.
@@ -74,8 +81,10 @@ type Profile struct {
 	// {engine_session_key} and globs; the platform mirrors it and restores it in a new
 	// box. Empty when the program keeps no JSONL transcript the platform can mirror.
 	SessionLog string `json:"session_log,omitempty" yaml:"session_log"`
-	// StateFiles are globs under StateDir of the state to save and restore when the
-	// program keeps no JSONL transcript (opencode's SQLite database and its WAL).
+	// StateFiles are file names under StateDir of the state to save and restore when
+	// the program keeps no JSONL transcript (opencode's SQLite database and its WAL):
+	// the client saves them into the platform's runtime-state storage before the box
+	// is released, and the adapter writes them back into a new box.
 	StateFiles []string `json:"state_files,omitempty" yaml:"state_files"`
 	// Modes are the program's own session mode ids offered as permission modes, and
 	// DefaultMode the one a new Session starts in. Empty when the program has none.
@@ -90,6 +99,15 @@ type Profile struct {
 	// NewSessionMeta is sent as _meta of session/new (program options such as
 	// turning off prompt suggestions, which cost a model call per turn).
 	NewSessionMeta map[string]any `json:"new_session_meta,omitempty" yaml:"new_session_meta"`
+	// MCPTransports are the MCP transports of an Agent's MCP servers the program takes
+	// through ACP's mcpServers of session/new, session/load and session/resume (stdio,
+	// and http or sse where the program's initialize reply offers them). Empty: the
+	// program gets no MCP servers and an Agent naming one is refused on save.
+	MCPTransports []engines.MCPTransport `json:"mcp_transports,omitempty" yaml:"mcp_transports"`
+	// InstructionsFile is where, relative to StateDir, the program reads standing
+	// instructions (CLAUDE.md, AGENTS.md); the adapter writes the Agent's instructions
+	// there before every start. Empty: the Agent's instructions are refused on save.
+	InstructionsFile string `json:"instructions_file,omitempty" yaml:"instructions_file"`
 	// ReportsUsage says the program's prompt reply carries token usage.
 	ReportsUsage bool `json:"reports_usage" yaml:"reports_usage"`
 	// Quirks are known deviations the adapter works around or reports.
@@ -123,8 +141,16 @@ func (p Profile) Validate() error {
 	}
 	for _, f := range p.StateFiles {
 		if f == "" || path.IsAbs(f) || slices.Contains(strings.Split(f, "/"), "..") {
-			errs = append(errs, fmt.Errorf("state_files: %q must be a pattern under the state folder", f))
+			errs = append(errs, fmt.Errorf("state_files: %q must be a file name under the state folder", f))
 		}
+	}
+	for _, t := range p.MCPTransports {
+		if !slices.Contains([]engines.MCPTransport{engines.MCPTransportStdio, engines.MCPTransportHTTP, engines.MCPTransportSSE}, t) {
+			errs = append(errs, fmt.Errorf("mcp_transports: %q must be stdio, http or sse", t))
+		}
+	}
+	if f := p.InstructionsFile; f != "" && (path.IsAbs(f) || path.Clean(f) != f || slices.Contains(strings.Split(f, "/"), "..")) {
+		errs = append(errs, fmt.Errorf("instructions_file %q must be a path under the state folder", f))
 	}
 	if len(p.Modes) > 0 && !slices.Contains(p.Modes, p.DefaultMode) {
 		errs = append(errs, fmt.Errorf("default_mode %q is not one of modes %v", p.DefaultMode, p.Modes))
@@ -139,8 +165,12 @@ func (p Profile) Validate() error {
 	}
 	switch p.Admission {
 	case AdmissionPromptReply:
+	case AdmissionSessionLog:
+		if p.SessionLog == "" {
+			errs = append(errs, errors.New("admission session_log needs session_log"))
+		}
 	default:
-		errs = append(errs, fmt.Errorf("admission %q must be prompt_reply", p.Admission))
+		errs = append(errs, fmt.Errorf("admission %q must be prompt_reply or session_log", p.Admission))
 	}
 	switch p.Resume {
 	case ResumeLoad, ResumeResume:

@@ -1,5 +1,7 @@
 package acp
 
+import "github.com/astrabox/astrabox/engines"
+
 // The engine kinds of the shipped profiles.
 const (
 	KindClaude   = "claude-acp"
@@ -40,10 +42,13 @@ func ClaudeProfile(in Install) Profile {
 		},
 		ModelKeyEnv: "ANTHROPIC_API_KEY",
 		StateDir:    ".claude", StateDirEnv: "CLAUDE_CONFIG_DIR",
-		SessionLog:  "projects/*/{engine_session_key}.jsonl",
-		Modes:       []string{"default", "acceptEdits", "plan", "auto", "bypassPermissions"},
-		DefaultMode: "default",
-		Busy:        BusyQueued, Admission: AdmissionPromptReply, Resume: ResumeResume,
+		// Claude Code's user memory in its config folder.
+		InstructionsFile: "CLAUDE.md",
+		MCPTransports:    []engines.MCPTransport{engines.MCPTransportStdio, engines.MCPTransportHTTP},
+		SessionLog:       "projects/*/{engine_session_key}.jsonl",
+		Modes:            []string{"default", "acceptEdits", "plan", "auto", "bypassPermissions"},
+		DefaultMode:      "default",
+		Busy:             BusyQueued, Admission: AdmissionSessionLog, Resume: ResumeResume,
 		NewSessionMeta: map[string]any{"claudeCode": map[string]any{"options": map[string]any{"promptSuggestions": false}}},
 		ReportsUsage:   true,
 		Quirks: []string{
@@ -77,10 +82,13 @@ plugins = false
 `},
 		ModelKeyEnv: "OPENAI_API_KEY",
 		StateDir:    ".codex", StateDirEnv: "CODEX_HOME",
-		SessionLog:  "sessions/*/*/*/rollout-*-{engine_session_key}.jsonl",
-		Modes:       []string{"read-only", "workspace-write", "agent", "agent-full-access"},
-		DefaultMode: "agent",
-		Busy:        BusyQueued, Admission: AdmissionPromptReply, Resume: ResumeResume,
+		// Codex's global instructions in CODEX_HOME.
+		InstructionsFile: "AGENTS.md",
+		MCPTransports:    []engines.MCPTransport{engines.MCPTransportStdio, engines.MCPTransportHTTP},
+		SessionLog:       "sessions/*/*/*/rollout-*-{engine_session_key}.jsonl",
+		Modes:            []string{"read-only", "workspace-write", "agent", "agent-full-access"},
+		DefaultMode:      "agent",
+		Busy:             BusyQueued, Admission: AdmissionSessionLog, Resume: ResumeResume,
 		ReportsUsage: true,
 		Quirks: []string{
 			"a model error arrives as agent text and the turn ends end_turn",
@@ -127,7 +135,7 @@ func QwenProfile(in Install) Profile {
 		SessionLog:  "projects/*/chats/{engine_session_key}.jsonl",
 		Modes:       []string{"default"},
 		DefaultMode: "default",
-		Busy:        BusyQueued, Admission: AdmissionPromptReply, Resume: ResumeResume,
+		Busy:        BusyQueued, Admission: AdmissionSessionLog, Resume: ResumeResume,
 		Quirks: []string{
 			"a prompt sent while busy waits for the running turn (observed in a box; earlier releases failed the running one with -32603)",
 			"asks the client craft/drainMidTurnQueue, which the client declines",
@@ -153,8 +161,11 @@ func OpencodeProfile(in Install) Profile {
 			`"model":"astrabox/stub-model","small_model":"astrabox/stub-model","permission":{"bash":"ask","edit":"ask"}}`},
 		ModelKeyEnv: "OPENAI_API_KEY",
 		StateDir:    ".local/share/opencode",
-		StateFiles:  []string{"opencode.db", "opencode.db-wal", "opencode.db-shm"},
-		Busy:        BusyJoined, Admission: AdmissionPromptReply, Resume: ResumeResume,
+		// opencode reads global instructions from its config folder, outside its state
+		// folder: not offered.
+		MCPTransports: []engines.MCPTransport{engines.MCPTransportStdio, engines.MCPTransportHTTP},
+		StateFiles:    []string{"opencode.db", "opencode.db-wal", "opencode.db-shm"},
+		Busy:          BusyJoined, Admission: AdmissionPromptReply, Resume: ResumeResume,
 		Quirks: []string{"state is a SQLite database (with its -wal), not a JSONL transcript: no session log to mirror"},
 	}
 }

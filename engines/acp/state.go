@@ -35,12 +35,19 @@ type transState struct {
 	Closed []engines.ClosedInteraction `json:"closed,omitempty"`
 	// Admitted are the newest inputs whose admission was reported.
 	Admitted []string `json:"admitted,omitempty"`
+	// LogClaimed are the session-log lines the newest admitted prompts were found at,
+	// so a later prompt with the same text is found at its own line.
+	LogClaimed []int `json:"log_claimed,omitempty"`
 }
 
 // prompt is a session/prompt the client sent.
 type prompt struct {
 	Input string `json:"input"`
 	Seq   int    `json:"seq"`
+	// Text and LogFrom locate the prompt's user record in the session log (admission
+	// session_log): its text, and the lines the log held when it was sent.
+	Text    string `json:"text,omitempty"`
+	LogFrom int    `json:"log_from,omitempty"`
 }
 
 // respState is a response in progress: the turn of one prompt, or of several joined.
@@ -112,6 +119,7 @@ func (s *transState) clone() transState {
 	out.Open = slices.Clone(s.Open)
 	out.Closed = slices.Clone(s.Closed)
 	out.Admitted = slices.Clone(s.Admitted)
+	out.LogClaimed = slices.Clone(s.LogClaimed)
 	return out
 }
 

@@ -25,7 +25,10 @@ type translator struct {
 	// decline answers a program request the client declared it does not serve
 	// (fs/*, terminal/*, vendor requests); nil while only reading.
 	decline func(id json.RawMessage, method string)
-	out     []engines.Event
+	// inLog finds a prompt's user record in the program's session log (admission
+	// session_log; nil otherwise): the line it is at.
+	inLog func(text string, from int, claimed []int) (int, bool)
+	out   []engines.Event
 }
 
 // quietUpdates are session/update kinds the contract has no use for: they describe the
@@ -53,6 +56,7 @@ func (t *translator) apply(line engines.OutputLine) []engines.Event {
 	}
 	if jl.sent {
 		t.sent(jl.msg)
+		t.admitFromLog()
 		return t.out
 	}
 	raw := json.RawMessage(slices.Clone(line.Data))
@@ -64,7 +68,30 @@ func (t *translator) apply(line engines.OutputLine) []engines.Event {
 	default:
 		t.notification(l, raw)
 	}
+	t.admitFromLog()
 	return t.out
+}
+
+// admitFromLog admits the prompts whose user record the session log now holds, in the
+// order they were sent (a prompt's reply admits it in any case).
+func (t *translator) admitFromLog() {
+	if t.inLog == nil {
+		return
+	}
+	for _, p := range t.st.Prompts {
+		if p.Text == "" || slices.Contains(t.st.Admitted, p.Input) {
+			continue
+		}
+		line, ok := t.inLog(p.Text, p.LogFrom, t.st.LogClaimed)
+		if !ok {
+			return
+		}
+		t.st.LogClaimed = append(t.st.LogClaimed, line)
+		if len(t.st.LogClaimed) > maxAdmittedKept {
+			t.st.LogClaimed = t.st.LogClaimed[len(t.st.LogClaimed)-maxAdmittedKept:]
+		}
+		t.admit(p.Input)
+	}
 }
 
 func (t *translator) emit(ev engines.Event) { t.out = append(t.out, ev) }
@@ -109,7 +136,7 @@ func (t *translator) sent(l rpcLine) {
 			return
 		}
 		t.st.Seq++
-		t.st.Prompts = append(t.st.Prompts, prompt{Input: inputID, Seq: t.st.Seq})
+		t.st.Prompts = append(t.st.Prompts, promptSent(l.Params, inputID, t.st.Seq))
 		if r := t.st.Resp; r != nil && t.busy == BusyJoined {
 			t.join(inputID)
 		}
@@ -505,4 +532,35 @@ func failureText(rawOutput any, content []acpsdk.ToolCallContent) string {
 		return string(raw)
 	}
 	return "the tool call failed"
+}
+
+// promptSent reads a session/prompt the client sent: its text blocks, and the session
+// log's length the client recorded in _meta when the profile admits from it.
+func promptSent(params json.RawMessage, inputID string, seq int) prompt {
+	p := prompt{Input: inputID, Seq: seq}
+	var body struct {
+		Prompt []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"prompt"`
+		Meta map[string]json.RawMessage `json:"_meta"`
+	}
+	if json.Unmarshal(params, &body) != nil {
+		return p
+	}
+	raw, ok := body.Meta[metaLogLines]
+	if !ok || json.Unmarshal(raw, &p.LogFrom) != nil {
+		return p
+	}
+	var text []string
+	for _, b := range body.Prompt {
+		if b.Type == "text" {
+			text = append(text, b.Text)
+		}
+	}
+	// A program records one text block as it is; several are matched by the first.
+	if len(text) > 0 {
+		p.Text = text[0]
+	}
+	return p
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/astrabox/astrabox/engines"
 	"github.com/astrabox/astrabox/engines/acp"
+	"github.com/astrabox/astrabox/engines/enginetest"
 )
 
 // syntheticRecording builds a journal from lines as the box would hold them.
@@ -110,4 +111,41 @@ func TestProgramWithdrawsAndUndeclaredRequests(t *testing.T) {
 	require.Len(t, writes, 1)
 	require.True(t, strings.HasPrefix(writes[0], "decline:8 "), writes[0])
 	require.Contains(t, writes[0], `"code":-32601`)
+}
+
+// TestSessionLogMatchesUserRecords finds prompts in transcripts by their text: only
+// user records count (not a tool's result under the user's role, nor an assistant
+// line quoting the text), only after the lines the log held when the prompt was sent,
+// and a record another prompt claimed is skipped.
+func TestSessionLogMatchesUserRecords(t *testing.T) {
+	t.Parallel()
+	const path = "/home/.claude/projects/-workspace/s1.jsonl"
+	log := strings.Join([]string{
+		`{"type":"user","message":{"role":"user","content":"say \"hi\""}}`,
+		`{"type":"assistant","message":{"content":[{"type":"text","text":"say \"hi\""}]}}`,
+		`{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t1","content":"say \"hi\""}]}}`,
+		`{"type":"user","message":{"role":"user","content":"say \"hi\""}}`,
+		`{"timestamp":"x","type":"event_msg","payload":{"type":"item_completed","item":{"type":"UserMessage","content":[{"type":"text","text":"codex"}]}}}`,
+		`{"type":"user","message":{"role":"user","content":"half a line`,
+	}, "\n")
+	box := enginetest.NewReplayBox("log", nil, map[string][]byte{path: []byte(log)})
+	for name, tc := range map[string]struct {
+		text    string
+		from    int
+		claimed []int
+		want    int
+	}{
+		"first user record":         {`say "hi"`, 0, nil, 0},
+		"after the sent-time lines": {`say "hi"`, 1, nil, 3},
+		"claimed by an earlier one": {`say "hi"`, 0, []int{0}, 3},
+		"Codex's UserMessage item":  {"codex", 0, nil, 4},
+		"an incomplete line is not": {"half a line", 0, nil, -1},
+		"not there yet":             {"other", 0, nil, -1},
+	} {
+		line, ok := acp.FindInSessionLog(box, path, tc.text, tc.from, tc.claimed)
+		require.Equal(t, tc.want >= 0, ok, name)
+		if ok {
+			require.Equal(t, tc.want, line, name)
+		}
+	}
 }

@@ -23,10 +23,51 @@ const (
 )
 
 // ApprovalPolicies are Codex 0.169.0's approval policies as strings, in its own words
-// (AskForApproval). Codex also takes a granular object form, which a permission mode
-// string cannot carry. In a box Codex runs danger-full-access under the external
-// sandbox, where only untrusted makes it ask.
+// (AskForApproval). In a box Codex runs danger-full-access under the external sandbox,
+// where only untrusted makes it ask for commands. GranularApprovalPolicies lists the
+// policy's object form.
 var ApprovalPolicies = []string{"untrusted", "on-request", "never"}
+
+// GranularPolicy is the object form of Codex's AskForApproval,
+// {"granular":{...}}: each flag says whether Codex may ask the person for that kind
+// of approval (false: Codex rejects such a request itself). Its fields are Codex's,
+// in the order its schema declares them.
+type GranularPolicy struct {
+	SandboxApproval    bool `json:"sandbox_approval"`
+	Rules              bool `json:"rules"`
+	SkillApproval      bool `json:"skill_approval"`
+	RequestPermissions bool `json:"request_permissions"`
+	MCPElicitations    bool `json:"mcp_elicitations"`
+}
+
+// Mode is the permission mode naming the policy: its JSON exactly as Codex's
+// app-server takes it, keys in the schema's order.
+func (g GranularPolicy) Mode() string {
+	b, _ := json.Marshal(map[string]GranularPolicy{"granular": g}) // booleans always marshal
+	return string(b)
+}
+
+// GranularApprovalPolicies are the 32 granular policies as permission modes, every
+// combination of Codex's five flags, all false first.
+func GranularApprovalPolicies() []string {
+	modes := make([]string, 0, 32)
+	for bits := range 32 {
+		modes = append(modes, GranularPolicy{
+			SandboxApproval: bits&16 != 0, Rules: bits&8 != 0, SkillApproval: bits&4 != 0,
+			RequestPermissions: bits&2 != 0, MCPElicitations: bits&1 != 0,
+		}.Mode())
+	}
+	return modes
+}
+
+// approvalPolicyParam is a permission mode as the app-server's approvalPolicy field: a
+// policy string, or the granular object.
+func approvalPolicyParam(mode string) any {
+	if strings.HasPrefix(mode, "{") {
+		return json.RawMessage(mode)
+	}
+	return mode
+}
 
 // DefaultApprovalPolicy is Codex's own default policy.
 const DefaultApprovalPolicy = "on-request"
@@ -47,6 +88,11 @@ type Config struct {
 	ModelBaseURL string
 	// Model is the model slug; empty leaves Codex's default.
 	Model string
+	// Features are Codex features the platform turns on in every box ([features] in
+	// config.toml; plugins stay off whatever it says), e.g.
+	// default_mode_request_user_input, with which Codex 0.169.0 offers the model its
+	// request_user_input tool outside Plan mode.
+	Features []string
 	// Env is added to Codex's environment.
 	Env map[string]string
 	// DefaultRuntimeImage is used when a RuntimeProfile names no image.
@@ -95,7 +141,7 @@ func (a *Adapter) Capabilities() engines.EngineRuntimeCapabilities {
 		},
 		ConversationPlacement: engines.PlacementPerConversationAccount,
 		DefaultRuntimeImage:   a.cfg.DefaultRuntimeImage,
-		PermissionModes:       append([]string{}, ApprovalPolicies...),
+		PermissionModes:       append(append([]string{}, ApprovalPolicies...), GranularApprovalPolicies()...),
 		PermissionModeDefaults: map[engines.SessionKind]string{
 			engines.SessionKindAgentChat: DefaultApprovalPolicy, engines.SessionKindAssistantChat: DefaultApprovalPolicy,
 		},
@@ -179,7 +225,7 @@ func (a *Adapter) ActivateRuntime(ctx context.Context, sc engines.EngineStartupC
 			return engines.SessionRuntime{}, fmt.Errorf("activate codex: %w", err)
 		}
 		proc = p
-		params := map[string]any{"cwd": paths.WorkDir, "approvalPolicy": policy, "sandbox": "danger-full-access"}
+		params := map[string]any{"cwd": paths.WorkDir, "approvalPolicy": approvalPolicyParam(policy), "sandbox": "danger-full-access"}
 		if a.cfg.Model != "" {
 			params["model"] = a.cfg.Model
 		}

@@ -129,7 +129,13 @@ func (a *Adapter) configTOML(cfg engines.AgentConfig) ([]byte, error) {
 		"name": "AstraBox model forward", "base_url": a.cfg.ModelBaseURL, "wire_api": "responses", "env_key": ModelKeyEnv,
 	}}
 	doc["analytics"] = map[string]any{"enabled": false}
-	doc["features"] = map[string]any{"plugins": false}
+	features := map[string]any{"plugins": false}
+	for _, f := range a.cfg.Features {
+		if f != "plugins" {
+			features[f] = true
+		}
+	}
+	doc["features"] = features
 	if len(cfg.MCPServers) > 0 {
 		servers := make(map[string]any, len(cfg.MCPServers))
 		for _, s := range cfg.MCPServers {

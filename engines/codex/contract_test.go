@@ -28,7 +28,11 @@ func TestRegistersInARegistry(t *testing.T) {
 	require.NoError(t, reg.Register(codex.EngineKind, codex.NewAdapter(codex.Config{})))
 	require.Error(t, reg.Register(codex.EngineKind, codex.NewAdapter(codex.Config{})), "a second Codex adapter is refused")
 	caps := codex.NewAdapter(codex.Config{}).Capabilities()
-	require.Equal(t, []string{"untrusted", "on-request", "never"}, caps.PermissionModes)
+	require.Equal(t, []string{"untrusted", "on-request", "never"}, caps.PermissionModes[:3])
+	require.Len(t, caps.PermissionModes, 3+32, "the three policy strings, then every granular combination")
+	require.Equal(t, `{"granular":{"sandbox_approval":false,"rules":false,"skill_approval":false,"request_permissions":false,"mcp_elicitations":false}}`, caps.PermissionModes[3])
+	require.Equal(t, `{"granular":{"sandbox_approval":true,"rules":true,"skill_approval":true,"request_permissions":true,"mcp_elicitations":true}}`, caps.PermissionModes[34])
+	require.Equal(t, codex.GranularPolicy{Rules: true, MCPElicitations: true}.Mode(), caps.PermissionModes[3+8+1])
 	require.Equal(t, "CODEX_HOME", caps.Workload.ConfigDirEnv)
 	require.True(t, caps.RequiresProcessSessions)
 	// Only what the adapter writes into the box is declared (live_agentconfig_test.go).
@@ -196,6 +200,140 @@ func TestAnswerRepliesWithCodexDecision(t *testing.T) {
 	}
 }
 
+// TestElicitationReplies answers the MCP elicitation of a recording cut before the
+// answer: the form's values accept it with its content, a declared option answers with
+// that action, and the interaction closes with serverRequest/resolved.
+func TestElicitationReplies(t *testing.T) {
+	t.Parallel()
+	full := readAll(t, func() *codex.Client { c, _ := replayClient(t, loadRecording(t, "mcp_elicitation_accept")); return c }())
+	opened := ofType(full, engines.EventInteractionOpened)
+	require.Len(t, opened, 1)
+	c := opened[0].(engines.InteractionOpened).Contract
+	require.Equal(t, engines.PresentationForm, c.Presentation)
+	require.Equal(t, "mcpServer/elicitation/request", c.Native.Type)
+	require.Equal(t, "Your name?", c.Prompt)
+	require.JSONEq(t, `{"type":"object","properties":{"name":{"type":"string","title":"Name"}},"required":["name"]}`, string(c.Schema))
+	closed := ofType(full, engines.EventInteractionClosed)
+	require.Len(t, closed, 1)
+	require.Equal(t, engines.ClosureAnswered, closed[0].(engines.InteractionClosed).Reason)
+	require.Empty(t, ofType(readAll(t, func() *codex.Client {
+		c, _ := replayClient(t, loadRecording(t, "mcp_elicitation_disallowed"))
+		return c
+	}()), engines.EventInteractionOpened), "Codex declined by itself")
+
+	for _, tc := range []struct {
+		answer engines.InteractionAnswer
+		result string
+	}{
+		{engines.InteractionAnswer{Values: json.RawMessage(`{"name":"Ada"}`)}, `{"action":"accept","content":{"name":"Ada"},"_meta":null}`},
+		{engines.InteractionAnswer{Decision: "decline"}, `{"action":"decline","content":null,"_meta":null}`},
+		{engines.InteractionAnswer{Decision: "cancel"}, `{"action":"cancel","content":null,"_meta":null}`},
+	} {
+		rec := loadRecording(t, "mcp_elicitation_accept")
+		cut := slices.IndexFunc(rec.journal, func(l engines.OutputLine) bool {
+			return strings.Contains(string(l.Data), `"method":"mcpServer/elicitation/request"`)
+		})
+		require.Positive(t, cut)
+		rec.journal = rec.journal[:cut+1]
+		client, box := replayClient(t, rec)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		st, err := client.State(ctx)
+		require.NoError(t, err)
+		require.Len(t, st.PendingInteractions, 1)
+		require.Equal(t, engines.RuntimeStatus(engines.StatusWaiting), st.Status)
+		id := st.PendingInteractions[0].InteractionID
+		require.Error(t, client.Answer(ctx, id, engines.InteractionAnswer{Values: json.RawMessage(`{}`)}), "the required name")
+		require.Error(t, client.Answer(ctx, id, engines.InteractionAnswer{Decision: "acceptForSession"}), "not an option of an elicitation")
+		require.NoError(t, client.Answer(ctx, id, tc.answer))
+		writes := box.Written()
+		require.Len(t, writes, 1)
+		_, line, _ := strings.Cut(writes[0], " ")
+		var reply struct {
+			ID     json.RawMessage `json:"id"`
+			Result json.RawMessage `json:"result"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(line), &reply))
+		require.JSONEq(t, tc.result, string(reply.Result))
+		cancel()
+	}
+}
+
+// TestUserInputReplies answers Codex's question (request_user_input) of a recording cut
+// before the answer: a form with one property per question id, answered with Codex's
+// ToolRequestUserInputResponse.
+func TestUserInputReplies(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ values, result string }{
+		{`{"color":"Blue"}`, `{"answers":{"color":{"answers":["Blue"]}}}`},
+		{`{"color":["Red","Green"]}`, `{"answers":{"color":{"answers":["Red","Green"]}}}`},
+	} {
+		rec := loadRecording(t, "request_user_input")
+		cut := slices.IndexFunc(rec.journal, func(l engines.OutputLine) bool {
+			return strings.Contains(string(l.Data), `"method":"item/tool/requestUserInput"`)
+		})
+		require.Positive(t, cut)
+		rec.journal = rec.journal[:cut+1]
+		client, box := replayClient(t, rec)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		st, err := client.State(ctx)
+		require.NoError(t, err)
+		require.Len(t, st.PendingInteractions, 1)
+		p := st.PendingInteractions[0]
+		require.Equal(t, engines.PresentationForm, p.Contract.Presentation)
+		require.JSONEq(t, `{"type":"object","required":["color"],"properties":{"color":{"type":"string","title":"Color",
+			"description":"Which color?","examples":["Red","Blue"]}}}`, string(p.Contract.Schema), "isOther: the labels are suggestions")
+		require.Error(t, client.Answer(ctx, p.InteractionID, engines.InteractionAnswer{Values: json.RawMessage(`{"color":3}`)}))
+		require.NoError(t, client.Answer(ctx, p.InteractionID, engines.InteractionAnswer{Values: json.RawMessage(tc.values)}))
+		writes := box.Written()
+		require.Len(t, writes, 1)
+		_, line, _ := strings.Cut(writes[0], " ")
+		var reply struct {
+			Result json.RawMessage `json:"result"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(line), &reply))
+		require.JSONEq(t, tc.result, string(reply.Result))
+		cancel()
+	}
+}
+
+// TestPermissionsReplies answers Codex's permissions request of a recording cut before
+// the answer: a decision among Codex's grant scopes and a denial, each replied as
+// Codex's PermissionsRequestApprovalResponse.
+func TestPermissionsReplies(t *testing.T) {
+	t.Parallel()
+	for decision, result := range map[string]string{
+		"turn":               `{"permissions":{"network":{"enabled":true}},"scope":"turn"}`,
+		"session":            `{"permissions":{"network":{"enabled":true}},"scope":"session"}`,
+		engines.DecisionDeny: `{"permissions":{},"scope":"turn"}`,
+	} {
+		rec := loadRecording(t, "request_permissions")
+		cut := slices.IndexFunc(rec.journal, func(l engines.OutputLine) bool {
+			return strings.Contains(string(l.Data), `"method":"item/permissions/requestApproval"`)
+		})
+		require.Positive(t, cut)
+		rec.journal = rec.journal[:cut+1]
+		client, box := replayClient(t, rec)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		st, err := client.State(ctx)
+		require.NoError(t, err)
+		require.Len(t, st.PendingInteractions, 1)
+		p := st.PendingInteractions[0]
+		require.Equal(t, engines.PresentationDecision, p.Contract.Presentation)
+		require.Contains(t, p.Contract.Prompt, "Fetch the docs.")
+		require.Error(t, client.Answer(ctx, p.InteractionID, engines.InteractionAnswer{Decision: engines.DecisionApprove}), "not one of Codex's scopes")
+		require.NoError(t, client.Answer(ctx, p.InteractionID, engines.InteractionAnswer{Decision: decision}))
+		writes := box.Written()
+		require.Len(t, writes, 1)
+		_, line, _ := strings.Cut(writes[0], " ")
+		var reply struct {
+			Result json.RawMessage `json:"result"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(line), &reply))
+		require.JSONEq(t, result, string(reply.Result))
+		cancel()
+	}
+}
+
 // TestSubmitSendsTurnStart checks the turn/start an input becomes, and that an input
 // the rollout already holds is not sent again.
 func TestSubmitSendsTurnStart(t *testing.T) {
@@ -224,6 +362,19 @@ func TestSubmitSendsTurnStart(t *testing.T) {
 	require.Equal(t, "untrusted", req.Params["approvalPolicy"])
 	require.Equal(t, map[string]any{"type": "externalSandbox", "networkAccess": "restricted"}, req.Params["sandboxPolicy"])
 
+	// A granular policy travels as Codex's object, not as a string.
+	granular := codex.GranularPolicy{SandboxApproval: true, MCPElicitations: true}.Mode()
+	require.Error(t, c.SetPermissionMode(ctx, `{"granular":{"rules":true}}`), "only the declared granular forms")
+	require.NoError(t, c.SetPermissionMode(ctx, granular))
+	other := engines.RuntimeInput{InputID: "0d6c2b1e-53a4-4f8e-8f0e-2f4b7c9a1e22", Content: input.Content}
+	require.NoError(t, c.Submit(ctx, other))
+	writes = box.Written()
+	_, line, _ = strings.Cut(writes[len(writes)-1], " ")
+	require.NoError(t, json.Unmarshal([]byte(line), &req))
+	require.Equal(t, map[string]any{"granular": map[string]any{"sandbox_approval": true, "rules": false, "skill_approval": false,
+		"request_permissions": false, "mcp_elicitations": true}}, req.Params["approvalPolicy"])
+	require.NoError(t, c.SetPermissionMode(ctx, "untrusted"))
+
 	// The recorded input is in the rollout: it is not sent again.
 	var recorded struct {
 		Params struct {
@@ -236,7 +387,7 @@ func TestSubmitSendsTurnStart(t *testing.T) {
 		}
 	}
 	require.NoError(t, c.Submit(ctx, engines.RuntimeInput{InputID: recorded.Params.ClientUserMessageID, Content: input.Content}))
-	require.Len(t, box.Written(), 1)
+	require.Len(t, box.Written(), 2)
 }
 
 // TestMessageDuringToolWaitsForItsRolloutLine replays message_during_tool with the

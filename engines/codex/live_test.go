@@ -39,7 +39,9 @@ type liveEnv struct {
 	model   *devmodel.Server
 	backend *local.Backend
 	adapter *codex.Adapter
-	spec    sandbox.Spec
+	// adapterConfig is what adapter was made with, for a test that needs a variant.
+	adapterConfig codex.Config
+	spec          sandbox.Spec
 }
 
 func newLiveEnv(t *testing.T) *liveEnv {
@@ -59,12 +61,12 @@ func newLiveEnv(t *testing.T) *liveEnv {
 	backend := localtest.NewBackend(t, opts)
 	rel, err := filepath.Rel(prog.Dir, prog.Command[0])
 	require.NoError(t, err)
+	cfg := codex.Config{
+		Command: []string{filepath.Join(codexMount, rel)}, PathDirs: []string{filepath.Join(codexMount, "codex-path")},
+		ModelBaseURL: "http://127.0.0.1:18080/v1", Model: "gpt-5.5",
+	}
 	return &liveEnv{
-		t: t, ctx: ctx, model: model, backend: backend,
-		adapter: codex.NewAdapter(codex.Config{
-			Command: []string{filepath.Join(codexMount, rel)}, PathDirs: []string{filepath.Join(codexMount, "codex-path")},
-			ModelBaseURL: "http://127.0.0.1:18080/v1", Model: "gpt-5.5",
-		}),
+		t: t, ctx: ctx, model: model, backend: backend, adapter: codex.NewAdapter(cfg), adapterConfig: cfg,
 		spec: sandbox.Spec{
 			Mounts:  []sandbox.Mount{{Source: prog.Dir, Target: codexMount}},
 			Env:     map[string]string{codex.ModelKeyEnv: "placeholder"},

@@ -80,7 +80,8 @@ func readAll(t testing.TB, c *codex.Client) []engines.Event {
 var nativeCases = []string{
 	"plain_text", "reasoning", "command", "file_change", "approval_accept", "approval_decline", "approval_file_change",
 	"interrupt_streaming", "interrupt_during_tool", "interrupt_while_approval_pending", "message_while_streaming",
-	"message_during_tool", "model_error_400",
+	"message_during_tool", "model_error_400", "mcp_elicitation_accept", "mcp_elicitation_decline", "mcp_elicitation_disallowed", "request_user_input",
+	"request_permissions",
 }
 
 // TestTranslateNativeRecordings replays each native recording through the runtime

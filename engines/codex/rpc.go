@@ -38,7 +38,7 @@ func (c *Client) Submit(ctx context.Context, input engines.RuntimeInput) error {
 		"sandboxPolicy": externalSandbox}
 	c.mu.Lock()
 	if c.approvalPolicy != "" {
-		params["approvalPolicy"] = c.approvalPolicy
+		params["approvalPolicy"] = approvalPolicyParam(c.approvalPolicy)
 	}
 	c.mu.Unlock()
 	id := requestIDPrefixInput + input.InputID
@@ -71,9 +71,11 @@ func userInput(parts []engines.InputContent) ([]map[string]any, error) {
 	return items, nil
 }
 
-// Answer implements engines.RuntimeClient: the reply to Codex's approval request, with
-// Codex's decision (approve: accept, deny: decline, or a declared option such as
-// acceptForSession, unchanged). Codex confirms with serverRequest/resolved.
+// Answer implements engines.RuntimeClient: the reply to Codex's request in its own
+// shape (requestReply): an approval's decision (approve: accept, deny: decline, or a
+// declared option such as acceptForSession, unchanged), the answers to its questions,
+// an MCP elicitation's action and content, a permissions grant. Codex confirms with
+// serverRequest/resolved.
 func (c *Client) Answer(ctx context.Context, interactionID string, answer engines.InteractionAnswer) error {
 	st, _, err := c.translated(ctx)
 	if err != nil {
@@ -92,14 +94,11 @@ func (c *Client) Answer(ctx context.Context, interactionID string, answer engine
 	if err := engines.ValidateInteractionAnswer(open.Contract, answer); err != nil {
 		return fmt.Errorf("answer %s: %w", interactionID, err)
 	}
-	decision := answer.Decision
-	switch decision {
-	case engines.DecisionApprove:
-		decision = decisionAccept
-	case engines.DecisionDeny:
-		decision = decisionDecline
+	result, err := requestReply(open, answer)
+	if err != nil {
+		return fmt.Errorf("answer %s: %w", interactionID, err)
 	}
-	reply := map[string]any{"id": open.RequestID, "result": map[string]any{"decision": decision}}
+	reply := map[string]any{"id": open.RequestID, "result": result}
 	if err := c.write(ctx, "answer:"+interactionID, reply); err != nil {
 		return fmt.Errorf("answer %s: %w", interactionID, err)
 	}

@@ -130,12 +130,11 @@ var extraDecisions = map[string]engines.DecisionOption{
 		Description: "Codex declines and interrupts the turn."},
 }
 
-// serverRequest opens an interaction for a command or file-change approval. Other
-// requests Codex sends are kept as diagnostics: this adapter declares no way to answer
-// them.
+// serverRequest opens an interaction for a command or file-change approval; other
+// requests go to otherRequest.
 func (t *translator) serverRequest(l rpcLine, raw json.RawMessage) {
 	if l.Method != requestCommandApproval && l.Method != requestFileChangeApproval {
-		t.diag(l.Method, raw)
+		t.otherRequest(l, raw)
 		return
 	}
 	var req approvalRequest

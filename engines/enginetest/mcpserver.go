@@ -15,3 +15,12 @@ var MCPEchoServer []byte
 
 // MCPEchoTool is the echo server's tool name.
 const MCPEchoTool = "echo"
+
+// MCPElicitTool is the echo server's second tool, listed when its environment sets
+// MCPElicitEnv to "1" (stdio): it sends the client MCP's elicitation/create for a form
+// with one required string, name, and answers "mcp-echo elicited: <action> <content
+// JSON>" with what came back.
+const (
+	MCPElicitTool = "elicit"
+	MCPElicitEnv  = "MCP_ECHO_ELICIT"
+)

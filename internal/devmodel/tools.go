@@ -136,8 +136,18 @@ func namedToolPlan(d directive, t turn, conv *conversation) (plan, error) {
 		suffix = server + suffix
 	}
 	final := func() plan { return textPlan(d.name, d.str("final", "Tool finished: "+lastLine(t.lastResult))) }
-	for _, have := range conv.tools {
-		if !(server == "" && have == name) && !strings.HasSuffix(have, suffix) {
+	// The offered tool: one qualified by the server (Claude Code's and Codex's
+	// <...>__<server>__<tool>, Qwen Code's <server>__<tool> on a name clash, opencode's
+	// <server>_<tool>), else one offered under the tool's own name (Qwen Code without
+	// a clash).
+	offered := slices.IndexFunc(conv.tools, func(have string) bool {
+		return (server == "" && have == name) || strings.HasSuffix(have, suffix) || (server != "" && have == server+"_"+name)
+	})
+	if offered < 0 && server != "" {
+		offered = slices.Index(conv.tools, name)
+	}
+	for i, have := range conv.tools {
+		if i != offered {
 			continue
 		}
 		call := toolCall{name: have, arguments: args, freeform: conv.customTools[have]}

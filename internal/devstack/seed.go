@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/astrabox/astrabox/engines/acp"
@@ -46,6 +48,17 @@ type SeedOptions struct {
 	EnvFile       string
 	ServiceURL    string
 	TemporalUIURL string
+	// ConfiguredKinds are the engine kinds of the Agent programs the configuration
+	// adds (engines.acp_programs): each gets a RuntimeProfile local-<kind>, an Agent
+	// <kind>-reviewer and AGENT_ID_<KIND> in dev.env, after the built-in ones.
+	ConfiguredKinds []string
+}
+
+// configuredAgent is the seed entry of a program the configuration adds.
+func configuredAgent(kind string) builtinAgent {
+	return builtinAgent{envKey: "AGENT_ID_" + strings.ToUpper(strings.NewReplacer("-", "_").Replace(kind)),
+		profileName: "local-" + kind, agentName: kind + "-reviewer", engineKind: kind,
+		description: "Reviews code in its workspace, with the Agent program " + kind + " the configuration adds."}
 }
 
 // Seeded is what the seed made or found.
@@ -85,7 +98,11 @@ func Seed(ctx context.Context, st *store.Store, opts SeedOptions) (*Seeded, erro
 		"TEMPORAL_UI_URL": opts.TemporalUIURL,
 	}
 	var first store.Agent
-	for i, b := range builtinAgents {
+	agents := slices.Clone(builtinAgents)
+	for _, kind := range opts.ConfiguredKinds {
+		agents = append(agents, configuredAgent(kind))
+	}
+	for i, b := range agents {
 		profile, err := findOrCreateProfile(ctx, st, b)
 		if err != nil {
 			return nil, err

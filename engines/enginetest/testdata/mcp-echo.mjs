@@ -5,7 +5,9 @@
 // one tool, echo, answers with the text it was given and a tag: the value of
 // MCP_ECHO_TAG from its environment (stdio) or of the request's X-Echo-Tag header
 // (http: the POST's; sse: the GET's), so a test sees that a call reached this server
-// with the environment or headers the Agent configured.
+// with the environment or headers the Agent configured. With MCP_ECHO_ELICIT=1 (stdio) it
+// also lists elicit, which asks the client for a name through MCP's elicitation/create
+// and answers with the action and content it got back.
 import { createInterface } from "node:readline";
 import { createServer } from "node:http";
 
@@ -48,9 +50,24 @@ function handle(msg, tag) {
   }
 }
 
+const elicitTool = {
+  name: "elicit",
+  description: "Ask the person for a name through MCP elicitation, then echo the answer.",
+  inputSchema: { type: "object", properties: { message: { type: "string" } } },
+  // Read-only, so a client that asks before running a tool with side effects lets the
+  // call reach the elicitation.
+  annotations: { readOnlyHint: true, destructiveHint: false, openWorldHint: false },
+};
+
 function serveStdio() {
   const tag = process.env.MCP_ECHO_TAG ?? "";
+  const elicit = process.env.MCP_ECHO_ELICIT === "1";
+  if (elicit) {
+    tools.push(elicitTool);
+  }
   const write = (answer) => answer && process.stdout.write(JSON.stringify(answer) + "\n");
+  const waiting = new Map(); // our elicitation/create id -> the tools/call id it answers
+  let nextElicitation = 0;
   createInterface({ input: process.stdin }).on("line", (line) => {
     if (line.trim() === "") {
       return;
@@ -60,6 +77,23 @@ function serveStdio() {
       msg = JSON.parse(line);
     } catch {
       return write(fail(null, -32700, "parse error"));
+    }
+    if (msg.method === undefined && waiting.has(msg.id)) {
+      const callID = waiting.get(msg.id);
+      waiting.delete(msg.id);
+      const answer = msg.error ? `error ${msg.error.message}` : `${msg.result?.action} ${JSON.stringify(msg.result?.content ?? null)}`;
+      return write(reply(callID, { content: [{ type: "text", text: `mcp-echo elicited: ${answer}` }], isError: false }));
+    }
+    if (elicit && msg.method === "tools/call" && msg.params?.name === "elicit") {
+      const id = `elicit-${++nextElicitation}`;
+      waiting.set(id, msg.id);
+      return write({
+        jsonrpc: "2.0", id, method: "elicitation/create",
+        params: {
+          message: String(msg.params?.arguments?.message ?? "Which name?"),
+          requestedSchema: { type: "object", properties: { name: { type: "string", title: "Name" } }, required: ["name"] },
+        },
+      });
     }
     write(handle(msg, tag));
   });

@@ -18,13 +18,31 @@ const (
 // gets fallback metadata without it.
 const patchModel = "gpt-5.5"
 
+// Granular approval policies (Codex's AskForApproval object form): MCP elicitations
+// relayed to the client, or declined by Codex itself.
+const (
+	policyGranularElicit      = `{"granular":{"sandbox_approval":true,"rules":false,"skill_approval":false,"request_permissions":false,"mcp_elicitations":true}}`
+	policyGranularPermissions = `{"granular":{"sandbox_approval":true,"rules":false,"skill_approval":false,"request_permissions":true,"mcp_elicitations":false}}`
+	policyGranularNoElicit    = `{"granular":{"sandbox_approval":true,"rules":false,"skill_approval":false,"request_permissions":false,"mcp_elicitations":false}}`
+)
+
+// elicitDirective calls the echo MCP server's elicit tool, which asks the client for a
+// name through elicitation/create.
+const elicitDirective = `[[script:tool name=elicit server=asker args="{\"message\":\"Your name?\"}"]]`
+
 // scenario is one recorded case.
 type scenario struct {
 	name           string
 	description    string
 	approvalPolicy string
 	model          string
-	run            func(s *session) error
+	// elicitServer configures the echo MCP server (engines/enginetest/testdata) with its
+	// elicit tool as the stdio MCP server "asker".
+	elicitServer bool
+	// features are Codex features the case turns on (-c features.<name>=true): tools
+	// the pinned release offers only behind a feature.
+	features []string
+	run      func(s *session) error
 }
 
 // cases are recorded in this order. Each checks the milestones it exists to
@@ -177,6 +195,77 @@ var cases = []scenario{
 		},
 	},
 	{
+		name: "mcp_elicitation_accept", description: "Under a granular policy allowing MCP elicitations an MCP tool elicits; the form answered accept with content.",
+		approvalPolicy: policyGranularElicit, elicitServer: true,
+		run: func(s *session) error {
+			return elicit(s, map[string]any{"action": "accept", "content": map[string]any{"name": "Ada"}, "_meta": nil})
+		},
+	},
+	{
+		name: "mcp_elicitation_decline", description: "Under a granular policy allowing MCP elicitations an MCP tool elicits; answered decline.",
+		approvalPolicy: policyGranularElicit, elicitServer: true,
+		run: func(s *session) error {
+			return elicit(s, map[string]any{"action": "decline", "content": nil, "_meta": nil})
+		},
+	},
+	{
+		name: "mcp_elicitation_disallowed", description: "Under a granular policy without MCP elicitations Codex declines the elicitation itself.",
+		approvalPolicy: policyGranularNoElicit, elicitServer: true,
+		run: func(s *session) error {
+			from, _, err := s.send(elicitDirective)
+			if err != nil {
+				return err
+			}
+			if err := s.completed(from, "completed"); err != nil {
+				return err
+			}
+			for _, l := range s.proc.Lines()[from:] {
+				if m, ok := parse(l); ok && m.Method == mcpElicitation {
+					return fmt.Errorf("%w: Codex relayed an elicitation the policy disallows", errUnexpected)
+				}
+			}
+			return nil
+		},
+	},
+	{
+		name: "request_user_input", description: "With Codex's default_mode_request_user_input feature the model asks the person a question (item/tool/requestUserInput); answered.",
+		approvalPolicy: policyNever, features: []string{"default_mode_request_user_input"},
+		run: func(s *session) error {
+			from, _, err := s.send(`[[script:tool name=request_user_input args="{\"questions\":[{\"id\":\"color\",\"header\":\"Color\",\"question\":\"Which color?\",\"options\":[{\"label\":\"Red\",\"description\":\"Warm.\"},{\"label\":\"Blue\",\"description\":\"Cool.\"}]}]}"]]`)
+			if err != nil {
+				return err
+			}
+			m, _, err := s.await(from, userInputRequest, func(m message) bool { return m.Method == userInputRequest && len(m.ID) > 0 })
+			if err != nil {
+				return err
+			}
+			s.note("answer %s %s", userInputRequest, m.ID)
+			if err := s.proc.Send(map[string]any{"id": m.ID, "result": map[string]any{"answers": map[string]any{"color": map[string]any{"answers": []string{"Blue"}}}}}); err != nil {
+				return err
+			}
+			return s.completed(from, "completed")
+		},
+	},
+	{
+		name: "request_permissions", description: "With Codex's request_permissions_tool feature, under a granular policy allowing it, the model asks for network access (item/permissions/requestApproval); granted for the turn.",
+		approvalPolicy: policyGranularPermissions, features: []string{"request_permissions_tool"},
+		run: func(s *session) error {
+			from, _, err := s.send(`[[script:tool name=request_permissions args="{\"reason\":\"Fetch the docs.\",\"permissions\":{\"network\":{\"enabled\":true}}}"]]`)
+			if err != nil {
+				return err
+			}
+			m, _, err := s.await(from, permissionsRequest, func(m message) bool { return m.Method == permissionsRequest && len(m.ID) > 0 })
+			if err != nil {
+				return err
+			}
+			s.note("answer %s %s", permissionsRequest, m.ID)
+			if err := s.proc.Send(map[string]any{"id": m.ID, "result": map[string]any{"permissions": map[string]any{"network": map[string]any{"enabled": true}}, "scope": "turn"}}); err != nil {
+				return err
+			}
+			return s.completed(from, "completed")
+		},
+	},
+	{
 		name: "model_error_400", description: "The model answers 400: the turn fails.",
 		approvalPolicy: policyNever,
 		run: func(s *session) error {
@@ -196,7 +285,27 @@ var cases = []scenario{
 const (
 	commandApproval    = "item/commandExecution/requestApproval"
 	fileChangeApproval = "item/fileChange/requestApproval"
+	mcpElicitation     = "mcpServer/elicitation/request"
+	userInputRequest   = "item/tool/requestUserInput"
+	permissionsRequest = "item/permissions/requestApproval"
 )
+
+// elicit runs the elicit tool and answers Codex's relayed elicitation with result.
+func elicit(s *session, result map[string]any) error {
+	from, _, err := s.send(elicitDirective)
+	if err != nil {
+		return err
+	}
+	m, _, err := s.await(from, mcpElicitation, func(m message) bool { return m.Method == mcpElicitation && len(m.ID) > 0 })
+	if err != nil {
+		return err
+	}
+	s.note("answer %s %s with %v", mcpElicitation, m.ID, result["action"])
+	if err := s.proc.Send(map[string]any{"id": m.ID, "result": result}); err != nil {
+		return err
+	}
+	return s.completed(from, "completed")
+}
 
 func approve(s *session, text, method, decision string) error {
 	from, _, err := s.send(text)

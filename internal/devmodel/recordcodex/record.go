@@ -153,6 +153,16 @@ func recordCase(ctx context.Context, prog agentbin.Program, opts Options, c scen
 	defer srv.Close()
 	cfg.BaseURL = srv.URL() + "/v1"
 	spec := agentrun.CodexSpec(cfg)
+	for _, f := range c.features {
+		spec.Command = append(spec.Command, "-c", "features."+f+"=true")
+	}
+	if c.elicitServer {
+		server := filepath.Join(opts.Root, "engines", "enginetest", "testdata", "mcp-echo.mjs")
+		spec.Command = append(spec.Command,
+			"-c", `mcp_servers.asker.command="node"`,
+			"-c", fmt.Sprintf("mcp_servers.asker.args=[%q]", server),
+			"-c", `mcp_servers.asker.env={MCP_ECHO_ELICIT="1"}`)
+	}
 	proc, err := agentrun.Start(ctx, spec)
 	if err != nil {
 		return err

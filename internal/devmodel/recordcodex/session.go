@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -95,7 +96,11 @@ func (s *session) initialize() error {
 }
 
 func (s *session) startThread(approvalPolicy, model string) error {
-	params := map[string]any{"cwd": s.workdir, "approvalPolicy": approvalPolicy, "sandbox": "danger-full-access"}
+	var policy any = approvalPolicy
+	if strings.HasPrefix(approvalPolicy, "{") {
+		policy = json.RawMessage(approvalPolicy) // the granular object form
+	}
+	params := map[string]any{"cwd": s.workdir, "approvalPolicy": policy, "sandbox": "danger-full-access"}
 	if model != "" {
 		params["model"] = model
 	}
