@@ -118,7 +118,8 @@ image-claude-code image-codex image-pi: deps-images deps-agents
 image-acp: deps-images deps-acp-agents
 	deploy/images/build.sh acp $(VAR)/images/acp
 
-# The daemonless image tools from Debian (mmdebstrap, umoci, jq), for make images only.
+# The daemonless image tools from Debian (mmdebstrap, umoci, jq), for make images and
+# for make test, which builds the Claude Code image and holds a conversation on it.
 deps-images:
 	@need=""; \
 	if ! command -v mmdebstrap >/dev/null 2>&1; then need="$$need mmdebstrap"; fi; \
@@ -146,7 +147,7 @@ WORKFLOWCHECK_VERSION := v0.6.0
 workflowcheck:
 	$(GO) run go.temporal.io/sdk/contrib/tools/workflowcheck@$(WORKFLOWCHECK_VERSION) ./workflows/...
 
-test: deps build vet workflowcheck test-web
+test: deps deps-images build vet workflowcheck test-web
 	$(GO) test $(GOTEST_FLAGS) ./...
 
 test-unit:
