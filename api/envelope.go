@@ -1,7 +1,9 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strconv"
 
@@ -35,11 +37,22 @@ func writeOKNow(c *gin.Context, data any) {
 	c.Writer.Flush()
 }
 
+// statusClientClosedRequest records a request its client abandoned before the answer
+// (the status nginx logs for it); no client is left to read it.
+const statusClientClosedRequest = 499
+
 // fail writes err through the single mapper and logs its cause. Handlers call it
-// and return. A 503 carries Retry-After.
+// and return. A 503 carries Retry-After. A request that failed because its client
+// went away (a closed tab, a reload) is not the platform's error: it is logged as
+// abandoned and answered with no body.
 func (s *Server) fail(c *gin.Context, err error) {
-	apiErr := toAPIError(err, s.errorMappers)
 	log := RequestLogger(c, s.log)
+	if errors.Is(err, context.Canceled) && c.Request.Context().Err() != nil {
+		log.Debug("request abandoned by its client", zap.Error(err))
+		c.AbortWithStatus(statusClientClosedRequest)
+		return
+	}
+	apiErr := toAPIError(err, s.errorMappers)
 	if apiErr.Status >= 500 {
 		log.Error("request failed", zap.String("code", apiErr.Code), zap.Error(err))
 	} else {

@@ -149,7 +149,12 @@ try {
   await waitIdle(sessionId);
   await page.waitForFunction(() => /The queued answer\./.test([...document.querySelectorAll('article.msg.assistant')].at(-1)?.textContent ?? ''));
   check((await page.locator('.msg.pending').count()) === 0, 'the queued message joined the conversation');
-  await page.locator('article.msg.assistant').last().locator('.reasoning', { hasText: 'Plan the answer.' }).waitFor({ state: 'attached' });
+  // Followed live, the answer's reasoning streams inline; an answer that ended before the
+  // console followed it is read from the history, its work folded until opened.
+  const answer = page.locator('article.msg.assistant').last();
+  const folded = answer.getByRole('button', { name: /Show the work|steps/ });
+  if ((await folded.count()) > 0) await folded.first().click();
+  await answer.locator('.reasoning', { hasText: 'Plan the answer.' }).waitFor({ state: 'attached' });
   const users = await page.locator('article.msg.user .bubble').allInnerTexts();
   check(users.length === 3 && users[2].startsWith('And then?'), `the queued message sits before its answer: ${users}`);
 
