@@ -18,6 +18,10 @@ import (
 
 // fakeTemporal writes a stand-in for the Temporal CLI that records each start's
 // pid in pids and then runs until killed, or exits at once with exitAtOnce.
+//
+// The tests that run it are not parallel: a fork by a parallel test holds, until its
+// exec, every descriptor open at that moment, so the stand-in being written could not be
+// executed (ETXTBSY) and a port just probed free would still be bound.
 func fakeTemporal(t *testing.T, exitAtOnce bool) (binary, pids string) {
 	t.Helper()
 	dir := t.TempDir()
@@ -73,7 +77,6 @@ func startedPIDs(t *testing.T, path string, n int) []int {
 // does: the supervisor starts it again, and stop then ends the new one without
 // blocking on the exit it already observed.
 func TestTemporalRestartedAfterKill(t *testing.T) {
-	t.Parallel()
 	binary, pids := fakeTemporal(t, false)
 	s, err := startTemporal(fakeOptions(t, binary), zaptest.NewLogger(t))
 	require.NoError(t, err)
@@ -93,7 +96,6 @@ func TestTemporalRestartedAfterKill(t *testing.T) {
 // TestTemporalGivenUpAfterQuickExits stops restarting a server that exits right
 // after every start, reports why, and still stops cleanly.
 func TestTemporalGivenUpAfterQuickExits(t *testing.T) {
-	t.Parallel()
 	binary, pids := fakeTemporal(t, true)
 	s, err := startTemporal(fakeOptions(t, binary), zaptest.NewLogger(t))
 	require.NoError(t, err)
