@@ -334,7 +334,7 @@ func TestRelayBatchOfPartsAloneIsFencedAndNumbered(t *testing.T) {
 	res, err := st.ApplyRelayBatch(ctx, store.RelayBatch{SessionID: f.session.ID, LeaseGeneration: zombie.Generation,
 		Ops: []store.RelayOp{part("r1", `{"type":"text-delta","id":"t","delta":"a"}`), part("r1", `{"type":"text-delta","id":"t","delta":"b"}`)}, Cursor: relayCursor(5)})
 	require.NoError(t, err)
-	require.Equal(t, store.AppendResult{FirstSeq: 1, LastSeq: 2}, res)
+	require.Equal(t, store.AppendResult{FirstSeq: 1, LastSeq: 2, Parts: 2}, res, "the parts counted, as the parts-committed metric reads them")
 
 	fresh, err := st.AcquireReaderLease(ctx, store.LeaseRequest{SessionID: f.session.ID, Holder: "host-b/relay", TTL: time.Minute, Steal: true})
 	require.NoError(t, err)
