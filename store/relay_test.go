@@ -346,7 +346,7 @@ func TestRelayBatchOfPartsAloneIsFencedAndNumbered(t *testing.T) {
 	res, err = st.ApplyRelayBatch(ctx, store.RelayBatch{SessionID: f.session.ID, LeaseGeneration: fresh.Generation,
 		Ops: []store.RelayOp{part("r1", `{"type":"text-delta","id":"t","delta":"c"}`), childStatus}, Cursor: relayCursor(7)})
 	require.NoError(t, err)
-	require.Equal(t, store.AppendResult{FirstSeq: 3, LastSeq: 4}, res, "after the zombie's last committed part, no gap")
+	require.Equal(t, store.AppendResult{FirstSeq: 3, LastSeq: 4, Parts: 2}, res, "after the zombie's last committed part, no gap")
 
 	parts, err := st.ListOutputPartsAfter(ctx, f.session.ID, 0, 10)
 	require.NoError(t, err)
