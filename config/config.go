@@ -342,6 +342,10 @@ type Models struct {
 	AnthropicBaseURL string `mapstructure:"anthropic_base_url"`
 	OpenAIAPIKey     Secret `mapstructure:"openai_api_key"`
 	OpenAIBaseURL    string `mapstructure:"openai_base_url"`
+	// GeminiAPIKey and GeminiBaseURL are the Gemini API's (Gemini CLI); the forward
+	// sends the key as x-goog-api-key.
+	GeminiAPIKey  Secret `mapstructure:"gemini_api_key"`
+	GeminiBaseURL string `mapstructure:"gemini_base_url"`
 }
 
 // Titles configures automatic Session titles, written through the model service of
@@ -394,8 +398,9 @@ type ACPProgram struct {
 	Env         map[string]string `mapstructure:"env"`
 	Files       map[string]string `mapstructure:"files"`
 	ModelKeyEnv string            `mapstructure:"model_key_env"`
-	// ModelAPI is the model API the program speaks: anthropic (the default forward)
-	// or openai (the OpenAI forward, base URL ending in /v1).
+	// ModelAPI is the model API the program speaks: anthropic (the default forward),
+	// openai (the OpenAI forward, base URL ending in /v1) or gemini (the Gemini API
+	// forward, base URL without a version: the program adds /v1beta).
 	ModelAPI    string   `mapstructure:"model_api"`
 	StateDir    string   `mapstructure:"state_dir"`
 	StateDirEnv string   `mapstructure:"state_dir_env"`

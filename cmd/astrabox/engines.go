@@ -36,6 +36,10 @@ const (
 	scriptedMountPoint = "/opt/astrabox/scripted"
 )
 
+// geminiURL is the Gemini API forward as a box's program reaches it; the Gemini SDK
+// adds the version (/v1beta) itself.
+var geminiURL = fmt.Sprintf("http://127.0.0.1:%d", activities.GeminiModelForwardPort)
+
 // installedEngines is the process's one engine registry and what boxes need
 // to run its programs.
 type installedEngines struct {
@@ -136,8 +140,11 @@ func (e *installedEngines) registerACPProgram(prog config.ACPProgram) error {
 	case "openai":
 		baseURL = fmt.Sprintf("http://127.0.0.1:%d/v1", activities.OpenAIModelForwardPort)
 		e.forwards[prog.Kind] = sandbox.Forward{Name: activities.OpenAIModelForwardName, Port: activities.OpenAIModelForwardPort}
+	case "gemini":
+		baseURL = geminiURL
+		e.forwards[prog.Kind] = sandbox.Forward{Name: activities.GeminiModelForwardName, Port: activities.GeminiModelForwardPort}
 	default:
-		return fmt.Errorf("model_api %q must be anthropic or openai", prog.ModelAPI)
+		return fmt.Errorf("model_api %q must be anthropic, openai or gemini", prog.ModelAPI)
 	}
 	adapter, err := acp.NewAdapter(acp.Config{Profile: profile, ModelBaseURL: baseURL})
 	if err != nil {
@@ -203,8 +210,11 @@ func (e *installedEngines) registerACP() error {
 			return err
 		}
 		e.mounts[kind] = mounts
-		if shipped.baseURL == openAIURL {
+		switch shipped.baseURL {
+		case openAIURL:
 			e.forwards[kind] = sandbox.Forward{Name: activities.OpenAIModelForwardName, Port: activities.OpenAIModelForwardPort}
+		case geminiURL:
+			e.forwards[kind] = sandbox.Forward{Name: activities.GeminiModelForwardName, Port: activities.GeminiModelForwardPort}
 		}
 	}
 	return nil
@@ -300,6 +310,10 @@ func modelEgress(models config.Models) (map[string]egress.Route, error) {
 	if models.OpenAIAPIKey.IsSet() {
 		key = models.OpenAIAPIKey.Reveal()
 	}
+	geminiKey := activities.ModelPlaceholderKey
+	if models.GeminiAPIKey.IsSet() {
+		geminiKey = models.GeminiAPIKey.Reveal()
+	}
 	routes := map[string]egress.Route{}
 	for _, r := range []struct {
 		name, setting, upstream string
@@ -312,6 +326,9 @@ func modelEgress(models config.Models) (map[string]egress.Route, error) {
 			[]string{"/v1/messages", "/v1/messages/count_tokens"}},
 		{activities.OpenAIModelForwardName, "models.openai_base_url", models.OpenAIBaseURL, map[string]string{"Authorization": "Bearer " + key},
 			[]string{"/v1/responses", "/v1/chat/completions", "/v1/models"}},
+		// The Gemini API names the model in the path.
+		{activities.GeminiModelForwardName, "models.gemini_base_url", models.GeminiBaseURL, map[string]string{"x-goog-api-key": geminiKey},
+			[]string{"/v1beta/models/*:streamGenerateContent", "/v1beta/models/*:generateContent", "/v1beta/models/*:countTokens"}},
 	} {
 		upstream, err := url.Parse(r.upstream)
 		if err != nil {
