@@ -113,18 +113,23 @@ func (f geminiFormat) parse(body []byte) (*conversation, error) {
 }
 
 // geminiResult is a function response as text: Gemini CLI puts a tool's output
-// in response.output (its error in response.error); anything else is kept as JSON.
+// in response.output (its error in response.error), wrapped in an
+// <untrusted_context> element, which is taken off; anything else is kept as JSON.
 func geminiResult(raw json.RawMessage) string {
 	var r struct {
 		Output *string `json:"output"`
 		Error  *string `json:"error"`
 	}
 	if err := json.Unmarshal(raw, &r); err == nil {
-		switch {
-		case r.Output != nil:
-			return *r.Output
-		case r.Error != nil:
-			return *r.Error
+		for _, s := range []*string{r.Output, r.Error} {
+			if s == nil {
+				continue
+			}
+			text := strings.TrimSpace(*s)
+			if inner, ok := strings.CutPrefix(text, "<untrusted_context>"); ok {
+				text = strings.TrimSpace(strings.TrimSuffix(inner, "</untrusted_context>"))
+			}
+			return text
 		}
 	}
 	return string(raw)

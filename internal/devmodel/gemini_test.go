@@ -163,7 +163,7 @@ func TestGeminiFunctionCallThenFinalText(t *testing.T) {
 		contents = append(contents,
 			map[string]any{"role": "model", "parts": []any{map[string]any{"functionCall": map[string]any{"name": "run_shell_command", "args": call.FunctionCall.Args}}}},
 			map[string]any{"role": "user", "parts": []any{map[string]any{"functionResponse": map[string]any{
-				"id": "run_shell_command_1_0", "name": "run_shell_command", "response": map[string]any{"output": "output of " + want}}}}})
+				"id": "run_shell_command_1_0", "name": "run_shell_command", "response": map[string]any{"output": "<untrusted_context>\nCommand: " + want + "\noutput of " + want + "\n</untrusted_context>"}}}}})
 	}
 	chunks := streamGemini(t, srv, map[string]any{"contents": contents, "tools": shellTool})
 	var text strings.Builder
