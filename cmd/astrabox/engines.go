@@ -200,6 +200,7 @@ func (e *installedEngines) registerACP() error {
 		{acp.CodexProfile(in), openAIURL},
 		{acp.QwenProfile(in), openAIURL},
 		{acp.OpencodeProfile(in), openAIURL},
+		{acp.GeminiProfile(in), geminiURL},
 	} {
 		adapter, err := acp.NewAdapter(acp.Config{Profile: shipped.profile, ModelBaseURL: shipped.baseURL})
 		if err != nil {

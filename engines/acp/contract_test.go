@@ -231,7 +231,7 @@ func TestTranslationFacts(t *testing.T) {
 // initialize reply: the pinned release.
 func TestServerInfoFromInitialize(t *testing.T) {
 	pinned := map[string]string{acp.KindClaude: agentbin.ClaudeACPVersion, acp.KindCodex: agentbin.CodexACPVersion,
-		acp.KindQwen: agentbin.QwenVersion, acp.KindOpencode: agentbin.OpencodeVersion}
+		acp.KindQwen: agentbin.QwenVersion, acp.KindOpencode: agentbin.OpencodeVersion, acp.KindGemini: agentbin.GeminiVersion}
 	for _, kind := range recordedKinds {
 		t.Run(kind, func(t *testing.T) {
 			t.Parallel()

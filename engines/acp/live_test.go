@@ -61,6 +61,8 @@ var liveProfiles = map[string]struct {
 	acp.KindQwen:  {acp.QwenProfile, "Authorization", "Bearer sk-host-side", "http://127.0.0.1:18080/v1", "default", ""},
 	// opencode asks for every shell command (its configuration); it has no modes.
 	acp.KindOpencode: {acp.OpencodeProfile, "Authorization", "Bearer sk-host-side", "http://127.0.0.1:18080/v1", "", ""},
+	// Gemini CLI speaks the Gemini API, whose SDK adds /v1beta to the base URL.
+	acp.KindGemini: {acp.GeminiProfile, "x-goog-api-key", "sk-host-side", "http://127.0.0.1:18080", "default", ""},
 }
 
 func newLiveEnv(t *testing.T, kind string) *liveEnv {
@@ -237,7 +239,8 @@ func runLiveConversation(t *testing.T, kind string) {
 		require.NoError(t, box2.WriteFile(ctx, nil, p, data, 0o600))
 	}
 	sc3 := sc
-	sc3.SandboxID, sc3.AttachMode, sc3.ResumeSessionKey = box2.ID(), engines.AttachRestore, key
+	// The platform hands the stored resume material to every attach.
+	sc3.SandboxID, sc3.AttachMode, sc3.ResumeSessionKey, sc3.ResumeMaterial = box2.ID(), engines.AttachRestore, key, rt2.ResumeMaterial
 	rt3, err := e.adapter.ActivateRuntime(ctx, sc3, box2)
 	require.NoError(t, err)
 	client = rt3.EngineClient
@@ -282,7 +285,7 @@ func sessionLogs(t *testing.T, ctx context.Context, box *enginebox.Box, a *acp.A
 	require.NotEmpty(t, patterns, "the profile declares a session log or state files")
 	var globs []string
 	for _, pat := range patterns {
-		globs = append(globs, filepath.Join("/workspace/.home", p.StateDir, strings.ReplaceAll(pat, "{engine_session_key}", key)))
+		globs = append(globs, filepath.Join("/workspace/.home", p.StateDir, engines.SessionLogPath(pat, key)))
 	}
 	proc, err := box.StartProcess(ctx, engines.ProcessSpec{Name: "find-logs-" + uuid.NewString()[:8],
 		Command: []string{"/bin/sh", "-c", "ls -1 " + strings.Join(globs, " ")}})
@@ -306,3 +309,5 @@ func TestLiveQwenCode(t *testing.T) { runLiveConversation(t, acp.KindQwen) }
 func TestLiveOpencode(t *testing.T) { runLiveConversation(t, acp.KindOpencode) }
 
 func TestLiveCodexACP(t *testing.T) { runLiveConversation(t, acp.KindCodex) }
+
+func TestLiveGeminiCLI(t *testing.T) { runLiveConversation(t, acp.KindGemini) }
