@@ -381,15 +381,7 @@ func (a *Adapter) handshake(ctx context.Context, sc engines.EngineStartupContext
 // started in; with the start unknown, until the next minute begins, which is later
 // than any start before now. A second more allows for the program's clock.
 func (a *Adapter) awaitLaterMinute(ctx context.Context, started time.Time) error {
-	now := a.cfg.Now()
-	from := started
-	if from.IsZero() {
-		from = now
-	}
-	wait := from.Truncate(time.Minute).Add(time.Minute + time.Second).Sub(now)
-	if !started.IsZero() && now.Truncate(time.Minute).After(started.Truncate(time.Minute)) {
-		return nil
-	}
+	wait := laterMinuteWait(a.cfg.Now(), started)
 	if wait <= 0 {
 		return nil
 	}
@@ -401,6 +393,18 @@ func (a *Adapter) awaitLaterMinute(ctx context.Context, started time.Time) error
 	case <-ctx.Done():
 		return fmt.Errorf("wait for a later minute than the session's start: %w", ctx.Err())
 	}
+}
+
+// laterMinuteWait is how long from now until a minute later than the one started is
+// in (zero started: than now's), with a second's margin; zero when now is already
+// in a later minute.
+func laterMinuteWait(now, started time.Time) time.Duration {
+	if started.IsZero() {
+		started = now
+	} else if now.Truncate(time.Minute).After(started.Truncate(time.Minute)) {
+		return 0
+	}
+	return max(started.Truncate(time.Minute).Add(time.Minute+time.Second).Sub(now), 0)
 }
 
 // checkModes refuses a program that does not offer every mode its profile declares:
