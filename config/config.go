@@ -416,6 +416,11 @@ type ACPProgram struct {
 	// instructions. Either left empty refuses that part of an Agent's configuration.
 	MCPTransports    []string `mapstructure:"mcp_transports"`
 	InstructionsFile string   `mapstructure:"instructions_file"`
+	// ModeUpdateText starts the agent text the program sends as its mode notification
+	// (kept out of the stream); LoadAfterStartMinute holds session/load back until a
+	// later wall-clock minute than the session's start (engines/acp.Profile).
+	ModeUpdateText       string `mapstructure:"mode_update_text"`
+	LoadAfterStartMinute bool   `mapstructure:"load_after_start_minute"`
 	// Mounts bind host folders (the program's install) read-only into local boxes.
 	Mounts []ACPMount `mapstructure:"mounts"`
 }

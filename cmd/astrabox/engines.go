@@ -130,7 +130,8 @@ func (e *installedEngines) registerACPProgram(prog config.ACPProgram) error {
 	profile := acp.Profile{Kind: prog.Kind, Title: prog.Title, Command: prog.Command, Env: prog.Env, Files: prog.Files,
 		ModelKeyEnv: prog.ModelKeyEnv, StateDir: prog.StateDir, StateDirEnv: prog.StateDirEnv, SessionLog: prog.SessionLog,
 		StateFiles: prog.StateFiles, Modes: prog.Modes, DefaultMode: prog.DefaultMode, Busy: acp.BusyPrompt(prog.Busy),
-		Admission: acp.Admission(prog.Admission), Resume: acp.ResumeMethod(prog.Resume), InstructionsFile: prog.InstructionsFile}
+		Admission: acp.Admission(prog.Admission), Resume: acp.ResumeMethod(prog.Resume), InstructionsFile: prog.InstructionsFile,
+		ModeUpdateText: prog.ModeUpdateText, LoadAfterStartMinute: prog.LoadAfterStartMinute}
 	for _, t := range prog.MCPTransports {
 		profile.MCPTransports = append(profile.MCPTransports, engines.MCPTransport(t))
 	}

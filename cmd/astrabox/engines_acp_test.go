@@ -32,6 +32,15 @@ func TestConfiguredACPProgramRegisters(t *testing.T) {
 	require.NotEmpty(t, installed.forwards["my-agent"], "an OpenAI program gets the OpenAI forward")
 	require.Len(t, installed.mounts["my-agent"], 1)
 
+	gemini := prog
+	gemini.Kind, gemini.ModelAPI, gemini.LoadAfterStartMinute, gemini.ModeUpdateText = "my-gemini-agent", "gemini", true, "[MODE_UPDATE] "
+	installed, err = newInstalledEngines(config.Engines{ACPPrograms: []config.ACPProgram{gemini}})
+	require.NoError(t, err)
+	require.Equal(t, activities.GeminiModelForwardName, installed.forwards["my-gemini-agent"].Name, "a Gemini API program gets the Gemini forward")
+	adapter, _ = installed.registry.Adapter("my-gemini-agent")
+	require.True(t, adapter.(*acp.Adapter).Profile().LoadAfterStartMinute)
+	require.Equal(t, "[MODE_UPDATE] ", adapter.(*acp.Adapter).Profile().ModeUpdateText)
+
 	bad := prog
 	bad.Busy = "sometimes"
 	_, err = newInstalledEngines(config.Engines{ACPPrograms: []config.ACPProgram{bad}})

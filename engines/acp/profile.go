@@ -78,8 +78,9 @@ type Profile struct {
 	StateDir    string `json:"state_dir" yaml:"state_dir"`
 	StateDirEnv string `json:"state_dir_env,omitempty" yaml:"state_dir_env"`
 	// SessionLog locates the session's transcript under StateDir, with the placeholder
-	// {engine_session_key} and globs; the platform mirrors it and restores it in a new
-	// box. Empty when the program keeps no JSONL transcript the platform can mirror.
+	// {engine_session_key} (or {engine_session_key_8}, its first 8 characters) and
+	// globs; the platform mirrors it and restores it in a new box. Empty when the
+	// program keeps no JSONL transcript the platform can mirror.
 	SessionLog string `json:"session_log,omitempty" yaml:"session_log"`
 	// StateFiles are file names under StateDir of the state to save and restore when
 	// the program keeps no JSONL transcript (opencode's SQLite database and its WAL):
