@@ -311,3 +311,40 @@ func TestLiveOpencode(t *testing.T) { runLiveConversation(t, acp.KindOpencode) }
 func TestLiveCodexACP(t *testing.T) { runLiveConversation(t, acp.KindCodex) }
 
 func TestLiveGeminiCLI(t *testing.T) { runLiveConversation(t, acp.KindGemini) }
+
+// TestLiveGeminiCLIModes: in its trusted workspace Gemini CLI takes the modes its
+// profile declares; under yolo a shell command runs without a permission request, and
+// the mode change it reports as agent text stays out of the stream.
+func TestLiveGeminiCLIModes(t *testing.T) {
+	e := newLiveEnv(t, acp.KindGemini)
+	_, box := e.newBox()
+	sc := engines.EngineStartupContext{SessionID: "live-" + uuid.NewString(), SessionKind: engines.SessionKindAgentChat,
+		SandboxID: box.ID(), PermissionMode: "yolo"}
+	rt, err := e.adapter.ActivateRuntime(e.ctx, sc, box)
+	require.NoError(t, err)
+	client := rt.EngineClient
+	r := enginetest.StartLiveReader(t, e.ctx, client, nil)
+	require.NoError(t, client.(engines.PermissionModeSetter).SetPermissionMode(e.ctx, "autoEdit"))
+	require.NoError(t, client.(engines.PermissionModeSetter).SetPermissionMode(e.ctx, "yolo"))
+	require.NoError(t, client.Submit(e.ctx, engines.TextInput(uuid.NewString(), `[[script:bash cmd="touch yolo.txt"]]`)))
+	require.Equal(t, engines.OutcomeCompleted, endedFor(r, "").Outcome)
+	_, err = box.ReadFile(e.ctx, nil, "/workspace/yolo.txt")
+	require.NoError(t, err, "the command ran without asking")
+	for _, ev := range r.Seen {
+		require.NotEqual(t, engines.EventInteractionOpened, ev.Type(), "yolo asks nothing")
+		if out, ok := ev.(engines.ResponseOutput); ok {
+			require.NotContains(t, out.Frame.StringField("delta"), "MODE_UPDATE")
+		}
+	}
+	// The program did report the changes as text: the journal has them.
+	proc, err := box.StartProcess(e.ctx, engines.ProcessSpec{Name: client.(*acp.Client).ProcessName(), Command: []string{"/bin/false"}})
+	require.NoError(t, err)
+	reported := false
+	for line, err := range proc.ReadOutput(e.ctx, 0, false) {
+		require.NoError(t, err)
+		reported = reported || bytes.Contains(line.Data, []byte(`"text":"[MODE_UPDATE] autoEdit"`))
+	}
+	require.True(t, reported, "Gemini CLI sent [MODE_UPDATE] text")
+	r.Cancel()
+	require.NoError(t, client.Close())
+}

@@ -115,7 +115,8 @@ func GeminiProfile(in Install) Profile {
 		ModelKeyEnv: "GEMINI_API_KEY",
 		StateDir:    ".gemini",
 		SessionLog:  "tmp/*/chats/session-*-{engine_session_key_8}.jsonl",
-		Modes:       []string{"default"},
+		// In a trusted workspace Gemini CLI offers every mode; default asks before tools.
+		Modes:       []string{"default", "autoEdit", "yolo", "plan"},
 		DefaultMode: "default",
 		Busy:        BusyCancels, Admission: AdmissionPromptReply, Resume: ResumeLoad,
 		LoadAfterStartMinute: true, ModeUpdateText: "[MODE_UPDATE] ",
