@@ -180,6 +180,8 @@ func (a *Adapter) ActivateRuntime(ctx context.Context, sc engines.EngineStartupC
 	}
 	var proc engines.ProcessSession
 	sessionID := sc.ResumeSessionKey
+	// Unreadable material (or none) leaves the session's start unknown, which
+	// LoadAfterStartMinute treats conservatively; the process name is read again below.
 	var previous resumeMaterial
 	if len(sc.ResumeMaterial) > 0 {
 		_ = json.Unmarshal(sc.ResumeMaterial, &previous)
