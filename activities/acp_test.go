@@ -27,9 +27,16 @@ const (
 	acpCodexMount   = "/opt/acp-codex"
 )
 
+// The model APIs the shipped ACP programs speak.
+const (
+	apiAnthropic = "anthropic"
+	apiOpenAI    = "openai"
+	apiGemini    = "gemini"
+)
+
 // newACPStack runs one shipped ACP program in local boxes, reaching the in-process
-// scripted model through the host-side credential proxy.
-func newACPStack(t *testing.T, profile func(acp.Install) acp.Profile, openAI bool) (*stack, *devmodel.Server, acp.Profile) {
+// scripted model, which speaks api, through the host-side credential proxy.
+func newACPStack(t *testing.T, profile func(acp.Install) acp.Profile, api string) (*stack, *devmodel.Server, acp.Profile) {
 	t.Helper()
 	root, err := agentbin.Root()
 	require.NoError(t, err)
@@ -48,9 +55,13 @@ func newACPStack(t *testing.T, profile func(acp.Install) acp.Profile, openAI boo
 		ClaudeCode: filepath.Join(acpClaudeMount, filepath.Base(claudeProg.Command[0])), Codex: filepath.Join(acpCodexMount, codexRel)})
 	baseURL := fmt.Sprintf("http://127.0.0.1:%d", activities.ModelForwardPort)
 	header := map[string]string{"x-api-key": "sk-host-side"}
-	if openAI {
+	switch api {
+	case apiOpenAI:
 		baseURL += "/v1"
 		header = map[string]string{"Authorization": "Bearer sk-host-side"}
+	case apiGemini:
+		// The Gemini SDK adds /v1beta to the base URL itself.
+		header = map[string]string{"x-goog-api-key": "sk-host-side"}
 	}
 	adapter, err := acp.NewAdapter(acp.Config{Profile: p, ModelBaseURL: baseURL})
 	require.NoError(t, err)
@@ -72,15 +83,16 @@ func TestACPProgramsHoldAConversation(t *testing.T) {
 	for _, tc := range []struct {
 		kind    string
 		profile func(acp.Install) acp.Profile
-		openAI  bool
+		api     string
 	}{
-		{acp.KindClaude, acp.ClaudeProfile, false},
-		{acp.KindCodex, acp.CodexProfile, true},
-		{acp.KindQwen, acp.QwenProfile, true},
-		{acp.KindOpencode, acp.OpencodeProfile, true},
+		{acp.KindClaude, acp.ClaudeProfile, apiAnthropic},
+		{acp.KindCodex, acp.CodexProfile, apiOpenAI},
+		{acp.KindQwen, acp.QwenProfile, apiOpenAI},
+		{acp.KindOpencode, acp.OpencodeProfile, apiOpenAI},
+		{acp.KindGemini, acp.GeminiProfile, apiGemini},
 	} {
 		t.Run(tc.kind, func(t *testing.T) {
-			s, model, profile := newACPStack(t, tc.profile, tc.openAI)
+			s, model, profile := newACPStack(t, tc.profile, tc.api)
 			if len(profile.StateFiles) > 0 {
 				// Its box is released when idle, so its state goes through the
 				// platform's runtime-state storage (below).

@@ -24,6 +24,13 @@ const (
 	OpenAIModelForwardPort = 47081
 )
 
+// Programs that speak the Gemini API (Gemini CLI) reach it through theirs, whose
+// host side sends the credential as x-goog-api-key.
+const (
+	GeminiModelForwardName = "model-gemini"
+	GeminiModelForwardPort = 47082
+)
+
 // AddModelEgress points the program at the model service through the box's
 // egress forward, at the destination the adapter declared (its base URL and
 // API key variables). An adapter that declares no destination gets nothing.

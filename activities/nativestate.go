@@ -25,7 +25,7 @@ func sessionLogPattern(caps engines.EngineRuntimeCapabilities, id *engines.Runti
 	if caps.SessionLog == nil || id == nil || key == "" {
 		return "", "", false
 	}
-	rel = strings.ReplaceAll(caps.SessionLog.PathPattern, engines.SessionLogKeyPlaceholder, key)
+	rel = engines.SessionLogPath(caps.SessionLog.PathPattern, key)
 	return rel, path.Join(id.HomeDir, caps.Workload.ConfigDirName), true
 }
 

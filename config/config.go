@@ -342,6 +342,10 @@ type Models struct {
 	AnthropicBaseURL string `mapstructure:"anthropic_base_url"`
 	OpenAIAPIKey     Secret `mapstructure:"openai_api_key"`
 	OpenAIBaseURL    string `mapstructure:"openai_base_url"`
+	// GeminiAPIKey and GeminiBaseURL are the Gemini API's (Gemini CLI); the forward
+	// sends the key as x-goog-api-key.
+	GeminiAPIKey  Secret `mapstructure:"gemini_api_key"`
+	GeminiBaseURL string `mapstructure:"gemini_base_url"`
 }
 
 // Titles configures automatic Session titles, written through the model service of
@@ -394,8 +398,9 @@ type ACPProgram struct {
 	Env         map[string]string `mapstructure:"env"`
 	Files       map[string]string `mapstructure:"files"`
 	ModelKeyEnv string            `mapstructure:"model_key_env"`
-	// ModelAPI is the model API the program speaks: anthropic (the default forward)
-	// or openai (the OpenAI forward, base URL ending in /v1).
+	// ModelAPI is the model API the program speaks: anthropic (the default forward),
+	// openai (the OpenAI forward, base URL ending in /v1) or gemini (the Gemini API
+	// forward, base URL without a version: the program adds /v1beta).
 	ModelAPI    string   `mapstructure:"model_api"`
 	StateDir    string   `mapstructure:"state_dir"`
 	StateDirEnv string   `mapstructure:"state_dir_env"`
@@ -411,6 +416,11 @@ type ACPProgram struct {
 	// instructions. Either left empty refuses that part of an Agent's configuration.
 	MCPTransports    []string `mapstructure:"mcp_transports"`
 	InstructionsFile string   `mapstructure:"instructions_file"`
+	// ModeUpdateText starts the agent text the program sends as its mode notification
+	// (kept out of the stream); LoadAfterStartMinute holds session/load back until a
+	// later wall-clock minute than the session's start (engines/acp.Profile).
+	ModeUpdateText       string `mapstructure:"mode_update_text"`
+	LoadAfterStartMinute bool   `mapstructure:"load_after_start_minute"`
 	// Mounts bind host folders (the program's install) read-only into local boxes.
 	Mounts []ACPMount `mapstructure:"mounts"`
 }

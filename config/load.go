@@ -287,6 +287,8 @@ func builtinDefaults() map[string]any {
 		"models.anthropic_base_url":       "https://api.anthropic.com",
 		"models.openai_api_key":           "",
 		"models.openai_base_url":          "https://api.openai.com",
+		"models.gemini_api_key":           "",
+		"models.gemini_base_url":          "https://generativelanguage.googleapis.com",
 		"titles.enabled":                  false,
 		"titles.model":                    "claude-haiku-4-5",
 		"engines.claude.command":          []string{},

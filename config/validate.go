@@ -74,6 +74,7 @@ func (c *Config) Validate() error {
 		},
 		func() error { return optionalURL("models.anthropic_base_url", c.Models.AnthropicBaseURL) },
 		func() error { return optionalURL("models.openai_base_url", c.Models.OpenAIBaseURL) },
+		func() error { return optionalURL("models.gemini_base_url", c.Models.GeminiBaseURL) },
 		func() error {
 			if c.Titles.Enabled {
 				return nonEmpty("titles.model", c.Titles.Model)

@@ -1,5 +1,7 @@
 package engines
 
+import "strings"
+
 // SeamsAPIVersion is the version of this extension interface. An adapter that pins
 // another version through SeamsAPIVersioned fails registration with the mismatch.
 const SeamsAPIVersion = 7
@@ -102,14 +104,25 @@ type EngineWorkloadDeclaration struct {
 // replacement sandbox before reconnect; whitespace need not be byte-identical.
 type SessionLogDeclaration struct {
 	// PathPattern locates the log relative to the engine's configuration directory. It
-	// may use the placeholder {engine_session_key} and shell-style globs, e.g.
-	// "projects/*/{engine_session_key}.jsonl".
+	// may use the placeholders {engine_session_key} and {engine_session_key_8} (its
+	// first 8 characters, for a program that names its log so) and shell-style globs,
+	// e.g. "projects/*/{engine_session_key}.jsonl".
 	PathPattern string `json:"path_pattern"`
 }
 
 // SessionLogKeyPlaceholder is the placeholder SessionLogDeclaration.PathPattern may use
 // for the vendor's conversation id.
 const SessionLogKeyPlaceholder = "{engine_session_key}"
+
+// SessionLogShortKeyPlaceholder stands for the first 8 characters of the vendor's
+// conversation id (Gemini CLI names its chat file session-<minute>-<first 8>.jsonl).
+const SessionLogShortKeyPlaceholder = "{engine_session_key_8}"
+
+// SessionLogPath is a session log's path pattern with the conversation id key in
+// place of the placeholders.
+func SessionLogPath(pattern, key string) string {
+	return strings.NewReplacer(SessionLogKeyPlaceholder, key, SessionLogShortKeyPlaceholder, key[:min(len(key), 8)]).Replace(pattern)
+}
 
 // SupportsSessionKind reports whether the engine drives the given Session kind.
 func (c EngineRuntimeCapabilities) SupportsSessionKind(kind SessionKind) bool {

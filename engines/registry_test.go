@@ -205,3 +205,13 @@ func requireProblem(t *testing.T, err error, name, field, want string) {
 	}
 	t.Fatalf("no problem on %q containing %q in: %v", field, want, err)
 }
+
+// TestSessionLogPath puts the conversation id, or its first 8 characters, in place of
+// the placeholders of a session log's path pattern.
+func TestSessionLogPath(t *testing.T) {
+	t.Parallel()
+	key := "298d46cd-6550-4da2-9379-41116c359135"
+	require.Equal(t, "projects/*/"+key+".jsonl", engines.SessionLogPath("projects/*/{engine_session_key}.jsonl", key))
+	require.Equal(t, "tmp/*/chats/session-*-298d46cd.jsonl", engines.SessionLogPath("tmp/*/chats/session-*-{engine_session_key_8}.jsonl", key))
+	require.Equal(t, "short-ab.jsonl", engines.SessionLogPath("short-{engine_session_key_8}.jsonl", "ab"))
+}

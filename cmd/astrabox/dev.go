@@ -60,6 +60,10 @@ func runDev(ctx context.Context, cfg *config.Config, log *zap.Logger) (err error
 		// The scripted model server speaks the Responses API too.
 		cfg.Models.OpenAIBaseURL = fmt.Sprintf("http://127.0.0.1:%d", cfg.Dev.ModelPort)
 	}
+	if !cfg.Models.GeminiAPIKey.IsSet() {
+		// And the Gemini API.
+		cfg.Models.GeminiBaseURL = fmt.Sprintf("http://127.0.0.1:%d", cfg.Dev.ModelPort)
+	}
 	installed, err := newInstalledEngines(cfg.Engines)
 	if err != nil {
 		return err

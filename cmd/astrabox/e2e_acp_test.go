@@ -31,35 +31,44 @@ func TestACPConversationsEndToEnd(t *testing.T) {
 		{"AGENT_ID_CODEX_ACP", "codex-acp-reviewer"},
 		{"AGENT_ID_QWEN", "qwen-reviewer"},
 		{"AGENT_ID_OPENCODE", "opencode-reviewer"},
+		{"AGENT_ID_GEMINI", "gemini-reviewer"},
 		{"AGENT_ID_CONFIGURED_CODEX_ACP", configuredACPKind + "-reviewer"},
 	} {
-		agentID := vars[agent.envKey]
-		require.NotEmpty(t, agentID, "dev.env names %s", agent.envKey)
-		created := c.call(http.MethodPost, "/agents/"+agentID+"/conversations", `{}`, "create-"+agent.envKey, http.StatusOK)
-		sessionID := created["session_id"].(string)
-		assert.Equal(t, agent.name, created["deployment_name"])
+		// A subtest per program, so one can be run alone (-run .../AGENT_ID_GEMINI); they
+		// share the platform and run in turn.
+		t.Run(agent.envKey, func(t *testing.T) {
+			// The client reports failures on the test that uses it.
+			parent := c.t
+			c.t = t
+			defer func() { c.t = parent }()
+			agentID := vars[agent.envKey]
+			require.NotEmpty(t, agentID, "dev.env names %s", agent.envKey)
+			created := c.call(http.MethodPost, "/agents/"+agentID+"/conversations", `{}`, "create-"+agent.envKey, http.StatusOK)
+			sessionID := created["session_id"].(string)
+			assert.Equal(t, agent.name, created["deployment_name"])
 
-		receipt := c.call(http.MethodPost, "/sessions/"+sessionID+"/inputs",
-			`{"content":"Remember the word PINEAPPLE.","client_message_id":"acp-1"}`, "", http.StatusOK)
-		// A program's first start in a new box can take longer than one stream request.
-		waitAnswered(c, sessionID, 2)
-		first := c.stream(validator, sessionID, 0)
-		require.Len(t, first.report.Messages, 1, agent.envKey)
-		assert.Contains(t, messageText(first.report.Messages[0]), "Scripted reply", agent.envKey)
-		assert.Contains(t, string(first.report.Messages[0].Metadata), receipt["input_id"].(string))
+			receipt := c.call(http.MethodPost, "/sessions/"+sessionID+"/inputs",
+				`{"content":"Remember the word PINEAPPLE.","client_message_id":"acp-1"}`, "", http.StatusOK)
+			// A program's first start in a new box can take longer than one stream request.
+			waitAnswered(c, sessionID, 2)
+			first := c.stream(validator, sessionID, 0)
+			require.Len(t, first.report.Messages, 1, agent.envKey)
+			assert.Contains(t, messageText(first.report.Messages[0]), "Scripted reply", agent.envKey)
+			assert.Contains(t, string(first.report.Messages[0].Metadata), receipt["input_id"].(string))
 
-		c.call(http.MethodPost, "/sessions/"+sessionID+"/inputs",
-			`{"content":"Which word?","client_message_id":"acp-2"}`, "", http.StatusOK)
-		waitAnswered(c, sessionID, 4)
-		second := c.stream(validator, sessionID, first.lastSeq)
-		require.Len(t, second.report.Messages, 1, agent.envKey)
-		assert.Contains(t, messageText(second.report.Messages[0]), "Which word?", agent.envKey)
-		c.waitState(sessionID, "READY")
+			c.call(http.MethodPost, "/sessions/"+sessionID+"/inputs",
+				`{"content":"Which word?","client_message_id":"acp-2"}`, "", http.StatusOK)
+			waitAnswered(c, sessionID, 4)
+			second := c.stream(validator, sessionID, first.lastSeq)
+			require.Len(t, second.report.Messages, 1, agent.envKey)
+			assert.Contains(t, messageText(second.report.Messages[0]), "Which word?", agent.envKey)
+			c.waitState(sessionID, "READY")
 
-		history := c.call(http.MethodGet, "/sessions/"+sessionID+"/messages", ``, "", http.StatusOK)
-		msgs, ok := history["messages"].([]any)
-		require.True(t, ok, "messages: %v", history)
-		assert.Len(t, msgs, 4, agent.envKey)
+			history := c.call(http.MethodGet, "/sessions/"+sessionID+"/messages", ``, "", http.StatusOK)
+			msgs, ok := history["messages"].([]any)
+			require.True(t, ok, "messages: %v", history)
+			assert.Len(t, msgs, 4, agent.envKey)
+		})
 	}
 	c.dev.interrupt(t)
 }

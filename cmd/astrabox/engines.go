@@ -36,6 +36,10 @@ const (
 	scriptedMountPoint = "/opt/astrabox/scripted"
 )
 
+// geminiURL is the Gemini API forward as a box's program reaches it; the Gemini SDK
+// adds the version (/v1beta) itself.
+var geminiURL = fmt.Sprintf("http://127.0.0.1:%d", activities.GeminiModelForwardPort)
+
 // installedEngines is the process's one engine registry and what boxes need
 // to run its programs.
 type installedEngines struct {
@@ -126,7 +130,8 @@ func (e *installedEngines) registerACPProgram(prog config.ACPProgram) error {
 	profile := acp.Profile{Kind: prog.Kind, Title: prog.Title, Command: prog.Command, Env: prog.Env, Files: prog.Files,
 		ModelKeyEnv: prog.ModelKeyEnv, StateDir: prog.StateDir, StateDirEnv: prog.StateDirEnv, SessionLog: prog.SessionLog,
 		StateFiles: prog.StateFiles, Modes: prog.Modes, DefaultMode: prog.DefaultMode, Busy: acp.BusyPrompt(prog.Busy),
-		Admission: acp.Admission(prog.Admission), Resume: acp.ResumeMethod(prog.Resume), InstructionsFile: prog.InstructionsFile}
+		Admission: acp.Admission(prog.Admission), Resume: acp.ResumeMethod(prog.Resume), InstructionsFile: prog.InstructionsFile,
+		ModeUpdateText: prog.ModeUpdateText, LoadAfterStartMinute: prog.LoadAfterStartMinute}
 	for _, t := range prog.MCPTransports {
 		profile.MCPTransports = append(profile.MCPTransports, engines.MCPTransport(t))
 	}
@@ -136,8 +141,11 @@ func (e *installedEngines) registerACPProgram(prog config.ACPProgram) error {
 	case "openai":
 		baseURL = fmt.Sprintf("http://127.0.0.1:%d/v1", activities.OpenAIModelForwardPort)
 		e.forwards[prog.Kind] = sandbox.Forward{Name: activities.OpenAIModelForwardName, Port: activities.OpenAIModelForwardPort}
+	case "gemini":
+		baseURL = geminiURL
+		e.forwards[prog.Kind] = sandbox.Forward{Name: activities.GeminiModelForwardName, Port: activities.GeminiModelForwardPort}
 	default:
-		return fmt.Errorf("model_api %q must be anthropic or openai", prog.ModelAPI)
+		return fmt.Errorf("model_api %q must be anthropic, openai or gemini", prog.ModelAPI)
 	}
 	adapter, err := acp.NewAdapter(acp.Config{Profile: profile, ModelBaseURL: baseURL})
 	if err != nil {
@@ -193,6 +201,7 @@ func (e *installedEngines) registerACP() error {
 		{acp.CodexProfile(in), openAIURL},
 		{acp.QwenProfile(in), openAIURL},
 		{acp.OpencodeProfile(in), openAIURL},
+		{acp.GeminiProfile(in), geminiURL},
 	} {
 		adapter, err := acp.NewAdapter(acp.Config{Profile: shipped.profile, ModelBaseURL: shipped.baseURL})
 		if err != nil {
@@ -203,8 +212,11 @@ func (e *installedEngines) registerACP() error {
 			return err
 		}
 		e.mounts[kind] = mounts
-		if shipped.baseURL == openAIURL {
+		switch shipped.baseURL {
+		case openAIURL:
 			e.forwards[kind] = sandbox.Forward{Name: activities.OpenAIModelForwardName, Port: activities.OpenAIModelForwardPort}
+		case geminiURL:
+			e.forwards[kind] = sandbox.Forward{Name: activities.GeminiModelForwardName, Port: activities.GeminiModelForwardPort}
 		}
 	}
 	return nil
@@ -300,6 +312,10 @@ func modelEgress(models config.Models) (map[string]egress.Route, error) {
 	if models.OpenAIAPIKey.IsSet() {
 		key = models.OpenAIAPIKey.Reveal()
 	}
+	geminiKey := activities.ModelPlaceholderKey
+	if models.GeminiAPIKey.IsSet() {
+		geminiKey = models.GeminiAPIKey.Reveal()
+	}
 	routes := map[string]egress.Route{}
 	for _, r := range []struct {
 		name, setting, upstream string
@@ -312,6 +328,9 @@ func modelEgress(models config.Models) (map[string]egress.Route, error) {
 			[]string{"/v1/messages", "/v1/messages/count_tokens"}},
 		{activities.OpenAIModelForwardName, "models.openai_base_url", models.OpenAIBaseURL, map[string]string{"Authorization": "Bearer " + key},
 			[]string{"/v1/responses", "/v1/chat/completions", "/v1/models"}},
+		// The Gemini API names the model in the path.
+		{activities.GeminiModelForwardName, "models.gemini_base_url", models.GeminiBaseURL, map[string]string{"x-goog-api-key": geminiKey},
+			[]string{"/v1beta/models/*:streamGenerateContent", "/v1beta/models/*:generateContent", "/v1beta/models/*:countTokens"}},
 	} {
 		upstream, err := url.Parse(r.upstream)
 		if err != nil {

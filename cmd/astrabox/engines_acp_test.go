@@ -1,10 +1,15 @@
 package main
 
 import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/astrabox/astrabox/activities"
 	"github.com/astrabox/astrabox/config"
 	"github.com/astrabox/astrabox/engines/acp"
 	"github.com/astrabox/astrabox/engines/claude"
@@ -27,6 +32,15 @@ func TestConfiguredACPProgramRegisters(t *testing.T) {
 	require.NotEmpty(t, installed.forwards["my-agent"], "an OpenAI program gets the OpenAI forward")
 	require.Len(t, installed.mounts["my-agent"], 1)
 
+	gemini := prog
+	gemini.Kind, gemini.ModelAPI, gemini.LoadAfterStartMinute, gemini.ModeUpdateText = "my-gemini-agent", "gemini", true, "[MODE_UPDATE] "
+	installed, err = newInstalledEngines(config.Engines{ACPPrograms: []config.ACPProgram{gemini}})
+	require.NoError(t, err)
+	require.Equal(t, activities.GeminiModelForwardName, installed.forwards["my-gemini-agent"].Name, "a Gemini API program gets the Gemini forward")
+	adapter, _ = installed.registry.Adapter("my-gemini-agent")
+	require.True(t, adapter.(*acp.Adapter).Profile().LoadAfterStartMinute)
+	require.Equal(t, "[MODE_UPDATE] ", adapter.(*acp.Adapter).Profile().ModeUpdateText)
+
 	bad := prog
 	bad.Busy = "sometimes"
 	_, err = newInstalledEngines(config.Engines{ACPPrograms: []config.ACPProgram{bad}})
@@ -37,4 +51,38 @@ func TestConfiguredACPProgramRegisters(t *testing.T) {
 	clash.Kind = claude.EngineKind
 	_, err = newInstalledEngines(config.Engines{ACPPrograms: []config.ACPProgram{clash}})
 	require.Error(t, err, "a configured program cannot take a built-in kind")
+}
+
+// TestGeminiModelForward: the Gemini API forward sends the configured key as
+// x-goog-api-key in place of the box's placeholder, for the API's model methods only.
+func TestGeminiModelForward(t *testing.T) {
+	t.Parallel()
+	got := make(chan http.Header, 1)
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- r.Header.Clone()
+		_, _ = io.WriteString(w, "{}")
+	}))
+	defer upstream.Close()
+	routes, err := modelEgress(config.Models{AnthropicBaseURL: upstream.URL, OpenAIBaseURL: upstream.URL,
+		GeminiBaseURL: upstream.URL, GeminiAPIKey: config.Secret("real-gemini-key")})
+	require.NoError(t, err)
+	proxy, err := routes[activities.GeminiModelForwardName].Proxy()
+	require.NoError(t, err)
+	front := httptest.NewServer(proxy)
+	defer front.Close()
+
+	post := func(path string) int {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, front.URL+path, strings.NewReader("{}"))
+		require.NoError(t, err)
+		req.Header.Set("x-goog-api-key", activities.ModelPlaceholderKey)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	require.Equal(t, http.StatusOK, post("/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse"))
+	require.Equal(t, []string{"real-gemini-key"}, (<-got).Values("x-goog-api-key"), "the placeholder is replaced")
+	require.Equal(t, http.StatusOK, post("/v1beta/models/gemini-2.5-flash:countTokens"))
+	<-got
+	require.Equal(t, http.StatusForbidden, post("/v1beta/files"))
 }

@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"time"
 
 	acpsdk "github.com/coder/acp-go-sdk"
 
@@ -37,6 +38,8 @@ type Config struct {
 	// identity (the box account); defaults /workspace and /workspace/.home.
 	WorkspaceDir string
 	HomeDir      string
+	// Now is the clock a profile's LoadAfterStartMinute waits on; default time.Now.
+	Now func() time.Time
 }
 
 // Adapter is the generic ACP engine adapter, one per profile.
@@ -62,6 +65,9 @@ func NewAdapter(cfg Config) (*Adapter, error) {
 	}
 	if cfg.HomeDir == "" {
 		cfg.HomeDir = path.Join(cfg.WorkspaceDir, ".home")
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
 	}
 	return &Adapter{cfg: cfg}, nil
 }
@@ -136,9 +142,10 @@ func (a *Adapter) StartupMaterialRequest() engines.EngineStartupMaterialRequest 
 }
 
 // resumeMaterial is what the platform saves with the Session: the process session that
-// runs the ACP session.
+// runs the ACP session, and when the ACP session started (for LoadAfterStartMinute).
 type resumeMaterial struct {
-	Process string `json:"process"`
+	Process string    `json:"process"`
+	Started time.Time `json:"started,omitzero"`
 }
 
 // Paths are the runtime-visible directories one conversation uses.
@@ -173,15 +180,25 @@ func (a *Adapter) ActivateRuntime(ctx context.Context, sc engines.EngineStartupC
 	}
 	var proc engines.ProcessSession
 	sessionID := sc.ResumeSessionKey
+	// Unreadable material (or none) leaves the session's start unknown, which
+	// LoadAfterStartMinute treats conservatively; the process name is read again below.
+	var previous resumeMaterial
+	if len(sc.ResumeMaterial) > 0 {
+		_ = json.Unmarshal(sc.ResumeMaterial, &previous)
+	}
+	sessionStarted := previous.Started
 	if attach {
 		proc = a.attachRunning(ctx, sc, box)
 	}
 	if proc == nil {
-		started, id, err := a.start(ctx, sc, box, paths)
+		started, id, at, err := a.start(ctx, sc, box, paths, sessionStarted)
 		if err != nil {
 			return engines.SessionRuntime{}, fmt.Errorf("activate %s: %w", p.Kind, err)
 		}
 		proc, sessionID = started, id
+		if !at.IsZero() {
+			sessionStarted = at
+		}
 	}
 	client := newClient(p, a.Capabilities(), proc, sessionID)
 	client.state = state
@@ -192,7 +209,7 @@ func (a *Adapter) ActivateRuntime(ctx context.Context, sc engines.EngineStartupC
 	if err != nil {
 		return engines.SessionRuntime{}, fmt.Errorf("activate %s: %w", p.Kind, err)
 	}
-	material, _ := json.Marshal(resumeMaterial{Process: proc.Name()})
+	material, _ := json.Marshal(resumeMaterial{Process: proc.Name(), Started: sessionStarted})
 	return engines.SessionRuntime{EngineClient: client, EngineManifest: manifest, ResumeMaterial: material}, nil
 }
 
@@ -222,8 +239,10 @@ func (a *Adapter) attachRunning(ctx context.Context, sc engines.EngineStartupCon
 }
 
 // start writes the profile's files, starts the program and opens the ACP session: a
-// new one, or sc.ResumeSessionKey reopened. It returns the process and the session id.
-func (a *Adapter) start(ctx context.Context, sc engines.EngineStartupContext, box engines.Box, paths Paths) (engines.ProcessSession, string, error) {
+// new one, or sc.ResumeSessionKey reopened (started is when that session started, zero
+// when unknown). It returns the process, the session id and, for a new session, when
+// it started.
+func (a *Adapter) start(ctx context.Context, sc engines.EngineStartupContext, box engines.Box, paths Paths, started time.Time) (engines.ProcessSession, string, time.Time, error) {
 	p := a.cfg.Profile
 	vars := map[string]string{"home": paths.HomeDir, "state": paths.StateDir, "workspace": paths.WorkDir, "model_base_url": a.cfg.ModelBaseURL}
 	names := make([]string, 0, len(p.Files))
@@ -233,14 +252,14 @@ func (a *Adapter) start(ctx context.Context, sc engines.EngineStartupContext, bo
 	slices.Sort(names)
 	for _, name := range names {
 		if err := box.WriteFile(ctx, sc.RuntimeIdentity, path.Join(paths.HomeDir, name), []byte(expand(p.Files[name], vars)), 0o600); err != nil {
-			return nil, "", fmt.Errorf("write %s: %w", name, err)
+			return nil, "", time.Time{}, fmt.Errorf("write %s: %w", name, err)
 		}
 	}
 	// The Agent's instructions, written before every start (empty when unset), so a
 	// change reaches the next start and a removed one is gone.
 	if p.InstructionsFile != "" {
 		if err := box.WriteFile(ctx, sc.RuntimeIdentity, path.Join(paths.StateDir, p.InstructionsFile), []byte(sc.AgentConfig.Instructions), 0o600); err != nil {
-			return nil, "", fmt.Errorf("write %s: %w", p.InstructionsFile, err)
+			return nil, "", time.Time{}, fmt.Errorf("write %s: %w", p.InstructionsFile, err)
 		}
 	}
 	env := map[string]string{"HOME": paths.HomeDir, "LANG": "C.UTF-8", "TERM": "dumb"}
@@ -265,14 +284,14 @@ func (a *Adapter) start(ctx context.Context, sc engines.EngineStartupContext, bo
 	proc, err := box.StartProcess(ctx, engines.ProcessSpec{Name: p.Kind + "-" + tag + "-" + randomHex(4), Command: argv, Env: env,
 		Dir: paths.WorkDir, Identity: sc.RuntimeIdentity})
 	if err != nil {
-		return nil, "", err
+		return nil, "", time.Time{}, err
 	}
-	sessionID, err := a.handshake(ctx, sc, proc, paths)
+	sessionID, at, err := a.handshake(ctx, sc, proc, paths, started)
 	if err != nil {
 		_ = proc.Signal(context.WithoutCancel(ctx), "KILL")
-		return nil, "", err
+		return nil, "", time.Time{}, err
 	}
-	return proc, sessionID, nil
+	return proc, sessionID, at, nil
 }
 
 // clientInfo is what the client says of itself in initialize.
@@ -280,7 +299,7 @@ var clientInfo = map[string]any{"name": "astrabox", "title": "AstraBox", "versio
 
 // handshake initializes the program and opens the session, then puts it in the
 // Session's permission mode.
-func (a *Adapter) handshake(ctx context.Context, sc engines.EngineStartupContext, proc engines.ProcessSession, paths Paths) (string, error) {
+func (a *Adapter) handshake(ctx context.Context, sc engines.EngineStartupContext, proc engines.ProcessSession, paths Paths, started time.Time) (string, time.Time, error) {
 	p := a.cfg.Profile
 	res, err := call(ctx, proc, 0, idHandshake+methodInitialize, methodInitialize, map[string]any{
 		"protocolVersion": protocolVersion,
@@ -289,18 +308,18 @@ func (a *Adapter) handshake(ctx context.Context, sc engines.EngineStartupContext
 		"clientInfo":         clientInfo,
 	})
 	if err != nil {
-		return "", err
+		return "", time.Time{}, err
 	}
 	var init acpsdk.InitializeResponse
 	if err := json.Unmarshal(res, &init); err != nil {
-		return "", fmt.Errorf("initialize reply: %w", err)
+		return "", time.Time{}, fmt.Errorf("initialize reply: %w", err)
 	}
 	if init.ProtocolVersion != protocolVersion {
-		return "", fmt.Errorf("the agent speaks ACP version %d, not %d", init.ProtocolVersion, protocolVersion)
+		return "", time.Time{}, fmt.Errorf("the agent speaks ACP version %d, not %d", init.ProtocolVersion, protocolVersion)
 	}
 	servers, err := mcpServers(sc.AgentConfig.MCPServers, init.AgentCapabilities.McpCapabilities)
 	if err != nil {
-		return "", err
+		return "", time.Time{}, err
 	}
 	sessionParams := map[string]any{"cwd": paths.WorkDir, "mcpServers": servers}
 	var modes *acpsdk.SessionModeState
@@ -311,13 +330,15 @@ func (a *Adapter) handshake(ctx context.Context, sc engines.EngineStartupContext
 		}
 		res, err := call(ctx, proc, 0, idHandshake+methodSessionNew, methodSessionNew, sessionParams)
 		if err != nil {
-			return "", err
+			return "", time.Time{}, err
 		}
 		var created acpsdk.NewSessionResponse
 		if err := json.Unmarshal(res, &created); err != nil || created.SessionId == "" {
-			return "", fmt.Errorf("session/new reply without a session id: %s", res)
+			return "", time.Time{}, fmt.Errorf("session/new reply without a session id: %s", res)
 		}
 		sessionID, modes = string(created.SessionId), created.Modes
+		// Read after the reply: the program named its files by a minute no later.
+		started = a.cfg.Now()
 	} else {
 		sessionParams["sessionId"] = sessionID
 		method := methodSessionLoad
@@ -325,11 +346,16 @@ func (a *Adapter) handshake(ctx context.Context, sc engines.EngineStartupContext
 			method = methodSessionResume
 		}
 		if method == methodSessionLoad && !init.AgentCapabilities.LoadSession {
-			return "", errors.New("the agent does not offer session/load")
+			return "", time.Time{}, errors.New("the agent does not offer session/load")
+		}
+		if method == methodSessionLoad && p.LoadAfterStartMinute {
+			if err := a.awaitLaterMinute(ctx, started); err != nil {
+				return "", time.Time{}, err
+			}
 		}
 		res, err := call(ctx, proc, 0, idHandshake+method, method, sessionParams)
 		if err != nil {
-			return "", err
+			return "", time.Time{}, err
 		}
 		var reopened struct {
 			Modes *acpsdk.SessionModeState `json:"modes"`
@@ -338,7 +364,7 @@ func (a *Adapter) handshake(ctx context.Context, sc engines.EngineStartupContext
 		modes = reopened.Modes
 	}
 	if err := a.checkModes(modes); err != nil {
-		return "", err
+		return "", time.Time{}, err
 	}
 	mode := sc.PermissionMode
 	if mode == "" {
@@ -347,10 +373,40 @@ func (a *Adapter) handshake(ctx context.Context, sc engines.EngineStartupContext
 	if mode != "" && (modes == nil || string(modes.CurrentModeId) != mode) {
 		if _, err := call(ctx, proc, 0, idPrefixMode+mode+":"+randomHex(4), methodSessionSetMode,
 			map[string]any{"sessionId": sessionID, "modeId": mode}); err != nil {
-			return "", err
+			return "", time.Time{}, err
 		}
 	}
-	return sessionID, nil
+	return sessionID, started, nil
+}
+
+// awaitLaterMinute waits until the wall-clock minute is later than the one the session
+// started in; with the start unknown, until the next minute begins, which is later
+// than any start before now. A second more allows for the program's clock.
+func (a *Adapter) awaitLaterMinute(ctx context.Context, started time.Time) error {
+	wait := laterMinuteWait(a.cfg.Now(), started)
+	if wait <= 0 {
+		return nil
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("wait for a later minute than the session's start: %w", ctx.Err())
+	}
+}
+
+// laterMinuteWait is how long from now until a minute later than the one started is
+// in (zero started: than now's), with a second's margin; zero when now is already
+// in a later minute.
+func laterMinuteWait(now, started time.Time) time.Duration {
+	if started.IsZero() {
+		started = now
+	} else if now.Truncate(time.Minute).After(started.Truncate(time.Minute)) {
+		return 0
+	}
+	return max(started.Truncate(time.Minute).Add(time.Minute+time.Second).Sub(now), 0)
 }
 
 // checkModes refuses a program that does not offer every mode its profile declares:

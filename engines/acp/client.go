@@ -100,7 +100,7 @@ func (c *Client) Capabilities(context.Context) (engines.EngineCapabilityManifest
 func (c *Client) Committed(context.Context, engines.RuntimeCursor) error { return nil }
 
 func (c *Client) translator(st transState, answer bool) *translator {
-	t := &translator{st: st, respPrefix: c.respPrefix, busy: c.profile.Busy}
+	t := &translator{st: st, respPrefix: c.respPrefix, busy: c.profile.Busy, modeText: c.profile.ModeUpdateText}
 	if c.log != nil {
 		t.inLog = func(text string, from int, claimed []int) (int, bool) {
 			return c.log.find(context.Background(), text, from, claimed)

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -231,7 +232,7 @@ func TestTranslationFacts(t *testing.T) {
 // initialize reply: the pinned release.
 func TestServerInfoFromInitialize(t *testing.T) {
 	pinned := map[string]string{acp.KindClaude: agentbin.ClaudeACPVersion, acp.KindCodex: agentbin.CodexACPVersion,
-		acp.KindQwen: agentbin.QwenVersion, acp.KindOpencode: agentbin.OpencodeVersion}
+		acp.KindQwen: agentbin.QwenVersion, acp.KindOpencode: agentbin.OpencodeVersion, acp.KindGemini: agentbin.GeminiVersion}
 	for _, kind := range recordedKinds {
 		t.Run(kind, func(t *testing.T) {
 			t.Parallel()
@@ -244,4 +245,21 @@ func TestServerInfoFromInitialize(t *testing.T) {
 			require.Equal(t, pinned[kind], *comp.Version)
 		})
 	}
+}
+
+// TestLoadWaitsForALaterMinute: a program that loses a session loaded within its start
+// minute (Gemini CLI) is loaded only in a later minute; with the start unknown, the
+// wait runs to the next minute, later than any start before now.
+func TestLoadWaitsForALaterMinute(t *testing.T) {
+	t.Parallel()
+	at := func(hhmmss string) time.Time {
+		ts, err := time.Parse(time.TimeOnly, hhmmss)
+		require.NoError(t, err)
+		return ts
+	}
+	require.Equal(t, 41*time.Second, acp.LaterMinuteWait(at("12:00:20"), at("12:00:05")), "same minute: to the next one, and a second")
+	require.Zero(t, acp.LaterMinuteWait(at("12:01:00"), at("12:00:59")), "already a later minute")
+	require.Zero(t, acp.LaterMinuteWait(at("13:30:00"), at("12:00:05")))
+	require.Equal(t, 31*time.Second, acp.LaterMinuteWait(at("12:00:30"), time.Time{}), "start unknown: to the next minute")
+	require.True(t, acp.GeminiProfile(acp.Install{}).LoadAfterStartMinute)
 }

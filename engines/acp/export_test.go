@@ -17,3 +17,6 @@ func ConnectForTest(a *Adapter, proc engines.ProcessSession, sessionID string) *
 func FindInSessionLog(box engines.Box, path, text string, from int, claimed []int) (int, bool) {
 	return (&sessionLog{box: box, pattern: path}).find(context.Background(), text, from, claimed)
 }
+
+// LaterMinuteWait is how long a session/load of a LoadAfterStartMinute profile waits.
+var LaterMinuteWait = laterMinuteWait

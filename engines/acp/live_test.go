@@ -61,6 +61,8 @@ var liveProfiles = map[string]struct {
 	acp.KindQwen:  {acp.QwenProfile, "Authorization", "Bearer sk-host-side", "http://127.0.0.1:18080/v1", "default", ""},
 	// opencode asks for every shell command (its configuration); it has no modes.
 	acp.KindOpencode: {acp.OpencodeProfile, "Authorization", "Bearer sk-host-side", "http://127.0.0.1:18080/v1", "", ""},
+	// Gemini CLI speaks the Gemini API, whose SDK adds /v1beta to the base URL.
+	acp.KindGemini: {acp.GeminiProfile, "x-goog-api-key", "sk-host-side", "http://127.0.0.1:18080", "default", ""},
 }
 
 func newLiveEnv(t *testing.T, kind string) *liveEnv {
@@ -237,7 +239,8 @@ func runLiveConversation(t *testing.T, kind string) {
 		require.NoError(t, box2.WriteFile(ctx, nil, p, data, 0o600))
 	}
 	sc3 := sc
-	sc3.SandboxID, sc3.AttachMode, sc3.ResumeSessionKey = box2.ID(), engines.AttachRestore, key
+	// The platform hands the stored resume material to every attach.
+	sc3.SandboxID, sc3.AttachMode, sc3.ResumeSessionKey, sc3.ResumeMaterial = box2.ID(), engines.AttachRestore, key, rt2.ResumeMaterial
 	rt3, err := e.adapter.ActivateRuntime(ctx, sc3, box2)
 	require.NoError(t, err)
 	client = rt3.EngineClient
@@ -282,7 +285,7 @@ func sessionLogs(t *testing.T, ctx context.Context, box *enginebox.Box, a *acp.A
 	require.NotEmpty(t, patterns, "the profile declares a session log or state files")
 	var globs []string
 	for _, pat := range patterns {
-		globs = append(globs, filepath.Join("/workspace/.home", p.StateDir, strings.ReplaceAll(pat, "{engine_session_key}", key)))
+		globs = append(globs, filepath.Join("/workspace/.home", p.StateDir, engines.SessionLogPath(pat, key)))
 	}
 	proc, err := box.StartProcess(ctx, engines.ProcessSpec{Name: "find-logs-" + uuid.NewString()[:8],
 		Command: []string{"/bin/sh", "-c", "ls -1 " + strings.Join(globs, " ")}})
@@ -306,3 +309,42 @@ func TestLiveQwenCode(t *testing.T) { runLiveConversation(t, acp.KindQwen) }
 func TestLiveOpencode(t *testing.T) { runLiveConversation(t, acp.KindOpencode) }
 
 func TestLiveCodexACP(t *testing.T) { runLiveConversation(t, acp.KindCodex) }
+
+func TestLiveGeminiCLI(t *testing.T) { runLiveConversation(t, acp.KindGemini) }
+
+// TestLiveGeminiCLIModes: in its trusted workspace Gemini CLI takes the modes its
+// profile declares; under yolo a shell command runs without a permission request, and
+// the mode change it reports as agent text stays out of the stream.
+func TestLiveGeminiCLIModes(t *testing.T) {
+	e := newLiveEnv(t, acp.KindGemini)
+	_, box := e.newBox()
+	sc := engines.EngineStartupContext{SessionID: "live-" + uuid.NewString(), SessionKind: engines.SessionKindAgentChat,
+		SandboxID: box.ID(), PermissionMode: "yolo"}
+	rt, err := e.adapter.ActivateRuntime(e.ctx, sc, box)
+	require.NoError(t, err)
+	client := rt.EngineClient
+	r := enginetest.StartLiveReader(t, e.ctx, client, nil)
+	require.NoError(t, client.(engines.PermissionModeSetter).SetPermissionMode(e.ctx, "autoEdit"))
+	require.NoError(t, client.(engines.PermissionModeSetter).SetPermissionMode(e.ctx, "yolo"))
+	require.NoError(t, client.Submit(e.ctx, engines.TextInput(uuid.NewString(), `[[script:bash cmd="touch yolo.txt"]]`)))
+	require.Equal(t, engines.OutcomeCompleted, endedFor(r, "").Outcome)
+	_, err = box.ReadFile(e.ctx, nil, "/workspace/yolo.txt")
+	require.NoError(t, err, "the command ran without asking")
+	for _, ev := range r.Seen {
+		require.NotEqual(t, engines.EventInteractionOpened, ev.Type(), "yolo asks nothing")
+		if out, ok := ev.(engines.ResponseOutput); ok {
+			require.NotContains(t, out.Frame.StringField("delta"), "MODE_UPDATE")
+		}
+	}
+	// The program did report the changes as text: the journal has them.
+	proc, err := box.StartProcess(e.ctx, engines.ProcessSpec{Name: client.(*acp.Client).ProcessName(), Command: []string{"/bin/false"}})
+	require.NoError(t, err)
+	reported := false
+	for line, err := range proc.ReadOutput(e.ctx, 0, false) {
+		require.NoError(t, err)
+		reported = reported || bytes.Contains(line.Data, []byte(`"text":"[MODE_UPDATE] autoEdit"`))
+	}
+	require.True(t, reported, "Gemini CLI sent [MODE_UPDATE] text")
+	r.Cancel()
+	require.NoError(t, client.Close())
+}

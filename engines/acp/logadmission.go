@@ -46,7 +46,7 @@ var safeSessionID = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 func newSessionLog(box engines.Box, identity *engines.RuntimeIdentity, stateDir, pattern, sessionID string) *sessionLog {
 	l := &sessionLog{box: box, identity: identity}
 	if safeSessionID.MatchString(sessionID) {
-		l.pattern = stateDir + "/" + strings.ReplaceAll(pattern, "{engine_session_key}", sessionID)
+		l.pattern = stateDir + "/" + engines.SessionLogPath(pattern, sessionID)
 	}
 	return l
 }

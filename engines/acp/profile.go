@@ -78,8 +78,9 @@ type Profile struct {
 	StateDir    string `json:"state_dir" yaml:"state_dir"`
 	StateDirEnv string `json:"state_dir_env,omitempty" yaml:"state_dir_env"`
 	// SessionLog locates the session's transcript under StateDir, with the placeholder
-	// {engine_session_key} and globs; the platform mirrors it and restores it in a new
-	// box. Empty when the program keeps no JSONL transcript the platform can mirror.
+	// {engine_session_key} (or {engine_session_key_8}, its first 8 characters) and
+	// globs; the platform mirrors it and restores it in a new box. Empty when the
+	// program keeps no JSONL transcript the platform can mirror.
 	SessionLog string `json:"session_log,omitempty" yaml:"session_log"`
 	// StateFiles are file names under StateDir of the state to save and restore when
 	// the program keeps no JSONL transcript (opencode's SQLite database and its WAL):
@@ -108,6 +109,15 @@ type Profile struct {
 	// instructions (CLAUDE.md, AGENTS.md); the adapter writes the Agent's instructions
 	// there before every start. Empty: the Agent's instructions are refused on save.
 	InstructionsFile string `json:"instructions_file,omitempty" yaml:"instructions_file"`
+	// ModeUpdateText starts the agent text the program sends instead of
+	// current_mode_update when its mode changes (Gemini CLI's "[MODE_UPDATE] "); such
+	// a text chunk is kept out of the stream. Empty when the program has none.
+	ModeUpdateText string `json:"mode_update_text,omitempty" yaml:"mode_update_text"`
+	// LoadAfterStartMinute says the program loses a session it reopens (session/load)
+	// within the wall-clock minute the session started in (Gemini CLI names its chat
+	// file by that minute and starts the same file again); the adapter then waits for
+	// a later minute before session/load.
+	LoadAfterStartMinute bool `json:"load_after_start_minute,omitempty" yaml:"load_after_start_minute"`
 	// ReportsUsage says the program's prompt reply carries token usage.
 	ReportsUsage bool `json:"reports_usage" yaml:"reports_usage"`
 	// Quirks are known deviations the adapter works around or reports.
@@ -136,8 +146,8 @@ func (p Profile) Validate() error {
 			errs = append(errs, fmt.Errorf("files: %q must be a path under the home folder", name))
 		}
 	}
-	if p.SessionLog != "" && !strings.Contains(p.SessionLog, "{engine_session_key}") {
-		errs = append(errs, fmt.Errorf("session_log %q must contain {engine_session_key}", p.SessionLog))
+	if p.SessionLog != "" && !strings.Contains(p.SessionLog, engines.SessionLogKeyPlaceholder) && !strings.Contains(p.SessionLog, engines.SessionLogShortKeyPlaceholder) {
+		errs = append(errs, fmt.Errorf("session_log %q must contain {engine_session_key} or {engine_session_key_8}", p.SessionLog))
 	}
 	for _, f := range p.StateFiles {
 		if f == "" || path.IsAbs(f) || slices.Contains(strings.Split(f, "/"), "..") {

@@ -97,25 +97,32 @@ plugins = false
 	}
 }
 
-// GeminiProfile is Gemini CLI in its ACP mode. The model is pinned: the default router
-// calls the model for a JSON classification first.
+// GeminiProfile is Gemini CLI in its ACP mode, over the Gemini API. The model is
+// pinned: the default router calls the model for a JSON classification first. The
+// workspace is trusted (it is the box's own), else Gemini CLI runs it restricted. Its
+// chat file is named by the session's start minute and the session id's first 8
+// characters; it is the session log the platform mirrors and restores.
 func GeminiProfile(in Install) Profile {
 	return Profile{
 		Kind: KindGemini, Title: "Gemini CLI",
 		Command: []string{in.Node, in.Modules + "/@google/gemini-cli/bundle/gemini.js", "--acp"},
 		Env: map[string]string{
 			"GOOGLE_GEMINI_BASE_URL": "{model_base_url}", "GEMINI_MODEL": "gemini-2.5-flash",
-			"GEMINI_CLI_NO_RELAUNCH": "true",
+			"GEMINI_CLI_NO_RELAUNCH": "true", "GEMINI_CLI_TRUST_WORKSPACE": "true",
 		},
 		Files: map[string]string{".gemini/settings.json": `{"security":{"auth":{"selectedType":"gemini-api-key"}},` +
 			`"privacy":{"usageStatisticsEnabled":false},"telemetry":{"enabled":false},"general":{"disableAutoUpdate":true}}`},
 		ModelKeyEnv: "GEMINI_API_KEY",
 		StateDir:    ".gemini",
-		Modes:       []string{"default"},
+		SessionLog:  "tmp/*/chats/session-*-{engine_session_key_8}.jsonl",
+		// In a trusted workspace Gemini CLI offers every mode; default asks before tools.
+		Modes:       []string{"default", "autoEdit", "yolo", "plan"},
 		DefaultMode: "default",
 		Busy:        BusyCancels, Admission: AdmissionPromptReply, Resume: ResumeLoad,
+		LoadAfterStartMinute: true, ModeUpdateText: "[MODE_UPDATE] ",
 		Quirks: []string{
-			"no session/resume; session/load within the same wall-clock minute as the session's start loses it",
+			"no session/resume; session/load within the same wall-clock minute as the session's start loses it (the adapter waits for a later minute)",
+			"sends its mode changes as agent text [MODE_UPDATE] <mode>",
 			"waits for the permission answer after session/cancel (answered cancelled by the client)",
 			"no tool_call before a permission request",
 		},

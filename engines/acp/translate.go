@@ -22,6 +22,9 @@ type translator struct {
 	// response ids minted from the prompt sequence never repeat within the Session.
 	respPrefix string
 	busy       BusyPrompt
+	// modeText starts the agent text a program sends as its mode notification
+	// (Profile.ModeUpdateText); empty when it has none.
+	modeText string
 	// decline answers a program request the client declared it does not serve
 	// (fs/*, terminal/*, vendor requests); nil while only reading.
 	decline func(id json.RawMessage, method string)
@@ -364,6 +367,11 @@ func (t *translator) update(params, raw json.RawMessage) {
 		return
 	}
 	u := n.Update
+	if c := u.AgentMessageChunk; c != nil && t.modeText != "" && c.Content.Text != nil && strings.HasPrefix(c.Content.Text.Text, t.modeText) {
+		// The program's mode notification in the guise of text: quiet, as
+		// current_mode_update is.
+		return
+	}
 	if u.UserMessageChunk != nil {
 		// Programs echo no live prompt; a user chunk outside a load is a program's own.
 		t.diag("session_update_"+kind, raw)

@@ -149,3 +149,27 @@ func TestSessionLogMatchesUserRecords(t *testing.T) {
 		}
 	}
 }
+
+// TestGeminiModeUpdateTextIsQuiet: Gemini CLI reports a mode change as agent text
+// "[MODE_UPDATE] <mode>"; it stays out of the stream, as current_mode_update does,
+// while the turn's own text is relayed.
+func TestGeminiModeUpdateTextIsQuiet(t *testing.T) {
+	t.Parallel()
+	modeText := `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"sess-1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"[MODE_UPDATE] autoEdit"}}}}`
+	reply := `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"sess-1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"hello"}}}}`
+	done := `{"jsonrpc":"2.0","id":"prompt:in-1","result":{"stopReason":"end_turn"}}`
+	c, _ := replayClient(t, syntheticRecording(acp.KindGemini, modeText, sentPrompt, modeText, reply, done))
+	var text strings.Builder
+	for _, ev := range readAll(t, c) {
+		switch e := ev.(type) {
+		case engines.ResponseOutput:
+			if e.Frame.Type() == "text-delta" {
+				text.WriteString(e.Frame.StringField("delta"))
+			}
+		case engines.RuntimeDiagnostic:
+			require.NotContains(t, string(e.Raw), "MODE_UPDATE", "not even a diagnostic")
+		}
+	}
+	require.Contains(t, text.String(), "hello")
+	require.NotContains(t, text.String(), "MODE_UPDATE")
+}

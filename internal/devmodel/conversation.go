@@ -22,8 +22,8 @@ type entry struct {
 
 // conversation is what the scripts look at: the history of one request reduced to
 // prompts, tool results and assistant turns, plus the tools the program offers.
-// Every wire format (Anthropic Messages, OpenAI Responses, Chat Completions) is
-// parsed into this shape so one script serves all three.
+// Every wire format (Anthropic Messages, OpenAI Responses, Chat Completions, the
+// Gemini API) is parsed into this shape so one script serves them all.
 type conversation struct {
 	model   string
 	stream  bool
@@ -39,6 +39,9 @@ type conversation struct {
 	namespaced map[string]namespacedTool
 	// chatUsage asks for the final usage chunk of a Chat Completions stream.
 	chatUsage bool
+	// jsonReply, when set, is the whole reply: the request asked for JSON of a
+	// schema (Gemini's responseMimeType application/json), not for a turn.
+	jsonReply string
 }
 
 // namespacedTool is a tool offered inside a Responses namespace.

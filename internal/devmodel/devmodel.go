@@ -1,7 +1,7 @@
 // Package devmodel is AstraBox's scripted model server: a local stand-in for the
-// Anthropic Messages API and the OpenAI Responses and Chat Completions APIs that
-// the real Agent programs (Claude Code, Codex CLI, Pi) can be pointed at when no
-// model service is reachable. Replies are deterministic and chosen by a
+// Anthropic Messages API, the OpenAI Responses and Chat Completions APIs and the
+// Gemini API that the real Agent programs (Claude Code, Codex CLI, Pi, the ACP
+// programs) can be pointed at when no model service is reachable. Replies are deterministic and chosen by a
 // `[[script:NAME ...]]` directive in the prompt (see docs/devmodel.md): plain
 // text, thinking, shell and file-write tool calls, slow paced replies and HTTP
 // errors. Every request is logged and kept in a log tests can inspect.

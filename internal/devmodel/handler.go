@@ -49,6 +49,7 @@ func (s *Server) routes() http.Handler {
 		mux.HandleFunc("POST "+prefix+"/chat/completions", func(w http.ResponseWriter, r *http.Request) { s.serveModel(w, r, chat) })
 		mux.HandleFunc("GET "+prefix+"/models", s.serveModels)
 	}
+	mux.HandleFunc("POST /v1beta/models/{call}", s.serveGemini)
 	mux.HandleFunc("/", s.serveOther)
 	return mux
 }

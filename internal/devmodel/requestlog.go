@@ -16,8 +16,12 @@ const (
 	APIAnthropicCountTokens = "anthropic.count_tokens"
 	APIOpenAIResponses      = "openai.responses"
 	APIOpenAIChat           = "openai.chat_completions"
-	APIModels               = "models"
-	APIOther                = "other"
+	// APIGeminiGenerateContent is the Gemini API's generateContent and
+	// streamGenerateContent (Request.Stream tells which).
+	APIGeminiGenerateContent = "gemini.generate_content"
+	APIGeminiCountTokens     = "gemini.count_tokens"
+	APIModels                = "models"
+	APIOther                 = "other"
 )
 
 // Outcomes recorded in Request.Outcome.
@@ -150,7 +154,7 @@ func redactedHeader(h http.Header) http.Header {
 	out := h.Clone()
 	for name := range out {
 		switch strings.ToLower(name) {
-		case "authorization", "x-api-key", "cookie", "proxy-authorization":
+		case "authorization", "x-api-key", "x-goog-api-key", "cookie", "proxy-authorization":
 			out[name] = []string{"[redacted]"}
 		}
 	}

@@ -27,6 +27,9 @@ const (
 	// ScriptInvalid is not a directive either: it names the text reply that
 	// reports a malformed directive or an unknown script.
 	ScriptInvalid = "invalid"
+	// ScriptJSON is not a directive either: it names the reply to a request for
+	// JSON of a schema (Gemini CLI's next-speaker check), the schema's smallest value.
+	ScriptJSON = "json"
 )
 
 // blockKind is the kind of one content block of a scripted reply.
@@ -105,6 +108,9 @@ func newScripter(slowDelay time.Duration) *scripter {
 func (s *scripter) decide(conv *conversation) plan {
 	if isSideRequest(conv) {
 		return textPlan(ScriptSide, "Scripted side reply.")
+	}
+	if conv.jsonReply != "" {
+		return plan{script: ScriptJSON, blocks: []block{{kind: blockText, chunks: []string{conv.jsonReply}}}}
 	}
 	t := conv.currentTurn()
 	d, _, found, err := findDirective(t.prompt)

@@ -41,6 +41,8 @@ var builtinAgents = []builtinAgent{
 		engineKind: acp.KindQwen, description: "Reviews code in its workspace, with Qwen Code."},
 	{envKey: "AGENT_ID_OPENCODE", profileName: "local-opencode", agentName: "opencode-reviewer",
 		engineKind: acp.KindOpencode, description: "Reviews code in its workspace, with opencode."},
+	{envKey: "AGENT_ID_GEMINI", profileName: "local-gemini", agentName: "gemini-reviewer",
+		engineKind: acp.KindGemini, description: "Reviews code in its workspace, with Gemini CLI."},
 }
 
 // SeedOptions says where dev.env goes and what it points at.

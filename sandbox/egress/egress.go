@@ -18,6 +18,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
+	"path"
 	"slices"
 	"strings"
 	"time"
@@ -73,7 +74,9 @@ func NewCredentialProxy(upstream *url.URL, set map[string]string, strip ...strin
 
 // OnlyPaths limits the proxy to requests for exactly these paths (the query is
 // free): the real credential then reaches the model API's own endpoints and no
-// other path of the upstream a program might try. It returns p.
+// other path of the upstream a program might try. A path may hold path.Match
+// wildcards, where the API names its resource in the path (the Gemini API's
+// /v1beta/models/*:streamGenerateContent); a '*' never spans a '/'. It returns p.
 func (p *CredentialProxy) OnlyPaths(paths ...string) *CredentialProxy {
 	p.paths = append([]string(nil), paths...)
 	return p
@@ -107,7 +110,10 @@ func (p *CredentialProxy) allows(u *url.URL) bool {
 	if u.RawPath != "" && u.RawPath != u.Path {
 		return false
 	}
-	return slices.Contains(p.paths, u.Path)
+	return slices.ContainsFunc(p.paths, func(pattern string) bool {
+		ok, err := path.Match(pattern, u.Path)
+		return err == nil && ok
+	})
 }
 
 // Server serves a handler on one box's unix socket.

@@ -243,6 +243,26 @@ func TestCredentialProxyForwardsOnlyItsPaths(t *testing.T) {
 	require.Equal(t, []string{"/v1/messages", "/v1/messages/count_tokens"}, forwarded, "only the allowed requests reached the upstream")
 }
 
+// TestCredentialProxyMatchesPathPatterns: a path with a wildcard (the Gemini API
+// names the model in the path) allows any model, within one segment only.
+func TestCredentialProxyMatchesPathPatterns(t *testing.T) {
+	t.Parallel()
+	h := NewCredentialProxy(&url.URL{Scheme: "http", Host: "127.0.0.1:1"}, nil).
+		OnlyPaths("/v1beta/models/*:streamGenerateContent", "/v1beta/models/*:countTokens")
+	for path, want := range map[string]bool{
+		"/v1beta/models/gemini-2.5-flash:streamGenerateContent": true,
+		"/v1beta/models/gemini-2.5-pro:countTokens":             true,
+		"/v1beta/models/gemini-2.5-flash:embedContent":          false,
+		"/v1beta/models/a/b:streamGenerateContent":              false,
+		"/v1beta/models/:streamGenerateContent/x":               false,
+		"/v1beta/files": false,
+	} {
+		require.Equal(t, want, h.allows(&url.URL{Path: path}), path)
+	}
+	require.False(t, h.allows(&url.URL{Path: "/v1beta/models/a/b:countTokens", RawPath: "/v1beta/models/a%2Fb:countTokens"}),
+		"an escaped slash is refused")
+}
+
 // TestCredentialProxyStreamsWhileTheBodyIsStillSent: the reply may start
 // before the whole request body has passed the proxy (a model service begins
 // its stream as soon as it has what it needs, and the proxy's own last read of

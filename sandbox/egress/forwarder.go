@@ -23,8 +23,8 @@ type Route struct {
 	Upstream string            `json:"upstream"`
 	Headers  map[string]string `json:"headers,omitempty"`
 	// Paths are the request paths the box may send (the model API's endpoints);
-	// any other is refused with 403 and never reaches the upstream. Empty allows
-	// every path.
+	// any other is refused with 403 and never reaches the upstream. A path may
+	// hold path.Match wildcards ('*' within one segment). Empty allows every path.
 	Paths []string `json:"paths,omitempty"`
 }
 

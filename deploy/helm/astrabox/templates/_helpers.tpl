@@ -94,6 +94,9 @@ ASTRABOX_MODELS_ANTHROPIC_API_KEY: {{ .anthropicApiKey | quote }}
 {{- if .openaiApiKey }}
 ASTRABOX_MODELS_OPENAI_API_KEY: {{ .openaiApiKey | quote }}
 {{- end }}
+{{- if .geminiApiKey }}
+ASTRABOX_MODELS_GEMINI_API_KEY: {{ .geminiApiKey | quote }}
+{{- end }}
 {{- if .temporalApiKey }}
 ASTRABOX_TEMPORAL_API_KEY: {{ .temporalApiKey | quote }}
 {{- end }}
