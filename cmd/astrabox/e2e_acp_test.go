@@ -25,6 +25,7 @@ func TestACPConversationsEndToEnd(t *testing.T) {
 		{"AGENT_ID_CODEX_ACP", "codex-acp-reviewer"},
 		{"AGENT_ID_QWEN", "qwen-reviewer"},
 		{"AGENT_ID_OPENCODE", "opencode-reviewer"},
+		{"AGENT_ID_DEEPSEEK_HARNESS", "deepseek-harness-reviewer"},
 	} {
 		agentID := vars[agent.envKey]
 		require.NotEmpty(t, agentID, "dev.env names %s", agent.envKey)

@@ -32,6 +32,8 @@ type Client struct {
 	// tail is the newest journal offset any read has seen: replies to the client's
 	// requests are searched for from there.
 	tail atomic.Int64
+	// hold keeps the prompts of a program that refuses a prompt while busy.
+	hold heldPrompts
 }
 
 var (
@@ -165,6 +167,7 @@ func (c *Client) State(ctx context.Context) (engines.RuntimeState, error) {
 		return engines.RuntimeState{}, fmt.Errorf("%s state: %w", c.profile.Kind, err)
 	}
 	rs := st.runtimeState()
+	rs.QueuedInputIDs = append(rs.QueuedInputIDs, c.hold.ids()...)
 	if next > 0 {
 		stateJSON, _ := json.Marshal(st)
 		cur := engines.JournalCursor(c.generation, next, 0, stateJSON)
@@ -191,6 +194,9 @@ func (c *Client) Submit(ctx context.Context, input engines.RuntimeInput) error {
 		return fmt.Errorf("acp submit: %w", engines.ErrRuntimeConnectionLost)
 	}
 	line := request(idPrefixPrompt+input.InputID, methodSessionPrompt, map[string]any{"sessionId": c.sessionID, "prompt": blocks})
+	if c.profile.Busy == BusyRefused {
+		return c.submitWhenIdle(ctx, input.InputID, line)
+	}
 	if err := c.proc.WriteStdin(ctx, idPrefixPrompt+input.InputID, line); err != nil {
 		return fmt.Errorf("acp submit %s: %w", input.InputID, err)
 	}

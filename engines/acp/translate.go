@@ -181,6 +181,12 @@ func (t *translator) reply(l rpcLine, raw json.RawMessage) {
 		return
 	}
 	t.st.Prompts = slices.Delete(t.st.Prompts, i, i+1)
+	if l.Error != nil && t.busy == BusyRefused && i > 0 {
+		// A program that refuses a prompt while busy refused one sent behind the running
+		// prompt: it holds nothing of it, so it is neither admitted nor a response.
+		t.diag("prompt_refused_busy", raw)
+		return
+	}
 	// The program answered the prompt: its session record holds it.
 	t.admit(inputID)
 	r := t.ensureResponse()

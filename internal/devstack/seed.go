@@ -39,6 +39,8 @@ var builtinAgents = []builtinAgent{
 		engineKind: acp.KindQwen, description: "Reviews code in its workspace, with Qwen Code."},
 	{envKey: "AGENT_ID_OPENCODE", profileName: "local-opencode", agentName: "opencode-reviewer",
 		engineKind: acp.KindOpencode, description: "Reviews code in its workspace, with opencode."},
+	{envKey: "AGENT_ID_DEEPSEEK_HARNESS", profileName: "local-deepseek-harness", agentName: "deepseek-harness-reviewer",
+		engineKind: acp.KindDeepSeekHarness, description: "Reviews code in its workspace, with DeepSeek Harness."},
 }
 
 // SeedOptions says where dev.env goes and what it points at.
