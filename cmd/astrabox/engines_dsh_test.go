@@ -5,6 +5,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/astrabox/astrabox/config"
 	"github.com/astrabox/astrabox/engines"
 	"github.com/astrabox/astrabox/engines/acp"
 	"github.com/astrabox/astrabox/internal/agentbin"
@@ -33,4 +34,16 @@ func TestDeepSeekHarnessOfferedOnlyWhenInstalled(t *testing.T) {
 	require.Equal(t, "DSH_HOME", adapter.Capabilities().Workload.ConfigDirEnv)
 	require.Equal(t, dshMountPoint, installed.mounts[acp.KindDeepSeekHarness][0].Target)
 	require.NotEmpty(t, installed.forwards[acp.KindDeepSeekHarness].Name)
+}
+
+// TestHermesIsNotOffered: Hermes cannot be installed here (docs/engines/hermes.md), so
+// the built-in registry holds no hermes adapter and a RuntimeProfile selecting it is
+// refused.
+func TestHermesIsNotOffered(t *testing.T) {
+	installed, err := newInstalledEngines(config.Engines{})
+	require.NoError(t, err)
+	_, ok := installed.registry.Adapter("hermes")
+	require.False(t, ok)
+	err = installed.registry.ValidateRuntimeProfile(engines.RuntimeProfileSpec{EngineKind: "hermes"})
+	require.ErrorContains(t, err, `no engine adapter "hermes" is installed`)
 }
