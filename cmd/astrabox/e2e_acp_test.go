@@ -55,6 +55,7 @@ func TestACPConversationsEndToEnd(t *testing.T) {
 		require.True(t, ok, "messages: %v", history)
 		assert.Len(t, msgs, 4, agent.envKey)
 	}
+	heldInputConversation(c, validator, vars["AGENT_ID_DEEPSEEK_HARNESS"])
 	c.dev.interrupt(t)
 }
 
