@@ -28,7 +28,7 @@ var (
 )
 
 // recordedKinds are the profiles with a native recording in testdata/native.
-var recordedKinds = []string{acp.KindClaude, acp.KindCodex, acp.KindQwen, acp.KindOpencode}
+var recordedKinds = []string{acp.KindClaude, acp.KindCodex, acp.KindQwen, acp.KindOpencode, acp.KindDeepSeekHarness}
 
 // journalLine is one line of a native recording: the journal as the box kept it.
 type journalLine struct {
