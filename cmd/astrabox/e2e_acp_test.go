@@ -33,6 +33,7 @@ func TestACPConversationsEndToEnd(t *testing.T) {
 		{"AGENT_ID_OPENCODE", "opencode-reviewer"},
 		{"AGENT_ID_GEMINI", "gemini-reviewer"},
 		{"AGENT_ID_CONFIGURED_CODEX_ACP", configuredACPKind + "-reviewer"},
+		{"AGENT_ID_DEEPSEEK_HARNESS", "deepseek-harness-reviewer"},
 	} {
 		// A subtest per program, so one can be run alone (-run .../AGENT_ID_GEMINI); they
 		// share the platform and run in turn.
@@ -70,6 +71,7 @@ func TestACPConversationsEndToEnd(t *testing.T) {
 			assert.Len(t, msgs, 4, agent.envKey)
 		})
 	}
+	heldInputConversation(c, validator, vars["AGENT_ID_DEEPSEEK_HARNESS"])
 	c.dev.interrupt(t)
 }
 

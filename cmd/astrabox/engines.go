@@ -100,6 +100,9 @@ func newInstalledEngines(cfg config.Engines) (*installedEngines, error) {
 	if err := out.registerACP(); err != nil {
 		return nil, err
 	}
+	if err := out.registerDeepSeekHarness(); err != nil {
+		return nil, err
+	}
 	for i, prog := range cfg.ACPPrograms {
 		if err := out.registerACPProgram(prog); err != nil {
 			return nil, fmt.Errorf("engines.acp_programs[%d]: %w", i, err)

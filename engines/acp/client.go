@@ -38,6 +38,8 @@ type Client struct {
 	// tail is the newest journal offset any read has seen: replies to the client's
 	// requests are searched for from there.
 	tail atomic.Int64
+	// hold keeps the prompts of a program that refuses a prompt while busy.
+	hold heldPrompts
 }
 
 var (
@@ -185,6 +187,7 @@ func (c *Client) State(ctx context.Context) (engines.RuntimeState, error) {
 		return engines.RuntimeState{}, fmt.Errorf("%s state: %w", c.profile.Kind, err)
 	}
 	rs := st.runtimeState()
+	rs.QueuedInputIDs = append(rs.QueuedInputIDs, c.hold.ids()...)
 	if next > 0 {
 		stateJSON, _ := json.Marshal(st)
 		cur := engines.JournalCursor(c.generation, next, 0, stateJSON)
@@ -216,6 +219,9 @@ func (c *Client) Submit(ctx context.Context, input engines.RuntimeInput) error {
 		params["_meta"] = map[string]any{metaLogLines: c.log.lineCount(ctx)}
 	}
 	line := request(idPrefixPrompt+input.InputID, methodSessionPrompt, params)
+	if c.profile.Busy == BusyRefused {
+		return c.submitWhenIdle(ctx, input.InputID, line)
+	}
 	if err := c.proc.WriteStdin(ctx, idPrefixPrompt+input.InputID, line); err != nil {
 		return fmt.Errorf("acp submit %s: %w", input.InputID, err)
 	}

@@ -232,7 +232,10 @@ func TestTranslationFacts(t *testing.T) {
 // initialize reply: the pinned release.
 func TestServerInfoFromInitialize(t *testing.T) {
 	pinned := map[string]string{acp.KindClaude: agentbin.ClaudeACPVersion, acp.KindCodex: agentbin.CodexACPVersion,
-		acp.KindQwen: agentbin.QwenVersion, acp.KindOpencode: agentbin.OpencodeVersion, acp.KindGemini: agentbin.GeminiVersion}
+		acp.KindQwen: agentbin.QwenVersion, acp.KindOpencode: agentbin.OpencodeVersion, acp.KindGemini: agentbin.GeminiVersion,
+		// DeepSeek Harness answers initialize through the project's ACP bridge, which
+		// reports its own version (tools/dsh/acp-bridge/index.js).
+		acp.KindDeepSeekHarness: "0.0.1-rc.1+astrabox.1"}
 	for _, kind := range recordedKinds {
 		t.Run(kind, func(t *testing.T) {
 			t.Parallel()

@@ -26,6 +26,10 @@ const (
 	// BusyJoined: the program folds the second prompt into the running turn and
 	// answers both prompts when it ends (opencode).
 	BusyJoined BusyPrompt = "joined"
+	// BusyRefused: the program refuses a prompt while one runs (DeepSeek Harness's ACP
+	// bridge answers -32602). The client holds the input and sends it once the running
+	// prompt is answered; the platform keeps custody until the program admits it.
+	BusyRefused BusyPrompt = "refused"
 )
 
 // Admission names where a profile's program durably records an input.
@@ -169,9 +173,9 @@ func (p Profile) Validate() error {
 		errs = append(errs, errors.New("default_mode needs modes"))
 	}
 	switch p.Busy {
-	case BusyQueued, BusyCancels, BusyJoined:
+	case BusyQueued, BusyCancels, BusyJoined, BusyRefused:
 	default:
-		errs = append(errs, fmt.Errorf("busy %q must be queued, cancels or joined", p.Busy))
+		errs = append(errs, fmt.Errorf("busy %q must be queued, cancels, joined or refused", p.Busy))
 	}
 	switch p.Admission {
 	case AdmissionPromptReply:

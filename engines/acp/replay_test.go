@@ -28,7 +28,7 @@ var (
 )
 
 // recordedKinds are the profiles with a native recording in testdata/native.
-var recordedKinds = []string{acp.KindClaude, acp.KindCodex, acp.KindQwen, acp.KindOpencode, acp.KindGemini}
+var recordedKinds = []string{acp.KindClaude, acp.KindCodex, acp.KindQwen, acp.KindOpencode, acp.KindGemini, acp.KindDeepSeekHarness}
 
 // journalLine is one line of a native recording: the journal as the box kept it.
 type journalLine struct {
@@ -159,7 +159,8 @@ func shippedAdapter(t testing.TB, kind string) *acp.Adapter {
 	in := acp.Install{Node: "/usr/bin/node", Modules: acpMount, ClaudeCode: claudeMount + "/claude", Codex: codexMount + "/bin/codex",
 		Opencode: acpMount + "/opencode-linux-x64/bin/opencode"}
 	profiles := map[string]func(acp.Install) acp.Profile{acp.KindClaude: acp.ClaudeProfile, acp.KindCodex: acp.CodexProfile,
-		acp.KindGemini: acp.GeminiProfile, acp.KindQwen: acp.QwenProfile, acp.KindOpencode: acp.OpencodeProfile}
+		acp.KindGemini: acp.GeminiProfile, acp.KindQwen: acp.QwenProfile, acp.KindOpencode: acp.OpencodeProfile,
+		acp.KindDeepSeekHarness: func(acp.Install) acp.Profile { return acp.DeepSeekHarnessProfile(dshInBox) }}
 	a, err := acp.NewAdapter(acp.Config{Profile: profiles[kind](in), ModelBaseURL: "http://127.0.0.1:18080"})
 	require.NoError(t, err)
 	return a

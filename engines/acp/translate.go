@@ -210,10 +210,20 @@ func (t *translator) reply(l rpcLine, raw json.RawMessage) {
 		t.diag("reply_to_unknown_prompt", raw)
 		return
 	}
+	if l.Error != nil && t.busy == BusyRefused && i > 0 {
+		// A program that refuses a prompt while busy refused one sent behind the running
+		// prompt: it holds nothing of it, so it is neither admitted nor a response.
+		t.st.Prompts = slices.Delete(t.st.Prompts, i, i+1)
+		t.diag("prompt_refused_busy", raw)
+		return
+	}
+	// A prompt answered before any output (DeepSeek Harness sends a cancelled turn's
+	// text after the reply) still has its response: started while the prompt is the
+	// oldest unanswered one, then ended by this reply.
+	r := t.ensureResponse()
 	t.st.Prompts = slices.Delete(t.st.Prompts, i, i+1)
 	// The program answered the prompt: its session record holds it.
 	t.admit(inputID)
-	r := t.ensureResponse()
 	if r == nil || !slices.Contains(r.InputIDs, inputID) {
 		t.diag("reply_outside_response", raw)
 		return

@@ -173,3 +173,37 @@ func TestGeminiModeUpdateTextIsQuiet(t *testing.T) {
 	require.Contains(t, text.String(), "hello")
 	require.NotContains(t, text.String(), "MODE_UPDATE")
 }
+
+// TestPromptAnsweredBeforeAnyOutput gives a prompt answered before the program sent
+// anything for it (DeepSeek Harness sends a cancelled turn's text after the reply) its
+// own response, started and ended by the reply, and the next prompt its own.
+func TestPromptAnsweredBeforeAnyOutput(t *testing.T) {
+	t.Parallel()
+	const (
+		sentSecond = `{"astrabox_sent":{"jsonrpc":"2.0","id":"prompt:in-2","method":"session/prompt","params":{"sessionId":"sess-1","prompt":[{"type":"text","text":"next"}]}}}`
+		lateText   = `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"sess-1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"partial"}}}}`
+		replyEnd   = `{"jsonrpc":"2.0","id":"prompt:in-2","result":{"stopReason":"end_turn"}}`
+	)
+	c, _ := replayClient(t, syntheticRecording(acp.KindDeepSeekHarness, sentPrompt, sentCancel, replyCancelled, lateText, sentSecond, replyEnd))
+	var started []engines.ResponseStarted
+	var ended []engines.ResponseEnded
+	var diags []string
+	for _, ev := range readAll(t, c) {
+		switch e := ev.(type) {
+		case engines.ResponseStarted:
+			started = append(started, e)
+		case engines.ResponseEnded:
+			ended = append(ended, e)
+		case engines.RuntimeDiagnostic:
+			diags = append(diags, e.EventType)
+		}
+	}
+	require.Len(t, started, 2)
+	require.Equal(t, []string{"in-1"}, started[0].InputIDs)
+	require.Equal(t, []string{"in-2"}, started[1].InputIDs)
+	require.Len(t, ended, 2)
+	require.Equal(t, started[0].ResponseID, ended[0].ResponseID)
+	require.Equal(t, engines.OutcomeCancelled, ended[0].Outcome)
+	require.Equal(t, engines.OutcomeCompleted, ended[1].Outcome)
+	require.NotContains(t, diags, "reply_outside_response")
+}

@@ -42,7 +42,14 @@ type conversation struct {
 	// jsonReply, when set, is the whole reply: the request asked for JSON of a
 	// schema (Gemini's responseMimeType application/json), not for a turn.
 	jsonReply string
+	// dshContext is set when DeepSeek Harness sent its runtime context message: its
+	// bash tool requires a description, and leaving its sandbox takes
+	// sandbox_permissions and a justification.
+	dshContext bool
 }
+
+// dshContextPrefix starts the user message DeepSeek Harness adds after every prompt.
+const dshContextPrefix = "Current runtime context."
 
 // namespacedTool is a tool offered inside a Responses namespace.
 type namespacedTool struct {
@@ -53,6 +60,10 @@ type namespacedTool struct {
 // into user messages so a directive is found in what the person typed.
 func (c *conversation) addPrompt(text string) {
 	if strings.HasPrefix(strings.TrimSpace(text), "<system-reminder>") {
+		return
+	}
+	if strings.HasPrefix(strings.TrimSpace(text), dshContextPrefix) {
+		c.dshContext = true
 		return
 	}
 	c.entries = append(c.entries, entry{kind: entryPrompt, text: text})

@@ -247,3 +247,27 @@ func TestOpenAIErrorsMidStream(t *testing.T) {
 	}
 	require.ErrorContains(t, chat.Err(), "chat broke")
 }
+
+// TestChatCompletionsDeepSeekHarness scripts against the prompt DeepSeek Harness sends,
+// not the runtime context message it adds after it, and gives its bash the description
+// it requires and, to leave its sandbox, sandbox_permissions and a justification.
+func TestChatCompletionsDeepSeekHarness(t *testing.T) {
+	t.Parallel()
+	srv := startServer(t)
+	client := openAIClient(srv, 0)
+	const context = "Current runtime context.\nApproval policy: ask"
+	acc, _ := streamChat(t, t.Context(), client, openai.ChatCompletionNewParams{
+		Model: "deepseek-v4-flash", Tools: []openai.ChatCompletionToolUnionParam{bashFunction},
+		Messages: []openai.ChatCompletionMessageParamUnion{
+			openai.UserMessage(`[[script:bash cmd="touch /tmp/out" escalate=true description="Leave"]]`), openai.UserMessage(context)},
+	})
+	calls := acc.Choices[0].Message.ToolCalls
+	require.Len(t, calls, 1)
+	require.JSONEq(t, `{"command":"touch /tmp/out","description":"Leave","sandbox_permissions":"danger-full-access","justification":"Leave"}`,
+		calls[0].Function.Arguments)
+
+	acc, _ = streamChat(t, t.Context(), client, openai.ChatCompletionNewParams{
+		Model: "deepseek-v4-flash", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hello there"), openai.UserMessage(context)},
+	})
+	require.Equal(t, "Scripted reply to: hello there", acc.Choices[0].Message.Content)
+}

@@ -11,7 +11,8 @@ import (
 // program offers: Claude Code's Bash, Pi's bash, Codex's exec_command or shell,
 // Gemini CLI's and Qwen Code's run_shell_command. With escalate=true a Codex
 // exec_command asks to run outside Codex's own sandbox, which makes Codex ask for
-// approval under its on-request policy.
+// approval under its on-request policy; with escalate=true DeepSeek Harness's bash
+// asks to leave its sandbox, which makes it ask for approval.
 func bashCall(d directive, conv *conversation) ([]toolCall, error) {
 	cmds := d.all("cmd")
 	if len(cmds) == 0 {
@@ -41,6 +42,15 @@ func bashCall(d directive, conv *conversation) ([]toolCall, error) {
 			args = map[string][]string{"command": {"bash", "-lc", cmd}}
 		default:
 			args = map[string]string{"command": cmd}
+		}
+		if name == "bash" && conv.dshContext {
+			// DeepSeek Harness's bash requires a description.
+			a := map[string]string{"command": cmd, "description": d.str("description", "Run scripted command")}
+			if escalate {
+				a["sandbox_permissions"] = "danger-full-access"
+				a["justification"] = d.str("description", "Run scripted command")
+			}
+			args = a
 		}
 		calls = append(calls, jsonCall(name, args))
 	}

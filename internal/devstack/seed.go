@@ -43,6 +43,8 @@ var builtinAgents = []builtinAgent{
 		engineKind: acp.KindOpencode, description: "Reviews code in its workspace, with opencode."},
 	{envKey: "AGENT_ID_GEMINI", profileName: "local-gemini", agentName: "gemini-reviewer",
 		engineKind: acp.KindGemini, description: "Reviews code in its workspace, with Gemini CLI."},
+	{envKey: "AGENT_ID_DEEPSEEK_HARNESS", profileName: "local-deepseek-harness", agentName: "deepseek-harness-reviewer",
+		engineKind: acp.KindDeepSeekHarness, description: "Reviews code in its workspace, with DeepSeek Harness."},
 }
 
 // SeedOptions says where dev.env goes and what it points at.
