@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 
+	"github.com/astrabox/astrabox/api"
 	"github.com/astrabox/astrabox/config"
 	"github.com/astrabox/astrabox/internal/devstack"
 	"github.com/astrabox/astrabox/internal/telemetry"
@@ -110,7 +111,14 @@ func runDev(ctx context.Context, cfg *config.Config, log *zap.Logger) (err error
 		}
 	}
 
-	parts := []func(context.Context) error{p.runAPI, p.runWorker, debugServer(cfg.Debug.PprofAddr, log.Named("debug"))}
+	// The API's port is bound before the banner names it: a browser or client that
+	// opens the printed URL at once waits for its first answer instead of being refused.
+	apiListener, err := api.Listen(cfg.HTTP.Addr)
+	if err != nil {
+		return err
+	}
+	serveAPI := func(ctx context.Context) error { return p.serveAPI(ctx, apiListener) }
+	parts := []func(context.Context) error{serveAPI, p.runWorker, debugServer(cfg.Debug.PprofAddr, log.Named("debug"))}
 	if !cfg.Models.AnthropicAPIKey.IsSet() {
 		parts = append(parts, runDevModel(cfg.Dev.ModelPort, log))
 	}

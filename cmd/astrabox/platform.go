@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -128,12 +129,19 @@ func (p *platform) checks() []api.Check {
 	}
 }
 
-// runAPI serves the API until ctx is done.
+// runAPI serves the API on http.addr until ctx is done.
 func (p *platform) runAPI(ctx context.Context) error {
 	ln, err := api.Listen(p.cfg.HTTP.Addr)
 	if err != nil {
 		return err
 	}
+	return p.serveAPI(ctx, ln)
+}
+
+// serveAPI serves the API on ln, already bound, until ctx is done. ln is closed
+// when it returns, also when it fails before serving.
+func (p *platform) serveAPI(ctx context.Context, ln net.Listener) error {
+	defer func() { _ = ln.Close() }() // a second close, after the server's, is harmless
 	listener, err := pubsub.Start(ctx, p.cfg.Database.DSN(), p.log.Named("api"), pubsub.Options{})
 	if err != nil {
 		return fmt.Errorf("listen for session output: %w", err)
