@@ -154,24 +154,10 @@ func TestLiveDeepSeekHarness(t *testing.T) {
 	r = start(client, nil)
 	require.NoError(t, client.Submit(ctx, engines.TextInput(uuid.NewString(), "in the new box")))
 	require.Equal(t, engines.OutcomeCompleted, endedFor(r, "").Outcome)
-	sawHistory := false
-	for _, req := range e.model.Requests() {
-		if bytes.Contains(req.Body, []byte("in the new box")) && bytes.Contains(req.Body, []byte("second while busy")) {
-			sawHistory = true
-		}
-	}
-	require.True(t, sawHistory, "the model saw the earlier conversation in the new box")
+	e.requireModelSaw(t, "in the new box", "second while busy")
 	r.Cancel()
 	require.NoError(t, client.Close())
 
-	var frames []engines.Frame
-	for _, rd := range readers {
-		for _, ev := range rd.Seen {
-			if out, ok := ev.(engines.ResponseOutput); ok {
-				frames = append(frames, out.Frame)
-			}
-		}
-	}
-	report := uicheck.RequireValidChunks(t, frames)
+	report := uicheck.RequireValidChunks(t, enginetest.Frames(readers...))
 	require.Len(t, report.Messages, 5, "one message per response: first, second, cancelled, approved, in the new box")
 }

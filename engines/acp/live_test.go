@@ -248,28 +248,13 @@ func runLiveConversation(t *testing.T, kind string) {
 	r = start(client, nil)
 	require.NoError(t, client.Submit(ctx, engines.TextInput(uuid.NewString(), "in the new box")))
 	require.Equal(t, engines.OutcomeCompleted, endedFor(r, "").Outcome)
-	reqs := e.model.Requests()
-	sawHistory := false
-	for _, req := range reqs {
-		if bytes.Contains(req.Body, []byte("in the new box")) && bytes.Contains(req.Body, []byte("second while busy")) {
-			sawHistory = true
-		}
-	}
-	require.True(t, sawHistory, "the model saw the earlier conversation in the new box")
+	e.requireModelSaw(t, "in the new box", "second while busy")
 	r.Cancel()
 	require.NoError(t, client.Close())
 
 	// The parts every reader relayed, each resuming where the last one's record ends,
 	// make one stream the `ai` client accepts.
-	var frames []engines.Frame
-	for _, rd := range readers {
-		for _, ev := range rd.Seen {
-			if out, ok := ev.(engines.ResponseOutput); ok {
-				frames = append(frames, out.Frame)
-			}
-		}
-	}
-	report := uicheck.RequireValidChunks(t, frames)
+	report := uicheck.RequireValidChunks(t, enginetest.Frames(readers...))
 	require.Len(t, report.Messages, messages, "one message per response: first, second (unless joined), cancelled, approved, in the new box")
 }
 
@@ -347,4 +332,20 @@ func TestLiveGeminiCLIModes(t *testing.T) {
 	require.True(t, reported, "Gemini CLI sent [MODE_UPDATE] text")
 	r.Cancel()
 	require.NoError(t, client.Close())
+}
+
+// requireModelSaw checks that one model request carried all of texts: a resumed
+// conversation's new prompt together with its earlier turns.
+func (e *liveEnv) requireModelSaw(t *testing.T, texts ...string) {
+	t.Helper()
+	for _, req := range e.model.Requests() {
+		all := true
+		for _, text := range texts {
+			all = all && bytes.Contains(req.Body, []byte(text))
+		}
+		if all {
+			return
+		}
+	}
+	t.Fatalf("no model request carried all of %q: the program did not resume its conversation", texts)
 }

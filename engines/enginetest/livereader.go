@@ -84,6 +84,20 @@ func (r *LiveReader) Stop() {
 	}
 }
 
+// Frames are the UI parts the readers relayed, in order: each reader's after the
+// previous one's, as a client resuming from reader to reader would read them.
+func Frames(readers ...*LiveReader) []engines.Frame {
+	var frames []engines.Frame
+	for _, r := range readers {
+		for _, ev := range r.Seen {
+			if out, ok := ev.(engines.ResponseOutput); ok {
+				frames = append(frames, out.Frame)
+			}
+		}
+	}
+	return frames
+}
+
 // IsType matches events of one type.
 func IsType(typ engines.EventType) func(engines.Event) bool {
 	return func(ev engines.Event) bool { return ev.Type() == typ }
