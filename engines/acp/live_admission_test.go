@@ -13,19 +13,27 @@ import (
 )
 
 func TestLiveSessionLogAdmissionClaudeACP(t *testing.T) {
-	runLiveSessionLogAdmission(t, acp.KindClaude)
+	runLiveSessionLogAdmission(t, newLiveEnv(t, acp.KindClaude))
 }
 
-func TestLiveSessionLogAdmissionCodexACP(t *testing.T) { runLiveSessionLogAdmission(t, acp.KindCodex) }
+func TestLiveSessionLogAdmissionCodexACP(t *testing.T) {
+	runLiveSessionLogAdmission(t, newLiveEnv(t, acp.KindCodex))
+}
 
-func TestLiveSessionLogAdmissionQwen(t *testing.T) { runLiveSessionLogAdmission(t, acp.KindQwen) }
+func TestLiveSessionLogAdmissionQwen(t *testing.T) {
+	runLiveSessionLogAdmission(t, newLiveEnv(t, acp.KindQwen))
+}
+
+// DeepSeek Harness admits at its raw session log's agent/inbox/spliced line.
+func TestLiveSessionLogAdmissionDeepSeekHarness(t *testing.T) {
+	runLiveSessionLogAdmission(t, newDSHEnv(t))
+}
 
 // runLiveSessionLogAdmission checks a profile that admits from its program's session
 // log: a prompt whose reply streams for seconds is admitted while it streams, once its
 // user record is in the program's transcript, not at its reply; a second prompt with
 // the same text is found at its own record, and admitted once.
-func runLiveSessionLogAdmission(t *testing.T, kind string) {
-	e := newLiveEnv(t, kind)
+func runLiveSessionLogAdmission(t *testing.T, e *liveEnv) {
 	require.Equal(t, acp.AdmissionSessionLog, e.adapter.Profile().Admission)
 	ctx := e.ctx
 	_, box := e.newBox()

@@ -85,8 +85,10 @@ func (l *sessionLog) match(text string, from int, claimed []int) int {
 
 // isUserRecord reports whether a transcript line records a person's message: a record
 // of type user (Claude Code, Qwen Code, Gemini CLI) that is not a tool's result, which
-// those programs record under the user's role too, or Codex's completed UserMessage
-// item in its rollout.
+// those programs record under the user's role too; Codex's completed UserMessage item
+// in its rollout; or DeepSeek Harness's agent/inbox/spliced line inserting a message
+// whose source is the user, the first durable record of a prompt (its later
+// user/message step entry repeats the text and must not be claimed as another).
 func isUserRecord(line []byte) bool {
 	var rec struct {
 		Type    string `json:"type"`
@@ -96,6 +98,9 @@ func isUserRecord(line []byte) bool {
 				Type string `json:"type"`
 			} `json:"item"`
 		} `json:"payload"`
+		Data struct {
+			Inserted []splicedMessage `json:"inserted"`
+		} `json:"data"`
 	}
 	if json.Unmarshal(line, &rec) != nil {
 		return false
@@ -105,9 +110,20 @@ func isUserRecord(line []byte) bool {
 		return !bytes.Contains(line, []byte(`"tool_use_id"`)) && !bytes.Contains(line, []byte(`"functionResponse"`))
 	case "event_msg":
 		return rec.Payload.Type == "item_completed" && rec.Payload.Item.Type == "UserMessage"
+	case "agent/inbox/spliced":
+		return slices.ContainsFunc(rec.Data.Inserted, splicedMessage.fromUser)
 	}
 	return false
 }
+
+// splicedMessage is a message DeepSeek Harness's inbox took in (agent/inbox/spliced).
+type splicedMessage struct {
+	Source struct {
+		Kind string `json:"kind"`
+	} `json:"source"`
+}
+
+func (m splicedMessage) fromUser() bool { return m.Source.Kind == "user" }
 
 // refreshLocked locates the log (its name may carry globs) and reads the lines added
 // since the last read; force skips the re-read interval.

@@ -54,7 +54,9 @@ func DeepSeekHarnessProfile(in DSHInstall) Profile {
 		ModelKeyEnv: "DEEPSEEK_API_KEY",
 		StateDir:    ".dsh", StateDirEnv: "DSH_HOME",
 		SessionLog: "sessions-raw/*/{engine_session_key}/session.jsonl",
-		Busy:       BusyRefused, Admission: AdmissionPromptReply, Resume: ResumeLoad,
+		// The prompt's agent/inbox/spliced line, published (fsynced) with the
+		// session log's first batch after session/prompt, before the model request.
+		Busy: BusyRefused, Admission: AdmissionSessionLog, Resume: ResumeLoad,
 		Quirks: []string{
 			"the bridge refuses a prompt while one runs (-32602); the client holds it until the running prompt is answered",
 			"text arrives committed, one agent_message_chunk per assistant message; reasoning and tool calls stay in the session log",

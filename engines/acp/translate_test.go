@@ -126,6 +126,10 @@ func TestSessionLogMatchesUserRecords(t *testing.T) {
 		`{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t1","content":"say \"hi\""}]}}`,
 		`{"type":"user","message":{"role":"user","content":"say \"hi\""}}`,
 		`{"timestamp":"x","type":"event_msg","payload":{"type":"item_completed","item":{"type":"UserMessage","content":[{"type":"text","text":"codex"}]}}}`,
+		`{"type":"agent/inbox/spliced","seq":3,"data":{"target":"next-turn","start":0,"inserted":[{"content":[{"type":"text","text":"dsh"}],"source":{"kind":"user"},"role":"user","id":"m1"}]}}`,
+		`{"type":"agent/inbox/spliced","seq":5,"data":{"target":"next-turn","start":0,"removedCount":1,"inserted":[]}}`,
+		`{"type":"user/message","seq":7,"data":{"content":[{"type":"text","text":"dsh"}],"source":{"kind":"user"},"role":"user","id":"m1"}}`,
+		`{"type":"agent/inbox/spliced","seq":9,"data":{"inserted":[{"content":[{"type":"text","text":"dsh plugin"}],"source":{"kind":"plugin"},"role":"user"}]}}`,
 		`{"type":"user","message":{"role":"user","content":"half a line`,
 	}, "\n")
 	box := enginetest.NewReplayBox("log", nil, map[string][]byte{path: []byte(log)})
@@ -139,7 +143,10 @@ func TestSessionLogMatchesUserRecords(t *testing.T) {
 		"after the sent-time lines": {`say "hi"`, 1, nil, 3},
 		"claimed by an earlier one": {`say "hi"`, 0, []int{0}, 3},
 		"Codex's UserMessage item":  {"codex", 0, nil, 4},
-		"an incomplete line is not": {"half a line", 0, nil, -1},
+		"DSH's spliced user message": {"dsh", 0, nil, 5},
+		"not DSH's user/message":     {"dsh", 0, []int{5}, -1},
+		"not a plugin's message":     {"dsh plugin", 0, nil, -1},
+		"an incomplete line is not":  {"half a line", 0, nil, -1},
 		"not there yet":             {"other", 0, nil, -1},
 	} {
 		line, ok := acp.FindInSessionLog(box, path, tc.text, tc.from, tc.claimed)
