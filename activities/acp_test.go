@@ -25,6 +25,7 @@ const (
 	acpModulesMount = "/opt/acp/node_modules"
 	acpClaudeMount  = "/opt/acp-claude"
 	acpCodexMount   = "/opt/acp-codex"
+	acpDSHMount     = "/opt/dsh"
 )
 
 // The model APIs the shipped ACP programs speak.
@@ -34,9 +35,23 @@ const (
 	apiGemini    = "gemini"
 )
 
-// newACPStack runs one shipped ACP program in local boxes, reaching the in-process
-// scripted model, which speaks api, through the host-side credential proxy.
-func newACPStack(t *testing.T, profile func(acp.Install) acp.Profile, api string) (*stack, *devmodel.Server, acp.Profile) {
+// installs are the pinned programs' folders as boxes see them.
+type installs struct {
+	acp acp.Install
+	dsh acp.DSHInstall
+}
+
+// The shipped ACP profiles, each from the installs it runs.
+func shipped(profile func(acp.Install) acp.Profile) func(installs) acp.Profile {
+	return func(in installs) acp.Profile { return profile(in.acp) }
+}
+
+func deepSeekHarness(in installs) acp.Profile { return acp.DeepSeekHarnessProfile(in.dsh) }
+
+// newACPStack runs one shipped ACP program in local boxes, every pinned install bound
+// in as the platform binds them, reaching the in-process scripted model, which speaks
+// api, through the host-side credential proxy.
+func newACPStack(t *testing.T, profile func(installs) acp.Profile, api string) (*stack, *devmodel.Server, acp.Profile) {
 	t.Helper()
 	root, err := agentbin.Root()
 	require.NoError(t, err)
@@ -48,11 +63,18 @@ func newACPStack(t *testing.T, profile func(acp.Install) acp.Profile, api string
 	require.NoError(t, err, "run `make deps-agents`")
 	codexRel, err := filepath.Rel(codexProg.Dir, codexProg.Command[0])
 	require.NoError(t, err)
+	dsh, err := agentbin.LocateDSH(root)
+	require.NoError(t, err, "run `make deps-dsh`")
+	dshNode, err := filepath.Rel(dsh.Root, dsh.Node)
+	require.NoError(t, err)
 	model := devmodel.New(devmodel.Options{SlowDelay: 100 * time.Millisecond})
 	require.NoError(t, model.Start(context.Background(), "127.0.0.1:0"))
 	t.Cleanup(func() { _ = model.Close() })
-	p := profile(acp.Install{Node: inst.Node, Modules: acpModulesMount, Opencode: filepath.Join(acpModulesMount, inst.Opencode),
-		ClaudeCode: filepath.Join(acpClaudeMount, filepath.Base(claudeProg.Command[0])), Codex: filepath.Join(acpCodexMount, codexRel)})
+	p := profile(installs{
+		acp: acp.Install{Node: inst.Node, Modules: acpModulesMount, Opencode: filepath.Join(acpModulesMount, inst.Opencode),
+			ClaudeCode: filepath.Join(acpClaudeMount, filepath.Base(claudeProg.Command[0])), Codex: filepath.Join(acpCodexMount, codexRel)},
+		dsh: acp.DSHInstall{Node: filepath.Join(acpDSHMount, dshNode), Root: acpDSHMount},
+	})
 	baseURL := fmt.Sprintf("http://127.0.0.1:%d", activities.ModelForwardPort)
 	header := map[string]string{"x-api-key": "sk-host-side"}
 	switch api {
@@ -68,13 +90,13 @@ func newACPStack(t *testing.T, profile func(acp.Install) acp.Profile, api string
 	return newStackWith(t, engineSetup{
 		kind: p.Kind, adapter: adapter,
 		mounts: []sandbox.Mount{{Source: inst.Modules, Target: acpModulesMount}, {Source: claudeProg.Dir, Target: acpClaudeMount},
-			{Source: codexProg.Dir, Target: acpCodexMount}},
+			{Source: codexProg.Dir, Target: acpCodexMount}, {Source: dsh.Root, Target: acpDSHMount}},
 		egress: map[string]egress.Route{activities.ModelForwardName: {Upstream: model.URL(), Headers: header}},
 	}), model, p
 }
 
 // TestACPProgramsHoldAConversation runs a two-message conversation with each shipped
-// ACP program through the Session workflow: both inputs admitted and answered, the
+// ACP program (DeepSeek Harness included) through the Session workflow: both inputs admitted and answered, the
 // second answer built on the first; for a program whose transcript the platform
 // mirrors, a third message after its box was removed, in the same ACP session; for
 // opencode, whose state is a database, a third message after its idle box was
@@ -82,14 +104,15 @@ func newACPStack(t *testing.T, profile func(acp.Install) acp.Profile, api string
 func TestACPProgramsHoldAConversation(t *testing.T) {
 	for _, tc := range []struct {
 		kind    string
-		profile func(acp.Install) acp.Profile
+		profile func(installs) acp.Profile
 		api     string
 	}{
-		{acp.KindClaude, acp.ClaudeProfile, apiAnthropic},
-		{acp.KindCodex, acp.CodexProfile, apiOpenAI},
-		{acp.KindQwen, acp.QwenProfile, apiOpenAI},
-		{acp.KindOpencode, acp.OpencodeProfile, apiOpenAI},
-		{acp.KindGemini, acp.GeminiProfile, apiGemini},
+		{acp.KindClaude, shipped(acp.ClaudeProfile), apiAnthropic},
+		{acp.KindCodex, shipped(acp.CodexProfile), apiOpenAI},
+		{acp.KindQwen, shipped(acp.QwenProfile), apiOpenAI},
+		{acp.KindOpencode, shipped(acp.OpencodeProfile), apiOpenAI},
+		{acp.KindGemini, shipped(acp.GeminiProfile), apiGemini},
+		{acp.KindDeepSeekHarness, deepSeekHarness, apiOpenAI},
 	} {
 		t.Run(tc.kind, func(t *testing.T) {
 			s, model, profile := newACPStack(t, tc.profile, tc.api)
