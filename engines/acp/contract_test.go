@@ -213,6 +213,14 @@ func TestTranslationFacts(t *testing.T) {
 				outcomes[e.Outcome]++
 			}
 			require.GreaterOrEqual(t, outcomes[engines.OutcomeCancelled], 1, "the cancel ends a response cancelled")
+			// A profile declaring usage reports it on every completed response (Gemini
+			// CLI's from its reply's _meta.quota); one that does not, on none.
+			reportsUsage := shippedAdapter(t, kind).Profile().ReportsUsage
+			for _, e := range ended {
+				if e.Outcome == engines.OutcomeCompleted {
+					require.Equal(t, reportsUsage, len(e.Usage) > 0, "usage of %s: %s", e.ResponseID, e.Usage)
+				}
+			}
 			require.Len(t, opened, 1)
 			require.Len(t, closed, 1)
 			require.Equal(t, engines.ClosureAnswered, closed[0].Reason)

@@ -120,6 +120,8 @@ func GeminiProfile(in Install) Profile {
 		DefaultMode: "default",
 		Busy:        BusyCancels, Admission: AdmissionPromptReply, Resume: ResumeLoad,
 		LoadAfterStartMinute: true, ModeUpdateText: "[MODE_UPDATE] ",
+		// In its reply's _meta.quota.token_count, not ACP's usage.
+		ReportsUsage: true,
 		Quirks: []string{
 			"no session/resume; session/load within the same wall-clock minute as the session's start loses it (the adapter waits for a later minute)",
 			"sends its mode changes as agent text [MODE_UPDATE] <mode>",
@@ -143,6 +145,7 @@ func QwenProfile(in Install) Profile {
 		Modes:       []string{"default"},
 		DefaultMode: "default",
 		Busy:        BusyQueued, Admission: AdmissionSessionLog, Resume: ResumeResume,
+		ReportsUsage: true,
 		Quirks: []string{
 			"a prompt sent while busy waits for the running turn (observed in a box; earlier releases failed the running one with -32603)",
 			"asks the client craft/drainMidTurnQueue, which the client declines",
@@ -173,6 +176,7 @@ func OpencodeProfile(in Install) Profile {
 		MCPTransports: []engines.MCPTransport{engines.MCPTransportStdio, engines.MCPTransportHTTP},
 		StateFiles:    []string{"opencode.db", "opencode.db-wal", "opencode.db-shm"},
 		Busy:          BusyJoined, Admission: AdmissionPromptReply, Resume: ResumeResume,
-		Quirks: []string{"state is a SQLite database (with its -wal), not a JSONL transcript: no session log to mirror"},
+		ReportsUsage: true,
+		Quirks:       []string{"state is a SQLite database (with its -wal), not a JSONL transcript: no session log to mirror"},
 	}
 }

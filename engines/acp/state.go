@@ -67,6 +67,9 @@ type respState struct {
 	Tools []toolCall `json:"tools,omitempty"`
 	// Usage is the newest usage_update of the turn, verbatim.
 	Usage json.RawMessage `json:"usage,omitempty"`
+	// CallTokens sums the token usage the program reported per model call in its
+	// chunks' _meta (Qwen Code), for a reply that carries none.
+	CallTokens map[string]int64 `json:"call_tokens,omitempty"`
 }
 
 // streamPart is a text or reasoning part, with the program's message id it streams.
@@ -203,4 +206,21 @@ func (s *transState) runtimeState() engines.RuntimeState {
 		st.AdmittedInputIDs = []string{}
 	}
 	return st
+}
+
+// addCallTokens adds one model call's token usage (an object of counts, as a chunk's
+// _meta carries it) to the response's sums; anything else is ignored.
+func (r *respState) addCallTokens(usage any) {
+	counts, ok := usage.(map[string]any)
+	if !ok {
+		return
+	}
+	for k, v := range counts {
+		if n, ok := v.(float64); ok {
+			if r.CallTokens == nil {
+				r.CallTokens = map[string]int64{}
+			}
+			r.CallTokens[k] += int64(n)
+		}
+	}
 }

@@ -272,11 +272,21 @@ func (t *translator) end(l rpcLine, raw json.RawMessage) {
 		var res struct {
 			StopReason string          `json:"stopReason"`
 			Usage      json.RawMessage `json:"usage"`
+			Meta       struct {
+				Quota struct {
+					TokenCount *quotaTokens `json:"token_count"`
+				} `json:"quota"`
+			} `json:"_meta"`
 		}
 		_ = json.Unmarshal(l.Result, &res)
 		ended.NativeReason = res.StopReason
-		if len(res.Usage) > 0 && string(res.Usage) != "null" {
+		switch {
+		case len(res.Usage) > 0 && string(res.Usage) != "null":
 			ended.Usage = res.Usage
+		case res.Meta.Quota.TokenCount != nil:
+			ended.Usage = res.Meta.Quota.TokenCount.usage()
+		case len(r.CallTokens) > 0:
+			ended.Usage, _ = json.Marshal(r.CallTokens)
 		}
 		switch acpsdk.StopReason(res.StopReason) {
 		case acpsdk.StopReasonCancelled:
@@ -300,6 +310,19 @@ func (t *translator) end(l rpcLine, raw json.RawMessage) {
 	if len(t.st.Prompts) == 0 {
 		t.status(engines.StatusIdle)
 	}
+}
+
+// quotaTokens is the token count Gemini CLI puts in its prompt reply's _meta.quota in
+// place of ACP's usage.
+type quotaTokens struct {
+	Input  int64 `json:"input_tokens"`
+	Output int64 `json:"output_tokens"`
+}
+
+// usage is the count in ACP's usage shape, as the other programs report it.
+func (q quotaTokens) usage() json.RawMessage {
+	out, _ := json.Marshal(map[string]int64{"inputTokens": q.Input, "outputTokens": q.Output, "totalTokens": q.Input + q.Output})
+	return out
 }
 
 // errorMessage is a JSON-RPC error's message with its details, which the programs put
@@ -391,6 +414,9 @@ func (t *translator) update(params, raw json.RawMessage) {
 	if r == nil {
 		t.diag("update_outside_prompt", raw)
 		return
+	}
+	if c := u.AgentMessageChunk; c != nil {
+		r.addCallTokens(c.Meta["usage"])
 	}
 	switch {
 	case u.AgentMessageChunk != nil:

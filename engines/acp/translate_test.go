@@ -139,15 +139,15 @@ func TestSessionLogMatchesUserRecords(t *testing.T) {
 		claimed []int
 		want    int
 	}{
-		"first user record":         {`say "hi"`, 0, nil, 0},
-		"after the sent-time lines": {`say "hi"`, 1, nil, 3},
-		"claimed by an earlier one": {`say "hi"`, 0, []int{0}, 3},
-		"Codex's UserMessage item":  {"codex", 0, nil, 4},
+		"first user record":          {`say "hi"`, 0, nil, 0},
+		"after the sent-time lines":  {`say "hi"`, 1, nil, 3},
+		"claimed by an earlier one":  {`say "hi"`, 0, []int{0}, 3},
+		"Codex's UserMessage item":   {"codex", 0, nil, 4},
 		"DSH's spliced user message": {"dsh", 0, nil, 5},
 		"not DSH's user/message":     {"dsh", 0, []int{5}, -1},
 		"not a plugin's message":     {"dsh plugin", 0, nil, -1},
 		"an incomplete line is not":  {"half a line", 0, nil, -1},
-		"not there yet":             {"other", 0, nil, -1},
+		"not there yet":              {"other", 0, nil, -1},
 	} {
 		line, ok := acp.FindInSessionLog(box, path, tc.text, tc.from, tc.claimed)
 		require.Equal(t, tc.want >= 0, ok, name)
