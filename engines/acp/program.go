@@ -123,3 +123,25 @@ func ParseProgram(kind string, raw json.RawMessage) (Program, error) {
 	}
 	return p, nil
 }
+
+// NewProgramAdapter is the adapter of an operator's program under kind; baseURL says
+// where in the box the program reaches the model service for its model API (the
+// forward the platform gives that API), the {model_base_url} of the program.
+func NewProgramAdapter(kind string, prog Program, baseURL func(ModelAPI) string) (*Adapter, error) {
+	if err := prog.Validate(kind); err != nil {
+		return nil, err
+	}
+	return NewAdapter(Config{Profile: prog.Profile(kind), ModelBaseURL: baseURL(prog.ModelAPI)})
+}
+
+// ProgramBuilder is the engines.ProgramBuilder of KindProgram: it parses a
+// RuntimeProfile's acp_program and builds its adapter with NewProgramAdapter.
+func ProgramBuilder(baseURL func(ModelAPI) string) engines.ProgramBuilder {
+	return func(kind string, raw json.RawMessage) (engines.EngineAdapter, error) {
+		prog, err := ParseProgram(kind, raw)
+		if err != nil {
+			return nil, err
+		}
+		return NewProgramAdapter(kind, prog, baseURL)
+	}
+}
