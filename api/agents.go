@@ -322,7 +322,7 @@ func (s *Server) validateAgentSettings(adapter engines.EngineAdapter, config jso
 		return nil, err
 	}
 	if err := engines.ValidateAgentConfigOf(adapter, cfg); err != nil {
-		return nil, nestProblems(err, "config")
+		return nil, engines.NestProblems(err, "config")
 	}
 	if mode != nil && *mode != "" && !caps.HasPermissionMode(*mode) {
 		return nil, InvalidRequest("permission_mode", "%q is not a permission mode of %s (accepted: %s)", *mode, caps.EngineKind, fmtList(caps.PermissionModes))
@@ -332,23 +332,6 @@ func (s *Server) validateAgentSettings(adapter engines.EngineAdapter, config jso
 		return nil, InvalidRequest("config", "is not valid JSON")
 	}
 	return compact.Bytes(), nil
-}
-
-// nestProblems names the problems of an *engines.ValidationError as members of the
-// request's field parent ("transport" of config becomes "config.transport"); other
-// errors are returned as they are.
-func nestProblems(err error, parent string) error {
-	var invalid *engines.ValidationError
-	if errors.As(err, &invalid) {
-		for i, p := range invalid.Problems {
-			if p.Field == "" {
-				invalid.Problems[i].Field = parent
-			} else {
-				invalid.Problems[i].Field = parent + "." + p.Field
-			}
-		}
-	}
-	return err
 }
 
 // cleanName trims a name and refuses an empty, multi-line or overlong one.

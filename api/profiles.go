@@ -235,8 +235,8 @@ func (s *Server) applyProfileRequest(spec *profileSpec, req profileRequest) erro
 		return InvalidRequest("engine_kind", "no Agent program %q is installed", spec.engineKind)
 	}
 	if err != nil {
-		// The registry names the definition "program"; the request names it acp_program.
-		return renameProblems(err, "program", "acp_program")
+		// The registry names the definition engines.ProgramField; the request acp_program.
+		return renameProblems(err, engines.ProgramField, "acp_program")
 	}
 	backend, ok := s.sandboxBackends[spec.backend]
 	if !ok {

@@ -6,6 +6,11 @@ import (
 	"fmt"
 )
 
+// ProgramField names a RuntimeProfile's program definition in ProfileAdapter's
+// problems ("program", "program.command"); the API shows it as the field it takes the
+// definition in.
+const ProgramField = "program"
+
 // ErrNotInstalled is matched (errors.Is) by ProfileAdapter's error when no adapter is
 // installed for a RuntimeProfile's engine kind.
 var ErrNotInstalled = errors.New("engine not installed")
@@ -62,21 +67,21 @@ func (r *Registry) ProfileAdapter(kind string, program json.RawMessage) (EngineA
 	switch {
 	case defines && !hasProgram:
 		return nil, &ValidationError{Subject: fmt.Sprintf("runtime profile for engine %q", kind),
-			Problems: []Problem{{Field: "program", Message: fmt.Sprintf("engine kind %q runs the program its RuntimeProfile defines; none is defined", kind)}}}
+			Problems: []Problem{{Field: ProgramField, Message: fmt.Sprintf("engine kind %q runs the program its RuntimeProfile defines; none is defined", kind)}}}
 	case defines:
 		built, err := build(kind, program)
 		if err == nil {
 			err = ValidateAdapter(kind, built)
 		}
 		if err != nil {
-			return nil, nestProblems(err, "program")
+			return nil, NestProblems(err, ProgramField)
 		}
 		return built, nil
 	case !registered:
 		return nil, fmt.Errorf("engine kind %q: %w", kind, ErrNotInstalled)
 	case hasProgram:
 		return nil, &ValidationError{Subject: fmt.Sprintf("runtime profile for engine %q", kind),
-			Problems: []Problem{{Field: "program", Message: fmt.Sprintf("engine kind %q is an installed program; its RuntimeProfile defines none", kind)}}}
+			Problems: []Problem{{Field: ProgramField, Message: fmt.Sprintf("engine kind %q is an installed program; its RuntimeProfile defines none", kind)}}}
 	}
 	return adapter, nil
 }
@@ -88,9 +93,10 @@ func (r *Registry) taken(kind string) bool {
 	return adapter || program
 }
 
-// nestProblems names the problems of a *ValidationError as members of parent
-// ("command" becomes "program.command"); other errors are returned as they are.
-func nestProblems(err error, parent string) error {
+// NestProblems names the problems of a *ValidationError as members of parent
+// ("command" becomes "program.command", a problem of no field parent itself); other
+// errors are returned as they are.
+func NestProblems(err error, parent string) error {
 	var invalid *ValidationError
 	if !errors.As(err, &invalid) {
 		return err
@@ -102,5 +108,5 @@ func nestProblems(err error, parent string) error {
 			invalid.Problems[i].Field = parent + "." + p.Field
 		}
 	}
-	return invalid
+	return err
 }
