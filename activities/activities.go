@@ -198,7 +198,10 @@ func (a *Activities) backendFor(profile store.RuntimeProfile) (sandbox.Backend, 
 	return b, nil
 }
 
-// resolve reads the Session's current Agent, RuntimeProfile and adapter.
+// resolve reads the Session's current Agent, RuntimeProfile and adapter. The adapter is
+// the profile's (engines.Registry.ProfileAdapter): for a profile that defines its ACP
+// program, built from the program as saved now, so a runtime started after a change
+// runs the saved program.
 func (a *Activities) resolve(ctx context.Context, sessionID string) (store.Session, store.Agent, store.RuntimeProfile, engines.EngineAdapter, error) {
 	sess, err := a.deps.Store.GetSessionByID(ctx, sessionID)
 	if err != nil {
@@ -212,10 +215,15 @@ func (a *Activities) resolve(ctx context.Context, sessionID string) (store.Sessi
 	if err != nil {
 		return sess, agent, store.RuntimeProfile{}, nil, sessionErr(err)
 	}
-	adapter, ok := a.deps.Engines.Adapter(agent.EngineKind)
-	if !ok {
+	// The Agent's engine kind is its profile's: the two change together.
+	adapter, err := a.deps.Engines.ProfileAdapter(profile.EngineKind, profile.ACPProgram)
+	if errors.Is(err, engines.ErrNotInstalled) {
 		return sess, agent, profile, nil, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("engine kind %q is not installed", agent.EngineKind), ErrTypeConfiguration, nil)
+			fmt.Sprintf("engine kind %q is not installed", profile.EngineKind), ErrTypeConfiguration, nil)
+	}
+	if err != nil {
+		return sess, agent, profile, nil, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("runtime profile %s: %v", profile.ID, err), ErrTypeConfiguration, err)
 	}
 	return sess, agent, profile, adapter, nil
 }

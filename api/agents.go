@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -102,12 +103,12 @@ func (s *Server) createAgent(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	profile, caps, err := s.offeredProfile(c, *req.RuntimeProfileID)
+	profile, adapter, err := s.offeredProfile(c, *req.RuntimeProfileID)
 	if err != nil {
 		s.fail(c, err)
 		return
 	}
-	config, err := s.validateAgentSettings(caps, req.Config, req.PermissionMode)
+	config, err := s.validateAgentSettings(adapter, req.Config, req.PermissionMode)
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -187,7 +188,7 @@ func (s *Server) updateAgent(c *gin.Context) {
 		}
 		upd.Name = &name
 	}
-	profile, caps, err := s.updatedProfile(c, agent, req.RuntimeProfileID)
+	profile, adapter, err := s.updatedProfile(c, agent, req.RuntimeProfileID)
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -201,7 +202,7 @@ func (s *Server) updateAgent(c *gin.Context) {
 	if mode == nil && agent.PermissionMode != nil && profile.EngineKind != agent.EngineKind {
 		mode = agent.PermissionMode
 	}
-	validConfig, err := s.validateAgentSettings(caps, config, mode)
+	validConfig, err := s.validateAgentSettings(adapter, config, mode)
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -228,23 +229,23 @@ func (s *Server) updateAgent(c *gin.Context) {
 	s.writeAgent(c, saved)
 }
 
-// updatedProfile returns the RuntimeProfile an updated Agent selects. A newly selected
-// one must be offered; the Agent's current one is kept even when it was disabled since,
-// so other fields stay editable, but its Agent program must still be installed to check
-// the configuration.
-func (s *Server) updatedProfile(c *gin.Context, agent store.Agent, newID *string) (store.RuntimeProfile, engines.EngineRuntimeCapabilities, error) {
+// updatedProfile returns the RuntimeProfile an updated Agent selects, and its adapter. A
+// newly selected one must be offered; the Agent's current one is kept even when it was
+// disabled since, so other fields stay editable, but its Agent program must still be
+// installed to check the configuration.
+func (s *Server) updatedProfile(c *gin.Context, agent store.Agent, newID *string) (store.RuntimeProfile, engines.EngineAdapter, error) {
 	if newID != nil && *newID != agent.RuntimeProfileID {
 		return s.offeredProfile(c, *newID)
 	}
 	profile, err := s.store.GetRuntimeProfileByID(c.Request.Context(), agent.RuntimeProfileID)
 	if err != nil {
-		return store.RuntimeProfile{}, engines.EngineRuntimeCapabilities{}, err
+		return store.RuntimeProfile{}, nil, err
 	}
-	adapter, ok := s.registry.Adapter(profile.EngineKind)
-	if !ok {
-		return store.RuntimeProfile{}, engines.EngineRuntimeCapabilities{}, InvalidRequest("runtime_profile_id", "the Agent program %q of RuntimeProfile %q is not installed", profile.EngineKind, profile.Name)
+	adapter, err := s.profileAdapter(profile)
+	if err != nil {
+		return store.RuntimeProfile{}, nil, InvalidRequest("runtime_profile_id", "the Agent program %q of RuntimeProfile %q is not installed", profile.EngineKind, profile.Name)
 	}
-	return profile, adapter.Capabilities(), nil
+	return profile, adapter, nil
 }
 
 // loadAgent returns the path's Agent.
@@ -260,43 +261,59 @@ func (s *Server) loadAgent(c *gin.Context) (store.Agent, error) {
 	return agent, err
 }
 
-// offeredProfile returns a RuntimeProfile an Agent may select: it exists, is enabled,
-// and its Agent program is installed and supports Agents.
-func (s *Server) offeredProfile(c *gin.Context, id string) (store.RuntimeProfile, engines.EngineRuntimeCapabilities, error) {
+// offeredProfile returns a RuntimeProfile an Agent may select, and its adapter: it
+// exists, is enabled, and its Agent program is installed and supports Agents.
+func (s *Server) offeredProfile(c *gin.Context, id string) (store.RuntimeProfile, engines.EngineAdapter, error) {
 	if !isUUID(id) {
-		return store.RuntimeProfile{}, engines.EngineRuntimeCapabilities{}, InvalidRequest("runtime_profile_id", "no RuntimeProfile %q exists", id)
+		return store.RuntimeProfile{}, nil, InvalidRequest("runtime_profile_id", "no RuntimeProfile %q exists", id)
 	}
 	profile, err := s.store.GetRuntimeProfileByID(c.Request.Context(), id)
 	if errors.Is(err, store.ErrNotFound) {
-		return store.RuntimeProfile{}, engines.EngineRuntimeCapabilities{}, InvalidRequest("runtime_profile_id", "no RuntimeProfile %q exists", id)
+		return store.RuntimeProfile{}, nil, InvalidRequest("runtime_profile_id", "no RuntimeProfile %q exists", id)
 	}
 	if err != nil {
-		return store.RuntimeProfile{}, engines.EngineRuntimeCapabilities{}, err
+		return store.RuntimeProfile{}, nil, err
 	}
-	caps, offered := s.profileOffered(profile)
+	adapter, offered := s.profileOffered(profile)
 	if !profile.Enabled {
-		return store.RuntimeProfile{}, engines.EngineRuntimeCapabilities{}, InvalidRequest("runtime_profile_id", "RuntimeProfile %q is disabled", profile.Name)
+		return store.RuntimeProfile{}, nil, InvalidRequest("runtime_profile_id", "RuntimeProfile %q is disabled", profile.Name)
 	}
 	if !offered {
-		return store.RuntimeProfile{}, engines.EngineRuntimeCapabilities{}, InvalidRequest("runtime_profile_id", "the Agent program %q of RuntimeProfile %q is not installed or does not support Agents", profile.EngineKind, profile.Name)
+		return store.RuntimeProfile{}, nil, InvalidRequest("runtime_profile_id", "the Agent program %q of RuntimeProfile %q is not installed or does not support Agents", profile.EngineKind, profile.Name)
 	}
-	return profile, caps, nil
+	return profile, adapter, nil
 }
 
 // profileOffered reports whether the profile's Agent program is installed and drives
-// Agent conversations; enabled is checked separately.
-func (s *Server) profileOffered(p store.RuntimeProfile) (engines.EngineRuntimeCapabilities, bool) {
-	adapter, ok := s.registry.Adapter(p.EngineKind)
-	if !ok {
-		return engines.EngineRuntimeCapabilities{}, false
+// Agent conversations, with its adapter; enabled is checked separately.
+func (s *Server) profileOffered(p store.RuntimeProfile) (engines.EngineAdapter, bool) {
+	adapter, err := s.profileAdapter(p)
+	if err != nil {
+		return nil, false
 	}
-	caps := adapter.Capabilities()
-	return caps, caps.SupportsSessionKind(engines.SessionKindAgentChat)
+	return adapter, adapter.Capabilities().SupportsSessionKind(engines.SessionKindAgentChat)
+}
+
+// profileAdapter is the adapter that runs a RuntimeProfile's Sessions: the installed
+// program of its engine kind, or the ACP program it defines (engines.Registry.ProfileAdapter).
+func (s *Server) profileAdapter(p store.RuntimeProfile) (engines.EngineAdapter, error) {
+	return s.registry.ProfileAdapter(p.EngineKind, p.ACPProgram)
+}
+
+// agentAdapter is the adapter that runs an Agent's Sessions, its RuntimeProfile's.
+func (s *Server) agentAdapter(ctx context.Context, agent store.Agent) (engines.EngineAdapter, error) {
+	profile, err := s.store.GetRuntimeProfileByID(ctx, agent.RuntimeProfileID)
+	if err != nil {
+		return nil, fmt.Errorf("load runtime profile of agent %s: %w", agent.ID, err)
+	}
+	return s.profileAdapter(profile)
 }
 
 // validateAgentSettings checks an Agent's configuration and permission mode against
-// the engine's declarations and returns the configuration to store (compact JSON).
-func (s *Server) validateAgentSettings(caps engines.EngineRuntimeCapabilities, config json.RawMessage, mode *string) (json.RawMessage, error) {
+// the declarations of the adapter that runs it and returns the configuration to store
+// (compact JSON).
+func (s *Server) validateAgentSettings(adapter engines.EngineAdapter, config json.RawMessage, mode *string) (json.RawMessage, error) {
+	caps := adapter.Capabilities()
 	if len(config) == 0 || string(config) == "null" {
 		config = json.RawMessage(`{}`)
 	}
@@ -304,14 +321,8 @@ func (s *Server) validateAgentSettings(caps engines.EngineRuntimeCapabilities, c
 	if err := decodeStrict(config, &cfg, "config."); err != nil {
 		return nil, err
 	}
-	if err := s.registry.ValidateAgentConfig(caps.EngineKind, cfg); err != nil {
-		var invalid *engines.ValidationError
-		if errors.As(err, &invalid) {
-			for i := range invalid.Problems {
-				invalid.Problems[i].Field = "config." + invalid.Problems[i].Field
-			}
-		}
-		return nil, err
+	if err := engines.ValidateAgentConfigOf(adapter, cfg); err != nil {
+		return nil, engines.NestProblems(err, "config")
 	}
 	if mode != nil && *mode != "" && !caps.HasPermissionMode(*mode) {
 		return nil, InvalidRequest("permission_mode", "%q is not a permission mode of %s (accepted: %s)", *mode, caps.EngineKind, fmtList(caps.PermissionModes))

@@ -178,8 +178,14 @@ func (s *Server) engineStopsChildRuns(c *gin.Context, sess store.Session) (bool,
 	if err != nil {
 		return false, fmt.Errorf("load agent of session %s: %w", sess.ID, err)
 	}
-	adapter, ok := s.registry.Adapter(agent.EngineKind)
-	return ok && adapter.Capabilities().SupportsChildRunStop, nil
+	adapter, err := s.agentAdapter(c.Request.Context(), agent)
+	if errors.Is(err, engines.ErrNotInstalled) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return adapter.Capabilities().SupportsChildRunStop, nil
 }
 
 func (s *Server) loadChildRun(c *gin.Context, want access) (store.Session, store.ChildRun, error) {

@@ -47,14 +47,29 @@ var agentConfig = obj(map[string]any{
 	"instructions":  str,
 })
 
+// acpProgram is a RuntimeProfile's ACP program (engines/acp.Program), on a profile of
+// the generic ACP kind only (docs/engines/acp.md, Adding an ACP program).
+var acpProgram = obj(map[string]any{
+	"title": str, "command": arrayOf(str), "env": strMap, "files": strMap, "model_key_env": str,
+	"model_api": map[string]any{"type": "string", "enum": []string{"anthropic", "openai", "gemini"}},
+	"state_dir": str, "state_dir_env": str, "session_log": str, "state_files": arrayOf(str),
+	"modes": arrayOf(str), "default_mode": str,
+	"busy":              map[string]any{"type": "string", "enum": []string{"queued", "cancels", "joined", "refused"}},
+	"admission":         map[string]any{"type": "string", "enum": []string{"session_log", "prompt_reply"}},
+	"resume":            map[string]any{"type": "string", "enum": []string{"load", "resume"}},
+	"mcp_transports":    arrayOf(map[string]any{"type": "string", "enum": []string{"stdio", "http", "sse"}}),
+	"instructions_file": str, "mode_update_text": str, "load_after_start_minute": boolS, "new_session_meta": objAny,
+}, "command", "model_key_env", "state_dir", "busy", "admission", "resume")
+
 // requestBodies are the JSON bodies routes take, by "METHOD path".
 var requestBodies = map[string]map[string]any{
 	"POST /runtime-profiles": obj(map[string]any{"name": str, "engine_kind": str, "image": str, "enabled": boolS,
 		"sandbox_backend": str, "sandbox_tenancy": map[string]any{"type": "string", "enum": []string{"conversation", "shared"}},
-		"resources": objAny, "network_policy": objAny, "tracing": obj(map[string]any{"enabled": boolS, "endpoint": str}), "prewarm_size": intS},
+		"resources": objAny, "network_policy": objAny, "tracing": obj(map[string]any{"enabled": boolS, "endpoint": str}), "prewarm_size": intS,
+		"acp_program": acpProgram},
 		"name", "engine_kind", "sandbox_backend"),
 	"PATCH /runtime-profiles/{profile_id}": obj(map[string]any{"name": str, "image": str, "sandbox_backend": str, "sandbox_tenancy": str,
-		"resources": objAny, "network_policy": objAny, "tracing": objAny, "prewarm_size": intS}),
+		"resources": objAny, "network_policy": objAny, "tracing": objAny, "prewarm_size": intS, "acp_program": acpProgram}),
 	"POST /agents": obj(map[string]any{"name": str, "description": str, "runtime_profile_id": str, "config": agentConfig, "permission_mode": str},
 		"name", "runtime_profile_id"),
 	"PATCH /agents/{agent_id}": obj(map[string]any{"version": intS, "name": str, "description": str, "runtime_profile_id": str,

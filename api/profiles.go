@@ -1,9 +1,11 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -15,10 +17,11 @@ import (
 
 // DefaultSandboxBackends are the sandbox backends a RuntimeProfile may select when the
 // server is not told otherwise: the embedded local (bubblewrap) backend, which runs
-// long-lived process sessions and has no isolated sessions in a shared box.
+// long-lived process sessions, has no isolated sessions in a shared box, and runs a box
+// without an image on the host system.
 func DefaultSandboxBackends() map[string]engines.SandboxBackendCapabilities {
 	return map[string]engines.SandboxBackendCapabilities{
-		store.SandboxLocal: {SupportsProcessSessions: true},
+		store.SandboxLocal: {SupportsProcessSessions: true, RunsHostSystem: true},
 	}
 }
 
@@ -44,8 +47,11 @@ type profileView struct {
 	NetworkPolicy    json.RawMessage `json:"network_policy"`
 	Tracing          json.RawMessage `json:"tracing"`
 	PrewarmSize      int             `json:"prewarm_size"`
-	CreatedAt        time.Time       `json:"created_at"`
-	UpdatedAt        time.Time       `json:"updated_at"`
+	// ACPProgram is the Agent program a profile of the generic ACP kind defines; null
+	// on every other profile.
+	ACPProgram json.RawMessage `json:"acp_program"`
+	CreatedAt  time.Time       `json:"created_at"`
+	UpdatedAt  time.Time       `json:"updated_at"`
 }
 
 func (s *Server) newProfileView(p store.RuntimeProfile) profileView {
@@ -54,12 +60,13 @@ func (s *Server) newProfileView(p store.RuntimeProfile) profileView {
 		RuntimeProfileID: p.ID, Name: p.Name, EngineKind: p.EngineKind, Image: p.Image, Enabled: p.Enabled,
 		Offered: p.Enabled && supported, SandboxBackend: p.SandboxBackend, SandboxTenancy: p.SandboxTenancy,
 		Resources: p.Resources, NetworkPolicy: p.NetworkPolicy, Tracing: p.Tracing, PrewarmSize: p.PrewarmSize,
-		CreatedAt: p.CreatedAt.UTC(), UpdatedAt: p.UpdatedAt.UTC(),
+		ACPProgram: p.ACPProgram, CreatedAt: p.CreatedAt.UTC(), UpdatedAt: p.UpdatedAt.UTC(),
 	}
 }
 
 // profileRequest is the body of RuntimeProfile creation and update; EngineKind is
-// accepted on creation only.
+// accepted on creation only. ACPProgram, on a profile of the generic ACP kind only,
+// replaces the whole program definition.
 type profileRequest struct {
 	Name           *string         `json:"name"`
 	EngineKind     *string         `json:"engine_kind"`
@@ -71,13 +78,14 @@ type profileRequest struct {
 	NetworkPolicy  json.RawMessage `json:"network_policy"`
 	Tracing        json.RawMessage `json:"tracing"`
 	PrewarmSize    *int            `json:"prewarm_size"`
+	ACPProgram     json.RawMessage `json:"acp_program"`
 }
 
 // profileSpec is a RuntimeProfile's settings after a request is applied.
 type profileSpec struct {
-	name, engineKind, image, backend, tenancy string
-	resources, networkPolicy, tracing         json.RawMessage
-	prewarm                                   int
+	name, engineKind, image, backend, tenancy     string
+	resources, networkPolicy, tracing, acpProgram json.RawMessage
+	prewarm                                       int
 }
 
 func (s *Server) createProfile(c *gin.Context) {
@@ -111,7 +119,7 @@ func (s *Server) createProfile(c *gin.Context) {
 	p, err := s.store.CreateRuntimeProfile(c.Request.Context(), store.NewRuntimeProfile{
 		Name: spec.name, EngineKind: spec.engineKind, Image: spec.image, Enabled: enabled,
 		SandboxBackend: spec.backend, SandboxTenancy: spec.tenancy, Resources: spec.resources,
-		NetworkPolicy: spec.networkPolicy, Tracing: spec.tracing, PrewarmSize: spec.prewarm,
+		NetworkPolicy: spec.networkPolicy, Tracing: spec.tracing, PrewarmSize: spec.prewarm, ACPProgram: spec.acpProgram,
 	})
 	if err != nil {
 		s.fail(c, err)
@@ -144,7 +152,7 @@ func (s *Server) updateProfile(c *gin.Context) {
 		return
 	}
 	spec := profileSpec{name: p.Name, engineKind: p.EngineKind, image: p.Image, backend: p.SandboxBackend, tenancy: p.SandboxTenancy,
-		resources: p.Resources, networkPolicy: p.NetworkPolicy, tracing: p.Tracing, prewarm: p.PrewarmSize}
+		resources: p.Resources, networkPolicy: p.NetworkPolicy, tracing: p.Tracing, acpProgram: p.ACPProgram, prewarm: p.PrewarmSize}
 	if err := s.applyProfileRequest(&spec, req); err != nil {
 		s.fail(c, err)
 		return
@@ -152,6 +160,7 @@ func (s *Server) updateProfile(c *gin.Context) {
 	saved, err := s.store.UpdateRuntimeProfile(c.Request.Context(), p.ID, store.RuntimeProfileUpdate{
 		Name: &spec.name, Image: &spec.image, SandboxBackend: &spec.backend, SandboxTenancy: &spec.tenancy,
 		Resources: spec.resources, NetworkPolicy: spec.networkPolicy, Tracing: spec.tracing, PrewarmSize: &spec.prewarm,
+		ACPProgram: req.acpProgramUpdate(spec),
 	})
 	if err != nil {
 		s.fail(c, err)
@@ -212,6 +221,23 @@ func (s *Server) applyProfileRequest(spec *profileSpec, req profileRequest) erro
 		}
 		spec.prewarm = *req.PrewarmSize
 	}
+	// A null acp_program is left out, as a null field is everywhere: on creation there
+	// is then none, which the registry refuses where a program is required.
+	if req.ACPProgram != nil && string(req.ACPProgram) != "null" {
+		var compact bytes.Buffer
+		if err := json.Compact(&compact, req.ACPProgram); err != nil {
+			return InvalidRequest("acp_program", "is not valid JSON")
+		}
+		spec.acpProgram = compact.Bytes()
+	}
+	adapter, err := s.profileAdapter(store.RuntimeProfile{EngineKind: spec.engineKind, ACPProgram: spec.acpProgram})
+	if errors.Is(err, engines.ErrNotInstalled) {
+		return InvalidRequest("engine_kind", "no Agent program %q is installed", spec.engineKind)
+	}
+	if err != nil {
+		// The registry names the definition engines.ProgramField; the request acp_program.
+		return renameProblems(err, engines.ProgramField, "acp_program")
+	}
 	backend, ok := s.sandboxBackends[spec.backend]
 	if !ok {
 		names := make([]string, 0, len(s.sandboxBackends))
@@ -221,10 +247,33 @@ func (s *Server) applyProfileRequest(spec *profileSpec, req profileRequest) erro
 		slices.Sort(names)
 		return InvalidRequest("sandbox_backend", "%q is not an available sandbox backend (available: %s)", spec.backend, fmtList(names))
 	}
-	return s.registry.ValidateRuntimeProfile(engines.RuntimeProfileSpec{
+	return engines.ValidateRuntimeProfileOf(adapter, engines.RuntimeProfileSpec{
 		EngineKind: spec.engineKind, RuntimeImage: spec.image, SandboxTenancy: engines.SandboxTenancy(spec.tenancy),
 		Tracing: tracing, Backend: backend,
 	})
+}
+
+// acpProgramUpdate is the program an update stores: the request's, when it sends one
+// (nil keeps the stored one).
+func (req profileRequest) acpProgramUpdate(spec profileSpec) json.RawMessage {
+	if req.ACPProgram == nil {
+		return nil
+	}
+	return spec.acpProgram
+}
+
+// renameProblems renames the field from of an *engines.ValidationError's problems, and
+// its members, to to; other errors are returned as they are.
+func renameProblems(err error, from, to string) error {
+	var invalid *engines.ValidationError
+	if errors.As(err, &invalid) {
+		for i, p := range invalid.Problems {
+			if p.Field == from || strings.HasPrefix(p.Field, from+".") {
+				invalid.Problems[i].Field = to + strings.TrimPrefix(p.Field, from)
+			}
+		}
+	}
+	return err
 }
 
 // listProfiles lists the RuntimeProfiles Agents may select; with include_disabled=true

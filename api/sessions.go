@@ -72,7 +72,7 @@ func (s *Server) createSession(c *gin.Context) {
 	}
 	sess, created, err := s.store.CreateSessionIdempotent(c.Request.Context(), store.NewSession{
 		UserID: currentUser(c).ID, AgentID: agent.ID, IdempotencyKey: key, MaxLiveBoxes: s.maxLiveBoxes,
-		DefaultPermissionMode: s.defaultPermissionMode(agent.EngineKind, engines.SessionKindAgentChat),
+		DefaultPermissionMode: s.defaultPermissionMode(c.Request.Context(), agent, engines.SessionKindAgentChat),
 	})
 	if err != nil {
 		s.fail(c, err)
@@ -87,12 +87,12 @@ func (s *Server) createSession(c *gin.Context) {
 	writeOK(c, createdSession{SessionID: sess.ID, AgentID: agent.ID, DeploymentName: agent.Name})
 }
 
-// defaultPermissionMode is the mode the engine declares a new Session of kind starts
-// in (PermissionModeDefaults), used when the Agent sets none; empty when the engine is
-// not installed here or declares no default.
-func (s *Server) defaultPermissionMode(engineKind string, kind engines.SessionKind) string {
-	adapter, ok := s.registry.Adapter(engineKind)
-	if !ok {
+// defaultPermissionMode is the mode the Agent's program declares a new Session of kind
+// starts in (PermissionModeDefaults), used when the Agent sets none; empty when the
+// program is not installed here (or its profile cannot be read) or declares no default.
+func (s *Server) defaultPermissionMode(ctx context.Context, agent store.Agent, kind engines.SessionKind) string {
+	adapter, err := s.agentAdapter(ctx, agent)
+	if err != nil {
 		return ""
 	}
 	return adapter.Capabilities().PermissionModeDefaults[kind]
@@ -284,9 +284,13 @@ func (s *Server) setPermissionMode(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	adapter, ok := s.registry.Adapter(agent.EngineKind)
-	if !ok {
+	adapter, err := s.agentAdapter(c.Request.Context(), agent)
+	if errors.Is(err, engines.ErrNotInstalled) {
 		s.fail(c, InvalidRequest("permission_mode", "the Agent program %q is not installed", agent.EngineKind))
+		return
+	}
+	if err != nil {
+		s.fail(c, err)
 		return
 	}
 	caps := adapter.Capabilities()

@@ -421,6 +421,8 @@ type ACPProgram struct {
 	// later wall-clock minute than the session's start (engines/acp.Profile).
 	ModeUpdateText       string `mapstructure:"mode_update_text"`
 	LoadAfterStartMinute bool   `mapstructure:"load_after_start_minute"`
+	// NewSessionMeta is sent as _meta of session/new (program options).
+	NewSessionMeta map[string]any `mapstructure:"new_session_meta"`
 	// Mounts bind host folders (the program's install) read-only into local boxes.
 	Mounts []ACPMount `mapstructure:"mounts"`
 }

@@ -78,6 +78,13 @@ func (r *Registry) ValidateAgentConfig(kind string, cfg AgentConfig) error {
 	if !ok {
 		return &ValidationError{Subject: "agent configuration", Problems: []Problem{{Field: "engine_kind", Message: fmt.Sprintf("no engine adapter %q is installed", kind)}}}
 	}
+	return ValidateAgentConfigOf(adapter, cfg)
+}
+
+// ValidateAgentConfigOf checks an Agent's extension configuration against one adapter
+// (a RuntimeProfile's, from Registry.ProfileAdapter): its declaration and its own
+// AgentConfigChecker.
+func ValidateAgentConfigOf(adapter EngineAdapter, cfg AgentConfig) error {
 	p := checkAgentConfig(adapter.Capabilities(), cfg)
 	if checker, ok := adapter.(AgentConfigChecker); ok {
 		p.list = append(p.list, checker.CheckAgentConfig(cfg)...)
@@ -222,6 +229,10 @@ type SandboxBackendCapabilities struct {
 	// RunsImageReferences: the backend pulls OCI image references (OpenSandbox,
 	// Kubernetes) and cannot run an image directory of the worker's machine.
 	RunsImageReferences bool `json:"runs_image_references"`
+	// RunsHostSystem: a box without an image runs on the worker machine's own system
+	// folders, with the platform's program installs bound into it (the local backend),
+	// so a RuntimeProfile may omit its image.
+	RunsHostSystem bool `json:"runs_host_system"`
 }
 
 // RuntimeProfileSpec is what ValidateRuntimeProfile needs from a RuntimeProfile being saved.
@@ -235,8 +246,9 @@ type RuntimeProfileSpec struct {
 
 // ValidateRuntimeProfile checks a RuntimeProfile against the adapter it selects: enabled
 // tracing needs an adapter that declares it (a valid disabled tracing configuration may
-// stay stored with any adapter); an omitted image needs the adapter's default image;
-// a backend that pulls images needs an image reference, not a directory;
+// stay stored with any adapter); an omitted image needs the adapter's default image or
+// a backend that runs boxes on the host system; a backend that pulls images needs an
+// image reference, not a directory;
 // shared tenancy needs the backend's isolated sessions and per_conversation_account
 // placement; an engine requiring process sessions under conversation tenancy needs a
 // backend with process sessions.
@@ -245,6 +257,13 @@ func (r *Registry) ValidateRuntimeProfile(spec RuntimeProfileSpec) error {
 	if !ok {
 		return &ValidationError{Subject: "runtime profile", Problems: []Problem{{Field: "engine_kind", Message: fmt.Sprintf("no engine adapter %q is installed", spec.EngineKind)}}}
 	}
+	return ValidateRuntimeProfileOf(adapter, spec)
+}
+
+// ValidateRuntimeProfileOf checks a RuntimeProfile against the adapter that runs it
+// (from Registry.ProfileAdapter, for a profile that defines its own program), as
+// ValidateRuntimeProfile does.
+func ValidateRuntimeProfileOf(adapter EngineAdapter, spec RuntimeProfileSpec) error {
 	caps := adapter.Capabilities()
 	p := &problems{subject: fmt.Sprintf("runtime profile for engine %q", caps.EngineKind)}
 	if spec.Tracing.Enabled {
@@ -257,7 +276,7 @@ func (r *Registry) ValidateRuntimeProfile(spec RuntimeProfileSpec) error {
 			p.add("tracing.endpoint", "%q is not an OTLP/HTTP base URL (http or https, a host, an optional path; no credentials, query or fragment)", spec.Tracing.Endpoint)
 		}
 	}
-	if spec.RuntimeImage == "" && caps.DefaultRuntimeImage == "" {
+	if spec.RuntimeImage == "" && caps.DefaultRuntimeImage == "" && !spec.Backend.RunsHostSystem {
 		p.add("runtime_image", "engine %q has no default runtime image; name one", caps.EngineKind)
 	}
 	if image := cmp.Or(spec.RuntimeImage, caps.DefaultRuntimeImage); spec.Backend.RunsImageReferences && strings.HasPrefix(image, "/") {

@@ -22,11 +22,14 @@ import (
 type Registry struct {
 	mu       sync.RWMutex
 	adapters map[string]EngineAdapter
+	// programs are the kinds whose RuntimeProfiles define their program
+	// (RegisterProgramKind), with the builder of their adapters.
+	programs map[string]ProgramBuilder
 }
 
 // NewRegistry returns an empty registry.
 func NewRegistry() *Registry {
-	return &Registry{adapters: map[string]EngineAdapter{}}
+	return &Registry{adapters: map[string]EngineAdapter{}, programs: map[string]ProgramBuilder{}}
 }
 
 // Register validates an adapter and installs it under name, which must equal its
@@ -47,11 +50,18 @@ func (r *Registry) Register(name string, adapter EngineAdapter) error {
 			Problems: []Problem{{Field: "engine_kind", Message: fmt.Sprintf("engine kind %q is already registered by %T", name, existing)}},
 		}
 	}
+	if r.taken(name) {
+		return &ValidationError{
+			Subject:  adapterSubject(name, adapter),
+			Problems: []Problem{{Field: "engine_kind", Message: fmt.Sprintf("engine kind %q is already registered as a kind whose RuntimeProfiles define their program", name)}},
+		}
+	}
 	r.adapters[name] = adapter
 	return nil
 }
 
-// Adapter returns the adapter registered for kind.
+// Adapter returns the adapter registered for kind. A kind whose RuntimeProfiles define
+// their program has no adapter of its own: ProfileAdapter builds one per profile.
 func (r *Registry) Adapter(kind string) (EngineAdapter, bool) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
@@ -59,12 +69,16 @@ func (r *Registry) Adapter(kind string) (EngineAdapter, bool) {
 	return a, ok
 }
 
-// Kinds returns the registered engine kinds in order.
+// Kinds returns the registered engine kinds in order, those whose RuntimeProfiles
+// define their program included.
 func (r *Registry) Kinds() []string {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	kinds := make([]string, 0, len(r.adapters))
+	kinds := make([]string, 0, len(r.adapters)+len(r.programs))
 	for k := range r.adapters {
+		kinds = append(kinds, k)
+	}
+	for k := range r.programs {
 		kinds = append(kinds, k)
 	}
 	slices.Sort(kinds)

@@ -45,6 +45,21 @@ func TestRuntimeProfiles(t *testing.T) {
 	require.Error(t, err, "sandbox_backend is a closed vocabulary")
 	_, err = st.CreateRuntimeProfile(ctx, store.NewRuntimeProfile{Name: f.profile.Name, EngineKind: "claude", SandboxBackend: store.SandboxLocal})
 	require.ErrorIs(t, err, store.ErrDuplicate)
+	require.Nil(t, got.ACPProgram, "a profile defines no program unless given one")
+
+	defined, err := st.CreateRuntimeProfile(ctx, store.NewRuntimeProfile{Name: uniq("acp"), EngineKind: "acp", SandboxBackend: store.SandboxLocal,
+		ACPProgram: json.RawMessage(`{"command":["my-agent"],"busy":"queued"}`)})
+	require.NoError(t, err)
+	got, err = st.GetRuntimeProfileByID(ctx, defined.ID)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"command":["my-agent"],"busy":"queued"}`, string(got.ACPProgram))
+	saved, err := st.UpdateRuntimeProfile(ctx, defined.ID, store.RuntimeProfileUpdate{ACPProgram: json.RawMessage(`{"command":["other"]}`)})
+	require.NoError(t, err)
+	require.JSONEq(t, `{"command":["other"]}`, string(saved.ACPProgram))
+	require.True(t, saved.UpdatedAt.After(got.UpdatedAt) || saved.UpdatedAt.Equal(got.UpdatedAt))
+	_, err = st.CreateRuntimeProfile(ctx, store.NewRuntimeProfile{Name: uniq("acp"), EngineKind: "acp", SandboxBackend: store.SandboxLocal,
+		ACPProgram: json.RawMessage(`["my-agent"]`)})
+	require.Error(t, err, "a program is a JSON object")
 }
 
 func TestAgentsOptimisticConcurrency(t *testing.T) {

@@ -105,8 +105,11 @@ type RuntimeProfile struct {
 	NetworkPolicy  json.RawMessage `gorm:"column:network_policy"`
 	Tracing        json.RawMessage `gorm:"column:tracing"`
 	PrewarmSize    int             `gorm:"column:prewarm_size"`
-	CreatedAt      time.Time       `gorm:"column:created_at"`
-	UpdatedAt      time.Time       `gorm:"column:updated_at"`
+	// ACPProgram is the Agent program a profile of the generic ACP kind defines
+	// (engines/acp.Program as JSON); nil on every other profile.
+	ACPProgram json.RawMessage `gorm:"column:acp_program"`
+	CreatedAt  time.Time       `gorm:"column:created_at"`
+	UpdatedAt  time.Time       `gorm:"column:updated_at"`
 }
 
 // TableName is the runtime_profiles table.

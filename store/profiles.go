@@ -22,6 +22,9 @@ type NewRuntimeProfile struct {
 	NetworkPolicy  json.RawMessage
 	Tracing        json.RawMessage
 	PrewarmSize    int
+	// ACPProgram is the program a profile of the generic ACP kind defines; nil stores
+	// none (NULL).
+	ACPProgram json.RawMessage
 }
 
 // CreateRuntimeProfile inserts a RuntimeProfile; a taken name is ErrDuplicate.
@@ -38,6 +41,7 @@ func (s *Store) CreateRuntimeProfile(ctx context.Context, in NewRuntimeProfile) 
 		NetworkPolicy:  jsonObjectOrEmpty(in.NetworkPolicy),
 		Tracing:        jsonObjectOrEmpty(in.Tracing),
 		PrewarmSize:    in.PrewarmSize,
+		ACPProgram:     in.ACPProgram,
 	}
 	if p.SandboxTenancy == "" {
 		p.SandboxTenancy = TenancyConversation
@@ -90,6 +94,8 @@ type RuntimeProfileUpdate struct {
 	NetworkPolicy  json.RawMessage
 	Tracing        json.RawMessage
 	PrewarmSize    *int
+	// ACPProgram replaces the defined program when set.
+	ACPProgram json.RawMessage
 }
 
 // UpdateRuntimeProfile applies upd and returns the saved RuntimeProfile. Its engine
@@ -119,6 +125,9 @@ func (s *Store) UpdateRuntimeProfile(ctx context.Context, id string, upd Runtime
 	}
 	if upd.PrewarmSize != nil {
 		changes["prewarm_size"] = *upd.PrewarmSize
+	}
+	if upd.ACPProgram != nil {
+		changes["acp_program"] = upd.ACPProgram
 	}
 	var saved []RuntimeProfile
 	res := s.conn(ctx).Model(&saved).Clauses(clause.Returning{}).Where("id = ?", id).Updates(changes)

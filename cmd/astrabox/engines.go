@@ -36,10 +36,6 @@ const (
 	scriptedMountPoint = "/opt/astrabox/scripted"
 )
 
-// geminiURL is the Gemini API forward as a box's program reaches it; the Gemini SDK
-// adds the version (/v1beta) itself.
-var geminiURL = fmt.Sprintf("http://127.0.0.1:%d", activities.GeminiModelForwardPort)
-
 // installedEngines is the process's one engine registry and what boxes need
 // to run its programs.
 type installedEngines struct {
@@ -49,6 +45,10 @@ type installedEngines struct {
 	// forwards are the model forwards of programs that do not speak the default
 	// (Anthropic) API, by engine kind.
 	forwards map[string]sandbox.Forward
+	// acpMounts are the pinned ACP installs (tools/acp-agents, and the Claude Code and
+	// Codex CLI that two of its programs drive) bound into an image-less local box of a
+	// RuntimeProfile that defines its ACP program; empty without the installs.
+	acpMounts []sandbox.Mount
 }
 
 // newInstalledEngines registers the Agent programs this build ships. Each runs
@@ -100,6 +100,12 @@ func newInstalledEngines(cfg config.Engines) (*installedEngines, error) {
 	if err := out.registerACP(); err != nil {
 		return nil, err
 	}
+	// A RuntimeProfile of the generic ACP kind defines its program: the API validates
+	// it when saved and the worker builds its adapter from the saved profile, with no
+	// restart of either.
+	if err := out.registry.RegisterProgramKind(acp.KindProgram, acp.ProgramBuilder(modelBaseURL)); err != nil {
+		return nil, err
+	}
 	if err := out.registerDeepSeekHarness(); err != nil {
 		return nil, err
 	}
@@ -124,104 +130,6 @@ func (e *installedEngines) registerScripted(binary string) error {
 		return err
 	}
 	e.mounts[scriptengine.Kind] = []sandbox.Mount{{Source: filepath.Dir(binary), Target: scriptedMountPoint}}
-	return nil
-}
-
-// registerACPProgram registers an ACP program the configuration declares; the profile
-// is validated by the adapter and the capabilities by the registry.
-func (e *installedEngines) registerACPProgram(prog config.ACPProgram) error {
-	profile := acp.Profile{Kind: prog.Kind, Title: prog.Title, Command: prog.Command, Env: prog.Env, Files: prog.Files,
-		ModelKeyEnv: prog.ModelKeyEnv, StateDir: prog.StateDir, StateDirEnv: prog.StateDirEnv, SessionLog: prog.SessionLog,
-		StateFiles: prog.StateFiles, Modes: prog.Modes, DefaultMode: prog.DefaultMode, Busy: acp.BusyPrompt(prog.Busy),
-		Admission: acp.Admission(prog.Admission), Resume: acp.ResumeMethod(prog.Resume), InstructionsFile: prog.InstructionsFile,
-		ModeUpdateText: prog.ModeUpdateText, LoadAfterStartMinute: prog.LoadAfterStartMinute}
-	for _, t := range prog.MCPTransports {
-		profile.MCPTransports = append(profile.MCPTransports, engines.MCPTransport(t))
-	}
-	baseURL := fmt.Sprintf("http://127.0.0.1:%d", activities.ModelForwardPort)
-	switch prog.ModelAPI {
-	case "", "anthropic":
-	case "openai":
-		baseURL = fmt.Sprintf("http://127.0.0.1:%d/v1", activities.OpenAIModelForwardPort)
-		e.forwards[prog.Kind] = sandbox.Forward{Name: activities.OpenAIModelForwardName, Port: activities.OpenAIModelForwardPort}
-	case "gemini":
-		baseURL = geminiURL
-		e.forwards[prog.Kind] = sandbox.Forward{Name: activities.GeminiModelForwardName, Port: activities.GeminiModelForwardPort}
-	default:
-		return fmt.Errorf("model_api %q must be anthropic, openai or gemini", prog.ModelAPI)
-	}
-	adapter, err := acp.NewAdapter(acp.Config{Profile: profile, ModelBaseURL: baseURL})
-	if err != nil {
-		return err
-	}
-	if err := e.registry.Register(prog.Kind, adapter); err != nil {
-		return err
-	}
-	for _, m := range prog.Mounts {
-		if !filepath.IsAbs(m.Source) || !filepath.IsAbs(m.Target) {
-			return fmt.Errorf("mount %q -> %q: both must be absolute paths", m.Source, m.Target)
-		}
-		e.mounts[prog.Kind] = append(e.mounts[prog.Kind], sandbox.Mount{Source: m.Source, Target: m.Target})
-	}
-	return nil
-}
-
-// registerACP registers the shipped ACP programs when the checkout has them installed
-// (make deps-acp-agents), each under its own engine_kind, run from the pinned installs
-// bound read-only into local boxes. A build without them serves the other programs.
-func (e *installedEngines) registerACP() error {
-	root, err := reporoot.Find()
-	if err != nil {
-		return nil
-	}
-	inst, err := agentbin.LocateACP(root)
-	if err != nil {
-		return nil
-	}
-	claudeProg, err := agentbin.Locate(root, agentbin.Claude)
-	if err != nil {
-		return nil
-	}
-	codexProg, err := agentbin.Locate(root, agentbin.Codex)
-	if err != nil {
-		return nil
-	}
-	codexRel, err := filepath.Rel(codexProg.Dir, codexProg.Command[0])
-	if err != nil {
-		return err
-	}
-	in := acp.Install{Node: inst.Node, Modules: acpMountPoint, Opencode: filepath.Join(acpMountPoint, inst.Opencode),
-		ClaudeCode: filepath.Join(claudeMountPoint, filepath.Base(claudeProg.Command[0])), Codex: filepath.Join(codexMountPoint, codexRel)}
-	mounts := []sandbox.Mount{{Source: inst.Modules, Target: acpMountPoint}, {Source: claudeProg.Dir, Target: claudeMountPoint},
-		{Source: codexProg.Dir, Target: codexMountPoint}}
-	anthropicURL := fmt.Sprintf("http://127.0.0.1:%d", activities.ModelForwardPort)
-	openAIURL := fmt.Sprintf("http://127.0.0.1:%d/v1", activities.OpenAIModelForwardPort)
-	for _, shipped := range []struct {
-		profile acp.Profile
-		baseURL string
-	}{
-		{acp.ClaudeProfile(in), anthropicURL},
-		{acp.CodexProfile(in), openAIURL},
-		{acp.QwenProfile(in), openAIURL},
-		{acp.OpencodeProfile(in), openAIURL},
-		{acp.GeminiProfile(in), geminiURL},
-	} {
-		adapter, err := acp.NewAdapter(acp.Config{Profile: shipped.profile, ModelBaseURL: shipped.baseURL})
-		if err != nil {
-			return err
-		}
-		kind := shipped.profile.Kind
-		if err := e.registry.Register(kind, adapter); err != nil {
-			return err
-		}
-		e.mounts[kind] = mounts
-		switch shipped.baseURL {
-		case openAIURL:
-			e.forwards[kind] = sandbox.Forward{Name: activities.OpenAIModelForwardName, Port: activities.OpenAIModelForwardPort}
-		case geminiURL:
-			e.forwards[kind] = sandbox.Forward{Name: activities.GeminiModelForwardName, Port: activities.GeminiModelForwardPort}
-		}
-	}
 	return nil
 }
 
@@ -284,15 +192,33 @@ func (e *installedEngines) pinned(kind, name, mountPoint string) (agentbin.Progr
 }
 
 // spec builds a box spec: the RuntimeProfile's defaults, the program's install
-// and the model service reached through the box's egress.
+// and the model service reached through the box's egress. A RuntimeProfile that
+// defines its ACP program names no host folder (an API user must not bind host
+// paths): its program is in its image, or, in an image-less local box, in the pinned
+// ACP installs the shipped ACP programs run from; its model API picks the forward.
 func (e *installedEngines) spec(profile store.RuntimeProfile, agent store.Agent, adapter engines.EngineAdapter) (sandbox.Spec, error) {
 	spec, err := activities.DefaultSpec(profile, agent, adapter)
 	if err != nil {
 		return sandbox.Spec{}, err
 	}
-	spec.Mounts = append(spec.Mounts, e.mounts[agent.EngineKind]...)
+	mounts, forward := e.mounts[agent.EngineKind], (*sandbox.Forward)(nil)
 	if f, ok := e.forwards[agent.EngineKind]; ok {
-		activities.AddModelEgressVia(&spec, adapter.SandboxRequest(), f)
+		forward = &f
+	}
+	if e.registry.DefinesProgram(profile.EngineKind) {
+		prog, err := acp.ParseProgram(profile.EngineKind, profile.ACPProgram)
+		if err != nil {
+			return sandbox.Spec{}, fmt.Errorf("runtime profile %s: %w", profile.ID, err)
+		}
+		_, forward = modelForward(prog.ModelAPI)
+		mounts = nil
+		if profile.Image == "" {
+			mounts = e.acpMounts
+		}
+	}
+	spec.Mounts = append(spec.Mounts, mounts...)
+	if forward != nil {
+		activities.AddModelEgressVia(&spec, adapter.SandboxRequest(), *forward)
 	} else {
 		activities.AddModelEgress(&spec, adapter.SandboxRequest())
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +14,7 @@ import (
 	"github.com/astrabox/astrabox/config"
 	"github.com/astrabox/astrabox/engines/acp"
 	"github.com/astrabox/astrabox/engines/claude"
+	"github.com/astrabox/astrabox/store"
 )
 
 // TestConfiguredACPProgramRegisters adds an ACP program by configuration alone: the
@@ -85,4 +87,33 @@ func TestGeminiModelForward(t *testing.T) {
 	require.Equal(t, http.StatusOK, post("/v1beta/models/gemini-2.5-flash:countTokens"))
 	<-got
 	require.Equal(t, http.StatusForbidden, post("/v1beta/files"))
+}
+
+// TestRuntimeProfileACPProgramBox: the box of a RuntimeProfile that defines its ACP
+// program is on the forward of the program's model API; image-less, it binds the pinned
+// ACP installs the shipped ACP kinds run from, and with an image nothing of the host.
+func TestRuntimeProfileACPProgramBox(t *testing.T) {
+	t.Parallel()
+	installed, err := newInstalledEngines(config.Engines{})
+	require.NoError(t, err)
+	require.True(t, installed.registry.DefinesProgram(acp.KindProgram))
+	require.NotEmpty(t, installed.acpMounts, "run `make deps-acp-agents` and `make deps-agents`")
+	profile := store.RuntimeProfile{ID: "p1", EngineKind: acp.KindProgram, SandboxBackend: store.SandboxLocal,
+		ACPProgram: json.RawMessage(`{"command":["/usr/bin/node","/opt/astrabox/acp/node_modules/x.js"],"model_key_env":"GEMINI_API_KEY",` +
+			`"model_api":"gemini","state_dir":".x","busy":"queued","admission":"prompt_reply","resume":"load"}`)}
+	adapter, err := installed.registry.ProfileAdapter(profile.EngineKind, profile.ACPProgram)
+	require.NoError(t, err)
+	agent := store.Agent{ID: "a1", EngineKind: acp.KindProgram}
+
+	spec, err := installed.spec(profile, agent, adapter)
+	require.NoError(t, err)
+	require.Equal(t, installed.acpMounts, spec.Mounts)
+	require.Len(t, spec.Network.Forwards, 1)
+	require.Equal(t, activities.GeminiModelForwardName, spec.Network.Forwards[0].Name)
+	require.Equal(t, activities.ModelPlaceholderKey, spec.Env["GEMINI_API_KEY"])
+
+	profile.Image = "/srv/images/acp"
+	spec, err = installed.spec(profile, agent, adapter)
+	require.NoError(t, err)
+	require.Empty(t, spec.Mounts, "a profile's image holds its program")
 }

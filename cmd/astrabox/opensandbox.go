@@ -24,10 +24,11 @@ import (
 // sandboxOffers are the sandbox backends RuntimeProfiles may select in this
 // deployment, with what each declares: the backend this deployment's workers
 // run (sandbox.backend: local or kubernetes, both with process sessions, one
-// conversation per box), and the OpenSandbox backend when its URL is
-// configured.
+// conversation per box; a local box without an image runs on the host system),
+// and the OpenSandbox backend when its URL is configured.
 func sandboxOffers(cfg *config.Config) map[string]engines.SandboxBackendCapabilities {
-	offers := map[string]engines.SandboxBackendCapabilities{cfg.Sandbox.Backend: {SupportsProcessSessions: true}}
+	offers := map[string]engines.SandboxBackendCapabilities{cfg.Sandbox.Backend: {SupportsProcessSessions: true,
+		RunsHostSystem: cfg.Sandbox.Backend == store.SandboxLocal}}
 	if cfg.Sandbox.OpenSandbox.URL != "" {
 		offers[store.SandboxOpenSandbox] = api.BackendOffer(opensandbox.DeclaredCapabilities(), true)
 	}

@@ -430,9 +430,9 @@ func (p *platform) prewarmPools(ctx context.Context) ([]local.PrewarmProfile, er
 		if profile.PrewarmSize <= 0 || profile.SandboxBackend != p.cfg.Sandbox.Backend {
 			continue
 		}
-		adapter, ok := p.engines.registry.Adapter(profile.EngineKind)
-		if !ok {
-			p.log.Warn("not prewarming: engine kind not installed", zap.String("runtime_profile", profile.Name), zap.String("engine_kind", profile.EngineKind))
+		adapter, err := p.engines.registry.ProfileAdapter(profile.EngineKind, profile.ACPProgram)
+		if err != nil {
+			p.log.Warn("not prewarming: no Agent program", zap.String("runtime_profile", profile.Name), zap.String("engine_kind", profile.EngineKind), zap.Error(err))
 			continue
 		}
 		spec, err := p.engines.spec(profile, store.Agent{EngineKind: profile.EngineKind}, adapter)

@@ -65,14 +65,14 @@ func TestProfileValidation(t *testing.T) {
 		want string
 	}{
 		"kind":         {func(p *acp.Profile) { p.Kind = "My Agent" }, "kind"},
-		"command":      {func(p *acp.Profile) { p.Command = nil }, "command is required"},
+		"command":      {func(p *acp.Profile) { p.Command = nil }, "command"},
 		"state dir":    {func(p *acp.Profile) { p.StateDir = "../etc" }, "state_dir"},
 		"model key":    {func(p *acp.Profile) { p.ModelKeyEnv = "" }, "model_key_env"},
 		"default mode": {func(p *acp.Profile) { p.Modes, p.DefaultMode = []string{"a"}, "b" }, "default_mode"},
 		"busy":         {func(p *acp.Profile) { p.Busy = "sometimes" }, "busy"},
 		"admission":    {func(p *acp.Profile) { p.Admission = "" }, "admission"},
 		"resume":       {func(p *acp.Profile) { p.Resume = "restart" }, "resume"},
-		"session log":  {func(p *acp.Profile) { p.SessionLog = "log.jsonl" }, "{engine_session_key}"},
+		"session log":  {func(p *acp.Profile) { p.SessionLog = "log.jsonl" }, "session_log"},
 		"files":        {func(p *acp.Profile) { p.Files = map[string]string{"/etc/passwd": ""} }, "files"},
 		"mcp":          {func(p *acp.Profile) { p.MCPTransports = []engines.MCPTransport{"websocket"} }, "mcp_transports"},
 		"instructions": {func(p *acp.Profile) { p.InstructionsFile = "../AGENTS.md" }, "instructions_file"},
@@ -80,8 +80,9 @@ func TestProfileValidation(t *testing.T) {
 		p := good
 		tc.edit(&p)
 		err := p.Validate()
-		require.Error(t, err, name)
-		require.Contains(t, err.Error(), tc.want, name)
+		var invalid *engines.ValidationError
+		require.ErrorAs(t, err, &invalid, name)
+		require.True(t, invalid.HasField(tc.want), "%s: %v", name, err)
 		_, err = acp.NewAdapter(acp.Config{Profile: p})
 		require.Error(t, err, "an adapter refuses the profile: %s", name)
 	}

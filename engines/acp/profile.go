@@ -1,8 +1,8 @@
 package acp
 
 import (
-	"errors"
 	"fmt"
+	"maps"
 	"path"
 	"regexp"
 	"slices"
@@ -130,69 +130,75 @@ type Profile struct {
 
 var kindPattern = regexp.MustCompile(`^[a-z][a-z0-9_-]{1,62}$`)
 
-// Validate checks a profile names everything the adapter needs.
+// Validate checks a profile names everything the adapter needs. It returns a
+// *engines.ValidationError listing every problem, each naming its field as the
+// profile's JSON does ("command", "busy"), so a RuntimeProfile that defines the program
+// is refused with the field named.
 func (p Profile) Validate() error {
-	var errs []error
+	var problems []engines.Problem
+	add := func(field, format string, args ...any) {
+		problems = append(problems, engines.Problem{Field: field, Message: fmt.Sprintf(format, args...)})
+	}
 	if !kindPattern.MatchString(p.Kind) {
-		errs = append(errs, fmt.Errorf("kind %q must be lower-case letters, digits, '-' or '_' (2 to 63, starting with a letter)", p.Kind))
+		add("kind", "%q must be lower-case letters, digits, '-' or '_' (2 to 63, starting with a letter)", p.Kind)
 	}
 	if len(p.Command) == 0 || strings.TrimSpace(p.Command[0]) == "" {
-		errs = append(errs, errors.New("command is required"))
+		add("command", "is required")
 	}
 	if p.ModelKeyEnv == "" {
-		errs = append(errs, errors.New("model_key_env is required"))
+		add("model_key_env", "is required")
 	}
 	if p.StateDir == "" || path.IsAbs(p.StateDir) || strings.Contains(p.StateDir, "..") {
-		errs = append(errs, fmt.Errorf("state_dir %q must be a folder name under the home folder", p.StateDir))
+		add("state_dir", "%q must be a folder name under the home folder", p.StateDir)
 	}
-	for name := range p.Files {
+	for _, name := range slices.Sorted(maps.Keys(p.Files)) {
 		if name == "" || path.IsAbs(name) || slices.Contains(strings.Split(name, "/"), "..") {
-			errs = append(errs, fmt.Errorf("files: %q must be a path under the home folder", name))
+			add("files", "%q must be a path under the home folder", name)
 		}
 	}
 	if p.SessionLog != "" && !strings.Contains(p.SessionLog, engines.SessionLogKeyPlaceholder) && !strings.Contains(p.SessionLog, engines.SessionLogShortKeyPlaceholder) {
-		errs = append(errs, fmt.Errorf("session_log %q must contain {engine_session_key} or {engine_session_key_8}", p.SessionLog))
+		add("session_log", "%q must contain {engine_session_key} or {engine_session_key_8}", p.SessionLog)
 	}
 	for _, f := range p.StateFiles {
 		if f == "" || path.IsAbs(f) || slices.Contains(strings.Split(f, "/"), "..") {
-			errs = append(errs, fmt.Errorf("state_files: %q must be a file name under the state folder", f))
+			add("state_files", "%q must be a file name under the state folder", f)
 		}
 	}
 	for _, t := range p.MCPTransports {
 		if !slices.Contains([]engines.MCPTransport{engines.MCPTransportStdio, engines.MCPTransportHTTP, engines.MCPTransportSSE}, t) {
-			errs = append(errs, fmt.Errorf("mcp_transports: %q must be stdio, http or sse", t))
+			add("mcp_transports", "%q must be stdio, http or sse", t)
 		}
 	}
 	if f := p.InstructionsFile; f != "" && (path.IsAbs(f) || path.Clean(f) != f || slices.Contains(strings.Split(f, "/"), "..")) {
-		errs = append(errs, fmt.Errorf("instructions_file %q must be a path under the state folder", f))
+		add("instructions_file", "%q must be a path under the state folder", f)
 	}
 	if len(p.Modes) > 0 && !slices.Contains(p.Modes, p.DefaultMode) {
-		errs = append(errs, fmt.Errorf("default_mode %q is not one of modes %v", p.DefaultMode, p.Modes))
+		add("default_mode", "%q is not one of modes %v", p.DefaultMode, p.Modes)
 	}
 	if len(p.Modes) == 0 && p.DefaultMode != "" {
-		errs = append(errs, errors.New("default_mode needs modes"))
+		add("default_mode", "needs modes")
 	}
 	switch p.Busy {
 	case BusyQueued, BusyCancels, BusyJoined, BusyRefused:
 	default:
-		errs = append(errs, fmt.Errorf("busy %q must be queued, cancels, joined or refused", p.Busy))
+		add("busy", "%q must be queued, cancels, joined or refused", p.Busy)
 	}
 	switch p.Admission {
 	case AdmissionPromptReply:
 	case AdmissionSessionLog:
 		if p.SessionLog == "" {
-			errs = append(errs, errors.New("admission session_log needs session_log"))
+			add("admission", "session_log needs session_log")
 		}
 	default:
-		errs = append(errs, fmt.Errorf("admission %q must be prompt_reply or session_log", p.Admission))
+		add("admission", "%q must be prompt_reply or session_log", p.Admission)
 	}
 	switch p.Resume {
 	case ResumeLoad, ResumeResume:
 	default:
-		errs = append(errs, fmt.Errorf("resume %q must be load or resume", p.Resume))
+		add("resume", "%q must be load or resume", p.Resume)
 	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("acp profile %q: %w", p.Kind, err)
+	if len(problems) > 0 {
+		return &engines.ValidationError{Subject: fmt.Sprintf("acp profile %q", p.Kind), Problems: problems}
 	}
 	return nil
 }

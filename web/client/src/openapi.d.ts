@@ -1539,6 +1539,36 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    acp_program?: {
+                        /** @enum {string} */
+                        admission: "session_log" | "prompt_reply";
+                        /** @enum {string} */
+                        busy: "queued" | "cancels" | "joined" | "refused";
+                        command: string[];
+                        default_mode?: string;
+                        env?: {
+                            [key: string]: string;
+                        };
+                        files?: {
+                            [key: string]: string;
+                        };
+                        instructions_file?: string;
+                        load_after_start_minute?: boolean;
+                        mcp_transports?: ("stdio" | "http" | "sse")[];
+                        mode_update_text?: string;
+                        /** @enum {string} */
+                        model_api?: "anthropic" | "openai" | "gemini";
+                        model_key_env: string;
+                        modes?: string[];
+                        new_session_meta?: Record<string, never>;
+                        /** @enum {string} */
+                        resume: "load" | "resume";
+                        session_log?: string;
+                        state_dir: string;
+                        state_dir_env?: string;
+                        state_files?: string[];
+                        title?: string;
+                    };
                     enabled?: boolean;
                     engine_kind: string;
                     image?: string;
@@ -1620,6 +1650,36 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    acp_program?: {
+                        /** @enum {string} */
+                        admission: "session_log" | "prompt_reply";
+                        /** @enum {string} */
+                        busy: "queued" | "cancels" | "joined" | "refused";
+                        command: string[];
+                        default_mode?: string;
+                        env?: {
+                            [key: string]: string;
+                        };
+                        files?: {
+                            [key: string]: string;
+                        };
+                        instructions_file?: string;
+                        load_after_start_minute?: boolean;
+                        mcp_transports?: ("stdio" | "http" | "sse")[];
+                        mode_update_text?: string;
+                        /** @enum {string} */
+                        model_api?: "anthropic" | "openai" | "gemini";
+                        model_key_env: string;
+                        modes?: string[];
+                        new_session_meta?: Record<string, never>;
+                        /** @enum {string} */
+                        resume: "load" | "resume";
+                        session_log?: string;
+                        state_dir: string;
+                        state_dir_env?: string;
+                        state_files?: string[];
+                        title?: string;
+                    };
                     image?: string;
                     name?: string;
                     network_policy?: Record<string, never>;

@@ -1,0 +1,1 @@
+ALTER TABLE runtime_profiles DROP COLUMN acp_program;
