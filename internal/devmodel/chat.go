@@ -55,7 +55,11 @@ func (chatFormat) parse(body []byte) (*conversation, error) {
 	for _, m := range req.Messages {
 		switch m.Role {
 		case "user":
-			conv.addPrompt(openAIText(m.Content))
+			// Part by part: a reminder part (Qwen Code's list of skills) is dropped
+			// without the person's text beside it.
+			for _, text := range openAITexts(m.Content) {
+				conv.addPrompt(text)
+			}
 		case "tool":
 			conv.addToolResult(openAIText(m.Content))
 		case "assistant":

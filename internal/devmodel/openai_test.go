@@ -219,6 +219,22 @@ func TestChatCompletionsNonStreamingAndAuth(t *testing.T) {
 	require.Equal(t, http.StatusUnauthorized, apiErr.StatusCode)
 }
 
+// TestChatCompletionsReminderPartBesideThePrompt: Qwen Code sends its list of skills
+// as a <system-reminder> text part before the person's text in one user message; the
+// reminder is dropped, not the message, so a directive in the person's text runs.
+func TestChatCompletionsReminderPartBesideThePrompt(t *testing.T) {
+	t.Parallel()
+	srv := startServer(t)
+	resp, err := openAIClient(srv, 0).Chat.Completions.New(t.Context(), openai.ChatCompletionNewParams{
+		Model: "stub-model", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage([]openai.ChatCompletionContentPartUnionParam{
+			openai.TextContentPart("<system-reminder>\nThe following skills are available\n</system-reminder>"),
+			openai.TextContentPart(devmodel.Directive("slow", "chunks", "2", "delay", "1ms")),
+		})},
+	})
+	require.NoError(t, err)
+	require.Equal(t, "Slow chunk 1 of 2. Slow chunk 2 of 2. ", resp.Choices[0].Message.Content)
+}
+
 func TestOpenAIErrorsMidStream(t *testing.T) {
 	t.Parallel()
 	srv := startServer(t)

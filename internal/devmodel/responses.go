@@ -117,24 +117,30 @@ func addResponsesTools(conv *conversation, tools []responsesTool, namespace stri
 // openAIText flattens OpenAI content: a string, or parts with a text field
 // (input_text, output_text, text).
 func openAIText(raw json.RawMessage) string {
+	return strings.Join(openAITexts(raw), "\n")
+}
+
+// openAITexts is a message content's texts: the string, or each text part of an
+// array (programs put their reminders in a part before the person's text).
+func openAITexts(raw json.RawMessage) []string {
 	if len(raw) == 0 {
-		return ""
+		return nil
 	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err == nil {
-		return s
+		return []string{s}
 	}
 	var parts []struct {
 		Text string `json:"text"`
 	}
 	if err := json.Unmarshal(raw, &parts); err != nil {
-		return ""
+		return nil
 	}
 	texts := make([]string, 0, len(parts))
 	for _, p := range parts {
 		texts = append(texts, p.Text)
 	}
-	return strings.Join(texts, "\n")
+	return texts
 }
 
 // openAIErrorBody is the error object both OpenAI APIs use.
