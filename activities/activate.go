@@ -18,6 +18,7 @@ import (
 // and keeps the live client in this process for Relay and the other host activities.
 // It runs on the host task queue PrepareRuntime named.
 func (a *Activities) ActivateRuntime(ctx context.Context, req ActivateRequest) (ActivateResult, error) {
+	defer a.keepAlive(ctx)()
 	sess, agent, profile, adapter, err := a.resolve(ctx, req.SessionID)
 	if err != nil {
 		return ActivateResult{}, err

@@ -58,6 +58,7 @@ func (a *Activities) LoadSession(ctx context.Context, ref SessionRef) (SessionFa
 // Session already has one. PrepareReconnect checks that the current box lives. Either
 // way the result names this worker's host task queue, where ActivateRuntime runs.
 func (a *Activities) PrepareRuntime(ctx context.Context, req PrepareRequest) (PrepareResult, error) {
+	defer a.keepAlive(ctx)()
 	sess, agent, profile, adapter, err := a.resolve(ctx, req.SessionID)
 	if err != nil {
 		return PrepareResult{}, err

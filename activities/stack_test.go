@@ -49,6 +49,9 @@ type stack struct {
 	st      *store.Store
 	tc      client.Client
 	backend *local.Backend
+	// workerBackend, when set, is what workers started from now on use as the local
+	// backend (a wrapper of backend that injects faults).
+	workerBackend sandbox.Backend
 	// remote, when set, is the backend the stack's RuntimeProfile selects
 	// instead of the local one (store.SandboxOpenSandbox).
 	remote  sandbox.Backend
@@ -214,6 +217,9 @@ func (s *stack) startWorkerWith(hostID string, set activities.Settings) (stop fu
 		logger = zap.New(zapcore.NewTee(logger.Core(), debug)).Named(hostID)
 	}
 	backends := map[string]sandbox.Backend{store.SandboxLocal: s.backend}
+	if s.workerBackend != nil {
+		backends[store.SandboxLocal] = s.workerBackend
+	}
 	if s.remote != nil {
 		backends[store.SandboxOpenSandbox] = s.remote
 	}
@@ -291,11 +297,18 @@ func (s *stack) signal(sessionID, name string, payload any) {
 // process (the worker) with no event the test could subscribe to more simply.
 func (s *stack) eventually(what string, cond func() bool) {
 	s.t.Helper()
+	s.eventuallyWithin(s.ctx, what, cond)
+}
+
+// eventuallyWithin is eventually bounded by ctx, for a fact that must hold well before
+// the stack's own deadline.
+func (s *stack) eventuallyWithin(ctx context.Context, what string, cond func() bool) {
+	s.t.Helper()
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for !cond() {
 		select {
-		case <-s.ctx.Done():
+		case <-ctx.Done():
 			s.t.Fatalf("timed out waiting for %s", what)
 		case <-tick.C:
 		}

@@ -13,7 +13,9 @@ import (
 //   - Database-only activities on the shared queue retry quickly and often: a
 //     database blip must not terminate a Session.
 //   - PrepareRuntime may create a box (seconds), so it has minutes, and a few
-//     attempts before the runtime is declared offline (TERMINATED).
+//     attempts before the runtime is declared offline (TERMINATED). It and
+//     ActivateRuntime heartbeat while they run: a worker that died in one is
+//     noticed within SetupHeartbeatTimeout, not at the end of its minutes.
 //   - Host-queue activities have a ScheduleToStart timeout: when the worker holding
 //     the connection died nobody polls its queue, and the timeout is how the
 //     workflow learns it must reconnect through another worker.
@@ -32,6 +34,7 @@ var (
 	}
 	prepareOptions = workflow.ActivityOptions{
 		StartToCloseTimeout: 5 * time.Minute,
+		HeartbeatTimeout:    SetupHeartbeatTimeout,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:    2 * time.Second,
 			BackoffCoefficient: 2,
@@ -49,6 +52,10 @@ var (
 	HostScheduleToStart = 30 * time.Second
 	// RelayHeartbeatTimeout is how long a Relay may go without a heartbeat.
 	RelayHeartbeatTimeout = 20 * time.Second
+	// SetupHeartbeatTimeout is how long PrepareRuntime and ActivateRuntime, which
+	// heartbeat while they run, may go without one: a worker that died running them
+	// is noticed then, not at the end of their start-to-close timeouts.
+	SetupHeartbeatTimeout = 20 * time.Second
 )
 
 func withShared(ctx workflow.Context) workflow.Context {
@@ -68,6 +75,13 @@ func withHost(ctx workflow.Context, queue string, startToClose time.Duration) wo
 		StartToCloseTimeout:    startToClose,
 		RetryPolicy:            hostRetry,
 	})
+}
+
+// withHeartbeat adds the setup activities' heartbeat timeout to ctx's options.
+func withHeartbeat(ctx workflow.Context) workflow.Context {
+	opts := workflow.GetActivityOptions(ctx)
+	opts.HeartbeatTimeout = SetupHeartbeatTimeout
+	return workflow.WithActivityOptions(ctx, opts)
 }
 
 // withRelay is the long-running Relay on the host queue: one attempt, heartbeats,

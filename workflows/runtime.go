@@ -87,7 +87,7 @@ func (w *sessionWorkflow) bringUp(ctx workflow.Context) {
 		w.upsertSearch(ctx)
 	}
 	var activated activities.ActivateResult
-	err = workflow.ExecuteActivity(summarized(withHost(ctx, prep.Placement.HostTaskQueue, 3*time.Minute), fmt.Sprintf("Activate runtime generation %d in box %s", prep.Placement.RuntimeGeneration, prep.Placement.SandboxID)), act.ActivateRuntime, activities.ActivateRequest{
+	err = workflow.ExecuteActivity(summarized(withHeartbeat(withHost(ctx, prep.Placement.HostTaskQueue, 3*time.Minute)), fmt.Sprintf("Activate runtime generation %d in box %s", prep.Placement.RuntimeGeneration, prep.Placement.SandboxID)), act.ActivateRuntime, activities.ActivateRequest{
 		SessionID:         w.s.SessionID,
 		SandboxID:         prep.Placement.SandboxID,
 		RuntimeGeneration: prep.Placement.RuntimeGeneration,
