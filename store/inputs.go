@@ -101,11 +101,37 @@ func (s *Store) ListInputsBySession(ctx context.Context, sessionID string) ([]In
 	return out, mapError("list inputs by session", err)
 }
 
-// CountHeldInputs counts the Session's held inputs (for admission policies).
+// heldInputs are the states of an input the program has not taken yet.
+var heldInputs = []string{InputPending, InputDelivered}
+
+// CountHeldInputs counts the Session's held inputs.
 func (s *Store) CountHeldInputs(ctx context.Context, sessionID string) (int, error) {
 	var n int64
-	err := s.conn(ctx).Model(&Input{}).Where("session_id = ? AND state IN ?", sessionID, []string{InputPending, InputDelivered}).Count(&n).Error
+	err := s.conn(ctx).Model(&Input{}).Where("session_id = ? AND state IN ?", sessionID, heldInputs).Count(&n).Error
 	return int(n), mapError("count held inputs", err)
+}
+
+// sessionWithHeldInputs is a Session and the count of its held inputs.
+type sessionWithHeldInputs struct {
+	Session    Session `gorm:"embedded"`
+	HeldInputs int64   `gorm:"column:held_inputs"`
+}
+
+// GetSessionWithHeldInputs returns the Session and how many inputs it holds (pending or
+// delivered) in one statement: what a receipt's admission decides on. Like
+// CountHeldInputs before an insert, the count is a moment's, not a lock's.
+func (s *Store) GetSessionWithHeldInputs(ctx context.Context, id string) (Session, int, error) {
+	var rows []sessionWithHeldInputs
+	err := s.conn(ctx).Raw(`SELECT sessions.*, (SELECT count(*) FROM inputs
+			WHERE inputs.session_id = sessions.id AND inputs.state IN ?) AS held_inputs
+		FROM sessions WHERE sessions.id = ?`, heldInputs, id).Scan(&rows).Error
+	if err != nil {
+		return Session{}, 0, mapError("get session with held inputs", err)
+	}
+	if len(rows) == 0 {
+		return Session{}, 0, fmt.Errorf("get session %s with held inputs: %w", id, ErrNotFound)
+	}
+	return rows[0].Session, int(rows[0].HeldInputs), nil
 }
 
 // GetInputByClientMessageID returns the Session's input with this client_message_id.
