@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strings"
@@ -175,6 +176,12 @@ const (
 // change it (403). A share link viewer's request reads the link's Session, and only
 // reads it.
 func (s *Server) loadSession(c *gin.Context, want access) (store.Session, error) {
+	return s.loadSessionWith(c, want, s.store.GetSessionByID)
+}
+
+// loadSessionWith is loadSession reading the Session with get, for a handler that reads
+// more in the same statement. A share link's Session is read as loadSession reads it.
+func (s *Server) loadSessionWith(c *gin.Context, want access, get func(ctx context.Context, id string) (store.Session, error)) (store.Session, error) {
 	if sh, ok := currentShare(c); ok {
 		return s.loadSharedSession(c, sh, want)
 	}
@@ -182,7 +189,7 @@ func (s *Server) loadSession(c *gin.Context, want access) (store.Session, error)
 	if !isUUID(id) {
 		return store.Session{}, NotFound("session " + id)
 	}
-	sess, err := s.store.GetSessionByID(c.Request.Context(), id)
+	sess, err := get(c.Request.Context(), id)
 	if errors.Is(err, store.ErrNotFound) {
 		return store.Session{}, NotFound("session " + id)
 	}

@@ -2,17 +2,22 @@ package api
 
 import (
 	"bufio"
+	"context"
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/astrabox/astrabox/engines"
+	"github.com/astrabox/astrabox/internal/testutil"
 	"github.com/astrabox/astrabox/store"
 )
 
@@ -78,6 +83,58 @@ func BenchmarkInputReceipt(b *testing.B) {
 		wg.Wait()
 	}
 	reportLatencies(b, "receipt", lat)
+}
+
+// statementCounter counts the statements a store's connections run, BEGIN and COMMIT
+// included: with pgx's cached prepared statements each is one round trip.
+type statementCounter struct{ n atomic.Int64 }
+
+var _ pgx.QueryTracer = (*statementCounter)(nil)
+
+func (c *statementCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	c.n.Add(1)
+	return ctx
+}
+
+func (c *statementCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// newCountingFixture is newFixture whose server runs on a store that counts its
+// statements. The recording signaler keeps the fixture's own store, so the count is the
+// handlers' alone (a deployment signals Temporal, not PostgreSQL).
+func newCountingFixture(t testing.TB) (*fixture, *statementCounter) {
+	t.Helper()
+	counter := &statementCounter{}
+	f := newFixtureOn(t, func(dsn string, o *Options) {
+		key := make([]byte, 32)
+		_, err := rand.Read(key)
+		require.NoError(t, err)
+		st, err := store.Open(testutil.Context(t), dsn, testutil.Logger(t), store.Options{SecretsKey: key, Tracer: counter})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = st.Close() })
+		o.Store = st
+	})
+	return f, counter
+}
+
+// BenchmarkSendInput measures one client sending messages with a client_message_id,
+// one after another, round-robin over sendInputSessions Sessions: the receipt's own
+// latency without contention. It reports the statements (round trips) per receipt.
+func BenchmarkSendInput(b *testing.B) {
+	const sendInputSessions = 50
+	f, counter := newCountingFixture(b)
+	sessions := make([]string, sendInputSessions)
+	for i := range sessions {
+		sessions[i] = f.newSession(f.member)
+		// One message each first, so every statement is prepared and the token's
+		// last use recorded before the count starts.
+		f.call("POST", "/api/v1/sessions/"+sessions[i]+"/inputs", f.member, map[string]any{"content": "warm up"}).ok(b)
+	}
+	counter.n.Store(0)
+	for i := 0; b.Loop(); i++ {
+		body := map[string]any{"content": "benchmark message", "client_message_id": fmt.Sprintf("m%d", i)}
+		f.call("POST", "/api/v1/sessions/"+sessions[i%len(sessions)]+"/inputs", f.member, body).ok(b)
+	}
+	b.ReportMetric(float64(counter.n.Load())/float64(b.N), "statements/op")
 }
 
 // benchPart is a data part carrying the time it was handed to AppendParts.

@@ -83,9 +83,17 @@ func newReceipt(in store.Input, duplicate bool, outputSeq int64) inputReceipt {
 }
 
 // sendInput accepts one message into custody and returns its receipt at once: the row
-// is committed before the receipt, then the Session's workflow is signalled.
+// is committed before the receipt, then the Session's workflow is signalled. The happy
+// path is three statements: the token and its user, the Session with its held-input
+// count, and the insert. A repeated client_message_id is found by the insert, or, when
+// the message would be refused, looked up before refusing.
 func (s *Server) sendInput(c *gin.Context) {
-	sess, err := s.loadSession(c, ownerAccess)
+	var held int
+	sess, err := s.loadSessionWith(c, ownerAccess, func(ctx context.Context, id string) (store.Session, error) {
+		sess, n, err := s.store.GetSessionWithHeldInputs(ctx, id)
+		held = n
+		return sess, err
+	})
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -102,18 +110,10 @@ func (s *Server) sendInput(c *gin.Context) {
 		return
 	}
 	ctx := c.Request.Context()
-	if req.ClientMessageID != nil {
-		prior, err := s.store.GetInputByClientMessageID(ctx, sess.ID, *req.ClientMessageID)
-		if err == nil {
-			s.answerDuplicate(c, prior, sess.OutputSeq)
-			return
-		}
-		if !errors.Is(err, store.ErrNotFound) {
-			s.fail(c, err)
-			return
-		}
-	}
 	if state := (store.SessionFacts{Session: sess}).State(); !state.AcceptsInput() {
+		if s.answeredRepeat(c, sess, req.ClientMessageID) {
+			return
+		}
 		msg := fmt.Sprintf("the Session is %s; recover a TERMINATED Session before sending messages", state)
 		if sess.RuntimeError != nil {
 			msg += ": " + *sess.RuntimeError
@@ -121,12 +121,10 @@ func (s *Server) sendInput(c *gin.Context) {
 		s.fail(c, &Error{Status: http.StatusConflict, Code: CodeAgentRuntimeError, Message: msg})
 		return
 	}
-	held, err := s.store.CountHeldInputs(ctx, sess.ID)
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
 	if err := s.admission.Admit(ctx, AdmissionRequest{SessionID: sess.ID, UserID: currentUser(c).ID, HeldInputs: held, ContentBytes: len(*req.Content)}); err != nil {
+		if s.answeredRepeat(c, sess, req.ClientMessageID) {
+			return
+		}
 		s.fail(c, &Error{Status: http.StatusTooManyRequests, Code: CodeAdmissionDenied, Message: err.Error(), Err: err})
 		return
 	}
@@ -146,6 +144,26 @@ func (s *Server) sendInput(c *gin.Context) {
 	// down is sent again by the workers' re-signal sweep.
 	writeOKNow(c, newReceipt(in, false, sess.OutputSeq))
 	s.signalAfterAnswer(c, sess.ID, workflows.SignalInputAccepted, workflows.InputAccepted{InputID: in.ID})
+}
+
+// answeredRepeat answers a repeated client_message_id with its first receipt and
+// reports whether the request is answered (a failed look-up is, with its error). A
+// refusal asks it first, so a retried message gets its first receipt even when the
+// Session no longer accepts input or admission would now refuse it.
+func (s *Server) answeredRepeat(c *gin.Context, sess store.Session, clientMessageID *string) bool {
+	if clientMessageID == nil {
+		return false
+	}
+	prior, err := s.store.GetInputByClientMessageID(c.Request.Context(), sess.ID, *clientMessageID)
+	if errors.Is(err, store.ErrNotFound) {
+		return false
+	}
+	if err != nil {
+		s.fail(c, err)
+		return true
+	}
+	s.answerDuplicate(c, prior, sess.OutputSeq)
+	return true
 }
 
 // answerDuplicate returns the first receipt of a repeated client_message_id. A message

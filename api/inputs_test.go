@@ -139,3 +139,35 @@ func TestParallelSendsWithOneClientMessageIDMakeOneInput(t *testing.T) {
 	}
 	assert.Equal(t, 1, fresh, "exactly one receipt is the original")
 }
+
+func TestRepeatedMessageGetsItsReceiptAfterTheSessionStoppedAcceptingInput(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	id := f.newSession(f.member)
+	path := "/api/v1/sessions/" + id + "/inputs"
+	var first inputReceipt
+	f.call("POST", path, f.member, map[string]any{"content": "1", "client_message_id": "m1"}).ok(t).into(t, &first)
+
+	f.exec(`UPDATE sessions SET lifecycle = 'terminated' WHERE id = $1`, id)
+	var dup inputReceipt
+	f.call("POST", path, f.member, map[string]any{"content": "1", "client_message_id": "m1"}).ok(t).into(t, &dup)
+	assert.True(t, dup.Duplicate)
+	assert.Equal(t, first.InputID, dup.InputID)
+	assert.Equal(t, first.AcceptedAt, dup.AcceptedAt)
+	// A new message is still refused.
+	f.call("POST", path, f.member, map[string]any{"content": "2", "client_message_id": "m2"}).refused(t, http.StatusConflict, CodeAgentRuntimeError, "TERMINATED")
+	f.call("POST", path, f.member, map[string]any{"content": "3"}).refused(t, http.StatusConflict, CodeAgentRuntimeError, "TERMINATED")
+	assert.Equal(t, 1, f.countInputs(id))
+}
+
+func TestSendInputTakesThreeStatements(t *testing.T) {
+	t.Parallel()
+	f, counter := newCountingFixture(t)
+	id := f.newSession(f.member)
+	path := "/api/v1/sessions/" + id + "/inputs"
+	// The first request records the token's use (at most once a minute).
+	f.call("POST", path, f.member, map[string]any{"content": "warm up"}).ok(t)
+	counter.n.Store(0)
+	f.call("POST", path, f.member, map[string]any{"content": "hello", "client_message_id": "m1"}).ok(t)
+	assert.Equal(t, int64(3), counter.n.Load(), "token and user, Session and held count, insert")
+}

@@ -69,7 +69,7 @@ type ShareStore interface {
 type InputStore interface {
 	InsertInput(ctx context.Context, in store.NewInput) (store.Input, bool, error)
 	GetInputByClientMessageID(ctx context.Context, sessionID, clientMessageID string) (store.Input, error)
-	CountHeldInputs(ctx context.Context, sessionID string) (int, error)
+	GetSessionWithHeldInputs(ctx context.Context, id string) (store.Session, int, error)
 	ListInputsBySession(ctx context.Context, sessionID string) ([]store.Input, error)
 }
 

@@ -106,6 +106,13 @@ func pgCode(err error) string {
 	return ""
 }
 
+// isUniqueViolation reports whether err is a unique violation of the named constraint
+// or unique index, so "already exists" is said only where it is true.
+func isUniqueViolation(err error, constraint string) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == pgUniqueViolation && pgErr.ConstraintName == constraint
+}
+
 // mapError turns driver errors into the package's sentinels, wrapped with what.
 func mapError(what string, err error) error {
 	switch {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/google/uuid"
-	"gorm.io/gorm/clause"
 
 	"github.com/astrabox/astrabox/store/pubsub"
 )
@@ -18,64 +17,69 @@ type NewInput struct {
 	Content         string
 }
 
+// inputClientMessageIDKey is the partial unique index on (session_id,
+// client_message_id): its violation is a repeated client_message_id.
+const inputClientMessageIDKey = "inputs_client_message_id_key"
+
+// insertInputSQL accepts an input in one statement, so one round trip: it advances the
+// Session's input_seq (the row lock that orders the Session's inputs: a concurrent
+// insert waits for this one to commit and then reads the advanced seq), inserts the
+// input with that seq and queues the notification, which PostgreSQL delivers at
+// commit. A repeated client_message_id violates inputClientMessageIDKey, which fails
+// the whole statement, the seq advance with it, so seqs stay gapless. No row means no
+// such Session.
+const insertInputSQL = `
+WITH advanced AS (
+	UPDATE sessions SET input_seq = input_seq + 1, updated_at = now()
+	WHERE id = @session_id
+	RETURNING input_seq
+), inserted AS (
+	INSERT INTO inputs (id, session_id, seq, client_message_id, content, state)
+	SELECT CAST(@id AS uuid), CAST(@session_id AS uuid), input_seq, CAST(@client_message_id AS text), @content, @state
+	FROM advanced
+	RETURNING *
+), notified AS (
+	SELECT pg_notify(@channel, CAST(id AS text)) FROM inserted
+)
+SELECT inserted.* FROM inserted, notified`
+
 // InsertInput accepts an input: it is durable when InsertInput returns. The same
 // ClientMessageID in the same Session returns the first input with duplicate true,
 // also under concurrent calls: the partial unique index (session_id,
-// client_message_id) and ON CONFLICT DO NOTHING decide, not a read before the write.
-// A new input gets the next accepted-order seq and wakes the Session's reader through
-// SessionInputsChannel, in the same transaction.
+// client_message_id) decides, not a read before the write. A new input gets the next
+// accepted-order seq and wakes the Session's reader through SessionInputsChannel, in
+// the same statement. Inside a transaction, a duplicate aborts it (the statement
+// failed); callers use it outside one.
 func (s *Store) InsertInput(ctx context.Context, in NewInput) (Input, bool, error) {
-	var out Input
-	duplicate := false
-	err := s.InTx(ctx, func(tx *Store) error {
-		// The Session row lock orders inputs: every accepted input gets the next seq.
-		// It does not decide duplicates; the unique index does, below.
-		sess, err := tx.lockSession(ctx, in.SessionID)
+	var rows []Input
+	err := s.conn(ctx).Raw(insertInputSQL, map[string]any{
+		"id":                uuid.NewString(),
+		"session_id":        in.SessionID,
+		"client_message_id": in.ClientMessageID,
+		"content":           in.Content,
+		"state":             InputPending,
+		"channel":           pubsub.SessionInputsChannel(in.SessionID),
+	}).Scan(&rows).Error
+	if isUniqueViolation(err, inputClientMessageIDKey) && in.ClientMessageID != nil {
+		// The client_message_id is taken: the first input is the answer. The
+		// violation is raised only once the first input committed, so this new
+		// statement sees it.
+		found, err := s.findInputByClientMessageID(ctx, in.SessionID, *in.ClientMessageID)
 		if err != nil {
-			return err
+			return Input{}, false, fmt.Errorf("insert input: %w", err)
 		}
-		row := Input{
-			ID:              uuid.NewString(),
-			SessionID:       in.SessionID,
-			Seq:             sess.InputSeq + 1,
-			ClientMessageID: in.ClientMessageID,
-			Content:         in.Content,
-			State:           InputPending,
+		if found == nil {
+			return Input{}, false, fmt.Errorf("insert input: conflict without a matching row")
 		}
-		res := tx.conn(ctx).Omit("AcceptedAt").Clauses(clause.OnConflict{
-			Columns:     []clause.Column{{Name: "session_id"}, {Name: "client_message_id"}},
-			TargetWhere: clause.Where{Exprs: []clause.Expression{clause.Expr{SQL: "client_message_id IS NOT NULL"}}},
-			DoNothing:   true,
-		}).Create(&row)
-		if res.Error != nil {
-			return mapError("insert input", res.Error)
-		}
-		if res.RowsAffected == 0 && in.ClientMessageID != nil {
-			// The client_message_id is taken: the first input is the answer. In READ
-			// COMMITTED this new statement sees the row the conflict was about.
-			found, err := tx.findInputByClientMessageID(ctx, in.SessionID, *in.ClientMessageID)
-			if err != nil {
-				return err
-			}
-			if found == nil {
-				return fmt.Errorf("insert input: conflict without a matching row")
-			}
-			out, duplicate = *found, true
-			return nil
-		}
-		if err := tx.conn(ctx).Model(&Session{}).Where("id = ?", in.SessionID).
-			Updates(map[string]any{"input_seq": row.Seq, "updated_at": gormExpr("now()")}).Error; err != nil {
-			return mapError("advance input seq", err)
-		}
-		if err := tx.notify(ctx, pubsub.SessionInputsChannel(in.SessionID), row.ID); err != nil {
-			return err
-		}
-		return tx.conn(ctx).Where("id = ?", row.ID).Take(&out).Error
-	})
-	if err != nil {
-		return Input{}, false, fmt.Errorf("insert input: %w", err)
+		return *found, true, nil
 	}
-	return out, duplicate, nil
+	if err != nil {
+		return Input{}, false, mapError("insert input", err)
+	}
+	if len(rows) == 0 {
+		return Input{}, false, fmt.Errorf("insert input: session %s: %w", in.SessionID, ErrNotFound)
+	}
+	return rows[0], false, nil
 }
 
 func (s *Store) findInputByClientMessageID(ctx context.Context, sessionID, clientMessageID string) (*Input, error) {
@@ -97,11 +101,37 @@ func (s *Store) ListInputsBySession(ctx context.Context, sessionID string) ([]In
 	return out, mapError("list inputs by session", err)
 }
 
-// CountHeldInputs counts the Session's held inputs (for admission policies).
+// heldInputs are the states of an input the program has not taken yet.
+var heldInputs = []string{InputPending, InputDelivered}
+
+// CountHeldInputs counts the Session's held inputs.
 func (s *Store) CountHeldInputs(ctx context.Context, sessionID string) (int, error) {
 	var n int64
-	err := s.conn(ctx).Model(&Input{}).Where("session_id = ? AND state IN ?", sessionID, []string{InputPending, InputDelivered}).Count(&n).Error
+	err := s.conn(ctx).Model(&Input{}).Where("session_id = ? AND state IN ?", sessionID, heldInputs).Count(&n).Error
 	return int(n), mapError("count held inputs", err)
+}
+
+// sessionWithHeldInputs is a Session and the count of its held inputs.
+type sessionWithHeldInputs struct {
+	Session    Session `gorm:"embedded"`
+	HeldInputs int64   `gorm:"column:held_inputs"`
+}
+
+// GetSessionWithHeldInputs returns the Session and how many inputs it holds (pending or
+// delivered) in one statement: what a receipt's admission decides on. Like
+// CountHeldInputs before an insert, the count is a moment's, not a lock's.
+func (s *Store) GetSessionWithHeldInputs(ctx context.Context, id string) (Session, int, error) {
+	var rows []sessionWithHeldInputs
+	err := s.conn(ctx).Raw(`SELECT sessions.*, (SELECT count(*) FROM inputs
+			WHERE inputs.session_id = sessions.id AND inputs.state IN ?) AS held_inputs
+		FROM sessions WHERE sessions.id = ?`, heldInputs, id).Scan(&rows).Error
+	if err != nil {
+		return Session{}, 0, mapError("get session with held inputs", err)
+	}
+	if len(rows) == 0 {
+		return Session{}, 0, fmt.Errorf("get session %s with held inputs: %w", id, ErrNotFound)
+	}
+	return rows[0].Session, int(rows[0].HeldInputs), nil
 }
 
 // GetInputByClientMessageID returns the Session's input with this client_message_id.

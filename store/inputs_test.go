@@ -85,3 +85,23 @@ func TestInsertInputOrdersWithoutGaps(t *testing.T) {
 	_, _, err = st.InsertInput(ctx, store.NewInput{SessionID: "00000000-0000-0000-0000-000000000000", Content: "x"})
 	require.ErrorIs(t, err, store.ErrNotFound)
 }
+
+func TestRepeatedClientMessageIDLeavesNoGap(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx, st := f.ctx, f.st
+	cmid := uniq("m")
+	first, dup, err := st.InsertInput(ctx, store.NewInput{SessionID: f.session.ID, ClientMessageID: &cmid, Content: "one"})
+	require.NoError(t, err)
+	require.False(t, dup)
+	again, dup, err := st.InsertInput(ctx, store.NewInput{SessionID: f.session.ID, ClientMessageID: &cmid, Content: "one, again"})
+	require.NoError(t, err)
+	require.True(t, dup)
+	require.Equal(t, first, again, "the first input, as stored")
+	next, _, err := st.InsertInput(ctx, store.NewInput{SessionID: f.session.ID, Content: "two"})
+	require.NoError(t, err)
+	require.Equal(t, int64(2), next.Seq, "the refused repeat took no seq")
+	s, err := st.GetSessionByID(ctx, f.session.ID)
+	require.NoError(t, err)
+	require.Equal(t, int64(2), s.InputSeq)
+}

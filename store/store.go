@@ -72,6 +72,9 @@ type Options struct {
 	// SecretsKey is the 32-byte AES-256-GCM key sealing stored secret values
 	// (secrets.key); empty refuses to store or read them with ErrNoSecretsKey.
 	SecretsKey []byte
+	// Tracer, when set, sees every statement the pool's connections run (BEGIN and
+	// COMMIT included); benchmarks count round trips with it.
+	Tracer pgx.QueryTracer
 }
 
 // Open connects to the database at dsn, retrying until the server answers or
@@ -98,6 +101,9 @@ func Open(ctx context.Context, dsn string, logger *zap.Logger, opts ...Options) 
 	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
 		return nil, redactError(fmt.Errorf("parse database url %s: %w", safeDSN, err), dsn)
+	}
+	if o.Tracer != nil {
+		cfg.Tracer = o.Tracer
 	}
 	sqlDB := stdlib.OpenDB(*cfg)
 	sqlDB.SetMaxOpenConns(o.MaxOpenConns)

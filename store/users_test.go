@@ -35,9 +35,18 @@ func TestUsersAndAPITokens(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, tok.ID, byHash.ID)
 
-	u, _, err := st.GetUserByAPIToken(ctx, plaintext, time.Now())
+	require.NoError(t, st.TouchAPIToken(ctx, tok.ID, time.Now(), time.Minute))
+	u, gotTok, err := st.GetUserByAPIToken(ctx, plaintext, time.Now())
 	require.NoError(t, err)
 	require.Equal(t, f.user.ID, u.ID)
+	// The joined lookup reads every column of both rows.
+	byHash, err = st.GetAPITokenByHash(ctx, store.HashAPIToken(plaintext))
+	require.NoError(t, err)
+	require.NotNil(t, byHash.LastUsedAt)
+	require.Equal(t, byHash, gotTok)
+	byID, err := st.GetUserByID(ctx, f.user.ID)
+	require.NoError(t, err)
+	require.Equal(t, byID, u)
 
 	_, _, err = st.GetUserByAPIToken(ctx, plaintext+"x", time.Now())
 	require.ErrorIs(t, err, store.ErrNotFound)
