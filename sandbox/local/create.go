@@ -111,12 +111,12 @@ func (b *Backend) waitServiceReady(ctx context.Context, h *handle, svc sandbox.S
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		conn, err := h.c.DialPort(wctx, port)
+		conn, err := h.Client().DialPort(wctx, port)
 		if err == nil {
 			return conn.Close()
 		}
 		if d := h.x.deathInfo(); d != nil {
-			return h.wrap("wait for service "+id, err)
+			return h.Wrap(ctx, "wait for service "+id, err)
 		}
 		st, serr := h.Process(wctx, id)
 		if serr == nil && st.Exit != nil {
