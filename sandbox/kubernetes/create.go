@@ -193,7 +193,7 @@ func (b *Backend) waitReady(ctx context.Context, id string) (*handle, error) {
 		default:
 			h, err := b.connect(wctx, id, st)
 			if err == nil {
-				if _, err = h.c.Info(wctx); err == nil {
+				if _, err = h.Client().Info(wctx); err == nil {
 					return h, nil
 				}
 				h.Close()
@@ -236,7 +236,7 @@ func (b *Backend) waitServiceReady(ctx context.Context, h *handle, svc sandbox.S
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		conn, err := h.c.DialPort(wctx, port)
+		conn, err := h.Client().DialPort(wctx, port)
 		if err == nil {
 			return conn.Close()
 		}

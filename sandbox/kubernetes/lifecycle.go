@@ -38,7 +38,7 @@ func (b *Backend) connect(ctx context.Context, id string, st boxState) (*handle,
 		return nil, fmt.Errorf("box %s: %w", id, err)
 	}
 	url := fmt.Sprintf("http://%s:%d", st.serviceFQDN, b.opts.RunnerPort)
-	return &handle{b: b, id: id, c: runnerapi.NewHTTPClient(url, cfg.Token, nil)}, nil
+	return b.newHandle(id, runnerapi.NewHTTPClient(url, cfg.Token, nil)), nil
 }
 
 // List describes every box of this deployment: its cold Sandboxes and its
