@@ -233,7 +233,7 @@ func (b *Backend) ready(ctx context.Context, id, nonce string, spec sandbox.Spec
 	tick := time.NewTicker(b.opts.PollInterval / 4)
 	defer tick.Stop()
 	for {
-		_, err := h.c.Info(ctx)
+		_, err := h.Client().Info(ctx)
 		if err == nil {
 			break
 		}
@@ -246,7 +246,7 @@ func (b *Backend) ready(ctx context.Context, id, nonce string, spec sandbox.Spec
 	}
 	if len(spec.Network.Forwards) > 0 && !b.opts.NoTunnels {
 		// The forwards lead somewhere before any program starts.
-		up := b.holdTunnel(id, h.c, nonce, "", spec.Network.Forwards)
+		up := b.holdTunnel(id, h.Client(), nonce, "", spec.Network.Forwards)
 		select {
 		case <-up:
 		case <-ctx.Done():
@@ -255,7 +255,7 @@ func (b *Backend) ready(ctx context.Context, id, nonce string, spec sandbox.Spec
 		}
 	}
 	for _, svc := range spec.Services {
-		if _, err := h.c.StartProcess(ctx, svc.Process); err != nil {
+		if _, err := h.Client().StartProcess(ctx, svc.Process); err != nil {
 			h.Close()
 			return nil, &sandbox.NotReadyError{Service: svc.Process.ID, Port: svc.ReadyPort, Reason: err.Error()}
 		}
@@ -314,7 +314,7 @@ func (b *Backend) connect(ctx context.Context, id, nonce string) (*handle, error
 	if len(ep.Headers) > 0 {
 		hc = &http.Client{Transport: headerTransport{base: transportOf(hc), headers: ep.Headers}}
 	}
-	return &handle{b: b, id: id, c: runnerapi.NewHTTPClient(base, b.token(nonce), hc)}, nil
+	return b.newHandle(id, runnerapi.NewHTTPClient(base, b.token(nonce), hc)), nil
 }
 
 // headerTransport adds the headers an endpoint asks for (a gateway's access
@@ -362,7 +362,7 @@ func (b *Backend) Get(ctx context.Context, id string) (sandbox.Handle, error) {
 		return nil, err
 	}
 	if mac := info.Metadata[LabelForwards]; mac != "" && !b.opts.NoTunnels {
-		b.holdTunnel(id, h.c, info.Metadata[LabelNonce], mac, nil)
+		b.holdTunnel(id, h.Client(), info.Metadata[LabelNonce], mac, nil)
 	}
 	return h, nil
 }
@@ -441,7 +441,7 @@ func deathOf(in sandboxInfo) *sandbox.Death {
 func (b *Backend) Release(ctx context.Context, id string) error {
 	if h, _, err := b.get(ctx, id); err == nil {
 		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		_ = h.c.Shutdown(sctx, 5*time.Second)
+		_ = h.Client().Shutdown(sctx, 5*time.Second)
 		cancel()
 		h.Close()
 	}
