@@ -144,10 +144,10 @@ func QwenProfile(in Install) Profile {
 		SessionLog:  "projects/*/chats/{engine_session_key}.jsonl",
 		Modes:       []string{"default"},
 		DefaultMode: "default",
-		Busy:        BusyQueued, Admission: AdmissionSessionLog, Resume: ResumeResume,
+		Busy:        BusyCancels, Admission: AdmissionSessionLog, Resume: ResumeResume,
 		ReportsUsage: true,
 		Quirks: []string{
-			"a prompt sent while busy waits for the running turn (observed in a box; earlier releases failed the running one with -32603)",
+			"a prompt sent while busy fails the running turn (-32603 Internal error) and runs the new one",
 			"asks the client craft/drainMidTurnQueue, which the client declines",
 		},
 	}
