@@ -285,8 +285,9 @@ func (b *bench) phase(ctx context.Context, n int, durable float64, floorOpts loc
 		deliveryMet = met(m.commitToSSE.pct(99) <= 30*time.Millisecond)
 	}
 	rows = append(rows, Row{Figure: fmt.Sprintf("commit-to-SSE %s x%d", tag, followers), Goal: "p99 <= 30 ms (20 x10)", P50: msString(m.commitToSSE.pct(50)), P99: msString(m.commitToSSE.pct(99)), Met: deliveryMet})
-	perSession := (float64(heapIdle) - float64(heapBefore)) / float64(n) / 1024
+	perSession, livePerSession := heapIdle.perSession(heapBefore, n)
 	rows = append(rows, Row{Figure: "worker heap/idle Session " + tag, Goal: "<= 100 KiB", P50: fmt.Sprintf("%.0f KiB", perSession), Met: met(perSession <= 100)})
+	rows = append(rows, Row{Figure: "worker live heap/idle Session " + tag, Goal: "report", P50: fmt.Sprintf("%.0f KiB", livePerSession)})
 	rows = append(rows, Row{Figure: "history events/turn " + tag, Goal: "reported, bounded", P50: fmt.Sprintf("%.1f", events.p50), P99: fmt.Sprintf("%.1f", events.p99)})
 	rows = append(rows, Row{Figure: "Sessions per worker " + tag, Goal: "spread over every worker", P50: spread})
 	rows = append(rows, Row{Figure: "cold start (box + runtime) " + tag, Goal: "report", P50: msString(cold.pct(50)), P99: msString(cold.pct(99))})
@@ -384,43 +385,58 @@ func (b *bench) archive(ctx context.Context, sessions []*session) error {
 	return g.Wait()
 }
 
-// workerHeap is the workers' heap in use after a collection, summed over the worker
+// heapFigures are a worker's heap after a collection: the bytes of its heap spans in
+// use (HeapInuse, what the goal is judged on: it includes the spans' free slots) and of
+// its live objects alone (HeapAlloc).
+type heapFigures struct {
+	inUse, live uint64
+}
+
+// perSession is each of n Sessions' share of the growth from before to h, in KiB.
+func (h heapFigures) perSession(before heapFigures, n int) (inUse, live float64) {
+	return (float64(h.inUse) - float64(before.inUse)) / float64(n) / 1024,
+		(float64(h.live) - float64(before.live)) / float64(n) / 1024
+}
+
+// workerHeap is the workers' heap after a collection, summed over the worker
 // processes, read from their debug endpoints (debug.pprof_addr): the heap profile's
 // gc=1 collects first.
-func (b *bench) workerHeap(ctx context.Context) (uint64, error) {
-	var total uint64
+func (b *bench) workerHeap(ctx context.Context) (heapFigures, error) {
+	var total heapFigures
 	for _, base := range b.workerDebug {
-		n, err := heapInUse(ctx, base)
+		h, err := heapOf(ctx, base)
 		if err != nil {
-			return 0, err
+			return heapFigures{}, err
 		}
-		total += n
+		total.inUse += h.inUse
+		total.live += h.live
 	}
 	return total, nil
 }
 
-func heapInUse(ctx context.Context, base string) (uint64, error) {
+func heapOf(ctx context.Context, base string) (heapFigures, error) {
 	if err := fetch(ctx, base+"/debug/pprof/heap?gc=1", os.DevNull); err != nil {
-		return 0, err
+		return heapFigures{}, err
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/debug/vars", nil)
 	if err != nil {
-		return 0, err
+		return heapFigures{}, err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return 0, fmt.Errorf("worker debug vars: %w", err)
+		return heapFigures{}, fmt.Errorf("worker debug vars: %w", err)
 	}
 	defer resp.Body.Close()
 	var vars struct {
 		Memstats struct {
 			HeapInuse uint64 `json:"HeapInuse"`
+			HeapAlloc uint64 `json:"HeapAlloc"`
 		} `json:"memstats"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&vars); err != nil {
-		return 0, fmt.Errorf("worker debug vars: %w", err)
+		return heapFigures{}, fmt.Errorf("worker debug vars: %w", err)
 	}
-	return vars.Memstats.HeapInuse, nil
+	return heapFigures{inUse: vars.Memstats.HeapInuse, live: vars.Memstats.HeapAlloc}, nil
 }
 
 // fetch saves a URL's body to path.
