@@ -193,17 +193,24 @@ func TestClaudeCodeWorkerKilledWhileStreamingContinuesFromTheRecordedCursor(t *t
 	last, err := s.st.GetLastEndedResponse(s.ctx, id)
 	require.NoError(t, err)
 	require.Equal(t, store.OutcomeCompleted, *last.Outcome)
-	text := s.text(id)
+	s.requireSlowChunksOnce(id, chunks)
+	s.requireGaplessLog(id)
+	require.Equal(t, int64(1), s.session(id).RuntimeGeneration, "the same box: a lost connection is not a lost box")
+}
+
+// requireSlowChunksOnce checks the Session's text holds each of a slow reply's chunks
+// exactly once, in order: nothing lost or repeated across a fault.
+func (s *stack) requireSlowChunksOnce(sessionID string, chunks int) {
+	s.t.Helper()
+	text := s.text(sessionID)
 	at := 0
 	for i := 1; i <= chunks; i++ {
 		chunk := fmt.Sprintf("Slow chunk %d of %d.", i, chunks)
-		require.Equal(t, 1, strings.Count(text, chunk), "%q once in %q", chunk, text)
+		require.Equal(s.t, 1, strings.Count(text, chunk), "%q once in %q", chunk, text)
 		next := strings.Index(text, chunk)
-		require.Greater(t, next, at-1, "in order")
+		require.Greater(s.t, next, at-1, "in order")
 		at = next
 	}
-	s.requireGaplessLog(id)
-	require.Equal(t, int64(1), s.session(id).RuntimeGeneration, "the same box: a lost connection is not a lost box")
 }
 
 // text concatenates every text delta of the Session's output log.

@@ -128,15 +128,7 @@ func TestCodexWorkerKilledWhileStreamingContinuesFromTheRecordedCursor(t *testin
 	last, err := s.st.GetLastEndedResponse(s.ctx, id)
 	require.NoError(t, err)
 	require.Equal(t, store.OutcomeCompleted, *last.Outcome)
-	text := s.text(id)
-	at := 0
-	for i := 1; i <= chunks; i++ {
-		chunk := fmt.Sprintf("Slow chunk %d of %d.", i, chunks)
-		require.Equal(t, 1, strings.Count(text, chunk), "%q once in %q", chunk, text)
-		next := strings.Index(text, chunk)
-		require.Greater(t, next, at-1, "in order")
-		at = next
-	}
+	s.requireSlowChunksOnce(id, chunks)
 	s.requireGaplessLog(id)
 	require.Equal(t, int64(1), s.session(id).RuntimeGeneration, "the same box: a lost connection is not a lost box")
 }
