@@ -19,18 +19,7 @@ import (
 // in order, in the same box. DeepSeek Harness sends its text only once committed, so
 // its worker is stopped while the model streams.
 func TestACPWorkerKilledWhileStreamingContinuesFromTheRecordedCursor(t *testing.T) {
-	for _, tc := range []struct {
-		kind    string
-		profile func(installs) acp.Profile
-		api     string
-	}{
-		{acp.KindClaude, shipped(acp.ClaudeProfile), apiAnthropic},
-		{acp.KindCodex, shipped(acp.CodexProfile), apiOpenAI},
-		{acp.KindQwen, shipped(acp.QwenProfile), apiOpenAI},
-		{acp.KindOpencode, shipped(acp.OpencodeProfile), apiOpenAI},
-		{acp.KindGemini, shipped(acp.GeminiProfile), apiGemini},
-		{acp.KindDeepSeekHarness, deepSeekHarness, apiOpenAI},
-	} {
+	for _, tc := range shippedACPPrograms {
 		t.Run(tc.kind, func(t *testing.T) {
 			s, model, _ := newACPStack(t, tc.profile, tc.api)
 			stopA := s.startWorker("host-a-" + uniq())

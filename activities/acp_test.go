@@ -48,6 +48,24 @@ func shipped(profile func(acp.Install) acp.Profile) func(installs) acp.Profile {
 
 func deepSeekHarness(in installs) acp.Profile { return acp.DeepSeekHarnessProfile(in.dsh) }
 
+// acpProgram is a shipped ACP program as the stack runs it: its profile from the
+// installs, and the model API it speaks.
+type acpProgram struct {
+	kind    string
+	profile func(installs) acp.Profile
+	api     string
+}
+
+// shippedACPPrograms are the six ACP programs the platform ships.
+var shippedACPPrograms = []acpProgram{
+	{acp.KindClaude, shipped(acp.ClaudeProfile), apiAnthropic},
+	{acp.KindCodex, shipped(acp.CodexProfile), apiOpenAI},
+	{acp.KindQwen, shipped(acp.QwenProfile), apiOpenAI},
+	{acp.KindOpencode, shipped(acp.OpencodeProfile), apiOpenAI},
+	{acp.KindGemini, shipped(acp.GeminiProfile), apiGemini},
+	{acp.KindDeepSeekHarness, deepSeekHarness, apiOpenAI},
+}
+
 // newACPStack runs one shipped ACP program in local boxes, every pinned install bound
 // in as the platform binds them, reaching the in-process scripted model, which speaks
 // api, through the host-side credential proxy.
@@ -102,18 +120,7 @@ func newACPStack(t *testing.T, profile func(installs) acp.Profile, api string) (
 // opencode, whose state is a database, a third message after its idle box was
 // released, the database saved and restored through the runtime-state storage.
 func TestACPProgramsHoldAConversation(t *testing.T) {
-	for _, tc := range []struct {
-		kind    string
-		profile func(installs) acp.Profile
-		api     string
-	}{
-		{acp.KindClaude, shipped(acp.ClaudeProfile), apiAnthropic},
-		{acp.KindCodex, shipped(acp.CodexProfile), apiOpenAI},
-		{acp.KindQwen, shipped(acp.QwenProfile), apiOpenAI},
-		{acp.KindOpencode, shipped(acp.OpencodeProfile), apiOpenAI},
-		{acp.KindGemini, shipped(acp.GeminiProfile), apiGemini},
-		{acp.KindDeepSeekHarness, deepSeekHarness, apiOpenAI},
-	} {
+	for _, tc := range shippedACPPrograms {
 		t.Run(tc.kind, func(t *testing.T) {
 			s, model, profile := newACPStack(t, tc.profile, tc.api)
 			if len(profile.StateFiles) > 0 {
