@@ -203,11 +203,12 @@ func Run(ctx context.Context, opts Options, out io.Writer) (err error) {
 	}
 	log.Info("durable floor", zap.Float64("rows_per_s", durable))
 	for _, n := range opts.Sessions {
-		rows, err := b.phase(ctx, n, durable, floorOpts, n == largest)
+		rows, cpu, err := b.phase(ctx, n, durable, floorOpts, n == largest)
 		if err != nil {
 			return fmt.Errorf("phase of %d Sessions: %w", n, err)
 		}
 		rep.Rows = append(rep.Rows, rows...)
+		rep.CPU = append(rep.CPU, cpu)
 	}
 	rep.Load = fmt.Sprintf("loadavg %s before, %s after; %d CPUs; %d API and %d worker process(es)", loadBefore, loadavg(), numCPU(), opts.Replicas, opts.Replicas)
 	rep.Print(out)

@@ -117,7 +117,7 @@ func (b *bench) turn(ctx context.Context, s *session, followers int, text, clien
 }
 
 // phase measures n Sessions and their floors and returns the table's rows.
-func (b *bench) phase(ctx context.Context, n int, durable float64, floorOpts local.Options, profile bool) ([]Row, error) {
+func (b *bench) phase(ctx context.Context, n int, durable float64, floorOpts local.Options, profile bool) ([]Row, string, error) {
 	o := b.opts
 	followers := max(1, min(o.Followers, o.MaxStreams/n))
 	tag := fmt.Sprintf("@%d", n)
@@ -125,23 +125,23 @@ func (b *bench) phase(ctx context.Context, n int, durable float64, floorOpts loc
 
 	fb, err := startFloorBoxes(ctx, n, floorOpts, b.binary, b.log.Named("floor"))
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	prog, err := fb.run(ctx, o.Turns, o.Deltas, o.Gap)
 	if cerr := fb.close(context.WithoutCancel(ctx)); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	receiptLat, err := receiptFloor(ctx, b.stack.DSN(), 20, n, o.Turns)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 
 	heapBefore, err := b.workerHeap(ctx)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	sessions := make([]*session, n)
 	g, gctx := errgroup.WithContext(ctx)
@@ -159,7 +159,7 @@ func (b *bench) phase(ctx context.Context, n int, durable float64, floorOpts loc
 		})
 	}
 	if err := g.Wait(); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	// The first input of each Session starts its box: the cold start.
 	var mu sync.Mutex
@@ -178,7 +178,7 @@ func (b *bench) phase(ctx context.Context, n int, durable float64, floorOpts loc
 		})
 	}
 	if err := g.Wait(); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	warmSeq := map[string]int64{}
 	for _, s := range sessions {
@@ -195,6 +195,7 @@ func (b *bench) phase(ctx context.Context, n int, durable float64, floorOpts loc
 	}
 	var receipts, firsts samples
 	arrivals := map[string][]map[int64]time.Time{}
+	cpuBefore := takeCPU()
 	start := time.Now()
 	g, gctx = errgroup.WithContext(ctx)
 	for _, s := range sessions {
@@ -214,47 +215,48 @@ func (b *bench) phase(ctx context.Context, n int, durable float64, floorOpts loc
 		})
 	}
 	if err := g.Wait(); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	streamedFor := time.Since(start)
+	cores := takeCPU().coresSince(cpuBefore)
 	if err := profiles.Wait(); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if profile && o.ProfileDir != "" {
 		for name, base := range map[string]string{"serve": b.apiDebug, "worker": b.workerDebug[0]} {
 			if err := fetch(ctx, base+"/debug/pprof/allocs", filepath.Join(o.ProfileDir, name+"-allocs.pprof")); err != nil {
-				return nil, err
+				return nil, "", err
 			}
 		}
 	}
 
 	if err := b.waitIdle(ctx, sessions); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	heapIdle, err := b.workerHeap(ctx)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if profile && o.ProfileDir != "" {
 		// What the worker holds for its idle Sessions.
 		if err := fetch(ctx, b.workerDebug[0]+"/debug/pprof/heap", filepath.Join(o.ProfileDir, "worker-idle-heap.pprof")); err != nil {
-			return nil, err
+			return nil, "", err
 		}
 	}
 	m, err := b.partFigures(ctx, warmSeq, arrivals, start)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	events, err := b.historyPerTurn(ctx, sessions, o.Turns+1)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	spread, err := b.spread(ctx, sessions)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if err := b.archive(ctx, sessions); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	b.log.Info("phase done", zap.Int("sessions", n), zap.Duration("streamed_for", streamedFor), zap.Int("parts", m.parts))
 
@@ -291,7 +293,7 @@ func (b *bench) phase(ctx context.Context, n int, durable float64, floorOpts loc
 	rows = append(rows, Row{Figure: "history events/turn " + tag, Goal: "reported, bounded", P50: fmt.Sprintf("%.1f", events.p50), P99: fmt.Sprintf("%.1f", events.p99)})
 	rows = append(rows, Row{Figure: "Sessions per worker " + tag, Goal: "spread over every worker", P50: spread})
 	rows = append(rows, Row{Figure: "cold start (box + runtime) " + tag, Goal: "report", P50: msString(cold.pct(50)), P99: msString(cold.pct(99))})
-	return rows, nil
+	return rows, fmt.Sprintf("cores used during the measured turns %s: %s (of %d)", tag, cpuLine(cores), numCPU()), nil
 }
 
 // partFigures reads the measured parts' rows and compares them with what the

@@ -40,6 +40,8 @@ type Row struct {
 type Report struct {
 	// Load describes the machine's load while it ran (loadavg before and after).
 	Load string
+	// CPU says, per phase, how many cores each part of the machine used.
+	CPU  []string
 	Rows []Row
 }
 
@@ -59,6 +61,9 @@ func (r Report) Print(w io.Writer) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", row.Figure, row.Goal, dash(row.P50), dash(row.P99), dash(row.Floor), ratio, met)
 	}
 	tw.Flush()
+	for _, line := range r.CPU {
+		fmt.Fprintln(w, line)
+	}
 	if r.Load != "" {
 		fmt.Fprintf(w, "machine load: %s\n", r.Load)
 	}
