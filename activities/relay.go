@@ -57,6 +57,10 @@ type relayRun struct {
 	lease      int64
 	throughSeq int64
 	log        *zap.Logger
+	// progress is throughSeq for the heartbeat goroutine; alive is when the reading
+	// loop last went round (unix nanoseconds), which the heartbeat vouches for.
+	progress atomic.Int64
+	alive    atomic.Int64
 	// model is the model name this reader last recorded.
 	model string
 	// observed is the observation of the Session this reader last sent its workflow.
@@ -65,9 +69,11 @@ type relayRun struct {
 	ended bool
 	// factsChanged is set by record when its batch wrote more than parts (a status,
 	// a response start or end, an admission, an interaction): what the Session's
-	// observation derives from. observedAt is when the facts were last read.
+	// observation derives from. observeAsked is when the loop last asked for an
+	// observation, which the observer goroutine makes when asked (observeNow).
 	factsChanged bool
-	observedAt   time.Time
+	observeAsked time.Time
+	observeNow   chan struct{}
 	// titling runs the automatic title in flight, if any; titleTried are the
 	// responses a title was asked from.
 	titling    sync.WaitGroup
@@ -95,11 +101,20 @@ func (r *relayRun) run(ctx context.Context) (RelayResult, error) {
 	default:
 		return RelayResult{}, err
 	}
-	r.observe(ctx)
+	r.progress.Store(r.throughSeq)
+	r.alive.Store(time.Now().UnixNano())
+	background, stopBackground := context.WithCancel(ctx)
+	var helpers sync.WaitGroup
+	defer func() {
+		stopBackground()
+		helpers.Wait()
+	}()
+	r.observeNow = make(chan struct{}, 1)
+	r.askObservation()
+	helpers.Go(func() { r.observeWhenAsked(background) })
+	helpers.Go(func() { r.heartbeat(background) })
 	if r.a.deps.Notices != nil {
-		noticeCtx, stop := context.WithCancel(ctx)
-		defer stop()
-		go r.deliverOnNotice(noticeCtx)
+		helpers.Go(func() { r.deliverOnNotice(background) })
 	}
 	for {
 		err := r.readFrom(ctx, cursor)
@@ -170,7 +185,7 @@ func (r *relayRun) readFrom(ctx context.Context, cursor *engines.RuntimeCursor) 
 				}
 				return fmt.Errorf("renew reader lease: %w", err)
 			}
-			activity.RecordHeartbeat(ctx, RelayProgress{LeaseGeneration: r.lease, ThroughSeq: r.throughSeq})
+			r.alive.Store(time.Now().UnixNano())
 		case it, ok := <-items:
 			if !ok {
 				return nil
@@ -196,9 +211,10 @@ func (r *relayRun) readFrom(ctx context.Context, cursor *engines.RuntimeCursor) 
 			if err := r.recordModel(ctx); err != nil {
 				return err
 			}
-			if r.factsChanged || time.Since(r.observedAt) >= observeEvery {
+			r.alive.Store(time.Now().UnixNano())
+			if r.factsChanged || time.Since(r.observeAsked) >= observeEvery {
 				r.factsChanged = false
-				r.observe(ctx)
+				r.askObservation()
 			}
 			if r.ended {
 				r.ended = false
@@ -213,12 +229,57 @@ func (r *relayRun) readFrom(ctx context.Context, cursor *engines.RuntimeCursor) 
 // inputs and title change outside the Relay.
 const observeEvery = time.Second
 
+// askObservation has the observer goroutine observe the Session soon; asks made
+// while it is busy become one observation, of the facts as they are then.
+func (r *relayRun) askObservation() {
+	r.observeAsked = time.Now()
+	select {
+	case r.observeNow <- struct{}{}:
+	default:
+	}
+}
+
+// observeWhenAsked observes the Session whenever the reading loop asks, until ctx
+// ends. The signal is a Temporal call, slow when the server is busy: made from the
+// reading loop it held every part of the Session back behind it.
+func (r *relayRun) observeWhenAsked(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-r.observeNow:
+			r.observe(ctx)
+		}
+	}
+}
+
+// heartbeat tells Temporal the Relay lives, every HeartbeatEvery, from its own
+// goroutine: a heartbeat's call holds the SDK's lock for as long as the server takes
+// to answer, and from the reading loop it stalled the Session's parts behind a busy
+// server. It vouches only while the loop has gone round lately (each batch and
+// each lease renewal), so a stuck loop still lets the heartbeat timeout fire.
+func (r *relayRun) heartbeat(ctx context.Context) {
+	every := r.a.set.HeartbeatEvery
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if time.Since(time.Unix(0, r.alive.Load())) > 2*every {
+			continue
+		}
+		activity.RecordHeartbeat(ctx, RelayProgress{LeaseGeneration: r.lease, ThroughSeq: r.progress.Load()})
+	}
+}
+
 // observe sends the Session's workflow the Session as the platform derives it, when
 // that changed since the last observation sent: the workflow keeps its search
 // attribute and current details with it. A failed signal is logged and sent with the
 // next change; it never stops the reader.
 func (r *relayRun) observe(ctx context.Context) {
-	r.observedAt = time.Now()
 	facts, err := r.a.deps.Store.GetSessionFactsByID(ctx, r.l.sessionID)
 	if err != nil {
 		r.log.Warn("observe session", zap.Error(err))
@@ -295,10 +356,10 @@ func (r *relayRun) record(ctx context.Context, batch []eventOrErr, cursor *engin
 			return cursor, err
 		}
 		r.throughSeq = res.LastSeq
+		r.progress.Store(r.throughSeq)
 		r.a.metrics.Admitted(res.Admitted)
 		r.a.metrics.PartsCommitted.Add(float64(res.Parts))
 		r.a.metrics.RelayLag.Observe(time.Since(batch[0].read).Seconds())
-		activity.RecordHeartbeat(ctx, RelayProgress{LeaseGeneration: r.lease, ThroughSeq: r.throughSeq})
 		if err := r.l.client.Committed(ctx, *last); err != nil {
 			r.log.Warn("tell runtime what is committed", zap.Error(err))
 		}
