@@ -241,14 +241,28 @@ func (r *relayRun) askObservation() {
 
 // observeWhenAsked observes the Session whenever the reading loop asks, until ctx
 // ends. The signal is a Temporal call, slow when the server is busy: made from the
-// reading loop it held every part of the Session back behind it.
+// reading loop it held every part of the Session back behind it. After a signal it
+// waits observeEvery before the next, so a turn that goes from held to working to
+// ready within a second costs the workflow one signal, not three; asks made
+// meanwhile are answered with the facts as they are then, so the last state is
+// always the one sent.
 func (r *relayRun) observeWhenAsked(ctx context.Context) {
+	pause := time.NewTimer(observeEvery)
+	pause.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-r.observeNow:
-			r.observe(ctx)
+		}
+		if !r.observe(ctx) {
+			continue
+		}
+		pause.Reset(observeEvery)
+		select {
+		case <-ctx.Done():
+			return
+		case <-pause.C:
 		}
 	}
 }
@@ -278,24 +292,25 @@ func (r *relayRun) heartbeat(ctx context.Context) {
 // observe sends the Session's workflow the Session as the platform derives it, when
 // that changed since the last observation sent: the workflow keeps its search
 // attribute and current details with it. A failed signal is logged and sent with the
-// next change; it never stops the reader.
-func (r *relayRun) observe(ctx context.Context) {
+// next change; it never stops the reader. It reports whether it signalled.
+func (r *relayRun) observe(ctx context.Context) bool {
 	facts, err := r.a.deps.Store.GetSessionFactsByID(ctx, r.l.sessionID)
 	if err != nil {
 		r.log.Warn("observe session", zap.Error(err))
-		return
+		return false
 	}
 	obs := observationOf(facts)
 	if obs == r.observed {
-		return
+		return false
 	}
 	info := activity.GetInfo(ctx)
 	err = activity.GetClient(ctx).SignalWorkflow(ctx, info.WorkflowExecution.ID, "", SignalSessionObserved, obs)
 	if err != nil {
 		r.log.Warn("signal session observation", zap.Error(err))
-		return
+		return false
 	}
 	r.observed = obs
+	return true
 }
 
 // recordModel saves the model the program names for its runtime once it has said or

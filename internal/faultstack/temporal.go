@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/astrabox/astrabox/internal/devstack"
 	"github.com/astrabox/astrabox/workflows"
 )
 
@@ -20,9 +21,9 @@ func (s *Stack) startTemporal(ctx context.Context) error {
 		"--ip", "127.0.0.1",
 		"--port", strconv.Itoa(s.temporalPort),
 		"--headless",
-		"--db-filename", filepath.Join(s.baseDir, "temporal.db"),
 		"--log-level", "warn",
 	}
+	args = append(args, devstack.TemporalDBArgs(filepath.Join(s.baseDir, "temporal.db"))...)
 	for name, kind := range workflows.SearchAttributeNames() {
 		args = append(args, "--search-attribute", name+"="+kind)
 	}
