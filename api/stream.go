@@ -24,8 +24,10 @@ const streamBatch = 500
 // `data: [DONE]`.
 //
 // Postgres is the truth and NOTIFY a hint: the follower subscribes before it reads the
-// backlog, so nothing committed in between is missed, and it re-reads the log after
-// every notification and after every dropped listener signal. Idle streams get a
+// backlog, so nothing committed in between is missed. A notification that carries its
+// parts' frames (a Relay's batch of parts alone, pubsub.OutputNotice) and continues the
+// stream at its cursor is sent as it is; any other (no frames, a gap, a dropped listener
+// signal) has the follower re-read the log from its cursor. Idle streams get a
 // keep-alive comment. Last-Event-ID is not used: the cursor is after_seq.
 func (s *Server) streamSession(c *gin.Context) {
 	sess, err := s.loadSession(c, readAccess)
@@ -121,6 +123,11 @@ type streamFollower struct {
 	// wokeAt is when the follower last learned the log may have grown (subscribed,
 	// notified, or its listener reconnected): a read it takes part in starts after it.
 	wokeAt time.Time
+	// noticed are the notifications since the follower last caught up, in order;
+	// needRead says one of them could not be used (or the listener dropped some), so
+	// the log must be read.
+	noticed  []pubsub.OutputNotice
+	needRead bool
 }
 
 var (
@@ -139,8 +146,9 @@ func (f *streamFollower) run(ctx context.Context) error {
 	// Headers go out at once, so a client sees the stream open before any part.
 	f.flush()
 	f.wokeAt = time.Now()
+	f.needRead = true // the backlog
 	for {
-		err := f.drain(ctx)
+		err := f.catchUp(ctx)
 		if errors.Is(err, errStreamDone) {
 			return f.send("[DONE]")
 		}
@@ -163,15 +171,17 @@ func (f *streamFollower) waitForHint(ctx context.Context, keepAlive *time.Timer)
 		select {
 		case <-ctx.Done():
 			return false, nil
-		case _, ok := <-f.sub.C():
+		case n, ok := <-f.sub.C():
 			if !ok {
 				// The listener closed: end the stream so the client resumes elsewhere.
 				return false, fmt.Errorf("output listener closed")
 			}
+			f.take(n)
 			f.coalesceHints()
 			f.wokeAt = time.Now()
 			return true, nil
 		case <-f.sub.Dropped():
+			f.needRead = true
 			f.wokeAt = time.Now()
 			return true, nil
 		case <-f.recheck:
@@ -211,18 +221,87 @@ func (f *streamFollower) recheckCredential() error {
 	return nil
 }
 
-// coalesceHints takes the notifications already queued: one re-read covers them all.
+// coalesceHints takes the notifications already queued, so one catch-up covers them.
 func (f *streamFollower) coalesceHints() {
 	for {
 		select {
-		case _, ok := <-f.sub.C():
+		case n, ok := <-f.sub.C():
 			if !ok {
 				return
 			}
+			f.take(n)
 		default:
 			return
 		}
 	}
+}
+
+// take keeps a notification for the next catch-up.
+func (f *streamFollower) take(n pubsub.Notification) {
+	notice, err := pubsub.ParseOutputNotice(n.Payload)
+	if err != nil {
+		f.needRead = true
+		return
+	}
+	f.noticed = append(f.noticed, notice)
+}
+
+// catchUp sends what the follower learned of since it last caught up: the parts the
+// notifications carried when they continue the stream from its cursor, else what a
+// read of the log from the cursor finds.
+func (f *streamFollower) catchUp(ctx context.Context) error {
+	notices := f.noticed
+	f.noticed = nil
+	if !f.needRead {
+		complete, err := f.sendNoticed(notices)
+		if err != nil || complete {
+			f.s.metrics.StreamCatchUps.WithLabelValues("notice").Inc()
+			return err
+		}
+	}
+	f.needRead = false
+	f.s.metrics.StreamCatchUps.WithLabelValues("log").Inc()
+	return f.drain(ctx)
+}
+
+// sendNoticed sends the parts notices carried after the cursor, in order. It reports
+// false when they leave a gap (a notification without frames past the cursor, or one
+// that starts after it: a notification the listener did not deliver), having sent
+// what came before the gap.
+func (f *streamFollower) sendNoticed(notices []pubsub.OutputNotice) (bool, error) {
+	sent := false
+	defer func() {
+		if sent {
+			_ = f.w.Flush()
+			f.flush()
+		}
+	}()
+	for _, n := range notices {
+		if n.Seq <= f.cursor {
+			continue // sent already, from an earlier notice or read
+		}
+		if len(n.Frames) == 0 || n.FirstSeq() > f.cursor+1 {
+			return false, nil
+		}
+		read := f.s.noticedParts(f.sessionID, n)
+		for _, p := range read.parts {
+			if p.seq <= f.cursor {
+				continue
+			}
+			done, err := f.sendPart(p)
+			if err != nil {
+				return false, err
+			}
+			sent = true
+			if done {
+				return true, errStreamDone
+			}
+		}
+		if read.err != nil {
+			return false, nil // the read from the cursor reports it
+		}
+	}
+	return true, nil
 }
 
 // drain sends every committed part after the cursor; it returns errStreamDone after

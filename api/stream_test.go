@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -260,4 +261,85 @@ func TestStreamRefusesBadCursorsAndStrangers(t *testing.T) {
 	}
 	f.call("GET", "/api/v1/sessions/"+id+"/stream", f.other, nil).refused(t, http.StatusNotFound, CodeNotFound)
 	f.call("GET", "/api/v1/sessions/"+id+"/stream", "", nil).refused(t, http.StatusUnauthorized, CodeUnauthorized)
+}
+
+// TestStreamSendsNoticedPartsAsALogReadWould: parts a Relay commits alone come with
+// their notification, and a live follower sends them without reading them back, byte
+// for byte as a follower that reads them from the log (parts appended in a
+// transaction are announced by seq alone).
+func TestStreamSendsNoticedPartsAsALogReadWould(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	noticed, read := f.newSession(f.member), f.newSession(f.member)
+	frames := textResponse("r-1", "one two three four five six seven", engines.OutcomeCompleted)
+	// A nested object whose keys jsonb reorders.
+	frames = append(frames[:3:3], append([]engines.Frame{engines.MustFrame(engines.ToolInputAvailableChunk{ToolCallID: "call-1", ToolName: "Bash",
+		Input: json.RawMessage(`{"zz":"z","a":"\u00e9"}`), Dynamic: true})}, frames[3:]...)...)
+	follow := func(id string) <-chan []byte {
+		resp := f.openStream(f.ctx, id, "?after_seq=0", f.member)
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		out := make(chan []byte, 1)
+		go func() {
+			b, err := io.ReadAll(resp.Body)
+			assert.NoError(t, err)
+			out <- b
+		}()
+		return out
+	}
+	before := f.catchUps(t)
+	noticedBody, readBody := follow(noticed), follow(read)
+
+	relayed := f.relay(noticed)
+	head, body, tail := frames[:1], frames[1:len(frames)-2], frames[len(frames)-2:]
+	relayed.append("r-1", head...) // a response's start comes in a transaction
+	for i := range body {
+		relayed.partsOnly("r-1", body[i])
+	}
+	relayed.append("r-1", tail...)
+	appended := f.relay(read)
+	for i := range frames {
+		appended.append("r-1", frames[i])
+	}
+
+	got, want := <-noticedBody, <-readBody
+	require.Len(t, checkStream(t, got, 0), len(frames), "every part once, in order")
+	validateSSE(t, got)
+	require.Equal(t, string(want), string(got), "a noticed part is sent as a read of the log sends it")
+	after := f.catchUps(t)
+	assert.GreaterOrEqual(t, after["notice"]-before["notice"], float64(len(body))/2, "the lone parts reached the stream from their notifications: %v", after)
+}
+
+// partsOnly commits frames as the Relay commits a batch of parts alone.
+func (r *relay) partsOnly(responseID string, frames ...engines.Frame) {
+	r.f.t.Helper()
+	ops := make([]store.RelayOp, len(frames))
+	for i, fr := range frames {
+		raw, err := fr.MarshalJSON()
+		require.NoError(r.f.t, err)
+		ops[i] = store.RelayOp{Part: &store.NewPart{ResponseID: &responseID, Frame: raw}}
+	}
+	_, err := r.f.st.ApplyRelayBatch(r.f.ctx, store.RelayBatch{SessionID: r.sessionID, LeaseGeneration: r.lease, Ops: ops})
+	require.NoError(r.f.t, err)
+}
+
+// catchUps reads the server's stream catch-up counter by source from /metrics.
+func (f *fixture) catchUps(t *testing.T) map[string]float64 {
+	t.Helper()
+	resp, err := http.Get(f.srv.URL + "/metrics")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	out := map[string]float64{}
+	for _, line := range strings.Split(string(raw), "\n") {
+		for _, source := range []string{"notice", "log"} {
+			if v, ok := strings.CutPrefix(line, `astrabox_stream_catchups_total{source="`+source+`"} `); ok {
+				n, err := strconv.ParseFloat(v, 64)
+				require.NoError(t, err)
+				out[source] = n
+			}
+		}
+	}
+	require.Len(t, out, 2, "both sources are reported:\n%s", raw)
+	return out
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/astrabox/astrabox/engines"
 	"github.com/astrabox/astrabox/store"
+	"github.com/astrabox/astrabox/store/pubsub"
 )
 
 // partReadTimeout bounds one shared read of the output log: it runs on behalf of
@@ -57,7 +58,22 @@ func (s *Server) partsAfter(ctx context.Context, sessionID string, after int64, 
 	}
 }
 
-// partReads coalesces the concurrent reads of the output log at one Session and seq.
+// noticedParts encodes the frames a notification carried (pubsub.OutputNotice), once
+// for the streams of this process it woke at about the same time.
+func (s *Server) noticedParts(sessionID string, n pubsub.OutputNotice) sharedParts {
+	c := s.partReads.join("notice/"+sessionID+"/"+strconv.FormatInt(n.Seq, 10), time.Time{}, func(started *partRead) {
+		rows := make([]store.OutputPart, len(n.Frames))
+		for i, frame := range n.Frames {
+			rows[i] = store.OutputPart{SessionID: sessionID, Seq: n.FirstSeq() + int64(i), Frame: frame}
+		}
+		started.res = encodeParts(rows)
+	})
+	<-c.done
+	return c.res
+}
+
+// partReads coalesces the concurrent reads of the output log at one Session and seq,
+// and the encodings of one notification's parts.
 type partReads struct {
 	mu    sync.Mutex
 	reads map[string]*partRead

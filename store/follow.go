@@ -8,7 +8,8 @@ import (
 	"github.com/astrabox/astrabox/store/pubsub"
 )
 
-// ErrListenerDropped: the LISTEN connection was lost while following, so a commit may
+// ErrListenerDropped: the LISTEN connection was lost while following (or the
+// subscriber fell behind and a notification was discarded), so a commit may
 // have gone unannounced. End the stream; the client resumes from its cursor.
 var ErrListenerDropped = errors.New("output listener dropped")
 

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -214,8 +215,51 @@ func TestAppendNotifiesAtCommit(t *testing.T) {
 	n, err = conn.WaitForNotification(ctx)
 	require.NoError(t, err)
 	require.Equal(t, pubsub.SessionOutputChannel(f.session.ID), n.Channel)
-	seq, err := pubsub.OutputSeq(n.Payload)
+	notice, err := pubsub.ParseOutputNotice(n.Payload)
 	require.NoError(t, err)
-	require.Equal(t, res.LastSeq, seq)
-	require.Equal(t, strconv.FormatInt(3, 10), n.Payload)
+	require.Equal(t, res.LastSeq, notice.Seq)
+	require.Equal(t, strconv.FormatInt(3, 10), n.Payload, "a transaction's append announces its seq alone")
+}
+
+// TestPartsOnlyBatchNotifiesItsFramesAsStored: a Relay batch of parts alone announces
+// its parts' frames with the seq, in the text a read of the log returns (jsonb's), so a
+// stream can send them without reading them back; a batch too big for a notification
+// announces its seq alone.
+func TestPartsOnlyBatchNotifiesItsFramesAsStored(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx, st := f.ctx, f.st
+	conn, err := pgx.Connect(ctx, f.dsn)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, "LISTEN "+pgx.Identifier{pubsub.SessionOutputChannel(f.session.ID)}.Sanitize())
+	require.NoError(t, err)
+	lease, err := st.AcquireReaderLease(ctx, store.LeaseRequest{SessionID: f.session.ID, Holder: "r", TTL: time.Minute})
+	require.NoError(t, err)
+	nested := store.NewPart{Frame: json.RawMessage(`{"type":"data-x","data":{"zeta":1,"alpha":"\u00e9"}}`)}
+	res, err := st.ApplyRelayBatch(ctx, store.RelayBatch{SessionID: f.session.ID, LeaseGeneration: lease.Generation,
+		Ops: []store.RelayOp{{Part: ptr(textPart("r1", "a"))}, {Part: &nested}}})
+	require.NoError(t, err)
+	n, err := conn.WaitForNotification(ctx)
+	require.NoError(t, err)
+	notice, err := pubsub.ParseOutputNotice(n.Payload)
+	require.NoError(t, err)
+	require.Equal(t, res.LastSeq, notice.Seq)
+	require.Equal(t, res.FirstSeq, notice.FirstSeq())
+	stored, err := st.ListOutputPartsAfter(ctx, f.session.ID, 0, 10)
+	require.NoError(t, err)
+	require.Len(t, notice.Frames, len(stored))
+	for i, p := range stored {
+		require.Equal(t, string(p.Frame), string(notice.Frames[i]), "part %d is announced as the log returns it", p.Seq)
+	}
+
+	big := make([]store.RelayOp, 0, 200)
+	for range 200 {
+		big = append(big, store.RelayOp{Part: ptr(textPart("r1", strings.Repeat("x", 60)))})
+	}
+	res, err = st.ApplyRelayBatch(ctx, store.RelayBatch{SessionID: f.session.ID, LeaseGeneration: lease.Generation, Ops: big})
+	require.NoError(t, err)
+	n, err = conn.WaitForNotification(ctx)
+	require.NoError(t, err)
+	require.Equal(t, strconv.FormatInt(res.LastSeq, 10), n.Payload, "frames too big for a notification are left for a read")
 }

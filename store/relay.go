@@ -172,7 +172,9 @@ func partsOnly(ops []RelayOp) ([]NewPart, bool) {
 // locks the reader lease and writes only when the generation is the caller's (the
 // fence), advances output_seq (the Session's row lock orders the seqs), inserts the
 // parts at the seqs after the previous output_seq, upserts the cursor with them and
-// queues the notification, all committed together or not at all. No row back means
+// queues the notification, carrying the parts' frames as jsonb stores them when they
+// fit (pubsub.OutputNotice: the API's streams then send them without reading them
+// back), all committed together or not at all. No row back means
 // the lease is not the caller's. (GORM replaces a named argument only after a space and
 // up to a cast's colons, hence the spaces and CAST.)
 const appendPartsOnlySQL = `
@@ -192,8 +194,12 @@ WITH lease AS (
 	SELECT @session, @cursorGeneration, CAST(CAST( @cursorPosition AS text) AS jsonb), sess.output_seq, @lease FROM sess WHERE @hasCursor
 	ON CONFLICT (session_id) DO UPDATE SET generation = EXCLUDED.generation, position = EXCLUDED.position,
 		through_seq = EXCLUDED.through_seq, lease_generation = EXCLUDED.lease_generation, updated_at = now()
+), stored AS (
+	SELECT CAST(CAST(CAST( @frames AS text) AS jsonb) AS text) AS frames
 ), note AS (
-	SELECT pg_notify( @channel, sess.output_seq::text) FROM sess
+	SELECT pg_notify( @channel, sess.output_seq::text ||
+		CASE WHEN octet_length(stored.frames) <= @maxNoticeFrames THEN ' ' || stored.frames ELSE '' END)
+	FROM sess, stored
 )
 SELECT sess.output_seq FROM sess, note`
 
@@ -225,7 +231,7 @@ func (s *Store) appendPartsOnly(ctx context.Context, b RelayBatch, parts []NewPa
 		"session": b.SessionID, "lease": b.LeaseGeneration, "n": int64(len(parts)),
 		"responseIDs": string(responseIDsJSON), "frames": string(framesJSON),
 		"hasCursor": b.Cursor != nil, "cursorGeneration": cursorGeneration, "cursorPosition": cursorPosition,
-		"channel": pubsub.SessionOutputChannel(b.SessionID),
+		"channel": pubsub.SessionOutputChannel(b.SessionID), "maxNoticeFrames": pubsub.MaxNoticeFrames,
 	}).Scan(&rows).Error
 	if err != nil {
 		return AppendResult{}, mapError("append parts", err)

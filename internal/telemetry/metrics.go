@@ -22,6 +22,7 @@ const (
 	MetricPartsCommitted   = "astrabox_parts_committed_total"
 	MetricRelayLag         = "astrabox_relay_lag_seconds"
 	MetricSSEFollowers     = "astrabox_sse_followers"
+	MetricStreamCatchUps   = "astrabox_stream_catchups_total"
 	MetricBoxes            = "astrabox_boxes"
 	MetricPrewarmReady     = "astrabox_prewarm_pool_ready"
 	MetricActivityFailures = "astrabox_activity_failures_total"
@@ -56,6 +57,9 @@ type Metrics struct {
 	RelayLag prometheus.Histogram
 	// SSEFollowers is the number of open output streams on this API process.
 	SSEFollowers prometheus.Gauge
+	// StreamCatchUps counts how output streams caught up with new parts: from the
+	// frames a notification carried ("notice") or from a read of the output log ("log").
+	StreamCatchUps *prometheus.CounterVec
 	// ActivityFailures counts activity attempts that returned an error, by activity type.
 	ActivityFailures *prometheus.CounterVec
 }
@@ -100,6 +104,10 @@ func NewMetrics(log *zap.Logger) *Metrics {
 			Name: MetricSSEFollowers,
 			Help: "Open Session output streams (SSE) on this API process.",
 		}),
+		StreamCatchUps: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: MetricStreamCatchUps,
+			Help: "Output streams catching up with new parts, by source: the notification's own frames (notice) or a read of the output log (log).",
+		}, []string{"source"}),
 		ActivityFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: MetricActivityFailures,
 			Help: "Activity attempts that returned an error, by activity type.",
@@ -109,8 +117,11 @@ func NewMetrics(log *zap.Logger) *Metrics {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.HTTPDuration, m.InputsAccepted, m.InputsAdmitted, m.CustodyDuration, m.PartsCommitted,
-		m.RelayLag, m.SSEFollowers, m.ActivityFailures,
+		m.RelayLag, m.SSEFollowers, m.StreamCatchUps, m.ActivityFailures,
 	)
+	for _, source := range []string{"notice", "log"} {
+		m.StreamCatchUps.WithLabelValues(source)
+	}
 	return m
 }
 

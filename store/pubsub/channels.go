@@ -1,6 +1,7 @@
 package pubsub
 
 import (
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -8,7 +9,7 @@ import (
 
 // Channel names are per Session, so PostgreSQL routes a notification only to the
 // listeners of that Session: "session_output:<uuid>" is 51 bytes, within the 63-byte
-// identifier limit. The payload is the decimal seq of the last part committed.
+// identifier limit. An output payload is an OutputNotice.
 const (
 	sessionOutputPrefix = "session_output:"
 	sessionInputsPrefix = "session_inputs:"
@@ -23,20 +24,45 @@ const CredentialsRevokedChannel = "credentials_revoked"
 const MaxChannelLen = 63
 
 // SessionOutputChannel is the channel announcing new output parts of a Session; its
-// payload is the seq of the newest committed part (see OutputSeq).
+// payload is an OutputNotice.
 func SessionOutputChannel(sessionID string) string { return sessionOutputPrefix + sessionID }
 
 // SessionInputsChannel is the channel announcing newly accepted inputs of a Session,
 // which wakes its reader; the payload is the input's id.
 func SessionInputsChannel(sessionID string) string { return sessionInputsPrefix + sessionID }
 
-// OutputSeq parses a SessionOutputChannel payload.
-func OutputSeq(payload string) (int64, error) {
-	seq, err := strconv.ParseInt(strings.TrimSpace(payload), 10, 64)
+// OutputNotice is what a SessionOutputChannel notification says: the seq of the
+// newest committed part and, when the commit wrote parts alone and they fit in a
+// notification (MaxNoticeFrames), those parts' frames as PostgreSQL stored them
+// (jsonb's text, so a stream sends the same bytes as from a read of the log): the
+// parts at seqs Seq-len(Frames)+1 to Seq. Its payload is the decimal seq, then a
+// space and the frames as a JSON array when there are any.
+type OutputNotice struct {
+	Seq    int64
+	Frames []json.RawMessage
+}
+
+// FirstSeq is the seq of the first part the notice carries (Seq+1 when none).
+func (n OutputNotice) FirstSeq() int64 { return n.Seq - int64(len(n.Frames)) + 1 }
+
+// MaxNoticeFrames bounds the frames' text a notification carries: PostgreSQL refuses
+// a payload of 8000 bytes or more, and the seq goes before it.
+const MaxNoticeFrames = 7900
+
+// ParseOutputNotice parses a SessionOutputChannel payload.
+func ParseOutputNotice(payload string) (OutputNotice, error) {
+	seqText, frames, _ := strings.Cut(strings.TrimSpace(payload), " ")
+	seq, err := strconv.ParseInt(seqText, 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("parse output notification %q: %w", payload, err)
+		return OutputNotice{}, fmt.Errorf("parse output notification %q: %w", payload, err)
 	}
-	return seq, nil
+	n := OutputNotice{Seq: seq}
+	if frames != "" {
+		if err := json.Unmarshal([]byte(frames), &n.Frames); err != nil {
+			return OutputNotice{}, fmt.Errorf("parse output notification's frames: %w", err)
+		}
+	}
+	return n, nil
 }
 
 func validChannel(name string) error {

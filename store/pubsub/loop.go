@@ -146,9 +146,9 @@ func (l *Listener) syncListens(ctx context.Context, conn *pgx.Conn, listening ma
 }
 
 // dispatch queues n for every subscriber of its channel without blocking the loop.
-// When a subscriber's queue is full, n is discarded: that subscriber still has queued
-// notifications, and the re-read after each of them (all later than n's commit) sees
-// n's rows. Only payload-dependent consumers could notice, and payloads are hints.
+// When a subscriber's queue is full, n is discarded and the subscriber's Dropped
+// fires: its queued notifications are all older than n, so one whose consumer uses
+// the payload (an output notification's frames) would otherwise never learn of n.
 func (l *Listener) dispatch(n Notification) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -156,7 +156,8 @@ func (l *Listener) dispatch(n Notification) {
 		select {
 		case sub.c <- n:
 		default:
-			l.logger.Debug("subscriber queue full; notification coalesced", zap.String("channel", n.Channel))
+			l.logger.Debug("subscriber queue full; notification discarded, subscriber told to re-read", zap.String("channel", n.Channel))
+			sub.signalDropped()
 		}
 	}
 }

@@ -3,10 +3,11 @@
 //
 // A notification is a hint and Postgres is the truth: a subscriber re-reads the rows
 // it follows after each notification and after each Dropped signal. Dropped fires when
-// the connection is lost (notifications may be missed until it is back) and once more
-// after a reconnect when the subscription listens again. A subscriber that falls
-// behind never blocks the others: with its queue full, further notifications are
-// coalesced into the ones already queued. Subscribe returns only once the
+// the connection is lost (notifications may be missed until it is back), once more
+// after a reconnect when the subscription listens again, and when a notification was
+// discarded because the subscriber fell behind: a subscriber never blocks the others,
+// and with its queue full a further notification is dropped (its queued ones are
+// older, so a consumer of payloads must re-read). Subscribe returns only once the
 // channel is listened to, so "subscribe, then read the backlog" misses nothing.
 package pubsub
 
@@ -146,8 +147,9 @@ func (l *Listener) Subscribe(ctx context.Context, channel string) (*Subscription
 func (s *Subscription) C() <-chan Notification { return s.c }
 
 // Dropped receives a signal when the connection was lost (notifications may have been
-// missed) and again when the subscription listens again; re-read the truth from
-// Postgres on each. Signals coalesce: one pending signal covers many.
+// missed), again when the subscription listens again, and when a notification was
+// discarded for a full queue; re-read the truth from Postgres on each. Signals
+// coalesce: one pending signal covers many.
 func (s *Subscription) Dropped() <-chan struct{} { return s.dropped }
 
 // Channel is the subscribed channel's name.
