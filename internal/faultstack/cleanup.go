@@ -57,7 +57,7 @@ func (s *Stack) Close(ctx context.Context) error {
 		errs = append(errs, pg.Stop(ctx))
 	}
 	if s.baseDir != "" {
-		errs = append(errs, s.leaks())
+		errs = append(errs, s.awaitNoLeaks(ctx))
 	}
 	if s.releaseUIDs != nil {
 		s.releaseUIDs()
@@ -83,6 +83,27 @@ func (s *Stack) reapBoxes(ctx context.Context) error {
 		reapErr = fmt.Errorf("reap boxes: %w", reapErr)
 	}
 	return errors.Join(reapErr, b.Close())
+}
+
+// exitGrace is how long Close lets a stopped process finish exiting: pg_ctl reports a
+// server stopped once its pid file is gone, a moment before the postmaster exits,
+// and on a loaded machine that moment is long.
+const exitGrace = 10 * time.Second
+
+// awaitNoLeaks waits up to exitGrace for the stack's processes to be gone and
+// reports those still alive.
+func (s *Stack) awaitNoLeaks(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, exitGrace)
+	defer cancel()
+	var last error
+	err := poll(ctx, 100*time.Millisecond, "the fault stack's processes to exit", func() (bool, error) {
+		last = s.leaks()
+		return last == nil, nil
+	})
+	if err != nil && last != nil {
+		return last
+	}
+	return err
 }
 
 // leaks lists the processes of this stack still alive after Close.
