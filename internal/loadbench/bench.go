@@ -132,6 +132,11 @@ func Run(ctx context.Context, opts Options, out io.Writer) (err error) {
 	if b, err := build.CombinedOutput(); err != nil {
 		return fmt.Errorf("build the scripted program: %w: %s", err, b)
 	}
+	if opts.ProfileDir != "" {
+		if err := os.MkdirAll(opts.ProfileDir, 0o755); err != nil {
+			return fmt.Errorf("profile folder: %w", err)
+		}
+	}
 	if opts.Replicas > 2 {
 		return fmt.Errorf("replicas: %d; the load generator runs 1 or 2 API and worker processes", opts.Replicas)
 	}
