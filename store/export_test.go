@@ -18,3 +18,21 @@ func ExecForTest(ctx context.Context, s *Store, sql string, args ...any) error {
 func QueryRowForTest(ctx context.Context, s *Store, sql string, arg any, dest ...any) error {
 	return s.sqlDB.QueryRowContext(ctx, sql, arg).Scan(dest...)
 }
+
+// AppendPartsGroupForTest writes batches of parts alone in one group statement, as
+// the group writer does, and returns each batch's result and error (tests only).
+func AppendPartsGroupForTest(ctx context.Context, s *Store, batches []RelayBatch) ([]AppendResult, []error, error) {
+	group := make([]*partsCommit, len(batches))
+	for i, b := range batches {
+		parts, _ := partsOnly(b.Ops)
+		group[i] = &partsCommit{batch: b, parts: parts}
+	}
+	if err := s.appendPartsGroup(ctx, group); err != nil {
+		return nil, nil, err
+	}
+	res, errs := make([]AppendResult, len(group)), make([]error, len(group))
+	for i, c := range group {
+		res[i], errs[i] = c.res, c.err
+	}
+	return res, errs, nil
+}

@@ -58,7 +58,7 @@ type RelayBatch struct {
 // writes nothing and gets ErrLeaseLost, so a zombie Relay cannot write.
 func (s *Store) ApplyRelayBatch(ctx context.Context, b RelayBatch) (AppendResult, error) {
 	if parts, ok := partsOnly(b.Ops); ok && !s.inTx {
-		result, err := s.appendPartsOnly(ctx, b, parts)
+		result, err := s.commitPartsGrouped(ctx, b, parts)
 		if err != nil {
 			return AppendResult{}, fmt.Errorf("apply relay batch: %w", err)
 		}

@@ -60,6 +60,8 @@ type Store struct {
 	// sealer seals secret values; nil when no secrets key is configured.
 	sealer *sealer
 	inTx   bool
+	// parts groups concurrent Relays' batches of parts alone into one statement.
+	parts *partsGroup
 }
 
 // Options tunes Open; the zero value is usable.
@@ -124,7 +126,7 @@ func Open(ctx context.Context, dsn string, logger *zap.Logger, opts ...Options) 
 		_ = sqlDB.Close()
 		return nil, redactError(fmt.Errorf("open gorm on %s: %w", safeDSN, err), dsn)
 	}
-	return &Store{db: db, sqlDB: sqlDB, logger: logger, sealer: seal}, nil
+	return &Store{db: db, sqlDB: sqlDB, logger: logger, sealer: seal, parts: &partsGroup{}}, nil
 }
 
 // pingWithRetry waits for the server with a bounded exponential backoff: a database

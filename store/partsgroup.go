@@ -1,0 +1,206 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/astrabox/astrabox/store/pubsub"
+)
+
+// partsGroup commits the batches of parts alone that concurrent Relays of this
+// process hand in together: one statement writes many Sessions' parts, each under
+// its own lease fence, with its cursor and its notification (group commit). A
+// Relay records one Session's events per batch and its reply streams in small
+// batches (a delta every few milliseconds); alone, each was a transaction of its
+// own, and PostgreSQL's per-transaction work bounded how many parts a worker could
+// commit. The writer goroutine runs while batches wait and ends when none do.
+type partsGroup struct {
+	mu      sync.Mutex
+	pending []*partsCommit
+	running bool
+}
+
+// partsCommit is one Relay's batch of parts alone waiting for its group.
+type partsCommit struct {
+	batch RelayBatch
+	parts []NewPart
+	done  chan struct{}
+	res   AppendResult
+	err   error
+}
+
+// maxGroupBatches bounds the batches one statement writes.
+const maxGroupBatches = 64
+
+// groupStatementTimeout bounds a group's statement: it runs for every Relay in
+// it, so no one Relay's context may cancel it.
+const groupStatementTimeout = 30 * time.Second
+
+// commitPartsGrouped writes a batch of parts alone with whatever other Relays of this
+// process hand in meanwhile, and returns its own result.
+func (s *Store) commitPartsGrouped(ctx context.Context, b RelayBatch, parts []NewPart) (AppendResult, error) {
+	c := &partsCommit{batch: b, parts: parts, done: make(chan struct{})}
+	g := s.parts
+	g.mu.Lock()
+	g.pending = append(g.pending, c)
+	if !g.running {
+		g.running = true
+		go s.writeGroups(context.WithoutCancel(ctx))
+	}
+	g.mu.Unlock()
+	// Not ctx: the statement may already be running with this batch in it, and the
+	// caller learns whether it committed (a later Relay reads the cursor either way).
+	<-c.done
+	return c.res, c.err
+}
+
+// writeGroups writes the waiting batches, a group per statement, until none wait.
+func (s *Store) writeGroups(ctx context.Context) {
+	for {
+		group := s.parts.take()
+		if len(group) == 0 {
+			return
+		}
+		s.writeGroup(ctx, group)
+	}
+}
+
+// take removes the next group from the queue: up to maxGroupBatches batches, each
+// of another Session (a Session's second batch, which only a fenced-off Relay of the
+// same Session could hand in, waits for the next group). It marks the writer
+// stopped when nothing waits.
+func (g *partsGroup) take() []*partsCommit {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.pending) == 0 {
+		g.running = false
+		return nil
+	}
+	seen := map[string]bool{}
+	var group, rest []*partsCommit
+	for _, c := range g.pending {
+		if len(group) < maxGroupBatches && !seen[c.batch.SessionID] {
+			seen[c.batch.SessionID] = true
+			group = append(group, c)
+			continue
+		}
+		rest = append(rest, c)
+	}
+	g.pending = rest
+	return group
+}
+
+// writeGroup commits a group and hands each batch its result. When the group's
+// statement fails, each batch is written alone, so one Session's failure is its own.
+func (s *Store) writeGroup(ctx context.Context, group []*partsCommit) {
+	defer func() {
+		for _, c := range group {
+			close(c.done)
+		}
+	}()
+	ctx, cancel := context.WithTimeout(ctx, groupStatementTimeout)
+	defer cancel()
+	if len(group) > 1 {
+		if err := s.appendPartsGroup(ctx, group); err == nil {
+			return
+		}
+	}
+	for _, c := range group {
+		c.res, c.err = s.appendPartsOnly(ctx, c.batch, c.parts)
+	}
+}
+
+// appendPartsGroupSQL is appendPartsOnlySQL for many Sessions in one statement. It
+// locks the batches' reader leases in Session order (two groups never wait on each
+// other in a cycle: each takes every lease before any Session row) and keeps those
+// whose generation is the batch's (the fence); for each of them it advances the
+// Session's output_seq, inserts the parts at the seqs after the previous one, upserts
+// the cursor and queues the notification with the frames as jsonb stores them when
+// they fit. A batch with no row back was fenced off.
+const appendPartsGroupSQL = `
+WITH b AS (
+	SELECT * FROM jsonb_to_recordset(CAST(CAST( @batches AS text) AS jsonb)) AS b(i int, session uuid, lease bigint, n bigint,
+		frames jsonb, response_ids jsonb, has_cursor boolean, cursor_generation text, cursor_position jsonb)
+), lease AS (
+	SELECT l.session_id FROM reader_leases l JOIN b ON b.session = l.session_id AND l.generation = b.lease
+	ORDER BY l.session_id FOR UPDATE OF l
+), sess AS (
+	UPDATE sessions s SET output_seq = s.output_seq + b.n, last_output_at = now(), updated_at = now()
+	FROM b WHERE s.id = b.session AND b.session IN (SELECT session_id FROM lease)
+	RETURNING b.i, s.id, s.output_seq, b.n, b.lease, b.frames, b.response_ids, b.has_cursor, b.cursor_generation, b.cursor_position
+), parts AS (
+	INSERT INTO output_parts (session_id, seq, response_id, frame)
+	SELECT sess.id, sess.output_seq - sess.n + u.ord, u.response_id, u.frame
+	FROM sess, ROWS FROM (jsonb_array_elements(sess.frames), jsonb_array_elements_text(sess.response_ids))
+		WITH ORDINALITY AS u(frame, response_id, ord)
+), cur AS (
+	INSERT INTO runtime_cursors (session_id, generation, position, through_seq, lease_generation)
+	SELECT sess.id, sess.cursor_generation, sess.cursor_position, sess.output_seq, sess.lease FROM sess WHERE sess.has_cursor
+	ON CONFLICT (session_id) DO UPDATE SET generation = EXCLUDED.generation, position = EXCLUDED.position,
+		through_seq = EXCLUDED.through_seq, lease_generation = EXCLUDED.lease_generation, updated_at = now()
+), note AS (
+	SELECT pg_notify( @channelPrefix || sess.id::text, sess.output_seq::text ||
+		CASE WHEN octet_length(sess.frames::text) <= @maxNoticeFrames THEN ' ' || sess.frames::text ELSE '' END)
+	FROM sess
+)
+SELECT sess.i, sess.output_seq FROM sess WHERE (SELECT count(*) FROM note) >= 0`
+
+// groupedBatch is one batch of a group's statement.
+type groupedBatch struct {
+	I                int               `json:"i"`
+	Session          string            `json:"session"`
+	Lease            int64             `json:"lease"`
+	N                int               `json:"n"`
+	Frames           []json.RawMessage `json:"frames"`
+	ResponseIDs      []*string         `json:"response_ids"`
+	HasCursor        bool              `json:"has_cursor"`
+	CursorGeneration string            `json:"cursor_generation"`
+	CursorPosition   json.RawMessage   `json:"cursor_position"`
+}
+
+// appendPartsGroup writes a group in one statement and sets each batch's result (a
+// fenced-off batch gets ErrLeaseLost). An error is the statement's: nothing of the
+// group is written.
+func (s *Store) appendPartsGroup(ctx context.Context, group []*partsCommit) error {
+	batches := make([]groupedBatch, len(group))
+	for i, c := range group {
+		gb := groupedBatch{I: i, Session: c.batch.SessionID, Lease: c.batch.LeaseGeneration, N: len(c.parts),
+			Frames: make([]json.RawMessage, len(c.parts)), ResponseIDs: make([]*string, len(c.parts)), CursorPosition: json.RawMessage("null")}
+		for j, p := range c.parts {
+			gb.Frames[j], gb.ResponseIDs[j] = p.Frame, p.ResponseID
+		}
+		if c.batch.Cursor != nil {
+			gb.HasCursor, gb.CursorGeneration, gb.CursorPosition = true, c.batch.Cursor.Generation, c.batch.Cursor.Position
+		}
+		batches[i] = gb
+	}
+	raw, err := json.Marshal(batches)
+	if err != nil {
+		return fmt.Errorf("encode parts group: %w", err)
+	}
+	var rows []struct {
+		I         int
+		OutputSeq int64
+	}
+	err = s.conn(ctx).Raw(appendPartsGroupSQL, map[string]any{
+		"batches": string(raw), "channelPrefix": pubsub.SessionOutputChannel(""), "maxNoticeFrames": pubsub.MaxNoticeFrames,
+	}).Scan(&rows).Error
+	if err != nil {
+		return mapError("append parts group", err)
+	}
+	for _, c := range group {
+		c.err = fmt.Errorf("session %s: lease generation %d is not the current one: %w", c.batch.SessionID, c.batch.LeaseGeneration, ErrLeaseLost)
+	}
+	for _, r := range rows {
+		if r.I < 0 || r.I >= len(group) {
+			return fmt.Errorf("append parts group: a row for batch %d of %d", r.I, len(group))
+		}
+		c := group[r.I]
+		n := int64(len(c.parts))
+		c.res, c.err = AppendResult{FirstSeq: r.OutputSeq - n + 1, LastSeq: r.OutputSeq, Parts: n}, nil
+	}
+	return nil
+}

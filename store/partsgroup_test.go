@@ -1,0 +1,136 @@
+package store_test
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/astrabox/astrabox/store"
+	"github.com/astrabox/astrabox/store/pubsub"
+)
+
+// TestPartsGroupCommitsEachSessionUnderItsOwnFence: one group statement writes three
+// Sessions' batches: each at the seqs after its Session's own, with its cursor and its
+// notification; a batch whose lease generation was superseded writes nothing and
+// gets ErrLeaseLost while the others commit.
+func TestPartsGroupCommitsEachSessionUnderItsOwnFence(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx, st := f.ctx, f.st
+	sessions := []string{f.session.ID}
+	for range 2 {
+		s, _, err := st.CreateSessionIdempotent(ctx, store.NewSession{UserID: f.user.ID, AgentID: f.agent.ID})
+		require.NoError(t, err)
+		sessions = append(sessions, s.ID)
+	}
+	leases := make([]int64, len(sessions))
+	for i, id := range sessions {
+		l, err := st.AcquireReaderLease(ctx, store.LeaseRequest{SessionID: id, Holder: "r", TTL: time.Minute})
+		require.NoError(t, err)
+		leases[i] = l.Generation
+	}
+	// The first Session already has two parts.
+	_, err := st.ApplyRelayBatch(ctx, store.RelayBatch{SessionID: sessions[0], LeaseGeneration: leases[0],
+		Ops: []store.RelayOp{{Part: ptr(textPart("r1", "a"))}, {Part: ptr(textPart("r1", "b"))}}})
+	require.NoError(t, err)
+	// The third Session's lease moves on: its old generation is fenced off.
+	_, err = st.AcquireReaderLease(ctx, store.LeaseRequest{SessionID: sessions[2], Holder: "r2", TTL: time.Minute, Steal: true})
+	require.NoError(t, err)
+
+	conn, err := pgx.Connect(ctx, f.dsn)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	for _, id := range sessions {
+		_, err = conn.Exec(ctx, "LISTEN "+pgx.Identifier{pubsub.SessionOutputChannel(id)}.Sanitize())
+		require.NoError(t, err)
+	}
+	batch := func(i int, texts ...string) store.RelayBatch {
+		b := store.RelayBatch{SessionID: sessions[i], LeaseGeneration: leases[i], Cursor: cursorAt(fmt.Sprintf("g%d", i), len(texts))}
+		for _, text := range texts {
+			b.Ops = append(b.Ops, store.RelayOp{Part: ptr(textPart("r1", text))})
+		}
+		return b
+	}
+	res, errs, err := store.AppendPartsGroupForTest(ctx, st, []store.RelayBatch{batch(0, "c", "d"), batch(1, "x"), batch(2, "lost")})
+	require.NoError(t, err)
+	require.NoError(t, errs[0])
+	require.Equal(t, store.AppendResult{FirstSeq: 3, LastSeq: 4, Parts: 2}, res[0], "after the Session's own parts")
+	require.NoError(t, errs[1])
+	require.Equal(t, store.AppendResult{FirstSeq: 1, LastSeq: 1, Parts: 1}, res[1])
+	require.ErrorIs(t, errs[2], store.ErrLeaseLost)
+
+	for i, want := range [][]string{{"a", "b", "c", "d"}, {"x"}, nil} {
+		parts, err := st.ListOutputPartsAfter(ctx, sessions[i], 0, 10)
+		require.NoError(t, err)
+		require.Len(t, parts, len(want), "session %d", i)
+		for j, p := range parts {
+			require.Equal(t, int64(j+1), p.Seq)
+			require.JSONEq(t, string(textPart("r1", want[j]).Frame), string(p.Frame))
+		}
+	}
+	cur, err := st.GetRuntimeCursorBySession(ctx, sessions[0])
+	require.NoError(t, err)
+	require.Equal(t, "g0", cur.Generation)
+	require.Equal(t, int64(4), cur.ThroughSeq)
+	_, err = st.GetRuntimeCursorBySession(ctx, sessions[2])
+	require.ErrorIs(t, err, store.ErrNotFound, "a fenced-off batch writes no cursor")
+
+	got := map[string]pubsub.OutputNotice{}
+	for range 2 {
+		n, err := conn.WaitForNotification(ctx)
+		require.NoError(t, err)
+		notice, err := pubsub.ParseOutputNotice(n.Payload)
+		require.NoError(t, err)
+		got[n.Channel] = notice
+	}
+	require.Equal(t, int64(4), got[pubsub.SessionOutputChannel(sessions[0])].Seq)
+	require.Len(t, got[pubsub.SessionOutputChannel(sessions[0])].Frames, 2, "each notification carries its own Session's frames")
+	require.Len(t, got[pubsub.SessionOutputChannel(sessions[1])].Frames, 1)
+}
+
+// TestConcurrentRelaysCommitEveryPartOnce: Relays of many Sessions recording parts
+// alone at once (grouped into shared statements) each get their parts at consecutive
+// seqs, every part once, in order.
+func TestConcurrentRelaysCommitEveryPartOnce(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx, st := f.ctx, f.st
+	const relays, batches = 12, 15
+	var wg sync.WaitGroup
+	ids := make([]string, relays)
+	for r := range relays {
+		s, _, err := st.CreateSessionIdempotent(ctx, store.NewSession{UserID: f.user.ID, AgentID: f.agent.ID})
+		require.NoError(t, err)
+		ids[r] = s.ID
+		lease, err := st.AcquireReaderLease(ctx, store.LeaseRequest{SessionID: s.ID, Holder: "r", TTL: time.Minute})
+		require.NoError(t, err)
+		wg.Go(func() {
+			for b := range batches {
+				res, err := st.ApplyRelayBatch(ctx, store.RelayBatch{SessionID: s.ID, LeaseGeneration: lease.Generation,
+					Ops: []store.RelayOp{{Part: ptr(textPart("r1", fmt.Sprintf("%d-a", b)))}, {Part: ptr(textPart("r1", fmt.Sprintf("%d-b", b)))}}})
+				if !assertNoError(t, err) {
+					return
+				}
+				if res.FirstSeq != int64(2*b+1) || res.LastSeq != int64(2*b+2) {
+					t.Errorf("relay %d batch %d: seqs %d-%d", r, b, res.FirstSeq, res.LastSeq)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for _, id := range ids {
+		parts, err := st.ListOutputPartsAfter(ctx, id, 0, 100)
+		require.NoError(t, err)
+		require.Len(t, parts, 2*batches)
+		for i, p := range parts {
+			require.Equal(t, int64(i+1), p.Seq)
+			suffix := map[int]string{0: "a", 1: "b"}[i%2]
+			require.JSONEq(t, string(textPart("r1", fmt.Sprintf("%d-%s", i/2, suffix)).Frame), string(p.Frame))
+		}
+	}
+}
