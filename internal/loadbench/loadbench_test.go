@@ -37,6 +37,7 @@ func TestSmoke(t *testing.T) {
 	assert.Contains(t, lineOf(table, "durable parts/s @2"), "durable ", "the durable floor is measured")
 	assert.Contains(t, lineOf(table, "durable parts/s @2"), "program ", "the program floor is measured")
 	assert.Contains(t, table, "machine load: loadavg")
+	assert.Contains(t, table, "cores used during the measured turns @2: boxes ", "the cores each part of the machine used are reported")
 }
 
 func lineOf(table, figure string) string {
