@@ -103,14 +103,14 @@ func (a *Activities) mirrorFile(ctx context.Context, l *liveRuntime, file, strea
 			entries = append(entries, json.RawMessage(line))
 		}
 	}
-	stored, err := a.deps.Store.ListSessionLogEntries(ctx, l.sessionID, stream)
+	stored, err := a.deps.Store.SessionLogLength(ctx, l.sessionID, stream)
 	if err != nil {
 		return err
 	}
-	if len(entries) <= len(stored) {
+	if int64(len(entries)) <= stored {
 		return nil
 	}
-	return a.deps.Store.AppendSessionLogEntries(ctx, l.sessionID, stream, int64(len(stored))+1, entries[len(stored):])
+	return a.deps.Store.AppendSessionLogEntries(ctx, l.sessionID, stream, stored+1, entries[stored:])
 }
 
 // restoreSessionLog writes the mirrored native logs into a replacement box, at the

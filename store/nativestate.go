@@ -32,6 +32,16 @@ func (s *Store) ListSessionLogEntries(ctx context.Context, sessionID, stream str
 	return out, mapError("list session log entries", err)
 }
 
+// SessionLogLength is how many entries of a stream are mirrored: the mirror appends
+// them at consecutive seqs from 1, so the highest seq, read from the primary key's
+// index without reading the entries. The mirror asks it at every admission and
+// response end, where listing the entries made each turn cost the whole log.
+func (s *Store) SessionLogLength(ctx context.Context, sessionID, stream string) (int64, error) {
+	var n int64
+	err := s.conn(ctx).Raw("SELECT COALESCE(max(entry_seq), 0) FROM session_log_entries WHERE session_id = ? AND stream = ?", sessionID, stream).Scan(&n).Error
+	return n, mapError("measure session log", err)
+}
+
 // ListSessionLogStreams returns the names of a Session's mirrored log streams.
 func (s *Store) ListSessionLogStreams(ctx context.Context, sessionID string) ([]string, error) {
 	var out []string

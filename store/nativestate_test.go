@@ -43,6 +43,9 @@ func TestSessionLogMirrorsEntriesInOrder(t *testing.T) {
 	f := newFixture(t)
 	ctx, st := f.ctx, f.st
 	entries := []json.RawMessage{json.RawMessage(`{"type":"user","n":1}`), json.RawMessage(`{"type":"assistant","n":2}`)}
+	n, err := st.SessionLogLength(ctx, f.session.ID, "transcript.jsonl")
+	require.NoError(t, err)
+	require.Zero(t, n, "nothing mirrored yet")
 	require.NoError(t, st.AppendSessionLogEntries(ctx, f.session.ID, "transcript.jsonl", 1, entries))
 	// Mirroring again from an overlapping position keeps the stored entries.
 	require.NoError(t, st.AppendSessionLogEntries(ctx, f.session.ID, "transcript.jsonl", 2, []json.RawMessage{json.RawMessage(`{"type":"assistant","n":2}`), json.RawMessage(`{"type":"user","n":3}`)}))
@@ -53,6 +56,12 @@ func TestSessionLogMirrorsEntriesInOrder(t *testing.T) {
 		require.Equal(t, int64(i+1), e.EntrySeq)
 	}
 	require.JSONEq(t, `{"type":"user","n":3}`, string(got[2].Entry))
+	n, err = st.SessionLogLength(ctx, f.session.ID, "transcript.jsonl")
+	require.NoError(t, err)
+	require.Equal(t, int64(3), n)
+	n, err = st.SessionLogLength(ctx, f.session.ID, "other.jsonl")
+	require.NoError(t, err)
+	require.Zero(t, n, "another stream's entries are its own")
 	streams, err := st.ListSessionLogStreams(ctx, f.session.ID)
 	require.NoError(t, err)
 	require.Equal(t, []string{"transcript.jsonl"}, streams)
