@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -192,13 +193,7 @@ func TestAppendNotifiesAtCommit(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	ctx, st := f.ctx, f.st
-	conn, err := pgx.Connect(ctx, f.dsn)
-	require.NoError(t, err)
-	defer conn.Close(ctx)
-	_, err = conn.Exec(ctx, "LISTEN "+pgx.Identifier{pubsub.SessionOutputChannel(f.session.ID)}.Sanitize())
-	require.NoError(t, err)
-	_, err = conn.Exec(ctx, "LISTEN "+pgx.Identifier{pubsub.SessionInputsChannel(f.session.ID)}.Sanitize())
-	require.NoError(t, err)
+	conn := f.listen(t, pubsub.SessionOutputChannel(f.session.ID), pubsub.SessionInputsChannel(f.session.ID))
 
 	in, _, err := st.InsertInput(ctx, store.NewInput{SessionID: f.session.ID, Content: "hi"})
 	require.NoError(t, err)
@@ -229,11 +224,7 @@ func TestPartsOnlyBatchNotifiesItsFramesAsStored(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	ctx, st := f.ctx, f.st
-	conn, err := pgx.Connect(ctx, f.dsn)
-	require.NoError(t, err)
-	defer conn.Close(ctx)
-	_, err = conn.Exec(ctx, "LISTEN "+pgx.Identifier{pubsub.SessionOutputChannel(f.session.ID)}.Sanitize())
-	require.NoError(t, err)
+	conn := f.listen(t, pubsub.SessionOutputChannel(f.session.ID))
 	lease, err := st.AcquireReaderLease(ctx, store.LeaseRequest{SessionID: f.session.ID, Holder: "r", TTL: time.Minute})
 	require.NoError(t, err)
 	nested := store.NewPart{Frame: json.RawMessage(`{"type":"data-x","data":{"zeta":1,"alpha":"\u00e9"}}`)}
@@ -262,4 +253,17 @@ func TestPartsOnlyBatchNotifiesItsFramesAsStored(t *testing.T) {
 	n, err = conn.WaitForNotification(ctx)
 	require.NoError(t, err)
 	require.Equal(t, strconv.FormatInt(res.LastSeq, 10), n.Payload, "frames too big for a notification are left for a read")
+}
+
+// listen opens a connection of its own listening on channels, closed with the test.
+func (f *fixture) listen(t *testing.T, channels ...string) *pgx.Conn {
+	t.Helper()
+	conn, err := pgx.Connect(f.ctx, f.dsn)
+	require.NoError(t, err)
+	t.Cleanup(func() { conn.Close(context.WithoutCancel(f.ctx)) })
+	for _, ch := range channels {
+		_, err = conn.Exec(f.ctx, "LISTEN "+pgx.Identifier{ch}.Sanitize())
+		require.NoError(t, err)
+	}
+	return conn
 }

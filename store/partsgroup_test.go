@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/astrabox/astrabox/store"
@@ -41,13 +40,11 @@ func TestPartsGroupCommitsEachSessionUnderItsOwnFence(t *testing.T) {
 	_, err = st.AcquireReaderLease(ctx, store.LeaseRequest{SessionID: sessions[2], Holder: "r2", TTL: time.Minute, Steal: true})
 	require.NoError(t, err)
 
-	conn, err := pgx.Connect(ctx, f.dsn)
-	require.NoError(t, err)
-	defer conn.Close(ctx)
-	for _, id := range sessions {
-		_, err = conn.Exec(ctx, "LISTEN "+pgx.Identifier{pubsub.SessionOutputChannel(id)}.Sanitize())
-		require.NoError(t, err)
+	channels := make([]string, len(sessions))
+	for i, id := range sessions {
+		channels[i] = pubsub.SessionOutputChannel(id)
 	}
+	conn := f.listen(t, channels...)
 	batch := func(i int, texts ...string) store.RelayBatch {
 		b := store.RelayBatch{SessionID: sessions[i], LeaseGeneration: leases[i], Cursor: cursorAt(fmt.Sprintf("g%d", i), len(texts))}
 		for _, text := range texts {
