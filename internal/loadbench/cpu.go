@@ -14,10 +14,6 @@ import (
 // every Linux architecture the platform runs on).
 const clockTicks = 100
 
-// cpuParts are the parts of the machine a run's CPU time is told apart by, in
-// the order the report lists them.
-var cpuParts = []string{"boxes", "worker", "api", "postgres", "temporal", "load generator", "other"}
-
 // cpuSnapshot is the CPU time each part of the machine has used so far.
 type cpuSnapshot struct {
 	at time.Time
@@ -159,10 +155,11 @@ func (s cpuSnapshot) coresSince(before cpuSnapshot) map[string]float64 {
 	return out
 }
 
-// cpuLine is the report's line of what each part of the machine used.
+// cpuLine is the report's line of what each part of the machine used, in a fixed
+// order.
 func cpuLine(cores map[string]float64) string {
 	var b strings.Builder
-	for _, part := range cpuParts {
+	for _, part := range []string{"boxes", "worker", "api", "postgres", "temporal", "load generator", "other"} {
 		if b.Len() > 0 {
 			b.WriteString(", ")
 		}
