@@ -44,8 +44,7 @@ func (r *relayRun) reconcile(ctx context.Context, expired *engines.RuntimeCursor
 	}
 	r.a.metrics.Admitted(res.Admitted)
 	r.a.metrics.PartsCommitted.Add(float64(res.Parts))
-	r.throughSeq = res.LastSeq
-	r.progress.Store(r.throughSeq)
+	r.throughSeq.Store(res.LastSeq)
 	return next, nil
 }
 

@@ -52,15 +52,15 @@ func (a *Activities) Relay(ctx context.Context, ref RuntimeRef) (RelayResult, er
 
 // relayRun is one Relay's reading state.
 type relayRun struct {
-	a          *Activities
-	l          *liveRuntime
-	lease      int64
-	throughSeq int64
-	log        *zap.Logger
-	// progress is throughSeq for the heartbeat goroutine; alive is when the reading
-	// loop last went round (unix nanoseconds), which the heartbeat vouches for.
-	progress atomic.Int64
-	alive    atomic.Int64
+	a     *Activities
+	l     *liveRuntime
+	lease int64
+	log   *zap.Logger
+	// throughSeq is the seq of the last part recorded, which the heartbeat goroutine
+	// reports; alive is when the reading loop last went round (unix nanoseconds),
+	// which the heartbeat vouches for.
+	throughSeq atomic.Int64
+	alive      atomic.Int64
 	// model is the model name this reader last recorded.
 	model string
 	// observed is the observation of the Session this reader last sent its workflow.
@@ -96,12 +96,11 @@ func (r *relayRun) run(ctx context.Context) (RelayResult, error) {
 	switch {
 	case err == nil:
 		cursor = &engines.RuntimeCursor{Generation: saved.Generation, Position: saved.Position}
-		r.throughSeq = saved.ThroughSeq
+		r.throughSeq.Store(saved.ThroughSeq)
 	case errors.Is(err, store.ErrNotFound):
 	default:
 		return RelayResult{}, err
 	}
-	r.progress.Store(r.throughSeq)
 	r.alive.Store(time.Now().UnixNano())
 	background, stopBackground := context.WithCancel(ctx)
 	var helpers sync.WaitGroup
@@ -146,7 +145,7 @@ func (r *relayRun) run(ctx context.Context) (RelayResult, error) {
 }
 
 func (r *relayRun) result(end RelayEnd) RelayResult {
-	return RelayResult{End: end, ThroughSeq: r.throughSeq}
+	return RelayResult{End: end, ThroughSeq: r.throughSeq.Load()}
 }
 
 // readFrom reads and records events after cursor until the sequence ends or fails,
@@ -285,7 +284,7 @@ func (r *relayRun) heartbeat(ctx context.Context) {
 		if time.Since(time.Unix(0, r.alive.Load())) > 2*every {
 			continue
 		}
-		activity.RecordHeartbeat(ctx, RelayProgress{LeaseGeneration: r.lease, ThroughSeq: r.progress.Load()})
+		activity.RecordHeartbeat(ctx, RelayProgress{LeaseGeneration: r.lease, ThroughSeq: r.throughSeq.Load()})
 	}
 }
 
@@ -370,8 +369,7 @@ func (r *relayRun) record(ctx context.Context, batch []eventOrErr, cursor *engin
 		if err != nil {
 			return cursor, err
 		}
-		r.throughSeq = res.LastSeq
-		r.progress.Store(r.throughSeq)
+		r.throughSeq.Store(res.LastSeq)
 		r.a.metrics.Admitted(res.Admitted)
 		r.a.metrics.PartsCommitted.Add(float64(res.Parts))
 		r.a.metrics.RelayLag.Observe(time.Since(batch[0].read).Seconds())
