@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -25,6 +26,7 @@ import (
 	"github.com/astrabox/astrabox/internal/scriptengine"
 	"github.com/astrabox/astrabox/internal/telemetry"
 	"github.com/astrabox/astrabox/internal/testutil"
+	"github.com/astrabox/astrabox/internal/testutil/boxroot"
 	"github.com/astrabox/astrabox/sandbox"
 	"github.com/astrabox/astrabox/sandbox/egress"
 	"github.com/astrabox/astrabox/sandbox/enginebox"
@@ -78,14 +80,20 @@ type stack struct {
 	agent   store.Agent
 }
 
+// buildAgent builds scriptagent into a folder of its own (boxes bind the whole
+// folder) inside the process's box folder, which TestMain removes.
 var buildAgent = sync.OnceValues(func() (string, error) {
 	root, err := reporoot.Find()
 	if err != nil {
 		return "", err
 	}
-	dir, err := os.MkdirTemp("", "scriptagent")
+	bin, err := boxroot.BinDir()
 	if err != nil {
 		return "", err
+	}
+	dir := filepath.Join(bin, "scriptagent")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return "", fmt.Errorf("make the scriptagent folder: %w", err)
 	}
 	if err := os.Chmod(dir, 0o755); err != nil {
 		return "", err
