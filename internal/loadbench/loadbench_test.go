@@ -36,6 +36,8 @@ func TestSmoke(t *testing.T) {
 	}
 	assert.Contains(t, lineOf(table, "durable parts/s @2"), "durable ", "the durable floor is measured")
 	assert.Contains(t, lineOf(table, "durable parts/s @2"), "program ", "the program floor is measured")
+	assert.Regexp(t, `^worker goroutines/idle Session @2 +report +[1-9][0-9.]* \(stacks -?[0-9]+ KiB\)`, lineOf(table, "worker goroutines/idle Session @2"),
+		"a live Session holds goroutines in the worker (its Relay's at least)")
 	assert.Contains(t, table, "machine load: loadavg")
 	assert.Contains(t, table, "cores used during the measured turns @2: boxes ", "the cores each part of the machine used are reported")
 }

@@ -1,6 +1,7 @@
 package loadbench
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -242,6 +243,9 @@ func (b *bench) phase(ctx context.Context, n int, durable float64, floorOpts loc
 		if err := fetch(ctx, b.workerDebug[0]+"/debug/pprof/heap", filepath.Join(o.ProfileDir, "worker-idle-heap.pprof")); err != nil {
 			return nil, "", err
 		}
+		if err := fetch(ctx, b.workerDebug[0]+"/debug/pprof/goroutine?debug=1", filepath.Join(o.ProfileDir, "worker-idle-goroutines.txt")); err != nil {
+			return nil, "", err
+		}
 	}
 	m, err := b.partFigures(ctx, warmSeq, arrivals, start)
 	if err != nil {
@@ -290,6 +294,8 @@ func (b *bench) phase(ctx context.Context, n int, durable float64, floorOpts loc
 	perSession, livePerSession := heapIdle.perSession(heapBefore, n)
 	rows = append(rows, Row{Figure: "worker heap/idle Session " + tag, Goal: "<= 100 KiB", P50: fmt.Sprintf("%.0f KiB", perSession), Met: met(perSession <= 100)})
 	rows = append(rows, Row{Figure: "worker live heap/idle Session " + tag, Goal: "report", P50: fmt.Sprintf("%.0f KiB", livePerSession)})
+	goroutines, stackKiB := heapIdle.goroutinesPerSession(heapBefore, n)
+	rows = append(rows, Row{Figure: "worker goroutines/idle Session " + tag, Goal: "report", P50: fmt.Sprintf("%.1f (stacks %.0f KiB)", goroutines, stackKiB)})
 	rows = append(rows, Row{Figure: "history events/turn " + tag, Goal: "reported, bounded", P50: fmt.Sprintf("%.1f", events.p50), P99: fmt.Sprintf("%.1f", events.p99)})
 	rows = append(rows, Row{Figure: "Sessions per worker " + tag, Goal: "spread over every worker", P50: spread})
 	rows = append(rows, Row{Figure: "cold start (box + runtime) " + tag, Goal: "report", P50: msString(cold.pct(50)), P99: msString(cold.pct(99))})
@@ -387,17 +393,26 @@ func (b *bench) archive(ctx context.Context, sessions []*session) error {
 	return g.Wait()
 }
 
-// heapFigures are a worker's heap after a collection: the bytes of its heap spans in
-// use (HeapInuse, what the goal is judged on: it includes the spans' free slots) and of
-// its live objects alone (HeapAlloc).
+// heapFigures are a worker's memory after a collection: the bytes of its heap spans
+// in use (HeapInuse, what the goal is judged on: it includes the spans' free slots), of
+// its live objects alone (HeapAlloc), of its goroutines' stacks (StackInuse, outside
+// the heap) and its goroutines.
 type heapFigures struct {
-	inUse, live uint64
+	inUse, live, stacks uint64
+	goroutines          int
 }
 
 // perSession is each of n Sessions' share of the growth from before to h, in KiB.
 func (h heapFigures) perSession(before heapFigures, n int) (inUse, live float64) {
 	return (float64(h.inUse) - float64(before.inUse)) / float64(n) / 1024,
 		(float64(h.live) - float64(before.live)) / float64(n) / 1024
+}
+
+// goroutinesPerSession is each of n Sessions' share of the goroutines and stack
+// KiB added from before to h.
+func (h heapFigures) goroutinesPerSession(before heapFigures, n int) (goroutines, stackKiB float64) {
+	return float64(h.goroutines-before.goroutines) / float64(n),
+		(float64(h.stacks) - float64(before.stacks)) / float64(n) / 1024
 }
 
 // workerHeap is the workers' heap after a collection, summed over the worker
@@ -412,6 +427,8 @@ func (b *bench) workerHeap(ctx context.Context) (heapFigures, error) {
 		}
 		total.inUse += h.inUse
 		total.live += h.live
+		total.stacks += h.stacks
+		total.goroutines += h.goroutines
 	}
 	return total, nil
 }
@@ -431,14 +448,42 @@ func heapOf(ctx context.Context, base string) (heapFigures, error) {
 	defer resp.Body.Close()
 	var vars struct {
 		Memstats struct {
-			HeapInuse uint64 `json:"HeapInuse"`
-			HeapAlloc uint64 `json:"HeapAlloc"`
+			HeapInuse  uint64 `json:"HeapInuse"`
+			HeapAlloc  uint64 `json:"HeapAlloc"`
+			StackInuse uint64 `json:"StackInuse"`
 		} `json:"memstats"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&vars); err != nil {
 		return heapFigures{}, fmt.Errorf("worker debug vars: %w", err)
 	}
-	return heapFigures{inUse: vars.Memstats.HeapInuse, live: vars.Memstats.HeapAlloc}, nil
+	goroutines, err := goroutinesOf(ctx, base)
+	if err != nil {
+		return heapFigures{}, err
+	}
+	return heapFigures{inUse: vars.Memstats.HeapInuse, live: vars.Memstats.HeapAlloc, stacks: vars.Memstats.StackInuse, goroutines: goroutines}, nil
+}
+
+// goroutinesOf is a process's goroutine count, from the first line of its
+// goroutine profile ("goroutine profile: total N").
+func goroutinesOf(ctx context.Context, base string) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/debug/pprof/goroutine?debug=1", nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("worker goroutine profile: %w", err)
+	}
+	defer resp.Body.Close()
+	line, err := bufio.NewReader(resp.Body).ReadString('\n')
+	if err != nil {
+		return 0, fmt.Errorf("worker goroutine profile: %w", err)
+	}
+	var n int
+	if _, err := fmt.Sscanf(line, "goroutine profile: total %d", &n); err != nil {
+		return 0, fmt.Errorf("worker goroutine profile %q: %w", strings.TrimSpace(line), err)
+	}
+	return n, nil
 }
 
 // fetch saves a URL's body to path.
