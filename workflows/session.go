@@ -78,22 +78,33 @@ func newSessionWorkflow(ctx workflow.Context, start SessionStart) (*sessionWorkf
 	if err := w.registerPermissionMode(ctx); err != nil {
 		return nil, err
 	}
-	listen(ctx, w.inputs, func(InputAccepted) { w.s.Work.Deliver = true })
-	listen(ctx, w.answers, func(a InteractionAnswered) { w.s.Work.addAnswer(a.InteractionID) })
-	listen(ctx, w.interrupts, func(in Interrupt) { w.s.Work.addInterrupt(in) })
-	listen(ctx, w.permissions, func(PermissionModeChanged) { w.s.Work.PermissionMode = true })
-	listen(ctx, w.stops, w.stopChildRun)
-	listen(ctx, w.lifecycles, func(l Lifecycle) { w.s.Work.addLifecycle(l) })
-	listen(ctx, w.observations, func(o activities.SessionObservation) { w.observed(ctx, o) })
+	signals := workflow.NewSelector(ctx)
+	listen(signals, w.inputs, func(InputAccepted) { w.s.Work.Deliver = true })
+	listen(signals, w.answers, func(a InteractionAnswered) { w.s.Work.addAnswer(a.InteractionID) })
+	listen(signals, w.interrupts, func(in Interrupt) { w.s.Work.addInterrupt(in) })
+	listen(signals, w.permissions, func(PermissionModeChanged) { w.s.Work.PermissionMode = true })
+	listen(signals, w.stops, w.stopChildRun)
+	listen(signals, w.lifecycles, func(l Lifecycle) { w.s.Work.addLifecycle(l) })
+	listen(signals, w.observations, func(o activities.SessionObservation) { w.observed(ctx, o) })
+	// One coroutine serves every signal channel: a cached workflow holds one
+	// goroutine for them, not one per channel. The selector takes the channels in
+	// the order added, each until it is empty, as a coroutine per channel did.
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		for {
+			signals.Select(ctx)
+		}
+	})
 	return w, nil
 }
 
-// listen records every signal of a channel with apply; the run loop awaits the state.
-func listen[T any](ctx workflow.Context, ch workflow.ReceiveChannel, apply func(T)) {
-	workflow.Go(ctx, func(ctx workflow.Context) {
-		for {
-			var v T
-			ch.Receive(ctx, &v)
+// listen records every signal of a channel with apply when signals selects it; the
+// run loop awaits the state.
+func listen[T any](signals workflow.Selector, ch workflow.ReceiveChannel, apply func(T)) {
+	signals.AddReceive(ch, func(c workflow.ReceiveChannel, _ bool) {
+		// The value is there when the selector calls; a signal that does not decode
+		// is dropped, as Receive drops it.
+		var v T
+		if c.ReceiveAsync(&v) {
 			apply(v)
 		}
 	})
