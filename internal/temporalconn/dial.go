@@ -64,6 +64,11 @@ func Options(cfg config.Temporal, log *zap.Logger) (client.Options, error) {
 		HostPort:  cfg.Address,
 		Namespace: cfg.Namespace,
 		Logger:    logging.NewTemporal(log.Named("temporal")),
+		// The SDK gzips every request by default (and the server answers in kind).
+		// The platform's calls are small signals, heartbeats and task polls to a
+		// Temporal in the same cluster: compressing them costs CPU on both sides
+		// and saves no time.
+		ConnectionOptions: client.ConnectionOptions{GrpcCompression: &client.GrpcCompressionNone{}},
 	}
 	if cfg.APIKey.IsSet() {
 		opts.Credentials = client.NewAPIKeyStaticCredentials(cfg.APIKey.Reveal())

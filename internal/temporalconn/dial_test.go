@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
+	"go.uber.org/zap"
 
 	"github.com/astrabox/astrabox/config"
 	"github.com/astrabox/astrabox/internal/temporalconn"
@@ -77,4 +78,12 @@ func requireServes(t *testing.T, c client.Client) {
 	ns, err := c.WorkflowService().DescribeNamespace(ctx, &workflowservice.DescribeNamespaceRequest{Namespace: "default"})
 	require.NoError(t, err)
 	assert.Equal(t, "default", ns.GetNamespaceInfo().GetName())
+}
+
+// TestOptionsSendRequestsUncompressed: the platform's Temporal calls are small and
+// go to a Temporal beside it, so the client does not gzip them.
+func TestOptionsSendRequestsUncompressed(t *testing.T) {
+	opts, err := temporalconn.Options(config.Temporal{Address: "127.0.0.1:7233", Namespace: "default"}, zap.NewNop())
+	require.NoError(t, err)
+	require.IsType(t, &client.GrpcCompressionNone{}, opts.ConnectionOptions.GrpcCompression)
 }

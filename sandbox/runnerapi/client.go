@@ -42,9 +42,13 @@ func NewClient(socket string) *Client {
 // NewDialClient returns a client that reaches the runner through dial (for
 // example a TCP endpoint a remote backend publishes) and sends token.
 func NewDialClient(dial func(ctx context.Context) (net.Conn, error), token string) *Client {
+	// A live Session holds its output stream's connection and, between turns, one
+	// idle connection for its next calls (delivery, status, the native log). Every
+	// connection costs two goroutines and 8 KiB of buffers for the Session's life,
+	// and a runner is near: a burst's extra connections are closed, not kept.
 	tr := &http.Transport{
 		DialContext:         func(ctx context.Context, _, _ string) (net.Conn, error) { return dial(ctx) },
-		MaxIdleConnsPerHost: 8, IdleConnTimeout: time.Minute,
+		MaxIdleConnsPerHost: 1, IdleConnTimeout: time.Minute,
 	}
 	return &Client{base: "http://runner", dial: dial, token: token, http: &http.Client{Transport: tr}}
 }
