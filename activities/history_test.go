@@ -19,15 +19,17 @@ import (
 )
 
 // recordedHistory is the file in workflows/testdata this test records. Histories
-// recorded by earlier code (session_lifecycle.json, before the permission-mode update)
-// stay there, so the workflows package proves they still replay.
-const recordedHistory = "session_mode_update.json"
+// recorded by earlier code (session_lifecycle.json, before the permission-mode update;
+// session_mode_update.json, before one coroutine selected every signal and the Relay
+// took new inputs on notice) stay there, so the workflows package proves they still
+// replay.
+const recordedHistory = "session_notice_delivery.json"
 
-// TestRecordedHistoryReplays runs a whole Session on the dev server (inputs, an
-// interrupt, a permission-mode signal and update, delete), then replays its recorded
-// history against the current workflow code. With ASTRABOX_RECORD_HISTORY=1 it also
-// saves the history into workflows/testdata, where the workflows package replays it on
-// every run.
+// TestRecordedHistoryReplays runs a whole Session on the dev server (inputs, the
+// second one left to the Relay delivering on notice, an interrupt, a permission-mode
+// signal and update, delete), then replays its recorded history against the current
+// workflow code. With ASTRABOX_RECORD_HISTORY=1 it also saves the history into
+// workflows/testdata, where the workflows package replays it on every run.
 func TestRecordedHistoryReplays(t *testing.T) {
 	s := newStack(t)
 	s.startWorker("host-a-" + uniq())
@@ -35,6 +37,8 @@ func TestRecordedHistoryReplays(t *testing.T) {
 
 	first := s.send(id, "quick")
 	s.waitEnded(id, "resp-"+first)
+	// The next input is then the Relay's to deliver, and the history shows it.
+	s.eventually("the Relay to say it delivers on notice", func() bool { return s.workflowState(id).Observed.DeliversOnNotice })
 	long := s.send(id, "slow:200:50")
 	s.eventually("some output", func() bool { return len(s.deltas(id, "resp-"+long)) >= 1 })
 	s.signal(id, workflows.SignalInterrupt, workflows.Interrupt{RequestID: "r-1"})

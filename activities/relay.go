@@ -74,6 +74,9 @@ type relayRun struct {
 	factsChanged bool
 	observeAsked time.Time
 	observeNow   chan struct{}
+	// listening is set once the input-notice goroutine listens and delivered what
+	// was held then; observations carry it to the workflow.
+	listening atomic.Bool
 	// titling runs the automatic title in flight, if any; titleTried are the
 	// responses a title was asked from.
 	titling    sync.WaitGroup
@@ -232,6 +235,12 @@ const observeEvery = time.Second
 // while it is busy become one observation, of the facts as they are then.
 func (r *relayRun) askObservation() {
 	r.observeAsked = time.Now()
+	r.wakeObserver()
+}
+
+// wakeObserver has the observer goroutine observe the Session soon, from any
+// goroutine.
+func (r *relayRun) wakeObserver() {
 	select {
 	case r.observeNow <- struct{}{}:
 	default:
@@ -299,6 +308,7 @@ func (r *relayRun) observe(ctx context.Context) bool {
 		return false
 	}
 	obs := observationOf(facts)
+	obs.DeliversOnNotice = r.listening.Load()
 	if obs == r.observed {
 		return false
 	}
@@ -390,7 +400,10 @@ func (r *relayRun) record(ctx context.Context, batch []eventOrErr, cursor *engin
 
 // deliverOnNotice hands held inputs over whenever PostgreSQL announces a new one (or
 // the listener reconnected and may have missed one): the reader passes a person's
-// message on over its connection without waiting for the workflow.
+// message on over its connection without waiting for the workflow. Once it listens
+// and has delivered what was held then, it tells the workflow (DeliversOnNotice),
+// which stops running its own Deliver for each new input: a turn then costs Temporal
+// the input's signal alone.
 func (r *relayRun) deliverOnNotice(ctx context.Context) {
 	sub, err := r.a.deps.Notices.Subscribe(ctx, pubsub.SessionInputsChannel(r.l.sessionID))
 	if err != nil {
@@ -400,6 +413,12 @@ func (r *relayRun) deliverOnNotice(ctx context.Context) {
 		return
 	}
 	defer sub.Close()
+	// An input accepted before the subscription had no notice to wait for.
+	if !r.deliverUntilDone(ctx) {
+		return
+	}
+	r.listening.Store(true)
+	r.wakeObserver()
 	for {
 		select {
 		case <-ctx.Done():
@@ -413,8 +432,38 @@ func (r *relayRun) deliverOnNotice(ctx context.Context) {
 		for len(sub.C()) > 0 { // one hand-over covers every notice already queued
 			<-sub.C()
 		}
-		if _, err := r.a.deliverHeld(ctx, r.l); err != nil && ctx.Err() == nil {
-			r.log.Warn("deliver on notice; the workflow still delivers", zap.Error(err))
+		if !r.deliverUntilDone(ctx) {
+			return
 		}
+	}
+}
+
+// deliverRetryMax bounds the pause between attempts of a hand-over that failed.
+const deliverRetryMax = 5 * time.Second
+
+// deliverUntilDone hands the held inputs over, trying again after a failure (the
+// workflow leaves new inputs to this Relay) until it succeeds, ctx ends, or the
+// runtime's connection is gone (the Relay is ending then, and the workflow
+// delivers to the next connection). It reports whether the inputs were handed over.
+func (r *relayRun) deliverUntilDone(ctx context.Context) bool {
+	pause := 100 * time.Millisecond
+	for {
+		_, err := r.a.deliverHeld(ctx, r.l)
+		switch {
+		case err == nil:
+			return true
+		case ctx.Err() != nil:
+			return false
+		case errors.Is(err, engines.ErrRuntimeConnectionLost):
+			r.log.Info("deliver on notice: the runtime's connection is gone", zap.Error(err))
+			return false
+		}
+		r.log.Warn("deliver on notice; trying again", zap.Duration("pause", pause), zap.Error(err))
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, deliverRetryMax)
 	}
 }

@@ -71,10 +71,14 @@ const SignalSessionObserved = "session-observed"
 
 // SessionObservation is the Session as the API derives it from PostgreSQL: its state
 // (READY, PROCESSING, WAITING_INPUT, ...), what is open and held, and its title.
+// DeliversOnNotice is the sending Relay's word that it hands every new input to the
+// runtime on PostgreSQL's notice (it listens, and delivered what was held when it
+// began to): the workflow then leaves a new input to it.
 type SessionObservation struct {
 	State            string `json:"state"`
 	OpenResponses    int    `json:"open_responses,omitempty"`
 	OpenInteractions int    `json:"open_interactions,omitempty"`
 	HeldInputs       int    `json:"held_inputs,omitempty"`
 	Title            string `json:"title,omitempty"`
+	DeliversOnNotice bool   `json:"delivers_on_notice,omitempty"`
 }

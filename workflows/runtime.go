@@ -121,7 +121,7 @@ func (w *sessionWorkflow) bringUp(ctx workflow.Context) {
 	w.upsertRuntimeMemo(ctx, activated.RuntimeSummary)
 	// Custody: whatever is held goes to the new runtime; its mode was applied on
 	// connect, unless one was stored since.
-	w.s.Work.Deliver, w.s.Work.PermissionMode = true, w.s.Work.ReapplyPermissionMode
+	w.s.Work.Deliver, w.s.Work.DeliverInWorkflow, w.s.Work.PermissionMode = true, true, w.s.Work.ReapplyPermissionMode
 	w.s.Work.ReapplyPermissionMode = false
 	w.setPhase(ctx, PhaseActive)
 }
@@ -143,7 +143,7 @@ func (w *sessionWorkflow) failed(ctx workflow.Context, cause error) {
 		if err != nil {
 			workflow.GetLogger(ctx).Warn("refuse held inputs", "error", err)
 		}
-		w.s.Work.Deliver = false
+		w.s.Work.Deliver, w.s.Work.DeliverInWorkflow = false, false
 		w.terminate(ctx)
 		return
 	}
@@ -183,6 +183,8 @@ func (w *sessionWorkflow) reconcileLost(ctx workflow.Context) {
 func (w *sessionWorkflow) startRelay(ctx workflow.Context) {
 	rctx, cancel := workflow.WithCancel(ctx)
 	h := &relayHandle{cancel: cancel}
+	// Only this Relay's own word counts: until it says so, the workflow delivers.
+	w.s.Observed.DeliversOnNotice = false
 	f := workflow.ExecuteActivity(summarized(withRelay(rctx, w.s.Placement.HostTaskQueue), fmt.Sprintf("Read runtime generation %d and record its output", w.s.Placement.RuntimeGeneration)), act.Relay, w.runtimeRef())
 	workflow.Go(ctx, func(gctx workflow.Context) {
 		h.err = f.Get(gctx, &h.result)
@@ -274,9 +276,15 @@ func (w *sessionWorkflow) handOver(ctx workflow.Context) {
 	}
 	if w.s.Work.Deliver {
 		w.s.Work.Deliver = false
+		// While the Relay hands new inputs over on PostgreSQL's notice, a Deliver
+		// here would find nothing left and cost the turn an activity.
+		if w.relay != nil && w.s.Observed.DeliversOnNotice && !w.s.Work.DeliverInWorkflow {
+			return
+		}
+		w.s.Work.DeliverInWorkflow = false
 		err := workflow.ExecuteActivity(say("Deliver the held messages"), act.Deliver, ref).Get(ctx, nil)
 		if w.hostGone(ctx, err) {
-			w.s.Work.Deliver = true
+			w.s.Work.Deliver, w.s.Work.DeliverInWorkflow = true, true
 		}
 	}
 }

@@ -79,7 +79,7 @@ func newSessionWorkflow(ctx workflow.Context, start SessionStart) (*sessionWorkf
 		return nil, err
 	}
 	signals := workflow.NewSelector(ctx)
-	listen(signals, w.inputs, func(InputAccepted) { w.s.Work.Deliver = true })
+	listen(signals, w.inputs, w.s.Work.inputAccepted)
 	listen(signals, w.answers, func(a InteractionAnswered) { w.s.Work.addAnswer(a.InteractionID) })
 	listen(signals, w.interrupts, func(in Interrupt) { w.s.Work.addInterrupt(in) })
 	listen(signals, w.permissions, func(PermissionModeChanged) { w.s.Work.PermissionMode = true })
@@ -113,7 +113,7 @@ func listen[T any](signals workflow.Selector, ch workflow.ReceiveChannel, apply 
 // drainSignals moves every signal still buffered into the state, before
 // continue-as-new (unread signals would be lost otherwise).
 func (w *sessionWorkflow) drainSignals() {
-	drain(w.inputs, func(InputAccepted) { w.s.Work.Deliver = true })
+	drain(w.inputs, w.s.Work.inputAccepted)
 	drain(w.answers, func(a InteractionAnswered) { w.s.Work.addAnswer(a.InteractionID) })
 	drain(w.interrupts, func(in Interrupt) { w.s.Work.addInterrupt(in) })
 	drain(w.permissions, func(PermissionModeChanged) { w.s.Work.PermissionMode = true })

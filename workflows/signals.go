@@ -66,9 +66,12 @@ type SessionStart struct {
 	Carry *SessionState `json:"carry,omitempty"`
 }
 
-// InputAccepted is the payload of SignalInputAccepted.
+// InputAccepted is the payload of SignalInputAccepted. Resent marks the re-signal
+// sweep's signal for an input still held after its grace period: the workflow then
+// delivers itself, whoever else was to.
 type InputAccepted struct {
 	InputID string `json:"input_id"`
+	Resent  bool   `json:"resent,omitempty"`
 }
 
 // InteractionAnswered is the payload of SignalInteractionAnswered.

@@ -63,8 +63,14 @@ type SessionState struct {
 
 // Work is what signals asked for and the loop has not done yet.
 type Work struct {
-	// Deliver: held inputs may wait; hand them to the runtime.
+	// Deliver: held inputs may wait; hand them to the runtime. While the Relay
+	// delivers on PostgreSQL's notices (Observed.DeliversOnNotice) a new input is
+	// left to it, unless DeliverInWorkflow.
 	Deliver bool `json:"deliver,omitempty"`
+	// DeliverInWorkflow: the workflow's Deliver runs even while the Relay delivers on
+	// notice: a runtime just came up (inputs delivered to the one before are handed
+	// over again), or an input is still held after the re-signal grace period.
+	DeliverInWorkflow bool `json:"deliver_in_workflow,omitempty"`
 	// Answers are interactions whose saved answers go to the runtime.
 	Answers []string `json:"answers,omitempty"`
 	// Interrupt, when set, stops the response in progress.
@@ -85,6 +91,12 @@ type Work struct {
 // hostWork reports work that needs the live runtime.
 func (w Work) hostWork() bool {
 	return w.Deliver || len(w.Answers) > 0 || w.Interrupt != nil || w.PermissionMode || len(w.StopChildRuns) > 0
+}
+
+// inputAccepted records an input to hand to the runtime.
+func (w *Work) inputAccepted(in InputAccepted) {
+	w.Deliver = true
+	w.DeliverInWorkflow = w.DeliverInWorkflow || in.Resent
 }
 
 // ending reports an archive or delete request.

@@ -332,3 +332,32 @@ func TestHostTimeoutReconnects(t *testing.T) {
 	require.NoError(t, h.env.GetWorkflowError())
 	requireInOrder(t, h.recorded(), "Deliver", "Deliver", "PrepareRuntime:reconnect", "ActivateRuntime:box-1:1:reconnect", "Deliver")
 }
+
+// TestInputsAreLeftToARelayThatDeliversOnNotice: once the running Relay observes that
+// it hands new inputs over on PostgreSQL's notice, a new input runs no Deliver; a
+// re-sent input signal does, and so does the next input after the Relay was
+// replaced, until the new Relay says so too.
+func TestInputsAreLeftToARelayThatDeliversOnNotice(t *testing.T) {
+	h := newHarness(t)
+	delivers := func(want int, why string) func() {
+		return func() { require.Equal(t, want, count(h.recorded(), "Deliver"), why) }
+	}
+	h.at(0, h.signal(SignalInputAccepted, InputAccepted{InputID: "in-1"}))
+	h.at(step, h.signal(SignalSessionObserved, activities.SessionObservation{State: "READY", DeliversOnNotice: true}))
+	h.at(2*step, h.signal(SignalInputAccepted, InputAccepted{InputID: "in-2"}))
+	h.at(3*step, delivers(1, "the bring-up delivers; in-2 is the Relay's"))
+	h.at(3*step, func() { require.False(t, h.state().Work.Deliver, "nothing is left to deliver") })
+	h.at(4*step, h.signal(SignalInputAccepted, InputAccepted{InputID: "in-2", Resent: true}))
+	h.at(5*step, delivers(2, "a re-sent signal runs the workflow's Deliver"))
+	h.at(6*step, func() {
+		h.relayEnds <- relayEnd{res: activities.RelayResult{End: activities.RelayConnectionLost}}
+	})
+	h.at(10*step, delivers(3, "the reconnect's bring-up delivers"))
+	h.at(10*step, func() { require.False(t, h.state().Observed.DeliversOnNotice, "the new Relay has not said so") })
+	h.at(11*step, h.signal(SignalInputAccepted, InputAccepted{InputID: "in-3"}))
+	h.at(12*step, delivers(4, "until the new Relay says so, the workflow delivers"))
+	h.at(13*step, h.signal(SignalLifecycle, Lifecycle{Action: LifecycleDelete}))
+	h.run(SessionStart{SessionID: "s-notice"})
+	require.NoError(t, h.env.GetWorkflowError())
+	require.Equal(t, 2, count(h.recorded(), "Relay:1"), "the connection was replaced once")
+}

@@ -113,7 +113,7 @@ func (s *Sweeper) Sweep(ctx context.Context) (int, error) {
 		log := s.opts.Logger.With(zap.String("session_id", h.SessionID), zap.String("input_id", h.OldestInputID),
 			zap.Int("pending_inputs", h.Pending), zap.Time("accepted_at", h.OldestAcceptedAt))
 		sctx, cancel := context.WithTimeout(ctx, signalTimeout)
-		err := s.opts.Signaler.SignalSession(sctx, h.SessionID, workflows.SignalInputAccepted, workflows.InputAccepted{InputID: h.OldestInputID})
+		err := s.opts.Signaler.SignalSession(sctx, h.SessionID, workflows.SignalInputAccepted, workflows.InputAccepted{InputID: h.OldestInputID, Resent: true})
 		cancel()
 		if err != nil {
 			if ctx.Err() != nil {

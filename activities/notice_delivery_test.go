@@ -1,0 +1,58 @@
+package activities_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+
+	"github.com/astrabox/astrabox/workflows"
+)
+
+// TestARelayDeliveringOnNoticeSparesTheWorkflowItsDeliver: once the Relay says it
+// hands new inputs over on PostgreSQL's notice, the next turns are answered with no
+// Deliver activity in the workflow's history: the one Deliver is the runtime's
+// bring-up's, and a re-sent input signal still runs the workflow's own.
+func TestARelayDeliveringOnNoticeSparesTheWorkflowItsDeliver(t *testing.T) {
+	s := newStack(t)
+	s.startWorker("host-a-" + uniq())
+	id := s.newSession()
+	s.waitEnded(id, "resp-"+s.send(id, "quick"))
+	s.eventually("the Relay to say it delivers on notice", func() bool { return s.workflowState(id).Observed.DeliversOnNotice })
+	for range 3 {
+		s.waitEnded(id, "resp-"+s.send(id, "quick"))
+	}
+	require.Equal(t, 1, s.activitiesScheduled(id, "Deliver"), "only the bring-up's Deliver ran")
+
+	// The re-signal sweep's signal for an input still held makes the workflow deliver.
+	s.signal(id, workflows.SignalInputAccepted, workflows.InputAccepted{InputID: "in-resent", Resent: true})
+	s.eventually("the workflow's own Deliver", func() bool { return s.activitiesScheduled(id, "Deliver") == 2 })
+	s.waitEnded(id, "resp-"+s.send(id, "quick"))
+	require.Equal(t, 2, s.activitiesScheduled(id, "Deliver"), "the next input is the Relay's again")
+}
+
+// workflowState is the Session workflow's state, from its query.
+func (s *stack) workflowState(sessionID string) workflows.SessionState {
+	s.t.Helper()
+	res, err := s.tc.QueryWorkflow(s.ctx, workflows.SessionWorkflowID(sessionID), "", workflows.QuerySessionState)
+	require.NoError(s.t, err)
+	var st workflows.SessionState
+	require.NoError(s.t, res.Get(&st))
+	return st
+}
+
+// activitiesScheduled counts the activities of a type the Session workflow's current
+// run scheduled.
+func (s *stack) activitiesScheduled(sessionID, activityType string) int {
+	s.t.Helper()
+	n := 0
+	it := s.tc.GetWorkflowHistory(s.ctx, workflows.SessionWorkflowID(sessionID), "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		require.NoError(s.t, err)
+		if ev.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName() == activityType {
+			n++
+		}
+	}
+	return n
+}
