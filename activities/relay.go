@@ -112,12 +112,16 @@ func (r *relayRun) run(ctx context.Context) (RelayResult, error) {
 		helpers.Wait()
 	}()
 	r.observeNow = make(chan struct{}, 1)
-	r.askObservation()
+	r.observeAsked = time.Now()
+	if r.a.deps.Notices != nil {
+		// The first observation waits for the input-notice listener, so it says
+		// whether this Relay delivers on notice: one signal, not two.
+		helpers.Go(func() { r.deliverOnNotice(background) })
+	} else {
+		r.wakeObserver()
+	}
 	helpers.Go(func() { r.observeWhenAsked(background) })
 	helpers.Go(func() { r.heartbeat(background) })
-	if r.a.deps.Notices != nil {
-		helpers.Go(func() { r.deliverOnNotice(background) })
-	}
 	for {
 		err := r.readFrom(ctx, cursor)
 		switch {
@@ -405,6 +409,8 @@ func (r *relayRun) record(ctx context.Context, batch []eventOrErr, cursor *engin
 // which stops running its own Deliver for each new input: a turn then costs Temporal
 // the input's signal alone.
 func (r *relayRun) deliverOnNotice(ctx context.Context) {
+	// The Relay's first observation is sent once this says whether it listens.
+	defer r.wakeObserver()
 	sub, err := r.a.deps.Notices.Subscribe(ctx, pubsub.SessionInputsChannel(r.l.sessionID))
 	if err != nil {
 		if ctx.Err() == nil {
