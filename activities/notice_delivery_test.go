@@ -56,3 +56,20 @@ func (s *stack) activitiesScheduled(sessionID, activityType string) int {
 	}
 	return n
 }
+
+// TestARelayWhoseNoticesStopHandsDeliveryBackToTheWorkflow: when the worker's notice
+// listener closes, the Relay says it no longer delivers on notice, and the workflow's
+// own Deliver hands the next input over.
+func TestARelayWhoseNoticesStopHandsDeliveryBackToTheWorkflow(t *testing.T) {
+	s := newStack(t)
+	s.startWorker("host-a-" + uniq())
+	id := s.newSession()
+	s.waitEnded(id, "resp-"+s.send(id, "quick"))
+	s.eventually("the Relay to say it delivers on notice", func() bool { return s.workflowState(id).Observed.DeliversOnNotice })
+	require.Equal(t, 1, s.activitiesScheduled(id, "Deliver"))
+
+	require.NoError(t, s.notices.Close())
+	s.eventually("the Relay to say it no longer does", func() bool { return !s.workflowState(id).Observed.DeliversOnNotice })
+	s.waitEnded(id, "resp-"+s.send(id, "quick"))
+	require.Equal(t, 2, s.activitiesScheduled(id, "Deliver"), "the workflow delivered the input")
+}

@@ -409,8 +409,11 @@ func (r *relayRun) record(ctx context.Context, batch []eventOrErr, cursor *engin
 // which stops running its own Deliver for each new input: a turn then costs Temporal
 // the input's signal alone.
 func (r *relayRun) deliverOnNotice(ctx context.Context) {
-	// The Relay's first observation is sent once this says whether it listens.
+	// The Relay's first observation is sent once this says whether it listens, and
+	// a listener that stops (the worker's notices closed) is told to the workflow,
+	// which delivers again.
 	defer r.wakeObserver()
+	defer r.listening.Store(false)
 	sub, err := r.a.deps.Notices.Subscribe(ctx, pubsub.SessionInputsChannel(r.l.sessionID))
 	if err != nil {
 		if ctx.Err() == nil {
