@@ -14,11 +14,7 @@ import (
 // Deliver activity in the workflow's history: the one Deliver is the runtime's
 // bring-up's, and a re-sent input signal still runs the workflow's own.
 func TestARelayDeliveringOnNoticeSparesTheWorkflowItsDeliver(t *testing.T) {
-	s := newStack(t)
-	s.startWorker("host-a-" + uniq())
-	id := s.newSession()
-	s.waitEnded(id, "resp-"+s.send(id, "quick"))
-	s.eventually("the Relay to say it delivers on notice", func() bool { return s.workflowState(id).Observed.DeliversOnNotice })
+	s, id := relayDeliveringOnNotice(t)
 	for range 3 {
 		s.waitEnded(id, "resp-"+s.send(id, "quick"))
 	}
@@ -29,6 +25,17 @@ func TestARelayDeliveringOnNoticeSparesTheWorkflowItsDeliver(t *testing.T) {
 	s.eventually("the workflow's own Deliver", func() bool { return s.activitiesScheduled(id, "Deliver") == 2 })
 	s.waitEnded(id, "resp-"+s.send(id, "quick"))
 	require.Equal(t, 2, s.activitiesScheduled(id, "Deliver"), "the next input is the Relay's again")
+}
+
+// relayDeliveringOnNotice starts a stack and a Session whose first turn ended and
+// whose Relay has told the workflow that it delivers on notice.
+func relayDeliveringOnNotice(t *testing.T) (*stack, string) {
+	s := newStack(t)
+	s.startWorker("host-a-" + uniq())
+	id := s.newSession()
+	s.waitEnded(id, "resp-"+s.send(id, "quick"))
+	s.eventually("the Relay to say it delivers on notice", func() bool { return s.workflowState(id).Observed.DeliversOnNotice })
+	return s, id
 }
 
 // workflowState is the Session workflow's state, from its query.
@@ -61,11 +68,7 @@ func (s *stack) activitiesScheduled(sessionID, activityType string) int {
 // listener closes, the Relay says it no longer delivers on notice, and the workflow's
 // own Deliver hands the next input over.
 func TestARelayWhoseNoticesStopHandsDeliveryBackToTheWorkflow(t *testing.T) {
-	s := newStack(t)
-	s.startWorker("host-a-" + uniq())
-	id := s.newSession()
-	s.waitEnded(id, "resp-"+s.send(id, "quick"))
-	s.eventually("the Relay to say it delivers on notice", func() bool { return s.workflowState(id).Observed.DeliversOnNotice })
+	s, id := relayDeliveringOnNotice(t)
 	require.Equal(t, 1, s.activitiesScheduled(id, "Deliver"))
 
 	require.NoError(t, s.notices.Close())
