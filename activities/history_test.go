@@ -21,9 +21,9 @@ import (
 // recordedHistory is the file in workflows/testdata this test records. Histories
 // recorded by earlier code (session_lifecycle.json, before the permission-mode update;
 // session_mode_update.json, before one coroutine selected every signal and the Relay
-// took new inputs on notice) stay there, so the workflows package proves they still
-// replay.
-const recordedHistory = "session_notice_delivery.json"
+// took new inputs on notice; session_notice_delivery.json, before one idle timer was
+// kept across waits) stay there, so the workflows package proves they still replay.
+const recordedHistory = "session_idle_timer.json"
 
 // TestRecordedHistoryReplays runs a whole Session on the dev server (inputs, the
 // second one left to the Relay delivering on notice, an interrupt, a permission-mode

@@ -33,6 +33,10 @@ type sessionWorkflow struct {
 	// continuing is set once the run hands over to its continuation: no update may
 	// wait for the run loop then, since the loop waits for every handler.
 	continuing bool
+	// idleTimer is the one timer armed for the idle period; nil when none is.
+	idleTimer workflow.Future
+	// idleTimerVersion is oneIdleTimerChange's version once the run has asked.
+	idleTimerVersion *workflow.Version
 }
 
 // relayHandle follows the running Relay activity.
@@ -231,19 +235,65 @@ func (w *sessionWorkflow) wait(ctx workflow.Context) error {
 	if w.s.Phase != PhaseActive || w.s.IdleReleaseSeconds <= 0 {
 		return workflow.Await(ctx, cond)
 	}
-	woke, err := workflow.AwaitWithTimeout(ctx, time.Duration(w.s.IdleReleaseSeconds)*time.Second, cond)
-	if err != nil || woke {
+	idle := time.Duration(w.s.IdleReleaseSeconds) * time.Second
+	if w.idleTimerChange(ctx) < 1 {
+		// Runs recorded before one idle timer replay the timer armed per wait.
+		woke, err := workflow.AwaitWithTimeout(ctx, idle, cond)
+		if err != nil || woke {
+			return err
+		}
+	} else if woke, err := w.awaitQuiet(ctx, idle, cond); err != nil || woke {
 		return err
 	}
-	var idle activities.IdleResult
-	if err := workflow.ExecuteActivity(summarized(withShared(ctx), "Check whether the Session is idle"), act.CheckIdle, activities.SessionRef{SessionID: w.s.SessionID}).Get(ctx, &idle); err != nil {
+	var idleRes activities.IdleResult
+	if err := workflow.ExecuteActivity(summarized(withShared(ctx), "Check whether the Session is idle"), act.CheckIdle, activities.SessionRef{SessionID: w.s.SessionID}).Get(ctx, &idleRes); err != nil {
 		workflow.GetLogger(ctx).Warn("check idle", "error", err)
 		return nil
 	}
-	if idle.Idle && !w.wake(ctx) {
+	if idleRes.Idle && !w.wake(ctx) {
 		w.releaseBox(ctx, false)
 	}
 	return nil
+}
+
+// oneIdleTimerChange marks runs that keep one idle timer across waits. A timer armed
+// per wait (AwaitWithTimeout does not cancel its timer in this SDK) fired for every
+// wait an idle period later, each a workflow task of its own: one a turn.
+const oneIdleTimerChange = "one-idle-timer"
+
+func (w *sessionWorkflow) idleTimerChange(ctx workflow.Context) workflow.Version {
+	if w.idleTimerVersion == nil {
+		v := workflow.GetVersion(ctx, oneIdleTimerChange, workflow.DefaultVersion, 1)
+		w.idleTimerVersion = &v
+	}
+	return *w.idleTimerVersion
+}
+
+// awaitQuiet waits for cond or for the Session to stay quiet for idle from now,
+// reporting whether cond woke it. It keeps the one idle timer armed across waits: a
+// timer armed by an earlier wait fires before this wait's period is over and is
+// re-armed for the rest of it, so a busy Session starts about one timer per idle
+// period instead of one per wait.
+func (w *sessionWorkflow) awaitQuiet(ctx workflow.Context, idle time.Duration, cond func() bool) (bool, error) {
+	quietSince := workflow.Now(ctx)
+	for {
+		if w.idleTimer == nil {
+			w.idleTimer = workflow.NewTimer(ctx, idle-workflow.Now(ctx).Sub(quietSince))
+		}
+		timer := w.idleTimer
+		if err := workflow.Await(ctx, func() bool { return cond() || timer.IsReady() }); err != nil {
+			return false, err
+		}
+		if timer.IsReady() {
+			w.idleTimer = nil
+		}
+		if cond() {
+			return true, nil
+		}
+		if workflow.Now(ctx).Sub(quietSince) >= idle {
+			return false, nil
+		}
+	}
 }
 
 // continueAsNew hands the state to a new run: the Relay is stopped (the next run

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -124,6 +125,53 @@ func TestIdleReleaseAndNextInputStartsANewBox(t *testing.T) {
 	requireInOrder(t, h.recorded(), "Relay:1", "CheckIdle", "Disconnect", "Release:box-1", "ReconcileLostRuntime",
 		"PrepareRuntime:fresh", "ActivateRuntime:box-2:2:restore", "Deliver")
 	require.Equal(t, 1, count(h.recorded(), "Relay:2"))
+}
+
+// TestABusySessionKeepsOneIdleTimer sends inputs one after another: the loop waits
+// after each, and each wait keeps the timer already armed instead of starting one
+// that would fire, a workflow task of its own, an idle period later.
+func TestABusySessionKeepsOneIdleTimer(t *testing.T) {
+	h := newHarness(t)
+	h.facts.IdleReleaseSeconds = 3600
+	var timers []time.Duration
+	h.env.SetOnTimerScheduledListener(func(_ string, d time.Duration) { timers = append(timers, d) })
+	const inputs = 8
+	for i := range inputs {
+		h.at(time.Duration(i+1)*step, h.signal(SignalInputAccepted, InputAccepted{InputID: fmt.Sprintf("in-%d", i)}))
+	}
+	h.at((inputs+1)*step, h.signal(SignalLifecycle, Lifecycle{Action: LifecycleDelete}))
+	h.run(SessionStart{SessionID: "s-idle-timer"})
+	require.NoError(t, h.env.GetWorkflowError())
+	require.GreaterOrEqual(t, count(h.recorded(), "Deliver"), inputs, "the loop woke for each input")
+	require.Equal(t, []time.Duration{time.Hour}, timers, "one idle timer for every wait")
+	require.Equal(t, 0, count(h.recorded(), "CheckIdle"))
+}
+
+// TestAnIdleTimerArmedBeforeTheLastWakeIsArmedAgainForTheRest: the timer armed when
+// the box came up fires before the Session has been quiet for the whole period since
+// its last input; it is armed again for the rest, and only then is the box checked
+// and released.
+func TestAnIdleTimerArmedBeforeTheLastWakeIsArmedAgainForTheRest(t *testing.T) {
+	h := newHarness(t)
+	h.facts.IdleReleaseSeconds = 2
+	var timers []time.Duration
+	h.env.SetOnTimerScheduledListener(func(_ string, d time.Duration) { timers = append(timers, d) })
+	h.at(1500*time.Millisecond, h.signal(SignalInputAccepted, InputAccepted{InputID: "in-1"}))
+	h.at(2500*time.Millisecond, func() {
+		require.Equal(t, 0, count(h.recorded(), "CheckIdle"), "quiet for 1 s of 2")
+		require.Equal(t, PhaseActive, h.state().Phase)
+	})
+	h.at(4*time.Second, func() {
+		require.Equal(t, 1, count(h.recorded(), "CheckIdle"))
+		require.Equal(t, PhaseReleased, h.state().Phase)
+	})
+	h.at(4*time.Second+step, h.signal(SignalLifecycle, Lifecycle{Action: LifecycleDelete}))
+	h.run(SessionStart{SessionID: "s-idle-rearm"})
+	require.NoError(t, h.env.GetWorkflowError())
+	require.Len(t, timers, 2)
+	require.Equal(t, 2*time.Second, timers[0])
+	require.Greater(t, timers[1], time.Second, "the rest of the period since the input")
+	require.Less(t, timers[1], 2*time.Second)
 }
 
 func TestReleaseSignalReleasesTheBox(t *testing.T) {
