@@ -50,6 +50,23 @@ func TestIdleReleaseAndTheNextMessageResumesInANewBox(t *testing.T) {
 	for i, in := range []string{first, first, next, next} {
 		require.Contains(t, lines[i], in)
 	}
+	// The mirror holds the same entries: the restored ones once, then what the new
+	// box's program appended, read from where the last read stopped.
+	s.eventually("the new turn mirrored", func() bool {
+		streams, err := s.st.ListSessionLogStreams(s.ctx, id)
+		require.NoError(t, err)
+		require.Len(t, streams, 1)
+		entries, err := s.st.ListSessionLogEntries(s.ctx, id, streams[0])
+		require.NoError(t, err)
+		if len(entries) < len(lines) {
+			return false
+		}
+		require.Len(t, entries, len(lines))
+		for i, e := range entries {
+			require.JSONEq(t, lines[i], string(e.Entry), "entry %d", i+1)
+		}
+		return true
+	})
 }
 
 func TestRefusedInputFailsAndIsReportedOnTheStream(t *testing.T) {

@@ -23,6 +23,9 @@ type liveRuntime struct {
 	caps     engines.EngineRuntimeCapabilities
 	identity *engines.RuntimeIdentity
 
+	// logs is how far each native log was mirrored over this connection.
+	logs logMirror
+
 	// deliverMu serialises hand-overs (the Deliver activity and the Relay's notices)
 	// so inputs reach the runtime in accepted order.
 	deliverMu sync.Mutex

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"path"
 	"strings"
+	"sync"
 
 	"github.com/astrabox/astrabox/engines"
 	"github.com/astrabox/astrabox/sandbox"
@@ -80,6 +81,8 @@ func (a *Activities) mirrorSessionLog(ctx context.Context, l *liveRuntime) error
 	if err != nil {
 		return err
 	}
+	l.logs.mu.Lock()
+	defer l.logs.mu.Unlock()
 	for _, rel := range rels {
 		if err := a.mirrorFile(ctx, l, path.Join(dir, rel), sessionLogPrefix+rel); err != nil {
 			return err
@@ -88,29 +91,75 @@ func (a *Activities) mirrorSessionLog(ctx context.Context, l *liveRuntime) error
 	return nil
 }
 
+// logMirror remembers, per mirrored stream, how far a live connection read the
+// native log: the mirror runs at every admission and response end, and a log that
+// only grows is then read from where the last mirror stopped, not whole each time.
+type logMirror struct {
+	mu      sync.Mutex
+	cursors map[string]logCursor
+}
+
+// logCursor is a byte offset in a native log and the entries the bytes before it held.
+type logCursor struct {
+	offset  int64
+	entries int64
+}
+
+// mirrorFile appends the entries of file past the stream's cursor, numbered by their
+// place among the file's entries (each valid JSON line is one). The first mirror over
+// a connection reads the file whole; a file that shrank (replaced) or a stream that
+// holds fewer entries than the cursor passed is read whole again. Called with
+// l.logs.mu held.
 func (a *Activities) mirrorFile(ctx context.Context, l *liveRuntime, file, stream string) error {
-	data, err := l.box.ReadFile(ctx, nil, file)
-	if errors.Is(err, sandbox.ErrNotFound) || (err != nil && strings.Contains(err.Error(), "no such file")) {
+	cur := l.logs.cursors[stream]
+	for {
+		data, size, err := engines.ReadFileFrom(ctx, l.box, nil, file, cur.offset)
+		if errors.Is(err, sandbox.ErrNotFound) || (err != nil && strings.Contains(err.Error(), "no such file")) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("read session log: %w", err)
+		}
+		stored, err := a.deps.Store.SessionLogLength(ctx, l.sessionID, stream)
+		if err != nil {
+			return err
+		}
+		if (size < cur.offset || stored < cur.entries) && cur != (logCursor{}) {
+			cur = logCursor{}
+			continue
+		}
+		entries, consumed := logEntries(data)
+		if total := cur.entries + int64(len(entries)); total > stored {
+			if err := a.deps.Store.AppendSessionLogEntries(ctx, l.sessionID, stream, stored+1, entries[stored-cur.entries:]); err != nil {
+				return err
+			}
+		}
+		if l.logs.cursors == nil {
+			l.logs.cursors = map[string]logCursor{}
+		}
+		l.logs.cursors[stream] = logCursor{offset: cur.offset + consumed, entries: cur.entries + int64(len(entries))}
 		return nil
 	}
-	if err != nil {
-		return fmt.Errorf("read session log: %w", err)
-	}
-	var entries []json.RawMessage
-	for _, line := range bytes.Split(data, []byte("\n")) {
+}
+
+// logEntries splits a JSONL chunk into its entries, the valid JSON lines, and says
+// how many bytes it consumed: every complete line, and an unterminated last line
+// only once it is valid JSON (a line still being written is read again next time).
+func logEntries(data []byte) (entries []json.RawMessage, consumed int64) {
+	for len(data) > 0 {
+		line, rest, complete := bytes.Cut(data, []byte("\n"))
 		line = bytes.TrimSpace(line)
-		if len(line) > 0 && json.Valid(line) {
+		valid := len(line) > 0 && json.Valid(line)
+		if !complete && !valid {
+			break
+		}
+		if valid {
 			entries = append(entries, json.RawMessage(line))
 		}
+		consumed += int64(len(data) - len(rest))
+		data = rest
 	}
-	stored, err := a.deps.Store.SessionLogLength(ctx, l.sessionID, stream)
-	if err != nil {
-		return err
-	}
-	if int64(len(entries)) <= stored {
-		return nil
-	}
-	return a.deps.Store.AppendSessionLogEntries(ctx, l.sessionID, stream, stored+1, entries[stored:])
+	return entries, consumed
 }
 
 // restoreSessionLog writes the mirrored native logs into a replacement box, at the

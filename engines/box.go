@@ -36,6 +36,28 @@ type Box interface {
 	DialPort(ctx context.Context, port int) (net.Conn, error)
 }
 
+// FileTailReader is a Box that reads a file from a byte offset on, returning the
+// bytes from there and the file's size (below offset: the file was replaced by a
+// shorter one). A reader of a growing native log reads what it gained, not the whole
+// log at every look.
+type FileTailReader interface {
+	ReadFileFrom(ctx context.Context, identity *RuntimeIdentity, path string, offset int64) (data []byte, size int64, err error)
+}
+
+// ReadFileFrom reads path from offset on through box, and the file's size: with a
+// FileTailReader only those bytes travel; another Box reads the whole file.
+func ReadFileFrom(ctx context.Context, box Box, identity *RuntimeIdentity, path string, offset int64) ([]byte, int64, error) {
+	if r, ok := box.(FileTailReader); ok {
+		return r.ReadFileFrom(ctx, identity, path, offset)
+	}
+	data, err := box.ReadFile(ctx, identity, path)
+	if err != nil {
+		return nil, 0, err
+	}
+	size := int64(len(data))
+	return data[min(offset, size):], size, nil
+}
+
 // ProcessSpec describes a long-lived process session.
 type ProcessSpec struct {
 	// Name identifies the session within the box; starting an existing name attaches.

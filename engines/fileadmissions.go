@@ -11,7 +11,9 @@ import (
 // box durably holds (Claude Code's transcript, Codex's rollout, Pi's session file): an
 // input is admitted when a
 // line of the file records it, never on the program's reply. The file only grows, so
-// what was found stays found, and each read parses only the lines after the last one.
+// what was found stays found, and each read fetches and parses only the bytes after
+// the last complete line read (the file can be megabytes long, and it is read every
+// 50 ms while an input waits).
 type FileAdmissions struct {
 	box      Box
 	identity *RuntimeIdentity
@@ -24,7 +26,7 @@ type FileAdmissions struct {
 	mu       sync.Mutex
 	held     map[string]bool
 	order    []string
-	parsed   int
+	parsed   int64
 	lastRead time.Time
 }
 
@@ -63,17 +65,17 @@ func (a *FileAdmissions) All(ctx context.Context) []string {
 
 func (a *FileAdmissions) refreshLocked(ctx context.Context) {
 	a.lastRead = time.Now()
-	data, err := a.box.ReadFile(ctx, a.identity, a.path)
-	if err != nil || len(data) < a.parsed {
+	data, size, err := ReadFileFrom(ctx, a.box, a.identity, a.path, a.parsed)
+	if err != nil || size < a.parsed {
 		// Not written yet (a program creates its file with its first write), or replaced:
 		// an unreadable file admits nothing.
 		return
 	}
 	end := bytes.LastIndexByte(data, '\n')
-	if end < a.parsed {
+	if end < 0 {
 		return
 	}
-	for _, line := range bytes.Split(data[a.parsed:end], []byte{'\n'}) {
+	for _, line := range bytes.Split(data[:end], []byte{'\n'}) {
 		for _, id := range a.inputsOf(line) {
 			if id != "" && !a.held[id] {
 				a.held[id] = true
@@ -81,5 +83,5 @@ func (a *FileAdmissions) refreshLocked(ctx context.Context) {
 			}
 		}
 	}
-	a.parsed = end + 1
+	a.parsed += int64(end) + 1
 }

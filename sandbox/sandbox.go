@@ -126,6 +126,10 @@ type Handle interface {
 
 	// ReadFile returns a file's content. Paths are as the box sees them.
 	ReadFile(ctx context.Context, path string) ([]byte, error)
+	// ReadFileFrom returns a file's bytes from offset on and its size: a caller
+	// following an append-only file reads what it gained. A size below offset means
+	// the file was replaced by a shorter one.
+	ReadFileFrom(ctx context.Context, path string, offset int64) (data []byte, size int64, err error)
 	// WriteFile creates or replaces a file with the given mode, creating parents.
 	WriteFile(ctx context.Context, path string, data []byte, mode uint32) error
 	// ListDir lists a directory's entries.

@@ -78,6 +78,18 @@ func (b *Box) ReadFile(ctx context.Context, identity *engines.RuntimeIdentity, p
 	return data, nil
 }
 
+// ReadFileFrom implements engines.FileTailReader.
+func (b *Box) ReadFileFrom(ctx context.Context, identity *engines.RuntimeIdentity, path string, offset int64) ([]byte, int64, error) {
+	if err := checkIdentity(identity); err != nil {
+		return nil, 0, err
+	}
+	data, size, err := b.h.ReadFileFrom(ctx, path, offset)
+	if err != nil {
+		return nil, 0, fmt.Errorf("read %s in box %s: %w", path, b.h.ID(), err)
+	}
+	return data, size, nil
+}
+
 // WriteFile implements engines.Box.
 func (b *Box) WriteFile(ctx context.Context, identity *engines.RuntimeIdentity, path string, data []byte, perm uint32) error {
 	if err := checkIdentity(identity); err != nil {

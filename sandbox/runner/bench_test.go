@@ -173,3 +173,35 @@ func BenchmarkRelayThroughput(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkLookAtALongLog reads the tail a 16 MiB native log gained (one 2 KiB turn),
+// the way an admission poll or a mirror looks at it: the whole file, as every look
+// did, or from the offset the last look stopped at.
+func BenchmarkLookAtALongLog(b *testing.B) {
+	ctx := context.Background()
+	dir := b.TempDir()
+	_, c := startRunner(b, dir)
+	path := dir + "/log.jsonl"
+	const logSize, turn = 16 << 20, 2 << 10
+	if err := os.WriteFile(path, []byte(strings.Repeat("x", logSize-turn)+strings.Repeat("y", turn)), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("whole", func(b *testing.B) {
+		b.SetBytes(turn)
+		for b.Loop() {
+			data, err := c.ReadFile(ctx, path)
+			if err != nil || len(data) != logSize {
+				b.Fatal(len(data), err)
+			}
+		}
+	})
+	b.Run("from-offset", func(b *testing.B) {
+		b.SetBytes(turn)
+		for b.Loop() {
+			data, _, err := c.ReadFileFrom(ctx, path, logSize-turn)
+			if err != nil || len(data) != turn {
+				b.Fatal(len(data), err)
+			}
+		}
+	})
+}

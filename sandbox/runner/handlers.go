@@ -197,15 +197,48 @@ func (r *Runner) handleExec(w http.ResponseWriter, req *http.Request) {
 	writeJSON(w, res)
 }
 
+// handleReadFile sends a file, from the byte offset asked for (0 by default): a
+// caller following an append-only file reads only what it gained. The file's size
+// when opened comes in a header, so a caller can tell a file that shrank below its
+// offset (replaced) from one that has nothing new.
 func handleReadFile(w http.ResponseWriter, req *http.Request) {
+	offset, err := fileOffset(req.URL.Query().Get("offset"))
+	if err != nil {
+		writeError(w, err)
+		return
+	}
 	f, err := os.Open(req.URL.Query().Get("path"))
 	if err != nil {
 		writeError(w, fmt.Errorf("open: %w", err))
 		return
 	}
 	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		writeError(w, fmt.Errorf("stat: %w", err))
+		return
+	}
 	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set(runnerapi.FileSizeHeader, strconv.FormatInt(info.Size(), 10))
+	if offset >= info.Size() {
+		return
+	}
+	if _, err := f.Seek(offset, io.SeekStart); err != nil {
+		writeError(w, fmt.Errorf("seek: %w", err))
+		return
+	}
 	_, _ = io.Copy(w, f)
+}
+
+func fileOffset(v string) (int64, error) {
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%w: offset %q is not a byte count", sandbox.ErrInvalidSpec, v)
+	}
+	return n, nil
 }
 
 func handleWriteFile(w http.ResponseWriter, req *http.Request) {

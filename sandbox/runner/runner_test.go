@@ -176,6 +176,17 @@ func TestExecAndFiles(t *testing.T) {
 	got, err := c.ReadFile(ctx, path)
 	require.NoError(t, err)
 	require.Equal(t, "data", string(got))
+	for _, tc := range []struct {
+		offset int64
+		want   string
+	}{{0, "data"}, {2, "ta"}, {4, ""}, {9, ""}} {
+		got, size, err := c.ReadFileFrom(ctx, path, tc.offset)
+		require.NoError(t, err)
+		require.Equal(t, tc.want, string(got), "from %d", tc.offset)
+		require.Equal(t, int64(4), size, "the size beside the bytes, also below the offset")
+	}
+	_, _, err = c.ReadFileFrom(ctx, path, -1)
+	require.ErrorIs(t, err, sandbox.ErrInvalidSpec)
 	entries, err := c.ListDir(ctx, filepath.Dir(path))
 	require.NoError(t, err)
 	require.Len(t, entries, 1)

@@ -66,6 +66,10 @@ type Config struct {
 	ProgramGID int `json:"program_gid,omitempty"`
 }
 
+// FileSizeHeader carries a read file's size in bytes when it was opened, beside the
+// bytes from the offset asked for.
+const FileSizeHeader = "X-Astrabox-File-Size"
+
 // TokenHeader carries Config.Token. A client made by NewHTTPClient sends the
 // token as a bearer Authorization header as well, which the runner also takes.
 const TokenHeader = "X-Astrabox-Runner-Token"

@@ -276,6 +276,28 @@ func (c *Client) ReadFile(ctx context.Context, path string) ([]byte, error) {
 	return out, c.do(ctx, http.MethodGet, "/v1/files", url.Values{"path": {path}}, nil, &out)
 }
 
+// ReadFileFrom reads a file inside the box from byte offset on, and its size when
+// opened: a size below offset means the file was replaced by a shorter one. A runner
+// that predates offsets sends the whole file; the client then cuts it here.
+func (c *Client) ReadFileFrom(ctx context.Context, path string, offset int64) ([]byte, int64, error) {
+	q := url.Values{"path": {path}, "offset": {strconv.FormatInt(offset, 10)}}
+	resp, err := c.send(ctx, http.MethodGet, "/v1/files", q, nil, nil)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, 0, fmt.Errorf("read %s: %w", path, err)
+	}
+	size, perr := strconv.ParseInt(resp.Header.Get(FileSizeHeader), 10, 64)
+	if perr != nil {
+		size = int64(len(data))
+		data = data[min(offset, size):]
+	}
+	return data, size, nil
+}
+
 // WriteFile writes a file inside the box.
 func (c *Client) WriteFile(ctx context.Context, path string, data []byte, mode uint32) error {
 	q := url.Values{"path": {path}, "mode": {strconv.FormatUint(uint64(mode), 8)}}

@@ -121,6 +121,11 @@ func (h *Handle) ReadFile(ctx context.Context, path string) ([]byte, error) {
 	return data, h.Wrap(ctx, "read file", err)
 }
 
+func (h *Handle) ReadFileFrom(ctx context.Context, path string, offset int64) ([]byte, int64, error) {
+	data, size, err := h.c.ReadFileFrom(ctx, path, offset)
+	return data, size, h.Wrap(ctx, "read file", err)
+}
+
 func (h *Handle) WriteFile(ctx context.Context, path string, data []byte, mode uint32) error {
 	return h.Wrap(ctx, "write file", h.c.WriteFile(ctx, path, data, mode))
 }
