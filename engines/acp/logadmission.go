@@ -36,7 +36,7 @@ type sessionLog struct {
 	mu       sync.Mutex
 	path     string
 	lines    [][]byte
-	read     int
+	read     int64
 	lastRead time.Time
 }
 
@@ -138,18 +138,17 @@ func (l *sessionLog) refreshLocked(ctx context.Context, force bool) {
 			return
 		}
 	}
-	data, err := l.box.ReadFile(ctx, l.identity, l.path)
-	if err != nil || len(data) <= l.read {
+	rest, size, err := engines.ReadFileFrom(ctx, l.box, l.identity, l.path, l.read)
+	if err != nil || size <= l.read {
 		return
 	}
-	rest := data[l.read:]
 	for {
 		i := bytes.IndexByte(rest, '\n')
 		if i < 0 {
 			break
 		}
 		l.lines = append(l.lines, slices.Clone(rest[:i]))
-		l.read += i + 1
+		l.read += int64(i) + 1
 		rest = rest[i+1:]
 	}
 }

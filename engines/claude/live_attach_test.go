@@ -65,10 +65,9 @@ func TestLiveNeverWrittenConversationKeepsItsKey(t *testing.T) {
 	require.NotEqual(t, attached.ProcessName(), relaunched.ProcessName())
 	require.NoError(t, relaunched.Close())
 
-	// The box is replaced: nothing was mirrored, so nothing is restored.
+	// The box is replaced: Claude wrote no transcript, so there is none to restore.
 	require.NoError(t, e.backend.Destroy(ctx, handle.ID()))
 	_, box2 := e.newBox()
-	require.NoError(t, claude.RestoreTranscript(ctx, box2, nil, transcript, nil))
 	restore := sc
 	restore.SandboxID, restore.AttachMode, restore.ResumeSessionKey, restore.ConversationEmpty = box2.ID(), engines.AttachRestore, key, true
 	rt, err = e.adapter.ActivateRuntime(ctx, restore, box2)

@@ -209,16 +209,13 @@ func TestLiveConversationInABox(t *testing.T) {
 	// The box removed; the conversation resumes in a new box from the mirrored transcript.
 	paths := e.adapter.PathsFor(sc)
 	transcriptPath := claude.TranscriptPath(paths.ConfigDir, paths.WorkDir, key)
-	mirror := &memoryMirror{entries: map[string][]claude.TranscriptEntry{}}
-	_, err = claude.MirrorTranscript(ctx, client.(*claude.Client), mirror, 0)
-	require.NoError(t, err)
-	entries, err := mirror.LoadTranscript(ctx, key)
+	transcript, err := box.ReadFile(ctx, nil, transcriptPath)
 	require.NoError(t, err)
 	r.Cancel()
 	require.NoError(t, client.Close())
 	require.NoError(t, e.backend.Destroy(ctx, handle.ID()))
 	_, box2 := e.newBox()
-	require.NoError(t, claude.RestoreTranscript(ctx, box2, nil, transcriptPath, entries))
+	require.NoError(t, box2.WriteFile(ctx, nil, transcriptPath, transcript, 0o600))
 	sc4 := sc
 	sc4.SandboxID, sc4.AttachMode, sc4.ResumeSessionKey = box2.ID(), engines.AttachRestore, key
 	rt4, err := e.adapter.ActivateRuntime(ctx, sc4, box2)
