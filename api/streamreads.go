@@ -118,24 +118,27 @@ func (r *partReads) join(key string, notBefore time.Time, run func(*partRead)) *
 func encodeParts(rows []store.OutputPart) sharedParts {
 	out := sharedParts{parts: make([]streamedPart, 0, len(rows))}
 	for _, p := range rows {
-		frame, err := engines.ParseFrame(p.Frame)
+		raw, typ, err := engines.CanonicalFrameJSON(p.Frame)
 		if err != nil {
 			out.err = fmt.Errorf("output part %d: %w", p.Seq, err)
 			return out
 		}
-		raw, err := frame.MarshalJSON()
-		if err != nil {
-			out.err = fmt.Errorf("output part %d: %w", p.Seq, err)
-			return out
+		finishes := false
+		if typ == "finish" { // once per reply: whether it ends the response needs its reason
+			frame, err := engines.ParseFrame(p.Frame)
+			if err != nil {
+				out.err = fmt.Errorf("output part %d: %w", p.Seq, err)
+				return out
+			}
+			finishes = engines.FinishesResponse(frame)
 		}
-		cursor, _ := engines.ResumeCursorFrame(p.Seq).MarshalJSON()
-		sse := make([]byte, 0, len(raw)+len(cursor)+16)
+		sse := make([]byte, 0, len(raw)+96)
 		sse = append(sse, "data: "...)
 		sse = append(sse, raw...)
 		sse = append(sse, "\n\ndata: "...)
-		sse = append(sse, cursor...)
+		sse = engines.AppendResumeCursorJSON(sse, p.Seq)
 		sse = append(sse, "\n\n"...)
-		out.parts = append(out.parts, streamedPart{seq: p.Seq, sse: sse, finishes: engines.FinishesResponse(frame), typ: frame.Type()})
+		out.parts = append(out.parts, streamedPart{seq: p.Seq, sse: sse, finishes: finishes, typ: typ})
 	}
 	return out
 }

@@ -228,6 +228,11 @@ func TestDataFrameValidation(t *testing.T) {
 	require.Error(t, err)
 
 	require.Equal(t, `{"type":"data-resume-cursor","data":{"seq":42},"id":"resume-cursor","transient":true}`, engines.ResumeCursorFrame(42).String())
+	for _, seq := range []int64{0, 1, 42, 1 << 40, -1} {
+		want, err := engines.ResumeCursorFrame(seq).MarshalJSON()
+		require.NoError(t, err)
+		require.Equal(t, string(want), string(engines.AppendResumeCursorJSON([]byte("x"), seq))[1:], "the stream's cursor for seq %d", seq)
+	}
 }
 
 // memBox is an in-memory Box for the script writer test.

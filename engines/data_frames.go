@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 )
 
 // ResumeCursorData is the data of a data-resume-cursor part.
@@ -21,6 +22,14 @@ type ResumeCursorData struct {
 func ResumeCursorFrame(seq int64) Frame {
 	data, _ := json.Marshal(ResumeCursorData{Seq: seq})
 	return MustFrame(DataChunk{Name: "resume-cursor", ID: "resume-cursor", Data: data, Transient: true})
+}
+
+// AppendResumeCursorJSON appends ResumeCursorFrame(seq)'s encoding to dst without
+// building the frame: the stream sends one after every part.
+func AppendResumeCursorJSON(dst []byte, seq int64) []byte {
+	dst = append(dst, `{"type":"data-resume-cursor","data":{"seq":`...)
+	dst = strconv.AppendInt(dst, seq, 10)
+	return append(dst, `},"id":"resume-cursor","transient":true}`...)
 }
 
 // InputFailedData is the data of a data-input-failed part.
