@@ -25,7 +25,7 @@ const streamBatch = 500
 //
 // Postgres is the truth and NOTIFY a hint: the follower subscribes before it reads the
 // backlog, so nothing committed in between is missed. A notification that carries its
-// parts' frames (a Relay's batch of parts alone, pubsub.OutputNotice) and continues the
+// parts' frames (what a commit of parts wrote, pubsub.OutputNotice) and continues the
 // stream at its cursor is sent as it is; any other (no frames, a gap, a dropped listener
 // signal) has the follower re-read the log from its cursor. Idle streams get a
 // keep-alive comment. Last-Event-ID is not used: the cursor is after_seq.

@@ -125,9 +125,38 @@ func (s *Store) appendLocked(ctx context.Context, req AppendRequest) (AppendResu
 		}
 	}
 	if n > 0 {
-		return result, s.notify(ctx, pubsub.SessionOutputChannel(req.SessionID), strconv.FormatInt(last, 10))
+		return result, s.notifyParts(ctx, req.SessionID, last, req.Parts)
 	}
 	return result, nil
+}
+
+// notifyPartsSQL queues a Session's output notification at commit: the seq of its
+// last part and, when they fit, the parts' frames in the text jsonb stores them as,
+// as the parts-only statement announces them (pubsub.OutputNotice).
+const notifyPartsSQL = `
+SELECT pg_notify( @channel, @seq || CASE WHEN octet_length(stored.frames) <= @maxNoticeFrames THEN ' ' || stored.frames ELSE '' END)
+FROM (SELECT CAST(CAST(CAST( @frames AS text) AS jsonb) AS text) AS frames) AS stored`
+
+// notifyParts announces parts a transaction appended, ending at seq last, with their
+// frames: the Relay's batches that start or end a reply reach the streams without a
+// read of the log, like its batches of parts alone.
+func (s *Store) notifyParts(ctx context.Context, sessionID string, last int64, parts []NewPart) error {
+	frames := make([]json.RawMessage, len(parts))
+	for i, p := range parts {
+		frames[i] = p.Frame
+	}
+	framesJSON, err := json.Marshal(frames)
+	if err != nil {
+		return fmt.Errorf("encode notified frames: %w", err)
+	}
+	channel := pubsub.SessionOutputChannel(sessionID)
+	err = s.conn(ctx).Exec(notifyPartsSQL, map[string]any{
+		"channel": channel, "seq": strconv.FormatInt(last, 10), "frames": string(framesJSON), "maxNoticeFrames": pubsub.MaxNoticeFrames,
+	}).Error
+	if err != nil {
+		return fmt.Errorf("notify %s: %w", channel, err)
+	}
+	return nil
 }
 
 // ListOutputPartsAfter returns up to limit parts with seq > afterSeq, in order.

@@ -213,7 +213,13 @@ func TestAppendNotifiesAtCommit(t *testing.T) {
 	notice, err := pubsub.ParseOutputNotice(n.Payload)
 	require.NoError(t, err)
 	require.Equal(t, res.LastSeq, notice.Seq)
-	require.Equal(t, strconv.FormatInt(3, 10), n.Payload, "a transaction's append announces its seq alone")
+	require.Equal(t, res.FirstSeq, notice.FirstSeq(), "a transaction's append announces its frames too")
+	stored, err := st.ListOutputPartsAfter(ctx, f.session.ID, 0, 10)
+	require.NoError(t, err)
+	require.Len(t, notice.Frames, len(stored))
+	for i, p := range stored {
+		require.Equal(t, string(p.Frame), string(notice.Frames[i]), "part %d is announced as the log returns it", p.Seq)
+	}
 }
 
 // TestPartsOnlyBatchNotifiesItsFramesAsStored: a Relay batch of parts alone announces

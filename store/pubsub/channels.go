@@ -32,8 +32,8 @@ func SessionOutputChannel(sessionID string) string { return sessionOutputPrefix 
 func SessionInputsChannel(sessionID string) string { return sessionInputsPrefix + sessionID }
 
 // OutputNotice is what a SessionOutputChannel notification says: the seq of the
-// newest committed part and, when the commit wrote parts alone and they fit in a
-// notification (MaxNoticeFrames), those parts' frames as PostgreSQL stored them
+// newest committed part and, when they fit in a notification (MaxNoticeFrames), the
+// frames of the parts the commit wrote, as PostgreSQL stored them
 // (jsonb's text, so a stream sends the same bytes as from a read of the log): the
 // parts at seqs Seq-len(Frames)+1 to Seq. Its payload is the decimal seq, then a
 // space and the frames as a JSON array when there are any.
