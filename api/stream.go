@@ -238,7 +238,7 @@ func (f *streamFollower) coalesceHints() {
 
 // take keeps a notification for the next catch-up.
 func (f *streamFollower) take(n pubsub.Notification) {
-	notice, err := pubsub.ParseOutputNotice(n.Payload)
+	notice, err := n.OutputNotice()
 	if err != nil {
 		f.needRead = true
 		return

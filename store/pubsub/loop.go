@@ -92,7 +92,7 @@ func (l *Listener) serve(ctx context.Context, conn *pgx.Conn, reconnected bool) 
 
 		switch {
 		case err == nil:
-			l.dispatch(Notification{Channel: n.Channel, Payload: n.Payload})
+			l.dispatch(Notification{Channel: n.Channel, Payload: n.Payload, output: &sharedNotice{}})
 		case ctx.Err() != nil:
 			return ctx.Err()
 		case conn.IsClosed():

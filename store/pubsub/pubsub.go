@@ -29,6 +29,27 @@ var ErrClosed = errors.New("pubsub listener closed")
 type Notification struct {
 	Channel string
 	Payload string
+	// output is the payload parsed as an OutputNotice, once for all the subscribers
+	// the notification reaches; nil in a Notification made elsewhere.
+	output *sharedNotice
+}
+
+type sharedNotice struct {
+	once   sync.Once
+	notice OutputNotice
+	err    error
+}
+
+// OutputNotice parses the payload of a SessionOutputChannel notification. The copies
+// of one notification handed to every subscriber share one parse: each of a
+// Session's streams takes every notification, and the frames' JSON was parsed once
+// per stream.
+func (n Notification) OutputNotice() (OutputNotice, error) {
+	if n.output == nil {
+		return ParseOutputNotice(n.Payload)
+	}
+	n.output.once.Do(func() { n.output.notice, n.output.err = ParseOutputNotice(n.Payload) })
+	return n.output.notice, n.output.err
 }
 
 // Options tunes a Listener; the zero value is usable.
