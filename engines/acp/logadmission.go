@@ -33,11 +33,21 @@ type sessionLog struct {
 	// pattern is the log's absolute path in the box, with the profile's globs.
 	pattern string
 
-	mu       sync.Mutex
-	path     string
-	lines    [][]byte
+	mu   sync.Mutex
+	path string
+	// lines is how many complete lines were read; users holds those that record a
+	// person's message (the only ones a prompt can match), with their line numbers:
+	// a long conversation's tool output is neither kept nor parsed again.
+	lines    int
+	users    []userRecord
 	read     int64
 	lastRead time.Time
+}
+
+// userRecord is a line of the log that records a person's message, and its number.
+type userRecord struct {
+	line int
+	data []byte
 }
 
 // safeSessionID is what a session id must look like to be placed in a shell glob.
@@ -57,7 +67,7 @@ func (l *sessionLog) lineCount(ctx context.Context) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.refreshLocked(ctx, true)
-	return len(l.lines)
+	return l.lines
 }
 
 // find returns the index of the user record that holds a prompt: after line from, not
@@ -75,9 +85,9 @@ func (l *sessionLog) find(ctx context.Context, text string, from int, claimed []
 func (l *sessionLog) match(text string, from int, claimed []int) int {
 	quoted, _ := json.Marshal(text)
 	needle := quoted[1 : len(quoted)-1]
-	for i := max(from, 0); i < len(l.lines); i++ {
-		if !slices.Contains(claimed, i) && isUserRecord(l.lines[i]) && bytes.Contains(l.lines[i], needle) {
-			return i
+	for _, u := range l.users {
+		if u.line >= from && !slices.Contains(claimed, u.line) && bytes.Contains(u.data, needle) {
+			return u.line
 		}
 	}
 	return -1
@@ -147,7 +157,10 @@ func (l *sessionLog) refreshLocked(ctx context.Context, force bool) {
 		if i < 0 {
 			break
 		}
-		l.lines = append(l.lines, slices.Clone(rest[:i]))
+		if line := rest[:i]; isUserRecord(line) {
+			l.users = append(l.users, userRecord{line: l.lines, data: slices.Clone(line)})
+		}
+		l.lines++
 		l.read += int64(i) + 1
 		rest = rest[i+1:]
 	}
