@@ -90,6 +90,9 @@ func (w *sessionWorkflow) upsertSearch(ctx workflow.Context) {
 func (w *sessionWorkflow) observed(ctx workflow.Context, o activities.SessionObservation) {
 	before := w.sessionState()
 	w.s.Observed = o
+	if w.draining {
+		return // the continuation publishes what it carries when it starts
+	}
 	if w.sessionState() != before {
 		w.upsertSearch(ctx)
 		return

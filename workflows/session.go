@@ -33,6 +33,8 @@ type sessionWorkflow struct {
 	// continuing is set once the run hands over to its continuation: no update may
 	// wait for the run loop then, since the loop waits for every handler.
 	continuing bool
+	// draining is set while the signals still buffered move into the carried state.
+	draining bool
 	// idleTimer is the one timer armed for the idle period; nil when none is.
 	idleTimer workflow.Future
 	// idleTimerVersion is oneIdleTimerChange's version once the run has asked.
@@ -83,13 +85,9 @@ func newSessionWorkflow(ctx workflow.Context, start SessionStart) (*sessionWorkf
 		return nil, err
 	}
 	signals := workflow.NewSelector(ctx)
-	listen(signals, w.inputs, w.s.Work.inputAccepted)
-	listen(signals, w.answers, func(a InteractionAnswered) { w.s.Work.addAnswer(a.InteractionID) })
-	listen(signals, w.interrupts, func(in Interrupt) { w.s.Work.addInterrupt(in) })
-	listen(signals, w.permissions, func(PermissionModeChanged) { w.s.Work.PermissionMode = true })
-	listen(signals, w.stops, w.stopChildRun)
-	listen(signals, w.lifecycles, func(l Lifecycle) { w.s.Work.addLifecycle(l) })
-	listen(signals, w.observations, func(o activities.SessionObservation) { w.observed(ctx, o) })
+	for _, src := range w.signalSources(ctx) {
+		signals.AddReceive(src.ch, func(workflow.ReceiveChannel, bool) { src.take() })
+	}
 	// One coroutine serves every signal channel: a cached workflow holds one
 	// goroutine for them, not one per channel. The selector takes the channels in
 	// the order added, each until it is empty, as a coroutine per channel did.
@@ -101,30 +99,48 @@ func newSessionWorkflow(ctx workflow.Context, start SessionStart) (*sessionWorkf
 	return w, nil
 }
 
-// listen records every signal of a channel with apply when signals selects it; the
-// run loop awaits the state.
-func listen[T any](signals workflow.Selector, ch workflow.ReceiveChannel, apply func(T)) {
-	signals.AddReceive(ch, func(c workflow.ReceiveChannel, _ bool) {
-		// The value is there when the selector calls; a signal that does not decode
-		// is dropped, as Receive drops it.
+// signalSource is one signal channel and how its signals are recorded in the state.
+type signalSource struct {
+	ch workflow.ReceiveChannel
+	// take records one buffered signal; false when none is buffered.
+	take func() bool
+}
+
+func source[T any](ch workflow.ReceiveChannel, apply func(T)) signalSource {
+	return signalSource{ch: ch, take: func() bool {
+		// A signal that does not decode is dropped, as Receive drops it.
 		var v T
-		if c.ReceiveAsync(&v) {
-			apply(v)
+		if !ch.ReceiveAsync(&v) {
+			return false
 		}
-	})
+		apply(v)
+		return true
+	}}
+}
+
+// signalSources lists every signal channel once, in the order the listener selects
+// them, for both the listener and the drain before continue-as-new: a channel missing
+// from one of two lists would lose its signals.
+func (w *sessionWorkflow) signalSources(ctx workflow.Context) []signalSource {
+	return []signalSource{
+		source(w.inputs, w.s.Work.inputAccepted),
+		source(w.answers, func(a InteractionAnswered) { w.s.Work.addAnswer(a.InteractionID) }),
+		source(w.interrupts, func(in Interrupt) { w.s.Work.addInterrupt(in) }),
+		source(w.permissions, func(PermissionModeChanged) { w.s.Work.PermissionMode = true }),
+		source(w.stops, w.stopChildRun),
+		source(w.lifecycles, func(l Lifecycle) { w.s.Work.addLifecycle(l) }),
+		source(w.observations, func(o activities.SessionObservation) { w.observed(ctx, o) }),
+	}
 }
 
 // drainSignals moves every signal still buffered into the state, before
 // continue-as-new (unread signals would be lost otherwise).
-func (w *sessionWorkflow) drainSignals() {
-	drain(w.inputs, w.s.Work.inputAccepted)
-	drain(w.answers, func(a InteractionAnswered) { w.s.Work.addAnswer(a.InteractionID) })
-	drain(w.interrupts, func(in Interrupt) { w.s.Work.addInterrupt(in) })
-	drain(w.permissions, func(PermissionModeChanged) { w.s.Work.PermissionMode = true })
-	drain(w.stops, w.stopChildRun)
-	drain(w.lifecycles, func(l Lifecycle) { w.s.Work.addLifecycle(l) })
-	// The continuation publishes what it carries when it starts.
-	drain(w.observations, func(o activities.SessionObservation) { w.s.Observed = o })
+func (w *sessionWorkflow) drainSignals(ctx workflow.Context) {
+	w.draining = true
+	for _, src := range w.signalSources(ctx) {
+		for src.take() {
+		}
+	}
 }
 
 // stopChildRun records a child run to stop. A released or terminated runtime took
@@ -134,16 +150,6 @@ func (w *sessionWorkflow) stopChildRun(r StopChildRun) {
 		return
 	}
 	w.s.Work.addStopChildRun(r.ChildRunID)
-}
-
-func drain[T any](ch workflow.ReceiveChannel, apply func(T)) {
-	for {
-		var v T
-		if !ch.ReceiveAsync(&v) {
-			return
-		}
-		apply(v)
-	}
 }
 
 // run is the loop: each turn does the most urgent thing the state asks for, then
@@ -306,7 +312,7 @@ func (w *sessionWorkflow) continueAsNew(ctx workflow.Context) error {
 	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
 		return err
 	}
-	w.drainSignals()
+	w.drainSignals(ctx)
 	carry := w.s
 	return workflow.NewContinueAsNewError(ctx, SessionWorkflowName, SessionStart{SessionID: w.s.SessionID, Carry: &carry})
 }

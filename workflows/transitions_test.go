@@ -317,7 +317,7 @@ func TestDrainSignalsMovesBufferedSignalsIntoState(t *testing.T) {
 		if err := workflow.Sleep(ctx, time.Minute); err != nil {
 			return SessionState{}, err
 		}
-		w.drainSignals()
+		w.drainSignals(ctx)
 		return w.s, nil
 	}, workflow.RegisterOptions{Name: "drain"})
 	env.RegisterDelayedCallback(func() {
