@@ -120,6 +120,9 @@ func (a *Activities) mirrorFile(ctx context.Context, l *liveRuntime, file, strea
 		if err != nil {
 			return fmt.Errorf("read session log: %w", err)
 		}
+		if len(data) == 0 && size == cur.offset && cur != (logCursor{}) {
+			return nil // nothing since the last mirror: no statement either
+		}
 		stored, err := a.deps.Store.SessionLogLength(ctx, l.sessionID, stream)
 		if err != nil {
 			return err

@@ -1,6 +1,7 @@
 package engines
 
 import (
+	"bytes"
 	"context"
 	"iter"
 	"net"
@@ -56,6 +57,22 @@ func ReadFileFrom(ctx context.Context, box Box, identity *RuntimeIdentity, path 
 	}
 	size := int64(len(data))
 	return data[min(offset, size):], size, nil
+}
+
+// ReadNewLines reads the complete lines an append-only file gained past offset (the
+// end of the last complete line read before) and the offset after them. A line still
+// being written is left for the next read; an unreadable file, or one shorter than
+// offset (replaced), gives no lines and offset back.
+func ReadNewLines(ctx context.Context, box Box, identity *RuntimeIdentity, path string, offset int64) ([][]byte, int64) {
+	data, size, err := ReadFileFrom(ctx, box, identity, path, offset)
+	if err != nil || size < offset {
+		return nil, offset
+	}
+	end := bytes.LastIndexByte(data, '\n')
+	if end < 0 {
+		return nil, offset
+	}
+	return bytes.Split(data[:end], []byte{'\n'}), offset + int64(end) + 1
 }
 
 // ProcessSpec describes a long-lived process session.

@@ -1,7 +1,6 @@
 package engines
 
 import (
-	"bytes"
 	"context"
 	"sync"
 	"time"
@@ -65,17 +64,10 @@ func (a *FileAdmissions) All(ctx context.Context) []string {
 
 func (a *FileAdmissions) refreshLocked(ctx context.Context) {
 	a.lastRead = time.Now()
-	data, size, err := ReadFileFrom(ctx, a.box, a.identity, a.path, a.parsed)
-	if err != nil || size < a.parsed {
-		// Not written yet (a program creates its file with its first write), or replaced:
-		// an unreadable file admits nothing.
-		return
-	}
-	end := bytes.LastIndexByte(data, '\n')
-	if end < 0 {
-		return
-	}
-	for _, line := range bytes.Split(data[:end], []byte{'\n'}) {
+	// A file not written yet (a program creates its file with its first write) or
+	// replaced admits nothing.
+	lines, next := ReadNewLines(ctx, a.box, a.identity, a.path, a.parsed)
+	for _, line := range lines {
 		for _, id := range a.inputsOf(line) {
 			if id != "" && !a.held[id] {
 				a.held[id] = true
@@ -83,5 +75,5 @@ func (a *FileAdmissions) refreshLocked(ctx context.Context) {
 			}
 		}
 	}
-	a.parsed += int64(end) + 1
+	a.parsed = next
 }

@@ -148,22 +148,14 @@ func (l *sessionLog) refreshLocked(ctx context.Context, force bool) {
 			return
 		}
 	}
-	rest, size, err := engines.ReadFileFrom(ctx, l.box, l.identity, l.path, l.read)
-	if err != nil || size <= l.read {
-		return
-	}
-	for {
-		i := bytes.IndexByte(rest, '\n')
-		if i < 0 {
-			break
-		}
-		if line := rest[:i]; isUserRecord(line) {
+	lines, next := engines.ReadNewLines(ctx, l.box, l.identity, l.path, l.read)
+	for _, line := range lines {
+		if isUserRecord(line) {
 			l.users = append(l.users, userRecord{line: l.lines, data: slices.Clone(line)})
 		}
 		l.lines++
-		l.read += int64(i) + 1
-		rest = rest[i+1:]
 	}
+	l.read = next
 }
 
 // locate resolves the log's pattern in the box: directly when it has no globs, else
