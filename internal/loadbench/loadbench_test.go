@@ -40,6 +40,7 @@ func TestSmoke(t *testing.T) {
 		"a live Session holds goroutines in the worker (its Relay's at least)")
 	assert.Contains(t, table, "machine load: loadavg")
 	assert.Contains(t, table, "cores used during the measured turns @2: boxes ", "the cores each part of the machine used are reported")
+	assert.Contains(t, table, "cores used by the program floor @2: boxes ", "the cores the program floor used are reported")
 }
 
 func lineOf(table, figure string) string {
