@@ -76,7 +76,7 @@ type InputStore interface {
 // OutputStore reads the output log, responses and child runs.
 type OutputStore interface {
 	ListOutputPartsAfter(ctx context.Context, sessionID string, afterSeq int64, limit int) ([]store.OutputPart, error)
-	ResponseOpenAt(ctx context.Context, sessionID string, seq int64) (bool, error)
+	StreamPositionAt(ctx context.Context, sessionID string, seq int64) (store.StreamPosition, error)
 	ListResponsesBySession(ctx context.Context, sessionID string) ([]store.Response, error)
 	ListResponseParts(ctx context.Context, sessionID string, responseIDs []string) ([]store.OutputPart, error)
 	ListChildRunsBySession(ctx context.Context, sessionID string) ([]store.ChildRun, error)

@@ -82,7 +82,9 @@ func (s *Server) streamSession(c *gin.Context) {
 		return
 	}
 	defer revoked.Close()
-	inResponse, err := s.store.ResponseOpenAt(ctx, sess.ID, after)
+	// Read after subscribing: a part committed since is either in the position read
+	// here or announced to the subscription.
+	pos, err := s.store.StreamPositionAt(ctx, sess.ID, after)
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -95,8 +97,9 @@ func (s *Server) streamSession(c *gin.Context) {
 	h.Set("X-Accel-Buffering", "no")
 	h.Set("x-vercel-ai-ui-message-stream", "v1")
 	c.Status(http.StatusOK)
-	f := &streamFollower{s: s, sub: sub, revoked: revoked.C(), sessionID: sess.ID, cursor: after, inResponse: inResponse,
+	f := &streamFollower{s: s, sub: sub, revoked: revoked.C(), sessionID: sess.ID, cursor: after, inResponse: pos.InResponse,
 		w: bufio.NewWriter(c.Writer), flush: c.Writer.Flush, tokenValid: stillValid}
+	f.needRead = pos.OutputSeq > after // the backlog, if the log holds any
 	err = f.run(ctx)
 	if errors.Is(err, errTokenInvalid) {
 		RequestLogger(c, s.log).Info("stream ended: its token or share link was revoked or expired", zap.String("session_id", sess.ID), zap.String("credential", credential))
@@ -146,7 +149,6 @@ func (f *streamFollower) run(ctx context.Context) error {
 	// Headers go out at once, so a client sees the stream open before any part.
 	f.flush()
 	f.wokeAt = time.Now()
-	f.needRead = true // the backlog
 	for {
 		err := f.catchUp(ctx)
 		if errors.Is(err, errStreamDone) {
@@ -253,6 +255,9 @@ func (f *streamFollower) catchUp(ctx context.Context) error {
 	notices := f.noticed
 	f.noticed = nil
 	if !f.needRead {
+		if len(notices) == 0 {
+			return nil // nothing new: a stream opened at the head of the log
+		}
 		complete, err := f.sendNoticed(notices)
 		if err != nil || complete {
 			f.s.metrics.StreamCatchUps.WithLabelValues("notice").Inc()

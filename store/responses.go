@@ -156,14 +156,35 @@ func (s *Store) ListResponseParts(ctx context.Context, sessionID string, respons
 	return out, mapError("list response parts", err)
 }
 
-// ResponseOpenAt reports whether one of the Session's responses had started but not
-// ended at output position seq: a stream resuming there is inside that response.
-func (s *Store) ResponseOpenAt(ctx context.Context, sessionID string, seq int64) (bool, error) {
-	var n int64
-	err := s.conn(ctx).Model(&Response{}).
-		Where("session_id = ? AND started_seq <= ? AND (ended_seq IS NULL OR ended_seq > ?)", sessionID, seq, seq).
-		Count(&n).Error
-	return n > 0, mapError("response open at", err)
+// StreamPosition is where a stream opening at a cursor stands: the Session's output
+// position now, and whether one of its responses had started but not ended at the
+// cursor (a stream resuming there is inside that response).
+type StreamPosition struct {
+	OutputSeq  int64
+	InResponse bool
+}
+
+// streamPositionSQL reads both in one round trip: a stream opened at the head of the
+// log (the usual case: a client opens one for the reply it is about to ask for) then
+// has no backlog to read.
+const streamPositionSQL = `
+SELECT s.output_seq, EXISTS (
+	SELECT 1 FROM responses r
+	WHERE r.session_id = s.id AND r.started_seq <= @after AND (r.ended_seq IS NULL OR r.ended_seq > @after)
+) AS in_response
+FROM sessions s WHERE s.id = @id`
+
+// StreamPositionAt reads the Session's StreamPosition for a stream resuming after seq.
+// A missing Session is ErrNotFound.
+func (s *Store) StreamPositionAt(ctx context.Context, sessionID string, seq int64) (StreamPosition, error) {
+	var rows []StreamPosition
+	if err := s.conn(ctx).Raw(streamPositionSQL, map[string]any{"id": sessionID, "after": seq}).Scan(&rows).Error; err != nil {
+		return StreamPosition{}, mapError("stream position", err)
+	}
+	if len(rows) == 0 {
+		return StreamPosition{}, fmt.Errorf("stream position: session %s: %w", sessionID, ErrNotFound)
+	}
+	return rows[0], nil
 }
 
 // nullableJSON stores SQL NULL for absent JSON.

@@ -3,6 +3,7 @@ package store_test
 import (
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -112,4 +113,44 @@ func TestInteractionsOpenAnswerClose(t *testing.T) {
 	require.Equal(t, []string{"ia-2"}, expired)
 	_, err = st.SaveInteractionAnswer(ctx, f.session.ID, "ia-2", json.RawMessage(`{}`), nil)
 	require.ErrorIs(t, err, store.ErrInteractionNotOpen)
+}
+
+func TestStreamPositionSaysTheHeadAndWhetherAResponseIsOpenAtTheCursor(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx, st := f.ctx, f.st
+	lease, err := st.AcquireReaderLease(ctx, store.LeaseRequest{SessionID: f.session.ID, Holder: "host-a", TTL: time.Minute})
+	require.NoError(t, err)
+
+	pos, err := st.StreamPositionAt(ctx, f.session.ID, 0)
+	require.NoError(t, err)
+	require.Equal(t, store.StreamPosition{}, pos, "a fresh Session: nothing written, nothing open")
+
+	_, _, err = st.StartResponse(ctx, store.ResponseStart{SessionID: f.session.ID, ResponseID: "resp-1", Origin: store.OriginInput, StartedSeq: 1})
+	require.NoError(t, err)
+	_, err = st.AppendParts(ctx, store.AppendRequest{SessionID: f.session.ID, LeaseGeneration: lease.Generation, Parts: []store.NewPart{
+		{ResponseID: ptr("resp-1"), Frame: json.RawMessage(`{"type":"start"}`)},
+		textPart("resp-1", "hi"),
+		{ResponseID: ptr("resp-1"), Frame: json.RawMessage(`{"type":"finish"}`)},
+	}})
+	require.NoError(t, err)
+
+	pos, err = st.StreamPositionAt(ctx, f.session.ID, 0)
+	require.NoError(t, err)
+	require.Equal(t, store.StreamPosition{OutputSeq: 3}, pos, "before the response's first part the cursor is outside it")
+	pos, err = st.StreamPositionAt(ctx, f.session.ID, 2)
+	require.NoError(t, err)
+	require.Equal(t, store.StreamPosition{OutputSeq: 3, InResponse: true}, pos, "a cursor inside a response not ended")
+
+	_, err = st.EndResponse(ctx, store.ResponseEnd{SessionID: f.session.ID, ResponseID: "resp-1", Outcome: store.OutcomeCompleted, EndedSeq: 3})
+	require.NoError(t, err)
+	pos, err = st.StreamPositionAt(ctx, f.session.ID, 2)
+	require.NoError(t, err)
+	require.True(t, pos.InResponse, "a cursor before the response's end is inside it")
+	pos, err = st.StreamPositionAt(ctx, f.session.ID, 3)
+	require.NoError(t, err)
+	require.Equal(t, store.StreamPosition{OutputSeq: 3}, pos, "a cursor at the head, after the response ended")
+
+	_, err = st.StreamPositionAt(ctx, "00000000-0000-0000-0000-000000000000", 0)
+	require.ErrorIs(t, err, store.ErrNotFound)
 }
