@@ -110,24 +110,29 @@ func (s *Store) appendLocked(ctx context.Context, req AppendRequest) (AppendResu
 			ThroughSeq:      last,
 			LeaseGeneration: req.LeaseGeneration,
 		}
-		err := s.conn(ctx).Omit("UpdatedAt").Clauses(clause.OnConflict{
-			Columns: []clause.Column{{Name: "session_id"}},
-			DoUpdates: clause.Assignments(map[string]any{
-				"generation":       cur.Generation,
-				"position":         cur.Position,
-				"through_seq":      cur.ThroughSeq,
-				"lease_generation": cur.LeaseGeneration,
-				"updated_at":       gormExpr("now()"),
-			}),
-		}).Create(&cur).Error
-		if err != nil {
-			return result, mapError("save runtime cursor", err)
+		if err := s.upsertCursor(ctx, cur); err != nil {
+			return result, err
 		}
 	}
 	if n > 0 {
 		return result, s.notifyParts(ctx, req.SessionID, last, req.Parts)
 	}
 	return result, nil
+}
+
+// upsertCursor saves the Session's runtime cursor.
+func (s *Store) upsertCursor(ctx context.Context, cur RuntimeCursor) error {
+	err := s.conn(ctx).Omit("UpdatedAt").Clauses(clause.OnConflict{
+		Columns: []clause.Column{{Name: "session_id"}},
+		DoUpdates: clause.Assignments(map[string]any{
+			"generation":       cur.Generation,
+			"position":         cur.Position,
+			"through_seq":      cur.ThroughSeq,
+			"lease_generation": cur.LeaseGeneration,
+			"updated_at":       gormExpr("now()"),
+		}),
+	}).Create(&cur).Error
+	return mapError("save runtime cursor", err)
 }
 
 // notifyPartsSQL queues a Session's output notification at commit: the seq of its

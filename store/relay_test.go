@@ -60,6 +60,13 @@ func TestApplyRelayBatchRecordsEveryFactWithItsParts(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, int64(3), res.LastSeq)
 
+	// Facts without parts move the cursor and leave the output position.
+	res, err = st.ApplyRelayBatch(ctx, store.RelayBatch{
+		SessionID: f.session.ID, LeaseGeneration: lease.Generation, Ops: []store.RelayOp{{Status: "idle"}}, Cursor: relayCursor(12),
+	})
+	require.NoError(t, err)
+	require.Equal(t, store.AppendResult{FirstSeq: 3, LastSeq: 3}, res)
+
 	got, err := st.GetInputByID(ctx, in.ID)
 	require.NoError(t, err)
 	require.Equal(t, store.InputAdmitted, got.State)
@@ -77,7 +84,7 @@ func TestApplyRelayBatchRecordsEveryFactWithItsParts(t *testing.T) {
 	require.Equal(t, int64(3), sess.OutputSeq)
 	cur, err := st.GetRuntimeCursorBySession(ctx, f.session.ID)
 	require.NoError(t, err)
-	require.JSONEq(t, `{"offset":9}`, string(cur.Position))
+	require.JSONEq(t, `{"offset":12}`, string(cur.Position))
 	require.Equal(t, int64(3), cur.ThroughSeq)
 }
 

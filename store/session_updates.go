@@ -98,8 +98,16 @@ func (s *Store) ReplaceSessionPermissionMode(ctx context.Context, sessionID, fro
 // SetRuntimeStatus records the Agent program's own status report (idle, working,
 // waiting). A reader calls it inside InLeaseTx.
 func (s *Store) SetRuntimeStatus(ctx context.Context, sessionID, status string) error {
-	_, err := s.updateSession(ctx, "set runtime status", sessionID, "", nil, map[string]any{"runtime_status": status})
-	return err
+	// Not updateSession: a Relay sets the status twice a turn, and nothing reads the
+	// row it would return.
+	res := s.conn(ctx).Exec("UPDATE sessions SET runtime_status = ?, updated_at = now() WHERE id = ?", status, sessionID)
+	if res.Error != nil {
+		return mapError("set runtime status", res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return fmt.Errorf("set runtime status %s: %w", sessionID, ErrNotFound)
+	}
+	return nil
 }
 
 // Placement is where a Session's new runtime lives.
