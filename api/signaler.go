@@ -2,9 +2,11 @@ package api
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
 	"github.com/astrabox/astrabox/store/pubsub"
@@ -37,9 +39,9 @@ type OutputSubscriber interface {
 
 var _ OutputSubscriber = (*pubsub.Listener)(nil)
 
-// TemporalSignaler is the SessionSignaler over a Temporal client: SignalWithStart on
-// the workflow id session/<session_id>, so the first signal of a Session whose workflow
-// is not running starts it on the shared task queue.
+// TemporalSignaler is the SessionSignaler over a Temporal client: signals go to the
+// workflow id session/<session_id>, and one to a Session whose workflow is not running
+// starts it on the shared task queue (SignalWithStart).
 type TemporalSignaler struct {
 	Client    client.Client
 	TaskQueue string
@@ -73,9 +75,20 @@ func (t *TemporalSignaler) StartSession(ctx context.Context, sessionID string) e
 	return nil
 }
 
-// SignalSession signals the Session's workflow, starting it when needed.
+// SignalSession signals the Session's workflow, starting it when needed. The workflow
+// is nearly always running, so the signal goes first on its own and SignalWithStart
+// only when it is not: SignalWithStart's options name the Session for operators, a
+// statement on PostgreSQL that every input paid for a summary only a start uses.
 func (t *TemporalSignaler) SignalSession(ctx context.Context, sessionID, signalName string, payload any) error {
-	_, err := t.Client.SignalWithStartWorkflow(ctx, workflows.SessionWorkflowID(sessionID), signalName, payload,
+	err := t.Client.SignalWorkflow(ctx, workflows.SessionWorkflowID(sessionID), "", signalName, payload)
+	var notRunning *serviceerror.NotFound
+	if !errors.As(err, &notRunning) {
+		if err != nil {
+			return fmt.Errorf("signal %s to session %s: %w", signalName, sessionID, err)
+		}
+		return nil
+	}
+	_, err = t.Client.SignalWithStartWorkflow(ctx, workflows.SessionWorkflowID(sessionID), signalName, payload,
 		t.startOptions(ctx, sessionID), workflows.SessionWorkflowName, workflows.SessionStart{SessionID: sessionID})
 	if err != nil {
 		return fmt.Errorf("signal %s to session %s: %w", signalName, sessionID, err)

@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
@@ -74,6 +75,22 @@ func TestSignalsReachTheSessionWorkflow(t *testing.T) {
 	require.NoError(t, err)
 	agent, err := f.st.GetAgentByID(f.ctx, sess.AgentID)
 	require.NoError(t, err)
+	assert.Equal(t, "Session of Agent "+agent.Name+" · owner "+sess.UserID, summary)
+
+	// The stand-in ended with the first input: the next one starts a new run, named
+	// for operators as the first was.
+	first := run.GetRunID()
+	f.call("POST", "/api/v1/sessions/"+id+"/inputs", f.member, map[string]any{"content": "again", "client_message_id": "m-2"}).ok(t).into(t, &receipt)
+	// The signal follows the receipt, so the new run may not be there yet.
+	require.Eventually(t, func() bool {
+		run = c.GetWorkflow(f.ctx, workflows.SessionWorkflowID(id), "")
+		return run.GetRunID() != first
+	}, 30*time.Second, 20*time.Millisecond, "a new run starts")
+	require.NoError(t, run.Get(f.ctx, &got))
+	assert.Equal(t, receivedInput{SessionID: id, InputID: receipt.InputID}, got, "a signal to an ended workflow starts it again")
+	desc, err = c.DescribeWorkflowExecution(f.ctx, workflows.SessionWorkflowID(id), "")
+	require.NoError(t, err)
+	require.NoError(t, converter.GetDefaultDataConverter().FromPayload(desc.GetExecutionConfig().GetUserMetadata().GetSummary(), &summary))
 	assert.Equal(t, "Session of Agent "+agent.Name+" · owner "+sess.UserID, summary)
 }
 
