@@ -106,10 +106,10 @@ type logCursor struct {
 }
 
 // mirrorFile appends the entries of file past the stream's cursor, numbered by their
-// place among the file's entries (each valid JSON line is one). The first mirror over
-// a connection reads the file whole; a file that shrank (replaced) or a stream that
-// holds fewer entries than the cursor passed is read whole again. Called with
-// l.logs.mu held.
+// place among the file's entries (each valid JSON line is one), in one statement that
+// also says how many the mirror held. The first mirror over a connection reads the
+// file whole; a file that shrank (replaced) or a stream that holds fewer entries than
+// the cursor passed is read whole again. Called with l.logs.mu held.
 func (a *Activities) mirrorFile(ctx context.Context, l *liveRuntime, file, stream string) error {
 	cur := l.logs.cursors[stream]
 	for {
@@ -123,18 +123,19 @@ func (a *Activities) mirrorFile(ctx context.Context, l *liveRuntime, file, strea
 		if len(data) == 0 && size == cur.offset && cur != (logCursor{}) {
 			return nil // nothing since the last mirror: no statement either
 		}
-		stored, err := a.deps.Store.SessionLogLength(ctx, l.sessionID, stream)
-		if err != nil {
-			return err
-		}
-		if (size < cur.offset || stored < cur.entries) && cur != (logCursor{}) {
+		if size < cur.offset && cur != (logCursor{}) {
 			cur = logCursor{}
 			continue
 		}
 		entries, consumed := logEntries(data)
-		if total := cur.entries + int64(len(entries)); total > stored {
-			if err := a.deps.Store.AppendSessionLogEntries(ctx, l.sessionID, stream, stored+1, entries[stored-cur.entries:]); err != nil {
+		if len(entries) > 0 {
+			stored, err := a.deps.Store.AppendSessionLogEntries(ctx, l.sessionID, stream, cur.entries, entries)
+			if err != nil {
 				return err
+			}
+			if stored < cur.entries {
+				cur = logCursor{}
+				continue
 			}
 		}
 		if l.logs.cursors == nil {

@@ -9,19 +9,47 @@ import (
 	"gorm.io/gorm/clause"
 )
 
-// AppendSessionLogEntries mirrors entries of an engine's native JSONL log, numbered
-// from firstSeq. Mirroring is at-least-once, so an entry already stored under its seq
-// is kept as it is.
-func (s *Store) AppendSessionLogEntries(ctx context.Context, sessionID, stream string, firstSeq int64, entries []json.RawMessage) error {
-	if len(entries) == 0 {
-		return nil
+// appendSessionLogSQL appends a stream's entries after the first `after` in one round
+// trip: it reads how many the mirror holds, writes the entries past both, and
+// returns the count it read. A mirror holding fewer than `after` entries (rows gone
+// since the caller counted them) gets nothing, and the caller, seeing the count,
+// mirrors the log whole. Mirroring is at-least-once: an entry already stored under its
+// seq is kept as it is. (GORM replaces a named argument only after a space and up to a
+// cast's colons, hence the spaces and CAST.)
+const appendSessionLogSQL = `
+WITH stored AS (
+	SELECT COALESCE(max(entry_seq), 0) AS n FROM session_log_entries WHERE session_id = @session AND stream = @stream
+), appended AS (
+	INSERT INTO session_log_entries (session_id, stream, entry_seq, entry)
+	SELECT @session, @stream, @after + u.ord, u.entry
+	FROM stored, jsonb_array_elements( CAST(CAST( @entries AS text) AS jsonb)) WITH ORDINALITY AS u(entry, ord)
+	WHERE stored.n >= @after AND @after + u.ord > stored.n
+	ON CONFLICT DO NOTHING
+)
+SELECT n FROM stored`
+
+// AppendSessionLogEntries mirrors entries of an engine's native JSONL log as the
+// stream's entries after+1, after+2, ... and returns how many entries the mirror held
+// before. Fewer than after means nothing was written: the caller's count is stale.
+// The mirror asks at every admission and response end, so counting and writing are
+// one statement; the count comes from the primary key's index, without reading the
+// entries.
+func (s *Store) AppendSessionLogEntries(ctx context.Context, sessionID, stream string, after int64, entries []json.RawMessage) (int64, error) {
+	raw, err := json.Marshal(entries)
+	if err != nil {
+		return 0, fmt.Errorf("encode session log entries: %w", err)
 	}
-	rows := make([]SessionLogEntry, len(entries))
-	for i, e := range entries {
-		rows[i] = SessionLogEntry{SessionID: sessionID, Stream: stream, EntrySeq: firstSeq + int64(i), Entry: e}
+	var stored []int64
+	err = s.conn(ctx).Raw(appendSessionLogSQL, map[string]any{
+		"session": sessionID, "stream": stream, "after": after, "entries": string(raw),
+	}).Scan(&stored).Error
+	if err != nil {
+		return 0, mapError("append session log entries", err)
 	}
-	err := s.conn(ctx).Omit("CreatedAt").Clauses(clause.OnConflict{DoNothing: true}).Create(&rows).Error
-	return mapError("append session log entries", err)
+	if len(stored) != 1 {
+		return 0, fmt.Errorf("append session log entries: %d rows back", len(stored))
+	}
+	return stored[0], nil
 }
 
 // ListSessionLogEntries returns a stream's entries in order, to restore the native log
@@ -30,16 +58,6 @@ func (s *Store) ListSessionLogEntries(ctx context.Context, sessionID, stream str
 	var out []SessionLogEntry
 	err := s.conn(ctx).Where("session_id = ? AND stream = ?", sessionID, stream).Order("entry_seq").Find(&out).Error
 	return out, mapError("list session log entries", err)
-}
-
-// SessionLogLength is how many entries of a stream are mirrored: the mirror appends
-// them at consecutive seqs from 1, so the highest seq, read from the primary key's
-// index without reading the entries. The mirror asks it at every admission and
-// response end, where listing the entries made each turn cost the whole log.
-func (s *Store) SessionLogLength(ctx context.Context, sessionID, stream string) (int64, error) {
-	var n int64
-	err := s.conn(ctx).Raw("SELECT COALESCE(max(entry_seq), 0) FROM session_log_entries WHERE session_id = ? AND stream = ?", sessionID, stream).Scan(&n).Error
-	return n, mapError("measure session log", err)
 }
 
 // ListSessionLogStreams returns the names of a Session's mirrored log streams.

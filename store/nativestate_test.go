@@ -43,28 +43,37 @@ func TestSessionLogMirrorsEntriesInOrder(t *testing.T) {
 	f := newFixture(t)
 	ctx, st := f.ctx, f.st
 	entries := []json.RawMessage{json.RawMessage(`{"type":"user","n":1}`), json.RawMessage(`{"type":"assistant","n":2}`)}
-	n, err := st.SessionLogLength(ctx, f.session.ID, "transcript.jsonl")
+	stored, err := st.AppendSessionLogEntries(ctx, f.session.ID, "transcript.jsonl", 0, entries)
 	require.NoError(t, err)
-	require.Zero(t, n, "nothing mirrored yet")
-	require.NoError(t, st.AppendSessionLogEntries(ctx, f.session.ID, "transcript.jsonl", 1, entries))
+	require.Zero(t, stored, "nothing mirrored before")
 	// Mirroring again from an overlapping position keeps the stored entries.
-	require.NoError(t, st.AppendSessionLogEntries(ctx, f.session.ID, "transcript.jsonl", 2, []json.RawMessage{json.RawMessage(`{"type":"assistant","n":2}`), json.RawMessage(`{"type":"user","n":3}`)}))
+	stored, err = st.AppendSessionLogEntries(ctx, f.session.ID, "transcript.jsonl", 1, []json.RawMessage{json.RawMessage(`{"type":"assistant","n":"changed"}`), json.RawMessage(`{"type":"user","n":3}`)})
+	require.NoError(t, err)
+	require.Equal(t, int64(2), stored)
 	got, err := st.ListSessionLogEntries(ctx, f.session.ID, "transcript.jsonl")
 	require.NoError(t, err)
 	require.Len(t, got, 3)
 	for i, e := range got {
 		require.Equal(t, int64(i+1), e.EntrySeq)
 	}
+	require.JSONEq(t, `{"type":"assistant","n":2}`, string(got[1].Entry), "an entry stored under its seq is kept")
 	require.JSONEq(t, `{"type":"user","n":3}`, string(got[2].Entry))
-	n, err = st.SessionLogLength(ctx, f.session.ID, "transcript.jsonl")
+
+	// A caller that counts more entries than the mirror holds writes nothing and learns
+	// the mirror's count.
+	stored, err = st.AppendSessionLogEntries(ctx, f.session.ID, "transcript.jsonl", 5, []json.RawMessage{json.RawMessage(`{"type":"user","n":6}`)})
 	require.NoError(t, err)
-	require.Equal(t, int64(3), n)
-	n, err = st.SessionLogLength(ctx, f.session.ID, "other.jsonl")
+	require.Equal(t, int64(3), stored)
+	got, err = st.ListSessionLogEntries(ctx, f.session.ID, "transcript.jsonl")
 	require.NoError(t, err)
-	require.Zero(t, n, "another stream's entries are its own")
+	require.Len(t, got, 3, "no entry after a gap")
+
+	stored, err = st.AppendSessionLogEntries(ctx, f.session.ID, "other.jsonl", 0, entries[:1])
+	require.NoError(t, err)
+	require.Zero(t, stored, "another stream's entries are its own")
 	streams, err := st.ListSessionLogStreams(ctx, f.session.ID)
 	require.NoError(t, err)
-	require.Equal(t, []string{"transcript.jsonl"}, streams)
+	require.Equal(t, []string{"other.jsonl", "transcript.jsonl"}, streams)
 }
 
 func TestRuntimeStateBlobPredecessorCheck(t *testing.T) {
@@ -117,7 +126,8 @@ func TestHasConversationContentFromAdmissionsAndTheMirror(t *testing.T) {
 	ok, err := st.HasConversationContent(ctx, other.ID)
 	require.NoError(t, err)
 	require.False(t, ok)
-	require.NoError(t, st.AppendSessionLogEntries(ctx, other.ID, "session_log:log.jsonl", 1, []json.RawMessage{json.RawMessage(`{"type":"user"}`)}))
+	_, err = st.AppendSessionLogEntries(ctx, other.ID, "session_log:log.jsonl", 0, []json.RawMessage{json.RawMessage(`{"type":"user"}`)})
+	require.NoError(t, err)
 	ok, err = st.HasConversationContent(ctx, other.ID)
 	require.NoError(t, err)
 	require.True(t, ok, "a mirrored entry is content")
