@@ -71,7 +71,8 @@ func (s *Store) RenewReaderLease(ctx context.Context, sessionID string, generati
 // ErrLeaseLost before fn runs. The lock holds until commit, so a new reader's
 // AcquireReaderLease waits for this transaction and a zombie writes nothing after
 // it. Every write of a reader (parts, cursor, admitted inputs, responses,
-// interactions) goes through here; AppendParts does so itself.
+// interactions) goes through here or takes the same lock first the same way
+// (ApplyRelayBatch, the parts' one statement); AppendParts does so itself.
 func (s *Store) InLeaseTx(ctx context.Context, sessionID string, generation int64, fn func(tx *Store) error) error {
 	return s.InTx(ctx, func(tx *Store) error {
 		var leases []ReaderLease

@@ -96,7 +96,7 @@ func (s *Store) ReplaceSessionPermissionMode(ctx context.Context, sessionID, fro
 }
 
 // SetRuntimeStatus records the Agent program's own status report (idle, working,
-// waiting). A reader calls it inside InLeaseTx.
+// waiting). A reader calls it inside its transaction fenced by its lease.
 func (s *Store) SetRuntimeStatus(ctx context.Context, sessionID, status string) error {
 	// Not updateSession: a Relay sets the status twice a turn, and nothing reads the
 	// row it would return.
