@@ -62,33 +62,39 @@ func (s *Store) StartResponse(ctx context.Context, in ResponseStart) (Response, 
 	return rows[0].Response, rows[0].Inserted, nil
 }
 
+// endResponseSQL ends an open response and moves its Session to the top of its
+// owner's list (BumpSessionActivity's update) in one statement, so one round trip
+// where a transaction of two updates took four, or three with a savepoint inside a
+// Relay's batch.
+const endResponseSQL = `
+WITH ended AS (
+	UPDATE responses SET outcome = @outcome, native_reason = @nativeReason, usage = CAST(CAST( @usage AS text) AS jsonb),
+		error = CAST(CAST( @error AS text) AS jsonb), ended_seq = GREATEST( CAST( @endedSeq AS bigint), started_seq), ended_at = now()
+	WHERE session_id = @session AND response_id = @response AND outcome IS NULL
+	RETURNING session_id
+), bumped AS (
+	UPDATE sessions SET last_activity_at = GREATEST(now(), last_activity_at), updated_at = now()
+	WHERE id IN (SELECT session_id FROM ended)
+)
+SELECT count(*) FROM ended`
+
 // EndResponse records the runtime's end of an open response and moves the Session to
 // the top of its owner's list. It reports false for a response that had already
 // ended, and ErrNotFound for an unknown one.
 func (s *Store) EndResponse(ctx context.Context, in ResponseEnd) (bool, error) {
-	ended := false
-	err := s.InTx(ctx, func(tx *Store) error {
-		res := tx.conn(ctx).Model(&Response{}).
-			Where("session_id = ? AND response_id = ? AND outcome IS NULL", in.SessionID, in.ResponseID).
-			Updates(map[string]any{
-				"outcome":       in.Outcome,
-				"native_reason": in.NativeReason,
-				"usage":         nullableJSON(in.Usage),
-				"error":         nullableJSON(in.Error),
-				"ended_seq":     gormExpr("GREATEST(?::bigint, started_seq)", in.EndedSeq),
-				"ended_at":      gormExpr("now()"),
-			})
-		if res.Error != nil {
-			return mapError("end response", res.Error)
-		}
-		if res.RowsAffected == 0 {
-			_, err := tx.GetResponseByID(ctx, in.SessionID, in.ResponseID)
-			return err
-		}
-		ended = true
-		return tx.BumpSessionActivity(ctx, in.SessionID)
-	})
-	return ended, err
+	var ended int64
+	err := s.conn(ctx).Raw(endResponseSQL, map[string]any{
+		"outcome": in.Outcome, "nativeReason": in.NativeReason, "usage": nullableJSONText(in.Usage), "error": nullableJSONText(in.Error),
+		"endedSeq": in.EndedSeq, "session": in.SessionID, "response": in.ResponseID,
+	}).Scan(&ended).Error
+	if err != nil {
+		return false, mapError("end response", err)
+	}
+	if ended == 0 {
+		_, err := s.GetResponseByID(ctx, in.SessionID, in.ResponseID)
+		return false, err
+	}
+	return true, nil
 }
 
 // FailOpenResponses ends every open response of the Session as failed with
@@ -193,4 +199,12 @@ func nullableJSON(v json.RawMessage) any {
 		return nil
 	}
 	return v
+}
+
+// nullableJSONText is nullableJSON for a statement that casts the text to jsonb.
+func nullableJSONText(v json.RawMessage) any {
+	if len(v) == 0 {
+		return nil
+	}
+	return string(v)
 }

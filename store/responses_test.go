@@ -47,6 +47,8 @@ func TestResponsesStartEndAndReconcile(t *testing.T) {
 	require.Equal(t, store.OutcomeCompleted, *last.Outcome)
 	require.Equal(t, "end_turn", *last.NativeReason)
 	require.Equal(t, int64(9), *last.EndedSeq)
+	require.JSONEq(t, `{"input_tokens":3}`, string(last.Usage))
+	require.Empty(t, last.Error, "no error recorded for a completed response")
 	after, err := st.GetSessionByID(ctx, f.session.ID)
 	require.NoError(t, err)
 	require.True(t, after.LastActivityAt.After(before.LastActivityAt), "an ended response moves the Session up the list")
@@ -68,6 +70,19 @@ func TestResponsesStartEndAndReconcile(t *testing.T) {
 	require.Equal(t, store.OutcomeFailed, *r2.Outcome)
 	require.Equal(t, store.NativeReasonRuntimeLost, *r2.NativeReason)
 	require.Equal(t, int64(10), *r2.EndedSeq, "an end never precedes its start")
+
+	// A failed end keeps the program's error.
+	_, _, err = st.StartResponse(ctx, store.ResponseStart{SessionID: f.session.ID, ResponseID: "resp-3", Origin: store.OriginInput, StartedSeq: 11})
+	require.NoError(t, err)
+	ended, err = st.EndResponse(ctx, store.ResponseEnd{SessionID: f.session.ID, ResponseID: "resp-3", Outcome: store.OutcomeFailed,
+		Error: json.RawMessage(`{"message":"overloaded"}`), EndedSeq: 12})
+	require.NoError(t, err)
+	require.True(t, ended)
+	r3, err := st.GetResponseByID(ctx, f.session.ID, "resp-3")
+	require.NoError(t, err)
+	require.JSONEq(t, `{"message":"overloaded"}`, string(r3.Error))
+	require.Nil(t, r3.NativeReason)
+	require.Empty(t, r3.Usage)
 
 	_, _, err = st.StartResponse(ctx, store.ResponseStart{SessionID: f.session.ID, ResponseID: "bad", Origin: "guess", StartedSeq: 1})
 	require.Error(t, err, "origin is a closed vocabulary")

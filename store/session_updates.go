@@ -188,9 +188,10 @@ func (s *Store) RecoverSession(ctx context.Context, sessionID string) (Session, 
 }
 
 // BumpSessionActivity moves the Session to the top of its owner's conversation list.
-// EndResponse and FailOpenResponses call it in the transaction that records a
-// response's end (whatever started the response), so the list order follows finished
-// responses; a clock step back never moves a Session down.
+// FailOpenResponses calls it in the transaction that records a response's end, and
+// EndResponse makes the same update in its one statement (whatever started the
+// response), so the list order follows finished responses; a clock step back never
+// moves a Session down.
 func (s *Store) BumpSessionActivity(ctx context.Context, sessionID string) error {
 	res := s.conn(ctx).Model(&Session{}).Where("id = ?", sessionID).
 		Updates(map[string]any{"last_activity_at": gormExpr("GREATEST(now(), last_activity_at)"), "updated_at": gormExpr("now()")})
