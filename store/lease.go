@@ -82,13 +82,25 @@ func (s *Store) InLeaseTx(ctx context.Context, sessionID string, generation int6
 			return mapError("lock reader lease", err)
 		}
 		if len(leases) == 0 {
-			return fmt.Errorf("session %s has no reader lease: %w", sessionID, ErrLeaseLost)
+			return leaseFence(sessionID, false, 0, generation)
 		}
-		if leases[0].Generation != generation {
-			return fmt.Errorf("session %s lease generation %d superseded by %d: %w", sessionID, generation, leases[0].Generation, ErrLeaseLost)
+		if err := leaseFence(sessionID, true, leases[0].Generation, generation); err != nil {
+			return err
 		}
 		return fn(tx)
 	})
+}
+
+// leaseFence refuses a writer whose lease generation is not the Session's current one
+// (or a Session without a lease) with ErrLeaseLost.
+func leaseFence(sessionID string, found bool, current, generation int64) error {
+	if !found {
+		return fmt.Errorf("session %s has no reader lease: %w", sessionID, ErrLeaseLost)
+	}
+	if current != generation {
+		return fmt.Errorf("session %s lease generation %d superseded by %d: %w", sessionID, generation, current, ErrLeaseLost)
+	}
+	return nil
 }
 
 // GetReaderLeaseBySession returns the Session's current lease.

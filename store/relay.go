@@ -157,10 +157,10 @@ func (s *Store) lockLeaseAndOutputSeq(ctx context.Context, sessionID string, gen
 		return 0, mapError("lock reader lease and session", err)
 	}
 	if len(rows) == 0 {
-		return 0, fmt.Errorf("session %s has no reader lease: %w", sessionID, ErrLeaseLost)
+		return 0, leaseFence(sessionID, false, 0, generation)
 	}
-	if rows[0].Generation != generation {
-		return 0, fmt.Errorf("session %s lease generation %d superseded by %d: %w", sessionID, generation, rows[0].Generation, ErrLeaseLost)
+	if err := leaseFence(sessionID, true, rows[0].Generation, generation); err != nil {
+		return 0, err
 	}
 	return rows[0].OutputSeq, nil
 }
