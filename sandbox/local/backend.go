@@ -191,14 +191,16 @@ func (b *Backend) Get(_ context.Context, id string) (sandbox.Handle, error) {
 	return b.newHandle(x), nil
 }
 
+// lookup returns the box id, adopting it when another worker process on this
+// machine made it.
 func (b *Backend) lookup(id string) (*box, error) {
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	x, ok := b.boxes[id]
-	if !ok {
-		return nil, fmt.Errorf("box %q: %w", id, sandbox.ErrNotFound)
+	b.mu.Unlock()
+	if ok {
+		return x, nil
 	}
-	return x, nil
+	return b.adopt(id)
 }
 
 // List describes every known box.

@@ -33,26 +33,66 @@ func (b *Backend) adoptAll(ctx context.Context) error {
 			b.log.Warn("local sandbox: skip box without record", zap.String("dir", dir), zap.Error(err))
 			continue
 		}
-		x := &box{dir: dir, rec: rec, dead: make(chan struct{})}
-		b.register(x)
 		if rec.Pool != "" {
 			// A prewarmed box of an earlier worker: nobody will claim it.
-			x.rec.Pool = "orphaned"
+			rec.Pool = "orphaned"
 		}
-		if !alive(rec.BwrapPID, rec.BwrapStart) {
-			b.onExit(x)
-			continue
-		}
-		if err := b.startEgress(ctx, x); err != nil {
-			b.log.Warn("local sandbox: restart egress", zap.String("box", rec.ID), zap.Error(err))
-		}
-		go func() {
-			waitExit(rec.BwrapPID, rec.BwrapStart)
-			b.onExit(x)
-		}()
-		b.expireLater(x)
+		x := &box{dir: dir, rec: rec, dead: make(chan struct{})}
+		b.register(x)
+		b.watchAdopted(ctx, x)
 	}
 	return nil
+}
+
+// adopt takes on a box another worker process made in the same state folder since
+// this backend started: workers sharing a machine's boxes take over each other's
+// Sessions when one of them dies. A box whose creation has not finished (its init
+// not yet recorded) is not found: it is still its creator's.
+func (b *Backend) adopt(id string) (*box, error) {
+	if id == "" || filepath.Base(id) != id || !strings.HasPrefix(id, "box-") {
+		return nil, fmt.Errorf("box %q: %w", id, sandbox.ErrNotFound)
+	}
+	dir := b.boxDir(id)
+	rec, err := readRecord(dir)
+	if err != nil || rec.ID != id || rec.InitPID == 0 {
+		return nil, fmt.Errorf("box %q: %w", id, sandbox.ErrNotFound)
+	}
+	x := &box{dir: dir, rec: rec, dead: make(chan struct{})}
+	b.mu.Lock()
+	if known, ok := b.boxes[id]; ok {
+		b.mu.Unlock()
+		return known, nil // adopted meanwhile
+	}
+	if b.closed {
+		b.mu.Unlock()
+		return nil, errClosed
+	}
+	b.boxes[id] = x
+	b.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), b.opts.ReadyTimeout)
+	defer cancel()
+	b.watchAdopted(ctx, x)
+	b.log.Info("local sandbox: box adopted from another worker", zap.String("box", id))
+	return x, nil
+}
+
+// watchAdopted watches a registered box this backend did not create as Create
+// does its own: its end is recorded, its egress forwarder kept serving and its
+// timeout applied. A box that has already ended is only noted as lost.
+func (b *Backend) watchAdopted(ctx context.Context, x *box) {
+	rec := x.record()
+	if !alive(rec.BwrapPID, rec.BwrapStart) {
+		b.onExit(x)
+		return
+	}
+	if err := b.startEgress(ctx, x); err != nil {
+		b.log.Warn("local sandbox: restart egress", zap.String("box", rec.ID), zap.Error(err))
+	}
+	go func() {
+		waitExit(rec.BwrapPID, rec.BwrapStart)
+		b.onExit(x)
+	}()
+	b.expireLater(x)
 }
 
 // expireLater destroys the box when its Spec.Timeout has passed since creation.

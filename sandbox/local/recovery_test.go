@@ -238,3 +238,47 @@ func TestCommittedJournalReadAfterDeath(t *testing.T) {
 	_, err = s.Next()
 	require.ErrorIs(t, err, sandbox.ErrOutputReleased)
 }
+
+// TestAnotherWorkerOnTheMachineAdoptsABoxItDidNotMake runs two backends on one
+// state folder, as two worker processes on one machine do: the one that started
+// before the box was made finds it when asked, drives its program, and sees it end
+// when its maker destroys it. Only recorded boxes are found.
+func TestAnotherWorkerOnTheMachineAdoptsABoxItDidNotMake(t *testing.T) {
+	t.Parallel()
+	opts := testOptions(t)
+	maker := newBackend(t, opts)
+	other := newBackend(t, opts)
+	ctx := testContext(t)
+
+	made, err := maker.Create(ctx, sandbox.Spec{})
+	require.NoError(t, err)
+	_, err = made.StartProcess(ctx, sandbox.ProcessSpec{ID: "agent", Argv: []string{"/bin/sh", "-c", `while read l; do echo "in=$l"; done`}})
+	require.NoError(t, err)
+
+	h, err := other.Get(ctx, made.ID())
+	require.NoError(t, err, "a box another worker made is found")
+	defer h.Close()
+	info, err := h.Info(ctx)
+	require.NoError(t, err)
+	require.Equal(t, sandbox.StateRunning, info.State)
+	s, err := h.ReadOutput(ctx, "agent", 0, true)
+	require.NoError(t, err)
+	defer s.Close()
+	_, err = h.WriteStdin(ctx, "agent", "w1", []byte("hello\n"))
+	require.NoError(t, err)
+	require.Equal(t, "in=hello", string(readLines(t, s, 1)[0].Data))
+
+	deaths, err := other.Watch(ctx, made.ID())
+	require.NoError(t, err)
+	require.NoError(t, maker.Destroy(ctx, made.ID()))
+	d := <-deaths
+	require.Equal(t, made.ID(), d.BoxID, "the adopter sees the box end")
+	info, err = h.Info(ctx)
+	require.NoError(t, err)
+	require.NotEqual(t, sandbox.StateRunning, info.State)
+
+	for _, id := range []string{"box-000000000000", "../boxes", ""} {
+		_, err := other.Get(ctx, id)
+		require.ErrorIs(t, err, sandbox.ErrNotFound, "id %q", id)
+	}
+}
