@@ -65,6 +65,38 @@ func (s *Stack) KillWorker(ctx context.Context) error {
 	return s.killRole(ctx, &s.worker)
 }
 
+// WorkerPIDs returns the process id of each worker process the stack runs, by its
+// name in the logs ("worker", or the name StartExtra gave it). A worker's host task
+// queue names its pid, so a caller can tell which worker holds a Session.
+func (s *Stack) WorkerPIDs() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	pids := map[string]int{}
+	for _, c := range append([]*child{s.worker}, s.extras...) {
+		if c != nil && c.role == "worker" {
+			pids[c.name] = c.pid()
+		}
+	}
+	return pids
+}
+
+// Kill SIGKILLs the platform process named name ("serve", "worker", or a name
+// StartExtra gave), as a crash would; a worker's boxes keep running.
+func (s *Stack) Kill(ctx context.Context, name string) error {
+	s.mu.Lock()
+	var target *child
+	for _, c := range append([]*child{s.api, s.worker}, s.extras...) {
+		if c != nil && c.name == name {
+			target = c
+		}
+	}
+	s.mu.Unlock()
+	if target == nil {
+		return fmt.Errorf("faultstack: no process named %q", name)
+	}
+	return target.kill(ctx)
+}
+
 // RestartWorker SIGKILLs the worker and starts a new one.
 func (s *Stack) RestartWorker(ctx context.Context) error {
 	if err := s.KillWorker(ctx); err != nil {

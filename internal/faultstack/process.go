@@ -21,7 +21,9 @@ const stopGrace = 15 * time.Second
 // its unexpected exit is recorded so a test can tell a crash from a fault it
 // injected itself.
 type child struct {
-	name    string
+	name string
+	// role is the platform role it runs ("serve", "worker"); empty for Temporal.
+	role    string
 	cmd     *exec.Cmd
 	logPath string
 	done    chan struct{}

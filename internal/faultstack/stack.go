@@ -297,7 +297,12 @@ func (s *Stack) startRole(role string) (*child, error) {
 	if s.opts.RoleEnv != nil {
 		env = append(env, s.opts.RoleEnv(role)...)
 	}
-	return startChild(role, []string{s.bin.astrabox, role}, env, s.logPath(role))
+	c, err := startChild(role, []string{s.bin.astrabox, role}, env, s.logPath(role))
+	if err != nil {
+		return nil, err
+	}
+	c.role = role
+	return c, nil
 }
 
 // StartExtra starts one more process of role ("serve" or "worker"), named name in
@@ -319,6 +324,7 @@ func (s *Stack) StartExtra(role, name string, env []string) error {
 	if err != nil {
 		return err
 	}
+	c.role = role
 	s.mu.Lock()
 	s.extras = append(s.extras, c)
 	s.mu.Unlock()

@@ -60,7 +60,8 @@ type Options struct {
 	// ProfileSeconds is the CPU profile's length.
 	ProfileSeconds int
 	// Replicas is how many API and how many worker processes run (1 or 2); with two,
-	// Sessions alternate between the APIs and Temporal spreads them over the workers.
+	// Sessions alternate between the APIs and Temporal spreads them over the workers,
+	// and a last phase kills one worker mid-reply (workerStop).
 	Replicas int
 	// Logger receives progress; default none.
 	Logger *zap.Logger
@@ -214,6 +215,14 @@ func Run(ctx context.Context, opts Options, out io.Writer) (err error) {
 		}
 		rep.Rows = append(rep.Rows, rows...)
 		rep.CPU = append(rep.CPU, cpu)
+	}
+	if opts.Replicas == 2 {
+		// Last: it kills a worker, whose figures the phases read.
+		rows, err := b.workerStop(ctx, slices.Min(opts.Sessions))
+		if err != nil {
+			return err
+		}
+		rep.Rows = append(rep.Rows, rows...)
 	}
 	rep.Load = fmt.Sprintf("loadavg %s before, %s after; %d CPUs; %d API and %d worker process(es)", loadBefore, loadavg(), numCPU(), opts.Replicas, opts.Replicas)
 	rep.Print(out)

@@ -88,6 +88,9 @@ type streamed struct {
 	at map[int64]time.Time
 	// last is the seq of the last part read.
 	last int64
+	// unordered counts the parts whose seq did not follow the one before (a part
+	// repeated, or one missing before it): the log's seqs have no gaps.
+	unordered int
 }
 
 // follow opens the Session's stream after seq and returns once the server has
@@ -136,6 +139,9 @@ func (c *apiClient) follow(ctx context.Context, sessionID string, after int64) (
 			}
 			if err := json.Unmarshal([]byte(data), &cursor); err != nil {
 				return out, fmt.Errorf("decode resume cursor: %w", err)
+			}
+			if cursor.Data.Seq != out.last+1 {
+				out.unordered++
 			}
 			out.at[cursor.Data.Seq] = pending
 			out.last = cursor.Data.Seq

@@ -43,6 +43,27 @@ func TestSmoke(t *testing.T) {
 	assert.Contains(t, table, "cores used by the program floor @2: boxes ", "the cores the program floor used are reported")
 }
 
+// TestTwoReplicasKeepEveryReplyWholeThroughAWorkersKill runs the load generator
+// with two API and two worker processes: its last phase SIGKILLs the worker holding
+// the most Sessions mid-reply, and every follower of every Session, on either API,
+// must still read its reply whole through the other worker.
+func TestTwoReplicasKeepEveryReplyWholeThroughAWorkersKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the whole platform with real boxes")
+	}
+	localtest.RequireBoxes(t)
+	ctx := testutil.ContextWithTimeout(t, 9*time.Minute)
+	var out bytes.Buffer
+	err := loadbench.Run(ctx, loadbench.Options{Sessions: []int{3}, Turns: 1, Deltas: 5, Gap: time.Millisecond, Followers: 2, Replicas: 2, Timeout: 8 * time.Minute}, &out)
+	require.NoError(t, err, out.String())
+	t.Log("\n" + out.String())
+	table := out.String()
+	assert.Regexp(t, `^replies whole through a worker's kill @3 +every reply whole +3 of 3 \([1-3] on the killed worker\) .* yes$`,
+		lineOf(table, "replies whole through a worker's kill @3"))
+	assert.Regexp(t, `^takeover after a worker's kill @3 +report +[1-9][0-9.]* ms `, lineOf(table, "takeover after a worker's kill @3"),
+		"the killed worker's Sessions streamed again after it died")
+}
+
 func lineOf(table, figure string) string {
 	for _, l := range strings.Split(table, "\n") {
 		if strings.HasPrefix(l, figure+" ") {

@@ -69,6 +69,9 @@ type turnResult struct {
 	firstPart time.Duration
 	// arrivals are each follower's part arrivals by seq.
 	arrivals []map[int64]time.Time
+	// unordered counts the parts, over all followers, whose seq did not follow the
+	// one before.
+	unordered int
 }
 
 // session is one Session the phase drives.
@@ -112,6 +115,7 @@ func (b *bench) turn(ctx context.Context, s *session, followers int, text, clien
 	out := turnResult{receipt: took, firstPart: results[0].firstPart.Sub(sent)}
 	for _, r := range results {
 		out.arrivals = append(out.arrivals, r.at)
+		out.unordered += r.unordered
 		s.last = max(s.last, r.last)
 	}
 	return out, nil
@@ -146,41 +150,12 @@ func (b *bench) phase(ctx context.Context, n int, durable float64, floorOpts loc
 	if err != nil {
 		return nil, "", err
 	}
-	sessions := make([]*session, n)
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(16)
-	for i := range sessions {
-		g.Go(func() error {
-			var out struct {
-				SessionID string `json:"session_id"`
-			}
-			if err := b.api.callWith(gctx, http.MethodPost, "/agents/"+b.agentID+"/conversations", map[string]string{"Idempotency-Key": fmt.Sprintf("bench-%d-%d", n, i)}, struct{}{}, &out); err != nil {
-				return err
-			}
-			sessions[i] = &session{id: out.SessionID, api: b.apis[i%len(b.apis)]}
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
+	sessions, err := b.newSessions(ctx, n, fmt.Sprintf("bench-%d", n))
+	if err != nil {
 		return nil, "", err
 	}
-	// The first input of each Session starts its box: the cold start.
-	var mu sync.Mutex
-	var cold samples
-	g, gctx = errgroup.WithContext(ctx)
-	for _, s := range sessions {
-		g.Go(func() error {
-			r, err := b.turn(gctx, s, 1, "quick", "warm")
-			if err != nil {
-				return err
-			}
-			mu.Lock()
-			cold = append(cold, r.firstPart)
-			mu.Unlock()
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
+	cold, err := b.warm(ctx, sessions)
+	if err != nil {
 		return nil, "", err
 	}
 	warmSeq := map[string]int64{}
@@ -196,11 +171,12 @@ func (b *bench) phase(ctx context.Context, n int, durable float64, floorOpts loc
 			})
 		}
 	}
+	var mu sync.Mutex
 	var receipts, firsts samples
 	arrivals := map[string][]map[int64]time.Time{}
 	cpuBefore := takeCPU()
 	start := time.Now()
-	g, gctx = errgroup.WithContext(ctx)
+	g, gctx := errgroup.WithContext(ctx)
 	for _, s := range sessions {
 		g.Go(func() error {
 			for t := range o.Turns {
@@ -305,6 +281,48 @@ func (b *bench) phase(ctx context.Context, n int, durable float64, floorOpts loc
 	// per delta when the boxes are read directly and when the platform reads them.
 	return rows, fmt.Sprintf("cores used during the measured turns %s: %s (of %d)\ncores used by the program floor %s: %s (of %d)",
 		tag, cpuLine(cores), numCPU(), tag, cpuLine(floorCores), numCPU()), nil
+}
+
+// newSessions creates n Sessions of the scripted Agent, alternating between the
+// APIs; key prefixes their idempotency keys, so each set is new.
+func (b *bench) newSessions(ctx context.Context, n int, key string) ([]*session, error) {
+	sessions := make([]*session, n)
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(16)
+	for i := range sessions {
+		g.Go(func() error {
+			var out struct {
+				SessionID string `json:"session_id"`
+			}
+			if err := b.api.callWith(gctx, http.MethodPost, "/agents/"+b.agentID+"/conversations", map[string]string{"Idempotency-Key": fmt.Sprintf("%s-%d", key, i)}, struct{}{}, &out); err != nil {
+				return err
+			}
+			sessions[i] = &session{id: out.SessionID, api: b.apis[i%len(b.apis)]}
+			return nil
+		})
+	}
+	return sessions, g.Wait()
+}
+
+// warm sends each Session its first input, which starts its box, and returns the
+// times to their first parts: the cold starts.
+func (b *bench) warm(ctx context.Context, sessions []*session) (samples, error) {
+	var mu sync.Mutex
+	var cold samples
+	g, gctx := errgroup.WithContext(ctx)
+	for _, s := range sessions {
+		g.Go(func() error {
+			r, err := b.turn(gctx, s, 1, "quick", "warm")
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			cold = append(cold, r.firstPart)
+			mu.Unlock()
+			return nil
+		})
+	}
+	return cold, g.Wait()
 }
 
 // partFigures reads the measured parts' rows and compares them with what the

@@ -1,0 +1,251 @@
+package loadbench
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"go.uber.org/zap"
+	"golang.org/x/sync/errgroup"
+)
+
+// The reply each Session streams while a worker is killed: long enough (200 deltas
+// 25 ms apart, five seconds) that the kill lands in the middle of every one.
+const (
+	stopReplyDeltas = 200
+	stopReply       = "slow:200:25"
+	// stopUnderWay is how many parts every reply has committed before the kill.
+	stopUnderWay = 5
+)
+
+// workerStop checks that streams survive a worker's death while another runs: n new
+// Sessions each stream a long reply to their followers, the worker holding the most
+// of them is SIGKILLed once every reply is under way, and every follower must still
+// read its reply whole (each part once, in order, to its finish) through the API it
+// follows, the killed worker's Sessions resumed by the other. It reports the replies
+// read whole and, for the killed worker's Sessions, how long their followers waited
+// from the kill to the next part.
+func (b *bench) workerStop(ctx context.Context, n int) ([]Row, error) {
+	tag := fmt.Sprintf("@%d", n)
+	followers := max(1, min(b.opts.Followers, b.opts.MaxStreams/n))
+	b.log.Info("worker stop", zap.Int("sessions", n), zap.Int("followers", followers))
+	sessions, err := b.newSessions(ctx, n, fmt.Sprintf("stop-%d", n))
+	if err != nil {
+		return nil, err
+	}
+	if _, err := b.warm(ctx, sessions); err != nil {
+		return nil, err
+	}
+	conn, err := pgx.Connect(ctx, b.stack.DSN())
+	if err != nil {
+		return nil, fmt.Errorf("worker stop: connect: %w", err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	hosts, err := hostQueues(ctx, conn, sessions)
+	if err != nil {
+		return nil, err
+	}
+	victim, victimPID := b.busiestWorker(hosts)
+	onVictim := map[string]bool{}
+	for id, q := range hosts {
+		onVictim[id] = pidOfHostQueue(q) == victimPID
+	}
+
+	from := map[string]int64{}
+	for _, s := range sessions {
+		from[s.id] = s.last
+	}
+	results := make(map[string]turnResult, n)
+	var mu sync.Mutex
+	g, gctx := errgroup.WithContext(ctx)
+	for _, s := range sessions {
+		g.Go(func() error {
+			r, err := b.turn(gctx, s, followers, stopReply, "stop")
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			results[s.id] = r
+			mu.Unlock()
+			return nil
+		})
+	}
+	// A Session's turn ends only with its reply's finish: it cannot end before the
+	// kill, since the replies are waited for under way first.
+	if err := waitUnderWay(gctx, conn, from); err != nil {
+		_ = g.Wait()
+		return nil, err
+	}
+	killedAt := time.Now()
+	if err := b.stack.Kill(ctx, victim); err != nil {
+		_ = g.Wait()
+		return nil, fmt.Errorf("worker stop: kill %s: %w", victim, err)
+	}
+	b.log.Info("worker killed", zap.String("worker", victim), zap.Int("its_sessions", count(onVictim)))
+	if err := g.Wait(); err != nil {
+		return nil, fmt.Errorf("worker stop: a reply after %s was killed: %w", victim, err)
+	}
+
+	whole, killedHeld := 0, 0
+	var takeover samples
+	for _, s := range sessions {
+		r := results[s.id]
+		broken, err := replyWhole(ctx, conn, s.id, from[s.id], r)
+		if err != nil {
+			return nil, err
+		}
+		if broken == "" {
+			whole++
+		} else {
+			b.log.Warn("a reply was not read whole through a worker's kill", zap.String("session_id", s.id),
+				zap.Bool("on_the_killed_worker", onVictim[s.id]), zap.String("why", broken))
+		}
+		if !onVictim[s.id] {
+			continue
+		}
+		killedHeld++
+		if next, ok := firstAfter(r.arrivals[0], killedAt); ok {
+			takeover = append(takeover, next.Sub(killedAt))
+		}
+	}
+	if err := b.archive(ctx, sessions); err != nil {
+		return nil, err
+	}
+	return []Row{
+		{Figure: "replies whole through a worker's kill " + tag, Goal: "every reply whole",
+			P50: fmt.Sprintf("%d of %d (%d on the killed worker)", whole, n, killedHeld), Met: met(whole == n && killedHeld > 0)},
+		{Figure: "takeover after a worker's kill " + tag, Goal: "report", P50: msString(takeover.pct(50)), P99: msString(takeover.pct(99))},
+	}, nil
+}
+
+// busiestWorker returns the name and pid of the worker whose host task queue holds
+// the most of the Sessions (hosts: Session id to host task queue).
+func (b *bench) busiestWorker(hosts map[string]string) (string, int) {
+	held := map[int]int{}
+	for _, q := range hosts {
+		held[pidOfHostQueue(q)]++
+	}
+	name, pid := "", 0
+	for n, p := range b.stack.WorkerPIDs() {
+		if name == "" || held[p] > held[pid] {
+			name, pid = n, p
+		}
+	}
+	return name, pid
+}
+
+// pidOfHostQueue returns the worker pid a host task queue names
+// (<shared>/host/<hostname>-<pid>-<random>), or 0.
+func pidOfHostQueue(q string) int {
+	_, hostID, ok := strings.Cut(q, "/host/")
+	if !ok {
+		return 0
+	}
+	f := strings.Split(hostID, "-")
+	if len(f) < 3 {
+		return 0
+	}
+	pid, err := strconv.Atoi(f[len(f)-2])
+	if err != nil {
+		return 0
+	}
+	return pid
+}
+
+// hostQueues reads each Session's host task queue.
+func hostQueues(ctx context.Context, conn *pgx.Conn, sessions []*session) (map[string]string, error) {
+	ids := make([]string, len(sessions))
+	for i, s := range sessions {
+		ids[i] = s.id
+	}
+	rows, err := conn.Query(ctx, `SELECT id::text, coalesce(host_task_queue, '') FROM sessions WHERE id = ANY($1::uuid[])`, ids)
+	if err != nil {
+		return nil, fmt.Errorf("read host task queues: %w", err)
+	}
+	hosts := map[string]string{}
+	var id, q string
+	if _, err := pgx.ForEachRow(rows, []any{&id, &q}, func() error { hosts[id] = q; return nil }); err != nil {
+		return nil, fmt.Errorf("read host task queues: %w", err)
+	}
+	return hosts, nil
+}
+
+// waitUnderWay waits until every Session has committed stopUnderWay parts after its
+// seq in from.
+func waitUnderWay(ctx context.Context, conn *pgx.Conn, from map[string]int64) error {
+	for {
+		behind := 0
+		for id, after := range from {
+			var parts int
+			if err := conn.QueryRow(ctx, `SELECT count(*) FROM output_parts WHERE session_id = $1 AND seq > $2`, id, after).Scan(&parts); err != nil {
+				return fmt.Errorf("read replies under way: %w", err)
+			}
+			if parts < stopUnderWay {
+				behind++
+			}
+		}
+		if behind == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%d replies did not get under way: %w", behind, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// replyWhole says why a follower of the Session's turn did not read each part the log
+// holds after from exactly once, in order, or the reply all its deltas; "" when every
+// follower did.
+func replyWhole(ctx context.Context, conn *pgx.Conn, sessionID string, from int64, r turnResult) (string, error) {
+	if r.unordered > 0 {
+		return fmt.Sprintf("%d parts out of order over its followers", r.unordered), nil
+	}
+	for i, at := range r.arrivals {
+		last := from
+		for seq := range at {
+			last = max(last, seq)
+		}
+		var parts, deltas int
+		if err := conn.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE frame->>'type' = 'text-delta')
+			FROM output_parts WHERE session_id = $1 AND seq > $2 AND seq <= $3`, sessionID, from, last).Scan(&parts, &deltas); err != nil {
+			return "", fmt.Errorf("read the reply of %s: %w", sessionID, err)
+		}
+		if parts != len(at) || deltas != stopReplyDeltas {
+			var outcome string
+			if err := conn.QueryRow(ctx, `SELECT concat_ws(' ', outcome, native_reason, error::text) FROM responses
+				WHERE session_id = $1 AND started_seq > $2 ORDER BY started_seq LIMIT 1`, sessionID, from).Scan(&outcome); err != nil {
+				return "", fmt.Errorf("read the response of %s: %w", sessionID, err)
+			}
+			return fmt.Sprintf("follower %d read %d parts to seq %d, where the log holds %d with %d deltas of %d; the response: %s",
+				i, len(at), last, parts, deltas, stopReplyDeltas, outcome), nil
+		}
+	}
+	return "", nil
+}
+
+// firstAfter returns the earliest arrival after t.
+func firstAfter(arrivals map[int64]time.Time, t time.Time) (time.Time, bool) {
+	var first time.Time
+	for _, at := range arrivals {
+		if at.After(t) && (first.IsZero() || at.Before(first)) {
+			first = at
+		}
+	}
+	return first, !first.IsZero()
+}
+
+func count(set map[string]bool) int {
+	n := 0
+	for _, v := range set {
+		if v {
+			n++
+		}
+	}
+	return n
+}
