@@ -17,6 +17,11 @@ func (l *Listener) run(ctx context.Context, conn *pgx.Conn) {
 	reconnected := false
 	for {
 		err := l.serve(ctx, conn, reconnected)
+		// Nothing is listened to until the next connection listens again.
+		l.mu.Lock()
+		clear(l.listening)
+		clear(l.idle)
+		l.mu.Unlock()
 		closeCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		_ = conn.Close(closeCtx)
 		cancel()
@@ -53,17 +58,17 @@ func (l *Listener) reconnect(ctx context.Context) *pgx.Conn {
 	}
 }
 
-// serve keeps conn's LISTEN set equal to the subscribed channels and dispatches
-// notifications until the connection fails or ctx ends.
+// serve keeps conn's LISTEN set equal to the subscribed channels and those
+// lingering after their last subscriber, and dispatches notifications until the
+// connection fails or ctx ends.
 func (l *Listener) serve(ctx context.Context, conn *pgx.Conn, reconnected bool) error {
-	listening := map[string]bool{}
 	for {
-		if err := l.syncListens(ctx, conn, listening); err != nil {
+		if err := l.syncListens(ctx, conn); err != nil {
 			return err
 		}
 		l.mu.Lock()
 		for channel, set := range l.subs {
-			if !listening[channel] {
+			if !l.listening[channel] {
 				continue
 			}
 			for sub := range set {
@@ -79,16 +84,23 @@ func (l *Listener) serve(ctx context.Context, conn *pgx.Conn, reconnected bool) 
 			l.mu.Unlock()
 			continue
 		}
-		waitCtx, cancel := context.WithTimeout(ctx, l.opts.HealthInterval)
-		l.cancelWait = cancel
+		wait, health := l.opts.HealthInterval, true
+		if next, ok := l.nextUnlistenLocked(); ok && time.Until(next) < wait {
+			wait, health = max(time.Until(next), time.Millisecond), false
+		}
+		waitCtx, cancel := context.WithTimeout(ctx, wait)
+		l.cancelWait, l.waitUntil = cancel, time.Now().Add(wait)
 		l.mu.Unlock()
 
 		n, err := conn.WaitForNotification(waitCtx)
 		timedOut := errors.Is(waitCtx.Err(), context.DeadlineExceeded)
 		l.mu.Lock()
-		l.cancelWait = nil
+		l.cancelWait, l.waitUntil = nil, time.Time{}
 		l.mu.Unlock()
 		cancel()
+		if err != nil && timedOut && !health && ctx.Err() == nil && !conn.IsClosed() {
+			continue // a lingering channel is due to be unlistened
+		}
 
 		switch {
 		case err == nil:
@@ -114,18 +126,28 @@ func (l *Listener) serve(ctx context.Context, conn *pgx.Conn, reconnected bool) 
 }
 
 // syncListens issues LISTEN and UNLISTEN so the connection hears exactly the
-// subscribed channels.
-func (l *Listener) syncListens(ctx context.Context, conn *pgx.Conn, listening map[string]bool) error {
+// subscribed channels and those lingering after their last subscriber.
+func (l *Listener) syncListens(ctx context.Context, conn *pgx.Conn) error {
 	l.mu.Lock()
 	l.dirty = false
 	var add, remove []string
 	for channel := range l.subs {
-		if !listening[channel] {
+		if !l.listening[channel] {
 			add = append(add, channel)
 		}
 	}
-	for channel := range listening {
-		if _, ok := l.subs[channel]; !ok {
+	now := time.Now()
+	for channel := range l.listening {
+		if _, ok := l.subs[channel]; ok {
+			continue
+		}
+		since, ok := l.idle[channel]
+		if !ok {
+			// Its last subscriber left while its LISTEN was under way.
+			l.idle[channel] = now
+			continue
+		}
+		if now.Sub(since) >= l.opts.Linger {
 			remove = append(remove, channel)
 		}
 	}
@@ -134,15 +156,39 @@ func (l *Listener) syncListens(ctx context.Context, conn *pgx.Conn, listening ma
 		if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{channel}.Sanitize()); err != nil {
 			return fmt.Errorf("listen %s: %w", channel, err)
 		}
-		listening[channel] = true
+		l.mu.Lock()
+		l.listening[channel] = true
+		l.mu.Unlock()
 	}
 	for _, channel := range remove {
+		l.mu.Lock()
+		_, taken := l.subs[channel]
+		if !taken {
+			// Unlistened from here on: a new subscriber waits for its own LISTEN.
+			delete(l.listening, channel)
+			delete(l.idle, channel)
+		}
+		l.mu.Unlock()
+		if taken {
+			continue // subscribed again meanwhile
+		}
 		if _, err := conn.Exec(ctx, "UNLISTEN "+pgx.Identifier{channel}.Sanitize()); err != nil {
 			return fmt.Errorf("unlisten %s: %w", channel, err)
 		}
-		delete(listening, channel)
 	}
 	return nil
+}
+
+// nextUnlistenLocked is when the first lingering channel is due to be unlistened.
+// Callers hold l.mu.
+func (l *Listener) nextUnlistenLocked() (time.Time, bool) {
+	var next time.Time
+	for _, since := range l.idle {
+		if due := since.Add(l.opts.Linger); next.IsZero() || due.Before(next) {
+			next = due
+		}
+	}
+	return next, !next.IsZero()
 }
 
 // dispatch queues n for every subscriber of its channel without blocking the loop.

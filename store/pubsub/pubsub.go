@@ -63,6 +63,11 @@ type Options struct {
 	MaxBackoff time.Duration
 	// Buffer is each subscription's queue length; default 64.
 	Buffer int
+	// Linger is how long a channel stays listened to after its last subscriber
+	// left; default 30 s. A client opens a stream per reply it follows, so a
+	// Session's channel is left and taken again every turn: lingering spares the
+	// UNLISTEN and LISTEN round trips, and the new subscriber's wait for them.
+	Linger time.Duration
 }
 
 // Listener owns the LISTEN connection and fans notifications out to subscriptions.
@@ -71,9 +76,14 @@ type Listener struct {
 	opts   Options
 	logger *zap.Logger
 
-	mu         sync.Mutex
-	subs       map[string]map[*Subscription]struct{}
+	mu   sync.Mutex
+	subs map[string]map[*Subscription]struct{}
+	// listening is the connection's LISTEN set (empty while it is down), and idle
+	// when each of its channels without subscribers lost its last one.
+	listening  map[string]bool
+	idle       map[string]time.Time
 	dirty      bool               // the LISTEN set must be synced with subs
+	waitUntil  time.Time          // when the loop's current wait ends; zero when not waiting
 	cancelWait context.CancelFunc // interrupts the loop's wait; nil when not waiting
 	closed     bool
 
@@ -111,11 +121,15 @@ func Start(ctx context.Context, dsn string, logger *zap.Logger, opts Options) (*
 	if opts.Buffer <= 0 {
 		opts.Buffer = 64
 	}
+	if opts.Linger <= 0 {
+		opts.Linger = 30 * time.Second
+	}
 	cfg.RuntimeParams["application_name"] = opts.ApplicationName
 	if logger == nil {
 		logger = zap.NewNop()
 	}
-	l := &Listener{cfg: cfg, opts: opts, logger: logger.Named("pubsub"), subs: map[string]map[*Subscription]struct{}{}, done: make(chan struct{})}
+	l := &Listener{cfg: cfg, opts: opts, logger: logger.Named("pubsub"), subs: map[string]map[*Subscription]struct{}{},
+		listening: map[string]bool{}, idle: map[string]time.Time{}, done: make(chan struct{})}
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("pubsub: connect: %w", err)
@@ -148,7 +162,13 @@ func (l *Listener) Subscribe(ctx context.Context, channel string) (*Subscription
 		l.subs[channel] = map[*Subscription]struct{}{}
 	}
 	l.subs[channel][sub] = struct{}{}
-	l.kickLocked()
+	delete(l.idle, channel)
+	if l.listening[channel] {
+		// Listened to already (another subscriber's, or lingering): nothing to wait for.
+		sub.markReady()
+	} else {
+		l.kickLocked()
+	}
 	l.mu.Unlock()
 
 	select {
@@ -176,7 +196,8 @@ func (s *Subscription) Dropped() <-chan struct{} { return s.dropped }
 // Channel is the subscribed channel's name.
 func (s *Subscription) Channel() string { return s.channel }
 
-// Close ends the subscription; the channel is unlistened when no one else needs it.
+// Close ends the subscription; the channel is unlistened when no one else has
+// needed it for Options.Linger.
 func (s *Subscription) Close() {
 	s.closeOnce.Do(func() {
 		l := s.l
@@ -186,11 +207,29 @@ func (s *Subscription) Close() {
 			delete(set, s)
 			if len(set) == 0 {
 				delete(l.subs, s.channel)
+				if l.listening[s.channel] {
+					now := time.Now()
+					l.idle[s.channel] = now
+					if l.cancelWait != nil && now.Add(l.opts.Linger).Before(l.waitUntil) {
+						l.kickLocked() // due before the loop would look again
+					}
+				}
 			}
 		}
 		close(s.c)
-		l.kickLocked()
 	})
+}
+
+// Listening returns the channels the connection listens to now, lingering ones
+// included, for diagnostics and tests.
+func (l *Listener) Listening() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]string, 0, len(l.listening))
+	for channel := range l.listening {
+		out = append(out, channel)
+	}
+	return out
 }
 
 // Close stops the Listener, closes its connection and every subscription's C.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -213,4 +214,33 @@ func TestFrequentHealthChecksKeepTheConnectionUsable(t *testing.T) {
 		e.notify(t, ch, strconv.Itoa(i))
 		require.Equal(t, strconv.Itoa(i), receive(t, e.ctx, sub).Payload)
 	}
+}
+
+// TestALeftChannelLingersThenIsUnlistened: a channel stays listened to for Linger
+// after its last subscriber left, so the next one is ready without a LISTEN and
+// hears what is sent; past Linger it is unlistened, and a later subscriber listens
+// to it again.
+func TestALeftChannelLingersThenIsUnlistened(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, pubsub.Options{Linger: 3 * time.Second})
+	ch := pubsub.SessionOutputChannel("00000000-0000-0000-0000-00000000000c")
+
+	first, err := e.l.Subscribe(e.ctx, ch)
+	require.NoError(t, err)
+	first.Close()
+	require.Contains(t, e.l.Listening(), ch, "the channel lingers after its last subscriber left")
+	again, err := e.l.Subscribe(e.ctx, ch)
+	require.NoError(t, err)
+	e.notify(t, ch, "1")
+	require.Equal(t, "1", receive(t, e.ctx, again).Payload)
+
+	again.Close()
+	require.Eventually(t, func() bool { return !slices.Contains(e.l.Listening(), ch) }, 30*time.Second, 20*time.Millisecond,
+		"unlistened once it lingered")
+	later, err := e.l.Subscribe(e.ctx, ch)
+	require.NoError(t, err)
+	require.Contains(t, e.l.Listening(), ch)
+	e.notify(t, ch, "2")
+	require.Equal(t, "2", receive(t, e.ctx, later).Payload)
+	later.Close()
 }
