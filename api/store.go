@@ -77,6 +77,7 @@ type InputStore interface {
 type OutputStore interface {
 	ListOutputPartsAfter(ctx context.Context, sessionID string, afterSeq int64, limit int) ([]store.OutputPart, error)
 	StreamPositionAt(ctx context.Context, sessionID string, seq int64) (store.StreamPosition, error)
+	GetSessionAtStreamPosition(ctx context.Context, id string, seq int64) (store.Session, store.StreamPosition, error)
 	ListResponsesBySession(ctx context.Context, sessionID string) ([]store.Response, error)
 	ListResponseParts(ctx context.Context, sessionID string, responseIDs []string) ([]store.OutputPart, error)
 	ListChildRunsBySession(ctx context.Context, sessionID string) ([]store.ChildRun, error)

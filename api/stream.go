@@ -11,6 +11,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"go.uber.org/zap"
 
+	"github.com/astrabox/astrabox/store"
 	"github.com/astrabox/astrabox/store/pubsub"
 )
 
@@ -30,11 +31,6 @@ const streamBatch = 500
 // signal) has the follower re-read the log from its cursor. Idle streams get a
 // keep-alive comment. Last-Event-ID is not used: the cursor is after_seq.
 func (s *Server) streamSession(c *gin.Context) {
-	sess, err := s.loadSession(c, readAccess)
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
 	if err := knownQuery(c, "after_seq"); err != nil {
 		s.fail(c, err)
 		return
@@ -44,12 +40,20 @@ func (s *Server) streamSession(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	if after > sess.OutputSeq {
-		s.fail(c, InvalidRequest("after_seq", "%d is beyond the Session's output position %d", after, sess.OutputSeq))
-		return
-	}
 	if s.output == nil {
 		s.fail(c, Unavailable("streaming is not configured", nil))
+		return
+	}
+	ctx := c.Request.Context()
+	open, err := s.openStream(c, after)
+	defer open.end()
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	sess, sub, pos := open.session, open.sub, open.pos
+	if after > sess.OutputSeq {
+		s.fail(c, InvalidRequest("after_seq", "%d is beyond the Session's output position %d", after, sess.OutputSeq))
 		return
 	}
 	credential, stillValid := s.streamCredential(c)
@@ -67,13 +71,6 @@ func (s *Server) streamSession(c *gin.Context) {
 		s.fail(c, fmt.Errorf("lift read deadline for stream: %w", err))
 		return
 	}
-	ctx := c.Request.Context()
-	sub, err := s.output.Subscribe(ctx, pubsub.SessionOutputChannel(sess.ID))
-	if err != nil {
-		s.fail(c, fmt.Errorf("subscribe to session output: %w", err))
-		return
-	}
-	defer sub.Close()
 	// A revoked token or link, or a disabled user, is announced: the stream re-checks its
 	// credential at once instead of at its next periodic re-check.
 	revoked, err := s.output.Subscribe(ctx, pubsub.CredentialsRevokedChannel)
@@ -82,13 +79,6 @@ func (s *Server) streamSession(c *gin.Context) {
 		return
 	}
 	defer revoked.Close()
-	// Read after subscribing: a part committed since is either in the position read
-	// here or announced to the subscription.
-	pos, err := s.store.StreamPositionAt(ctx, sess.ID, after)
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
 
 	h := c.Writer.Header()
 	h.Set("Content-Type", "text/event-stream")
@@ -108,6 +98,59 @@ func (s *Server) streamSession(c *gin.Context) {
 	if err != nil && ctx.Err() == nil {
 		RequestLogger(c, s.log).Warn("stream ended early", zap.String("session_id", sess.ID), zap.Int64("cursor", f.cursor), zap.Error(err))
 	}
+}
+
+// openedStream is a stream's Session, its subscription to the Session's output and
+// the Session's output position at the stream's cursor, read after subscribing.
+type openedStream struct {
+	session store.Session
+	sub     *pubsub.Subscription
+	pos     store.StreamPosition
+	allowed bool
+}
+
+// end ends the subscription: a refused stream's channel is not left listened to.
+func (o *openedStream) end() {
+	switch {
+	case o.sub == nil:
+	case o.allowed:
+		o.sub.Close()
+	default:
+		o.sub.Abandon()
+	}
+}
+
+// openStream subscribes to the Session's output, then reads the Session and its
+// position at the cursor after in one statement, and checks the caller may read it;
+// a part committed after the read is announced to the subscription. A share link's
+// Session, read by its link, is subscribed to and its position read after.
+func (s *Server) openStream(c *gin.Context, after int64) (*openedStream, error) {
+	ctx := c.Request.Context()
+	o := &openedStream{}
+	sess, err := s.loadSessionWith(c, readAccess, func(ctx context.Context, id string) (store.Session, error) {
+		sub, err := s.output.Subscribe(ctx, pubsub.SessionOutputChannel(id))
+		if err != nil {
+			return store.Session{}, fmt.Errorf("subscribe to session output: %w", err)
+		}
+		o.sub = sub
+		sess, pos, err := s.store.GetSessionAtStreamPosition(ctx, id, after)
+		o.pos = pos
+		return sess, err
+	})
+	if err != nil {
+		return o, err
+	}
+	o.session, o.allowed = sess, true
+	if o.sub != nil {
+		return o, nil
+	}
+	if o.sub, err = s.output.Subscribe(ctx, pubsub.SessionOutputChannel(sess.ID)); err != nil {
+		return o, fmt.Errorf("subscribe to session output: %w", err)
+	}
+	if o.pos, err = s.store.StreamPositionAt(ctx, sess.ID, after); err != nil {
+		return o, err
+	}
+	return o, nil
 }
 
 // streamFollower is one SSE follower of one Session.

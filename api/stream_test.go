@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,6 +20,7 @@ import (
 	"github.com/astrabox/astrabox/engines"
 	"github.com/astrabox/astrabox/internal/uicheck"
 	"github.com/astrabox/astrabox/store"
+	"github.com/astrabox/astrabox/store/pubsub"
 )
 
 // relay stands in for the orchestration's Relay: it holds the reader lease and appends
@@ -262,6 +264,19 @@ func TestStreamRefusesBadCursorsAndStrangers(t *testing.T) {
 	}
 	f.call("GET", "/api/v1/sessions/"+id+"/stream", f.other, nil).refused(t, http.StatusNotFound, CodeNotFound)
 	f.call("GET", "/api/v1/sessions/"+id+"/stream", "", nil).refused(t, http.StatusUnauthorized, CodeUnauthorized)
+
+	// A stream subscribes before it reads its Session: a refused one leaves no channel
+	// listened to, so no caller keeps the listener on channels at will.
+	unseen := f.newSession(f.member)
+	missing := "00000000-0000-0000-0000-0000000000ff"
+	f.call("GET", "/api/v1/sessions/"+unseen+"/stream", f.other, nil).refused(t, http.StatusNotFound, CodeNotFound)
+	f.call("GET", "/api/v1/sessions/"+missing+"/stream", f.member, nil).refused(t, http.StatusNotFound, CodeNotFound)
+	listener := f.opts.Output.(*pubsub.Listener)
+	require.Eventually(t, func() bool {
+		listening := listener.Listening()
+		return !slices.Contains(listening, pubsub.SessionOutputChannel(unseen)) && !slices.Contains(listening, pubsub.SessionOutputChannel(missing))
+	}, 30*time.Second, 10*time.Millisecond, "a refused stream's channel is unlistened")
+	require.Contains(t, listener.Listening(), pubsub.SessionOutputChannel(id), "an allowed stream's channel lingers")
 }
 
 // TestStreamSendsNoticedPartsAsALogReadWould: parts a Relay commits alone come with

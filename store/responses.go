@@ -170,15 +170,17 @@ type StreamPosition struct {
 	InResponse bool
 }
 
+// inResponseAtSQL says whether one of the Session s's responses had started but not
+// ended at the cursor @after.
+const inResponseAtSQL = `EXISTS (
+	SELECT 1 FROM responses r
+	WHERE r.session_id = s.id AND r.started_seq <= @after AND (r.ended_seq IS NULL OR r.ended_seq > @after)
+) AS in_response`
+
 // streamPositionSQL reads both in one round trip: a stream opened at the head of the
 // log (the usual case: a client opens one for the reply it is about to ask for) then
 // has no backlog to read.
-const streamPositionSQL = `
-SELECT s.output_seq, EXISTS (
-	SELECT 1 FROM responses r
-	WHERE r.session_id = s.id AND r.started_seq <= @after AND (r.ended_seq IS NULL OR r.ended_seq > @after)
-) AS in_response
-FROM sessions s WHERE s.id = @id`
+const streamPositionSQL = `SELECT s.output_seq, ` + inResponseAtSQL + ` FROM sessions s WHERE s.id = @id`
 
 // StreamPositionAt reads the Session's StreamPosition for a stream resuming after seq.
 // A missing Session is ErrNotFound.
@@ -191,6 +193,30 @@ func (s *Store) StreamPositionAt(ctx context.Context, sessionID string, seq int6
 		return StreamPosition{}, fmt.Errorf("stream position: session %s: %w", sessionID, ErrNotFound)
 	}
 	return rows[0], nil
+}
+
+// sessionAtStreamPosition is a Session with whether a response was open at a
+// stream's cursor.
+type sessionAtStreamPosition struct {
+	Session    Session `gorm:"embedded"`
+	InResponse bool    `gorm:"column:in_response"`
+}
+
+// GetSessionAtStreamPosition reads the Session with its StreamPosition for a stream
+// resuming after seq, in one statement: what a stream's opening reads once it has
+// subscribed to the Session's output. A missing Session is ErrNotFound.
+func (s *Store) GetSessionAtStreamPosition(ctx context.Context, id string, seq int64) (Session, StreamPosition, error) {
+	var rows []sessionAtStreamPosition
+	err := s.conn(ctx).Raw(`SELECT s.*, `+inResponseAtSQL+` FROM sessions s WHERE s.id = @id`,
+		map[string]any{"id": id, "after": seq}).Scan(&rows).Error
+	if err != nil {
+		return Session{}, StreamPosition{}, mapError("get session at stream position", err)
+	}
+	if len(rows) == 0 {
+		return Session{}, StreamPosition{}, fmt.Errorf("get session %s at stream position: %w", id, ErrNotFound)
+	}
+	r := rows[0]
+	return r.Session, StreamPosition{OutputSeq: r.Session.OutputSeq, InResponse: r.InResponse}, nil
 }
 
 // nullableJSON stores SQL NULL for absent JSON.

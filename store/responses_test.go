@@ -137,7 +137,20 @@ func TestStreamPositionSaysTheHeadAndWhetherAResponseIsOpenAtTheCursor(t *testin
 	lease, err := st.AcquireReaderLease(ctx, store.LeaseRequest{SessionID: f.session.ID, Holder: "host-a", TTL: time.Minute})
 	require.NoError(t, err)
 
-	pos, err := st.StreamPositionAt(ctx, f.session.ID, 0)
+	// Both readings of the position, alone and with the Session, agree.
+	positionAt := func(after int64) (store.StreamPosition, error) {
+		pos, err := st.StreamPositionAt(ctx, f.session.ID, after)
+		if err != nil {
+			return pos, err
+		}
+		sess, withSession, err := st.GetSessionAtStreamPosition(ctx, f.session.ID, after)
+		require.NoError(t, err)
+		require.Equal(t, f.session.ID, sess.ID)
+		require.Equal(t, pos, withSession, "the Session's reading at %d", after)
+		require.Equal(t, sess.OutputSeq, pos.OutputSeq)
+		return pos, nil
+	}
+	pos, err := positionAt(0)
 	require.NoError(t, err)
 	require.Equal(t, store.StreamPosition{}, pos, "a fresh Session: nothing written, nothing open")
 
@@ -150,22 +163,24 @@ func TestStreamPositionSaysTheHeadAndWhetherAResponseIsOpenAtTheCursor(t *testin
 	}})
 	require.NoError(t, err)
 
-	pos, err = st.StreamPositionAt(ctx, f.session.ID, 0)
+	pos, err = positionAt(0)
 	require.NoError(t, err)
 	require.Equal(t, store.StreamPosition{OutputSeq: 3}, pos, "before the response's first part the cursor is outside it")
-	pos, err = st.StreamPositionAt(ctx, f.session.ID, 2)
+	pos, err = positionAt(2)
 	require.NoError(t, err)
 	require.Equal(t, store.StreamPosition{OutputSeq: 3, InResponse: true}, pos, "a cursor inside a response not ended")
 
 	_, err = st.EndResponse(ctx, store.ResponseEnd{SessionID: f.session.ID, ResponseID: "resp-1", Outcome: store.OutcomeCompleted, EndedSeq: 3})
 	require.NoError(t, err)
-	pos, err = st.StreamPositionAt(ctx, f.session.ID, 2)
+	pos, err = positionAt(2)
 	require.NoError(t, err)
 	require.True(t, pos.InResponse, "a cursor before the response's end is inside it")
-	pos, err = st.StreamPositionAt(ctx, f.session.ID, 3)
+	pos, err = positionAt(3)
 	require.NoError(t, err)
 	require.Equal(t, store.StreamPosition{OutputSeq: 3}, pos, "a cursor at the head, after the response ended")
 
 	_, err = st.StreamPositionAt(ctx, "00000000-0000-0000-0000-000000000000", 0)
+	require.ErrorIs(t, err, store.ErrNotFound)
+	_, _, err = st.GetSessionAtStreamPosition(ctx, "00000000-0000-0000-0000-000000000000", 0)
 	require.ErrorIs(t, err, store.ErrNotFound)
 }

@@ -100,6 +100,9 @@ type Subscription struct {
 	ready     chan struct{}
 	readyOnce sync.Once
 	closeOnce sync.Once
+	// lingering is when the channel's last subscriber had left, if it was lingering
+	// when this subscription took it (zero otherwise): Abandon lets it linger on.
+	lingering time.Time
 }
 
 // Start connects to the database at dsn and serves subscriptions until Close. The
@@ -162,6 +165,7 @@ func (l *Listener) Subscribe(ctx context.Context, channel string) (*Subscription
 		l.subs[channel] = map[*Subscription]struct{}{}
 	}
 	l.subs[channel][sub] = struct{}{}
+	sub.lingering = l.idle[channel]
 	delete(l.idle, channel)
 	if l.listening[channel] {
 		// Listened to already (another subscriber's, or lingering): nothing to wait for.
@@ -198,7 +202,15 @@ func (s *Subscription) Channel() string { return s.channel }
 
 // Close ends the subscription; the channel is unlistened when no one else has
 // needed it for Options.Linger.
-func (s *Subscription) Close() {
+func (s *Subscription) Close() { s.end(true) }
+
+// Abandon ends the subscription as Close does, but its channel is unlistened at once
+// when no one else needs it (or lingers on as it did before the subscription took
+// it): for a subscription taken before its subscriber was known to be allowed it (a
+// refused stream's), so no caller keeps channels listened to at will.
+func (s *Subscription) Abandon() { s.end(false) }
+
+func (s *Subscription) end(linger bool) {
 	s.closeOnce.Do(func() {
 		l := s.l
 		l.mu.Lock()
@@ -209,6 +221,13 @@ func (s *Subscription) Close() {
 				delete(l.subs, s.channel)
 				if l.listening[s.channel] {
 					now := time.Now()
+					switch {
+					case linger:
+					case !s.lingering.IsZero():
+						now = s.lingering
+					default:
+						now = now.Add(-l.opts.Linger) // due now
+					}
 					l.idle[s.channel] = now
 					if l.cancelWait != nil && now.Add(l.opts.Linger).Before(l.waitUntil) {
 						l.kickLocked() // due before the loop would look again

@@ -244,3 +244,36 @@ func TestALeftChannelLingersThenIsUnlistened(t *testing.T) {
 	require.Equal(t, "2", receive(t, e.ctx, later).Payload)
 	later.Close()
 }
+
+// TestAnAbandonedChannelIsUnlistenedAtOnce: a subscription abandoned (taken before
+// its subscriber was known to be allowed it) leaves no channel lingering, unless
+// another subscriber still needs it.
+func TestAnAbandonedChannelIsUnlistenedAtOnce(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, pubsub.Options{Linger: time.Hour})
+	ch := pubsub.SessionOutputChannel("00000000-0000-0000-0000-00000000000d")
+
+	kept, err := e.l.Subscribe(e.ctx, ch)
+	require.NoError(t, err)
+	refused, err := e.l.Subscribe(e.ctx, ch)
+	require.NoError(t, err)
+	refused.Abandon()
+	require.Contains(t, e.l.Listening(), ch, "another subscriber still needs it")
+	e.notify(t, ch, "1")
+	require.Equal(t, "1", receive(t, e.ctx, kept).Payload)
+	kept.Close()
+	require.Contains(t, e.l.Listening(), ch, "a closed one lingers")
+	refusedAgain, err := e.l.Subscribe(e.ctx, ch)
+	require.NoError(t, err)
+	refusedAgain.Abandon()
+	require.Contains(t, e.l.Listening(), ch, "abandoning a lingering channel lets it linger on")
+
+	other := pubsub.SessionOutputChannel("00000000-0000-0000-0000-00000000000e")
+
+	alone, err := e.l.Subscribe(e.ctx, other)
+	require.NoError(t, err)
+	alone.Abandon()
+	require.Eventually(t, func() bool { return !slices.Contains(e.l.Listening(), other) }, 30*time.Second, 10*time.Millisecond,
+		"unlistened at once, although the linger is an hour")
+	require.Contains(t, e.l.Listening(), ch)
+}
