@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -17,13 +18,18 @@ func TestAuthRequiresAValidBearerToken(t *testing.T) {
 	f.call("GET", "/api/v1/sessions", "", nil, "Authorization", "Basic dXNlcjpwdw==").refused(t, http.StatusUnauthorized, CodeUnauthorized)
 	f.call("GET", "/api/v1/sessions", f.member, nil).ok(t)
 
-	// Revoked tokens stop working at once.
+	// A token revoked elsewhere (another process, here the store itself) stops working
+	// as soon as the revocation's announcement arrives; the API's own revocation is
+	// refused from the next request on (TestUsersAndTokensLifecycle).
 	u, err := f.st.GetUserByEmail(f.ctx, "other@example.test")
 	require.NoError(t, err)
 	tok, plain, err := f.st.CreateAPIToken(f.ctx, u.ID, "revoked", nil)
 	require.NoError(t, err)
 	f.call("GET", "/api/v1/sessions", plain, nil).ok(t)
 	require.NoError(t, f.st.RevokeAPIToken(f.ctx, tok.ID))
+	require.Eventually(t, func() bool {
+		return f.call("GET", "/api/v1/sessions", plain, nil).Status == http.StatusUnauthorized
+	}, 30*time.Second, 10*time.Millisecond, "refused once the revocation is announced")
 	f.call("GET", "/api/v1/sessions", plain, nil).refused(t, http.StatusUnauthorized, CodeUnauthorized)
 }
 

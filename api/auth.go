@@ -35,7 +35,10 @@ func (s *Server) authenticate(c *gin.Context) {
 		s.refuseUnauthenticated(c, err)
 		return
 	}
-	user, tok, err := s.store.GetUserByAPIToken(c.Request.Context(), token, s.now())
+	now := s.now()
+	user, tok, err := s.tokens.get(c.Request.Context(), token, now, func() (store.User, store.APIToken, error) {
+		return s.store.GetUserByAPIToken(c.Request.Context(), token, now)
+	})
 	if errors.Is(err, store.ErrNotFound) {
 		s.refuseUnauthenticated(c, Unauthorized("the token is unknown, revoked or expired"))
 		return
@@ -44,7 +47,7 @@ func (s *Server) authenticate(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	s.touchToken(c, tok)
+	s.touchToken(c, tok, token)
 	c.Set(userKey, user)
 	c.Set(tokenKey, tok)
 	c.Set(plaintextKey, token)
@@ -113,14 +116,16 @@ func (s *Server) refuseUnauthenticated(c *gin.Context, err error) {
 // touchToken records that the token was used, at most once per tokenTouchInterval. A
 // failed write is logged and does not refuse the request: last_used_at informs
 // administrators, it guards nothing.
-func (s *Server) touchToken(c *gin.Context, tok store.APIToken) {
+func (s *Server) touchToken(c *gin.Context, tok store.APIToken, plaintext string) {
 	now := s.now()
 	if tok.LastUsedAt != nil && now.Sub(*tok.LastUsedAt) < tokenTouchInterval {
 		return
 	}
 	if err := s.store.TouchAPIToken(c.Request.Context(), tok.ID, now, tokenTouchInterval); err != nil {
 		RequestLogger(c, s.log).Warn("record api token use", zap.String("token_id", tok.ID), zap.Error(err))
+		return
 	}
+	s.tokens.touched(plaintext, now)
 }
 
 // currentToken returns the API token of the request.

@@ -238,7 +238,10 @@ func newFixtureOn(t testing.TB, tune func(dsn string, o *Options)) *fixture {
 
 	f := &fixture{t: t, ctx: ctx, st: st, db: db, registry: reg, runtime: &testClient{refuse: map[string]string{}}}
 	f.signals = &recordingSignaler{store: st, runtime: f.runtime}
-	opts := Options{Logger: zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)), Store: st, Output: listener, Signaler: f.signals, Registry: reg}
+	// Tokens are cached as a deployment's default caches them, so every test of a
+	// revocation or a disabled user goes through the cache.
+	opts := Options{Logger: zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)), Store: st, Output: listener, Signaler: f.signals, Registry: reg,
+		TokenCacheTTL: 5 * time.Second}
 	tune(dsn, &opts)
 	f.opts = opts
 	f.srv = httptest.NewServer(New(opts).Handler())

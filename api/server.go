@@ -73,6 +73,10 @@ type Options struct {
 	// TokenRecheck is how often an open stream re-checks its token and ends once it is
 	// revoked or expired (http.token_recheck_interval); zero means 30 s.
 	TokenRecheck time.Duration
+	// TokenCacheTTL is how long an authenticated token and its user are kept in memory
+	// without reading them again (http.token_cache_ttl); zero reads them at every
+	// request. A revocation or a disabled user empties the cache when announced.
+	TokenCacheTTL time.Duration
 	// KeepAlive is the idle interval after which a stream sends a comment; zero means 15 s.
 	KeepAlive time.Duration
 	// Now is the clock for token expiry; nil means time.Now.
@@ -117,6 +121,7 @@ type Server struct {
 	readTimeout     time.Duration
 	idleTimeout     time.Duration
 	tokenRecheck    time.Duration
+	tokens          *tokenCache
 	streams         *streamLimiter
 	keepAlive       time.Duration
 	now             func() time.Time
@@ -151,6 +156,7 @@ func New(opts Options) *Server {
 		readTimeout:     opts.ReadTimeout,
 		idleTimeout:     opts.IdleTimeout,
 		tokenRecheck:    opts.TokenRecheck,
+		tokens:          newTokenCache(opts.TokenCacheTTL, opts.Output),
 		streams:         newStreamLimiter(opts.MaxStreamsPerToken),
 		keepAlive:       opts.KeepAlive,
 		now:             opts.Now,

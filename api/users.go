@@ -212,6 +212,9 @@ func (s *Server) setUserDisabled(c *gin.Context, disabled bool) {
 		s.fail(c, err)
 		return
 	}
+	// This process refuses the user's tokens from the next request on; the others
+	// when the change's announcement reaches them.
+	s.tokens.flush()
 	writeOK(c, newUserView(u))
 }
 
@@ -320,5 +323,6 @@ func (s *Server) revokeToken(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
+	s.tokens.flush() // refused from the next request on, here; elsewhere once announced
 	writeOK(c, newTokenView(tok, s.now()))
 }

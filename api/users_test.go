@@ -208,3 +208,37 @@ func TestRevocationEndsOpenStreamsAtOnce(t *testing.T) {
 	ended(byMember)
 	ended(byOtherLink)
 }
+
+// TestACachedTokenIsReadAgainAfterItsTimeOrARevocationsAnnouncement: an authenticated
+// token is served from the cache while its row changes unannounced (an edit by hand),
+// is read again once its cache time has passed, and is dropped from the cache as soon
+// as a revocation is announced on credentials_revoked, as another API replica's
+// revocation is.
+func TestACachedTokenIsReadAgainAfterItsTimeOrARevocationsAnnouncement(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	now := time.Now()
+	f := newFixture(t, func(o *Options) {
+		o.TokenCacheTTL = time.Minute
+		o.Now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	})
+	revokeUnannounced := func(userID string) {
+		f.exec("UPDATE api_tokens SET revoked_at = now() WHERE user_id = $1", userID)
+	}
+
+	f.call("GET", "/api/v1/me", f.member, nil).ok(t)
+	revokeUnannounced(f.memberID)
+	f.call("GET", "/api/v1/me", f.member, nil).ok(t) // served from the cache
+	mu.Lock()
+	now = now.Add(2 * time.Minute)
+	mu.Unlock()
+	f.call("GET", "/api/v1/me", f.member, nil).refused(t, http.StatusUnauthorized, CodeUnauthorized)
+
+	f.call("GET", "/api/v1/me", f.admin, nil).ok(t)
+	revokeUnannounced(f.adminID)
+	f.call("GET", "/api/v1/me", f.admin, nil).ok(t) // served from the cache
+	f.exec("SELECT pg_notify('credentials_revoked', '')")
+	require.Eventually(t, func() bool {
+		return f.call("GET", "/api/v1/me", f.admin, nil).Status == http.StatusUnauthorized
+	}, 30*time.Second, 10*time.Millisecond, "the announcement empties the cache")
+}

@@ -129,6 +129,11 @@ type HTTP struct {
 	// TokenRecheckInterval is how often an open stream re-checks its token, ending the
 	// stream once the token is revoked or expired.
 	TokenRecheckInterval time.Duration `mapstructure:"token_recheck_interval"`
+	// TokenCacheTTL is how long an API replica keeps an authenticated token and its
+	// user without reading them again; a revoked token or a disabled user is dropped
+	// from every replica's cache when the change's announcement arrives. Zero reads
+	// them at every request.
+	TokenCacheTTL time.Duration `mapstructure:"token_cache_ttl"`
 	// MaxHeldInputs caps the accepted messages a Session may hold before the Agent
 	// program takes them; one more is refused with 429 ADMISSION_DENIED. Zero admits all.
 	MaxHeldInputs int `mapstructure:"max_held_inputs"`

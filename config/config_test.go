@@ -86,6 +86,7 @@ func TestValidationNamesTheKey(t *testing.T) {
 		{name: "tls files missing", environ: []string{"ASTRABOX_TEMPORAL_TLS_ENABLED=true", "ASTRABOX_TEMPORAL_TLS_CA_FILE=/nonexistent/ca.pem"}, key: "temporal.tls.ca_file", want: "readable file"},
 		{name: "short secrets key", environ: []string{"ASTRABOX_SECRETS_KEY=c2hvcnQ="}, key: "secrets.key", want: "32 random bytes"},
 		{name: "bad read timeout", environ: []string{"ASTRABOX_HTTP_READ_TIMEOUT=0s"}, key: "http.read_timeout", want: "positive duration"},
+		{name: "negative token cache ttl", environ: []string{"ASTRABOX_HTTP_TOKEN_CACHE_TTL=-1s"}, key: "http.token_cache_ttl", want: "zero or a positive duration"},
 		{name: "bad memory limit", environ: []string{"ASTRABOX_SANDBOX_LIMITS_MEMORY=lots"}, key: "sandbox.limits", want: "not a byte quantity"},
 		{name: "bad cpu limit", environ: []string{"ASTRABOX_SANDBOX_LIMITS_CPU=-1"}, key: "sandbox.limits", want: "out of range"},
 		{name: "negative box cap", environ: []string{"ASTRABOX_SANDBOX_MAX_LIVE_BOXES_PER_USER=-1"}, key: "sandbox.max_live_boxes_per_user", want: "zero (no cap)"},

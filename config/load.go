@@ -225,6 +225,7 @@ func builtinDefaults() map[string]any {
 		"http.idle_timeout":                   2 * time.Minute,
 		"http.max_streams_per_token":          16,
 		"http.token_recheck_interval":         30 * time.Second,
+		"http.token_cache_ttl":                5 * time.Second,
 		"database.host":                       "127.0.0.1",
 		"database.port":                       5432,
 		"database.user":                       "astrabox",

@@ -37,6 +37,7 @@ func (c *Config) Validate() error {
 		func() error {
 			return positiveDuration("http.token_recheck_interval", int64(c.HTTP.TokenRecheckInterval))
 		},
+		func() error { return nonNegativeDuration("http.token_cache_ttl", int64(c.HTTP.TokenCacheTTL)) },
 		func() error { return nonEmpty("database.host", c.Database.Host) },
 		func() error { return port("database.port", c.Database.Port) },
 		func() error { return nonEmpty("database.user", c.Database.User) },
@@ -191,6 +192,13 @@ func positive(key string, value int) error {
 func positiveDuration(key string, value int64) error {
 	if value <= 0 {
 		return &Error{Key: key, Reason: "expected a positive duration such as 30s"}
+	}
+	return nil
+}
+
+func nonNegativeDuration(key string, value int64) error {
+	if value < 0 {
+		return &Error{Key: key, Reason: "expected zero or a positive duration such as 5s"}
 	}
 	return nil
 }

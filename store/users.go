@@ -201,17 +201,20 @@ func (s *Store) RevokeUserAPIToken(ctx context.Context, userID, tokenID string) 
 	return t, nil
 }
 
-// RevokeAPIToken marks a token revoked; revoking twice keeps the first time.
+// RevokeAPIToken marks a token revoked; revoking twice keeps the first time. Like
+// RevokeUserAPIToken it announces the revocation on pubsub.CredentialsRevokedChannel.
 func (s *Store) RevokeAPIToken(ctx context.Context, id string) error {
-	res := s.conn(ctx).Model(&APIToken{}).Where("id = ?", id).
-		Update("revoked_at", gormExpr("COALESCE(revoked_at, now())"))
-	if res.Error != nil {
-		return mapError("revoke api token", res.Error)
-	}
-	if res.RowsAffected == 0 {
-		return fmt.Errorf("revoke api token %s: %w", id, ErrNotFound)
-	}
-	return nil
+	return s.InTx(ctx, func(tx *Store) error {
+		res := tx.conn(ctx).Model(&APIToken{}).Where("id = ?", id).
+			Update("revoked_at", gormExpr("COALESCE(revoked_at, now())"))
+		if res.Error != nil {
+			return mapError("revoke api token", res.Error)
+		}
+		if res.RowsAffected == 0 {
+			return fmt.Errorf("revoke api token %s: %w", id, ErrNotFound)
+		}
+		return tx.notify(ctx, pubsub.CredentialsRevokedChannel, "")
+	})
 }
 
 // TouchAPIToken sets the token's last_used_at to now unless it was set less than every

@@ -198,6 +198,7 @@ func (p *platform) serveAPI(ctx context.Context, ln net.Listener) error {
 		IdleTimeout:         p.cfg.HTTP.IdleTimeout,
 		MaxStreamsPerToken:  p.cfg.HTTP.MaxStreamsPerToken,
 		TokenRecheck:        p.cfg.HTTP.TokenRecheckInterval,
+		TokenCacheTTL:       p.cfg.HTTP.TokenCacheTTL,
 		MaxLiveBoxesPerUser: p.cfg.Sandbox.MaxLiveBoxesPerUser,
 		SandboxBackends:     sandboxOffers(p.cfg),
 	})
