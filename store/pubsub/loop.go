@@ -62,6 +62,9 @@ func (l *Listener) reconnect(ctx context.Context) *pgx.Conn {
 // lingering after their last subscriber, and dispatches notifications until the
 // connection fails or ctx ends.
 func (l *Listener) serve(ctx context.Context, conn *pgx.Conn, reconnected bool) error {
+	// The connection is pinged once it has been silent for HealthInterval: waits that
+	// end early (a kick, a lingering channel due) do not put the ping off.
+	healthDue := time.Now().Add(l.opts.HealthInterval)
 	for {
 		if err := l.syncListens(ctx, conn); err != nil {
 			return err
@@ -84,12 +87,12 @@ func (l *Listener) serve(ctx context.Context, conn *pgx.Conn, reconnected bool) 
 			l.mu.Unlock()
 			continue
 		}
-		wait, health := l.opts.HealthInterval, true
-		if next, ok := l.nextUnlistenLocked(); ok && time.Until(next) < wait {
-			wait, health = max(time.Until(next), time.Millisecond), false
+		until, health := healthDue, true
+		if next, ok := l.nextUnlistenLocked(); ok && next.Before(until) {
+			until, health = next, false
 		}
-		waitCtx, cancel := context.WithTimeout(ctx, wait)
-		l.cancelWait, l.waitUntil = cancel, time.Now().Add(wait)
+		waitCtx, cancel := context.WithDeadline(ctx, until)
+		l.cancelWait, l.waitUntil = cancel, until
 		l.mu.Unlock()
 
 		n, err := conn.WaitForNotification(waitCtx)
@@ -98,17 +101,17 @@ func (l *Listener) serve(ctx context.Context, conn *pgx.Conn, reconnected bool) 
 		l.cancelWait, l.waitUntil = nil, time.Time{}
 		l.mu.Unlock()
 		cancel()
-		if err != nil && timedOut && !health && ctx.Err() == nil && !conn.IsClosed() {
-			continue // a lingering channel is due to be unlistened
-		}
 
 		switch {
 		case err == nil:
+			healthDue = time.Now().Add(l.opts.HealthInterval)
 			l.dispatch(Notification{Channel: n.Channel, Payload: n.Payload, output: &sharedNotice{}})
 		case ctx.Err() != nil:
 			return ctx.Err()
 		case conn.IsClosed():
 			return fmt.Errorf("wait for notification: %w", err)
+		case timedOut && !health:
+			// A lingering channel is due to be unlistened: the loop's sync does it.
 		case timedOut:
 			// A quiet connection may be a dead one; only a round trip tells.
 			pingCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -117,6 +120,7 @@ func (l *Listener) serve(ctx context.Context, conn *pgx.Conn, reconnected bool) 
 			if err != nil {
 				return fmt.Errorf("ping listen connection: %w", err)
 			}
+			healthDue = time.Now().Add(l.opts.HealthInterval)
 		case errors.Is(err, context.Canceled) || pgconn.Timeout(err):
 			// Interrupted by kickLocked: loop to sync the LISTEN set.
 		default:
@@ -153,7 +157,7 @@ func (l *Listener) syncListens(ctx context.Context, conn *pgx.Conn) error {
 	}
 	l.mu.Unlock()
 	for _, channel := range add {
-		if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{channel}.Sanitize()); err != nil {
+		if err := execBounded(ctx, conn, "LISTEN "+pgx.Identifier{channel}.Sanitize()); err != nil {
 			return fmt.Errorf("listen %s: %w", channel, err)
 		}
 		l.mu.Lock()
@@ -172,11 +176,22 @@ func (l *Listener) syncListens(ctx context.Context, conn *pgx.Conn) error {
 		if taken {
 			continue // subscribed again meanwhile
 		}
-		if _, err := conn.Exec(ctx, "UNLISTEN "+pgx.Identifier{channel}.Sanitize()); err != nil {
+		if err := execBounded(ctx, conn, "UNLISTEN "+pgx.Identifier{channel}.Sanitize()); err != nil {
 			return fmt.Errorf("unlisten %s: %w", channel, err)
 		}
 	}
 	return nil
+}
+
+// execTimeout bounds a LISTEN or UNLISTEN: one that does not answer means a dead
+// connection, which is then replaced.
+const execTimeout = 10 * time.Second
+
+func execBounded(ctx context.Context, conn *pgx.Conn, sql string) error {
+	ctx, cancel := context.WithTimeout(ctx, execTimeout)
+	defer cancel()
+	_, err := conn.Exec(ctx, sql)
+	return err
 }
 
 // nextUnlistenLocked is when the first lingering channel is due to be unlistened.
