@@ -13,14 +13,17 @@ import (
 	"golang.org/x/sync/errgroup"
 )
 
-// The reply each Session streams while a worker is killed: long enough (200 deltas
-// 25 ms apart, five seconds) that the kill lands in the middle of every one.
+// The reply each Session streams while a worker is killed: long enough (400 deltas
+// 25 ms apart, ten seconds) that the kill lands in the middle of every one, also when
+// the Sessions' replies start seconds apart on a loaded machine.
 const (
-	stopReplyDeltas = 200
-	stopReply       = "slow:200:25"
+	stopReplyDeltas = 400
+	stopReplyGapMS  = 25
 	// stopUnderWay is how many parts every reply has committed before the kill.
 	stopUnderWay = 5
 )
+
+var stopReply = fmt.Sprintf("slow:%d:%d", stopReplyDeltas, stopReplyGapMS)
 
 // workerStop checks that streams survive a worker's death while another runs: n new
 // Sessions each stream a long reply to their followers, the worker holding the most
