@@ -3,6 +3,7 @@ package loadbench
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,8 +31,8 @@ var stopReply = fmt.Sprintf("slow:%d:%d", stopReplyDeltas, stopReplyGapMS)
 // of them is SIGKILLed once every reply is under way, and every follower must still
 // read its reply whole (each part once, in order, to its finish) through the API it
 // follows, the killed worker's Sessions resumed by the other. It reports the replies
-// read whole and, for the killed worker's Sessions, how long their followers waited
-// from the kill to the next part.
+// read whole and, for the killed worker's Sessions, the longest their followers waited
+// between two parts.
 func (b *bench) workerStop(ctx context.Context, n int) ([]Row, error) {
 	tag := fmt.Sprintf("@%d", n)
 	followers := max(1, min(b.opts.Followers, b.opts.MaxStreams/n))
@@ -83,7 +84,6 @@ func (b *bench) workerStop(ctx context.Context, n int) ([]Row, error) {
 		_ = g.Wait()
 		return nil, err
 	}
-	killedAt := time.Now()
 	if err := b.stack.Kill(ctx, victim); err != nil {
 		_ = g.Wait()
 		return nil, fmt.Errorf("worker stop: kill %s: %w", victim, err)
@@ -94,7 +94,7 @@ func (b *bench) workerStop(ctx context.Context, n int) ([]Row, error) {
 	}
 
 	whole, killedHeld := 0, 0
-	var takeover samples
+	var stalls samples
 	for _, s := range sessions {
 		r := results[s.id]
 		broken, err := replyWhole(ctx, conn, s.id, from[s.id], r)
@@ -111,9 +111,7 @@ func (b *bench) workerStop(ctx context.Context, n int) ([]Row, error) {
 			continue
 		}
 		killedHeld++
-		if next, ok := firstAfter(r.arrivals[0], killedAt); ok {
-			takeover = append(takeover, next.Sub(killedAt))
-		}
+		stalls = append(stalls, longestStall(r.arrivals[0]))
 	}
 	if err := b.archive(ctx, sessions); err != nil {
 		return nil, err
@@ -121,7 +119,7 @@ func (b *bench) workerStop(ctx context.Context, n int) ([]Row, error) {
 	return []Row{
 		{Figure: "replies whole through a worker's kill " + tag, Goal: "every reply whole",
 			P50: fmt.Sprintf("%d of %d (%d on the killed worker)", whole, n, killedHeld), Met: met(whole == n && killedHeld > 0)},
-		{Figure: "takeover after a worker's kill " + tag, Goal: "report", P50: msString(takeover.pct(50)), P99: msString(takeover.pct(99))},
+		{Figure: "stream stall through a worker's kill " + tag, Goal: "report", P50: msString(stalls.pct(50)), P99: msString(stalls.pct(99))},
 	}, nil
 }
 
@@ -232,15 +230,20 @@ func replyWhole(ctx context.Context, conn *pgx.Conn, sessionID string, from int6
 	return "", nil
 }
 
-// firstAfter returns the earliest arrival after t.
-func firstAfter(arrivals map[int64]time.Time, t time.Time) (time.Time, bool) {
-	var first time.Time
+// longestStall is the longest wait between two parts arriving one after the other on
+// a follower: the kill's, for a Session of the killed worker, since its parts committed
+// before the kill may still arrive after it.
+func longestStall(arrivals map[int64]time.Time) time.Duration {
+	times := make([]time.Time, 0, len(arrivals))
 	for _, at := range arrivals {
-		if at.After(t) && (first.IsZero() || at.Before(first)) {
-			first = at
-		}
+		times = append(times, at)
 	}
-	return first, !first.IsZero()
+	slices.SortFunc(times, time.Time.Compare)
+	var longest time.Duration
+	for i := 1; i < len(times); i++ {
+		longest = max(longest, times[i].Sub(times[i-1]))
+	}
+	return longest
 }
 
 func count(set map[string]bool) int {
