@@ -78,8 +78,8 @@ func (b *bench) workerStop(ctx context.Context, n int) ([]Row, error) {
 			return nil
 		})
 	}
-	// A Session's turn ends only with its reply's finish: it cannot end before the
-	// kill, since the replies are waited for under way first.
+	// The kill waits until every reply is under way; a reply lasts ten seconds, so
+	// none has ended by then.
 	if err := waitUnderWay(gctx, conn, from); err != nil {
 		_ = g.Wait()
 		return nil, err
