@@ -18,16 +18,7 @@ import (
 // reply of a few deltas) and checks that it measured every figure and its floors
 // and stopped everything it started (Run fails when a process is left behind).
 func TestSmoke(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts the whole platform with real boxes")
-	}
-	localtest.RequireBoxes(t)
-	ctx := testutil.ContextWithTimeout(t, 9*time.Minute)
-	var out bytes.Buffer
-	err := loadbench.Run(ctx, loadbench.Options{Sessions: []int{2}, Turns: 1, Deltas: 5, Gap: time.Millisecond, Followers: 2, Timeout: 8 * time.Minute}, &out)
-	require.NoError(t, err, out.String())
-	t.Log("\n" + out.String())
-	table := out.String()
+	table := runSmall(t, loadbench.Options{Sessions: []int{2}})
 	for _, figure := range []string{"durable parts/s @2", "event-to-part @2", "input receipt @2", "time to first part @2",
 		"commit-to-SSE @2 x2", "worker heap/idle Session @2", "history events/turn @2"} {
 		line := lineOf(table, figure)
@@ -48,20 +39,30 @@ func TestSmoke(t *testing.T) {
 // the most Sessions mid-reply, and every follower of every Session, on either API,
 // must still read its reply whole through the other worker.
 func TestTwoReplicasKeepEveryReplyWholeThroughAWorkersKill(t *testing.T) {
+	table := runSmall(t, loadbench.Options{Sessions: []int{3}, Replicas: 2})
+	assert.Regexp(t, `^replies whole through a worker's kill @3 +every reply whole +3 of 3 \([1-3] on the killed worker\) .* yes$`,
+		lineOf(table, "replies whole through a worker's kill @3"))
+	assert.Regexp(t, `^stream stall through a worker's kill @3 +report +[1-9][0-9]{3,}\.[0-9] ms `, lineOf(table, "stream stall through a worker's kill @3"),
+		"the killed worker's Sessions' streams stalled (seconds: until the Relay's heartbeat timeout) and resumed")
+}
+
+// runSmall runs the load generator with opts' Sessions and replicas and the smallest
+// load (one measured reply of five deltas, two followers) and returns its table. The
+// tests do not run in parallel: each starts a whole stack with real boxes and reads
+// the machine's CPU per process, which a second stack would blur.
+func runSmall(t *testing.T, opts loadbench.Options) string {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("starts the whole platform with real boxes")
 	}
 	localtest.RequireBoxes(t)
 	ctx := testutil.ContextWithTimeout(t, 9*time.Minute)
+	opts.Turns, opts.Deltas, opts.Gap, opts.Followers, opts.Timeout = 1, 5, time.Millisecond, 2, 8*time.Minute
 	var out bytes.Buffer
-	err := loadbench.Run(ctx, loadbench.Options{Sessions: []int{3}, Turns: 1, Deltas: 5, Gap: time.Millisecond, Followers: 2, Replicas: 2, Timeout: 8 * time.Minute}, &out)
+	err := loadbench.Run(ctx, opts, &out)
 	require.NoError(t, err, out.String())
 	t.Log("\n" + out.String())
-	table := out.String()
-	assert.Regexp(t, `^replies whole through a worker's kill @3 +every reply whole +3 of 3 \([1-3] on the killed worker\) .* yes$`,
-		lineOf(table, "replies whole through a worker's kill @3"))
-	assert.Regexp(t, `^stream stall through a worker's kill @3 +report +[1-9][0-9]{3,}\.[0-9] ms `, lineOf(table, "stream stall through a worker's kill @3"),
-		"the killed worker's Sessions' streams stalled (seconds: until the Relay's heartbeat timeout) and resumed")
+	return out.String()
 }
 
 func lineOf(table, figure string) string {
