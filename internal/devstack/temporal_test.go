@@ -2,7 +2,6 @@ package devstack
 
 import (
 	"context"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -14,6 +13,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap/zaptest"
+
+	"github.com/astrabox/astrabox/internal/freeport"
 )
 
 // fakeTemporal writes a stand-in for the Temporal CLI that records each start's
@@ -45,10 +46,9 @@ func fakeOptions(t *testing.T, binary string) temporalOptions {
 
 func freePort(t *testing.T) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := freeport.Reserve()
 	require.NoError(t, err)
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return port
 }
 
 // startedPIDs polls the fake's pid file until it names n starts.

@@ -79,7 +79,40 @@ func (c *child) exitedUnexpectedly() error {
 	if c.expected {
 		return nil
 	}
-	return fmt.Errorf("%s (pid %d) exited on its own: %v; log %s:\n%s", c.name, c.pid(), c.err, c.logPath, tail(c.logPath, 3000))
+	return fmt.Errorf("%s (pid %d) %w: %v; %s; log %s:\n%s", c.name, c.pid(), errExitedOnItsOwn, c.err,
+		firstFailure(c.logPath, c.name), c.logPath, tail(c.logPath, 3000))
+}
+
+// errExitedOnItsOwn marks the exit of a child the stack did not stop or kill.
+var errExitedOnItsOwn = errors.New("exited on its own")
+
+// firstFailure returns the first line of the child's last run that reads as
+// its failure (a panic, a fatal or an error), which a crash's long stack trace
+// would push out of the log's tail.
+func firstFailure(path, name string) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Sprintf("(cannot read %s: %v)", filepath.Base(path), err)
+	}
+	run := string(data)
+	// A run's output follows its start line, which quotes its command.
+	if i := strings.LastIndex(run, "==== "+name+" start "); i >= 0 {
+		run = run[i:]
+		if nl := strings.IndexByte(run, '\n'); nl >= 0 {
+			run = run[nl+1:]
+		}
+	}
+	for _, line := range strings.Split(run, "\n") {
+		lower := strings.ToLower(line)
+		if strings.Contains(lower, "panic") || strings.Contains(lower, "fatal") || strings.Contains(lower, "error") {
+			const max = 600
+			if len(line) > max {
+				line = line[:max] + "…"
+			}
+			return "first failure in its log: " + strings.TrimSpace(line)
+		}
+	}
+	return "no failure line in its log"
 }
 
 // kill sends SIGKILL to the child's group and waits for it, as a crash would.

@@ -19,7 +19,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -30,6 +29,7 @@ import (
 
 	"github.com/astrabox/astrabox/internal/devmodel"
 	"github.com/astrabox/astrabox/internal/devstack"
+	"github.com/astrabox/astrabox/internal/freeport"
 	"github.com/astrabox/astrabox/internal/pgcluster"
 	"github.com/astrabox/astrabox/internal/reporoot"
 	"github.com/astrabox/astrabox/store"
@@ -73,7 +73,10 @@ type Stack struct {
 	model  *devmodel.Server
 
 	temporalPort int
-	apiPort      int
+	// temporalListened is set once the dev server listened on temporalPort:
+	// from then on clients hold that port and every restart keeps it.
+	temporalListened bool
+	apiPort          int
 
 	// Client talks to the API as the seeded user.
 	Client *Client
@@ -143,11 +146,12 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 	if s.uidFirst, s.uidCount, s.releaseUIDs, err = takeUIDs(); err != nil {
 		return nil, err
 	}
-	ports, err := freePorts(3)
+	// Temporal's port is picked when it starts (startTemporal).
+	ports, err := freeport.ReserveN(2)
 	if err != nil {
 		return nil, err
 	}
-	s.temporalPort, s.apiPort = ports[1], ports[2]
+	s.apiPort = ports[1]
 
 	if err := s.startPostgres(ctx, ports[0]); err != nil {
 		return nil, err
@@ -356,23 +360,4 @@ func (s *Stack) LogTails(max int) string {
 		out += fmt.Sprintf("---- %s (%s)\n%s\n", name, s.logPath(name), tail(s.logPath(name), max))
 	}
 	return out
-}
-
-func freePorts(n int) ([]int, error) {
-	var ports []int
-	var listeners []net.Listener
-	defer func() {
-		for _, l := range listeners {
-			l.Close()
-		}
-	}()
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("find a free port: %w", err)
-		}
-		listeners = append(listeners, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }

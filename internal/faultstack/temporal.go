@@ -2,6 +2,7 @@ package faultstack
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -10,13 +11,49 @@ import (
 	"time"
 
 	"github.com/astrabox/astrabox/internal/devstack"
+	"github.com/astrabox/astrabox/internal/freeport"
 	"github.com/astrabox/astrabox/workflows"
+	"go.uber.org/zap"
 )
+
+// temporalStartAttempts bounds the starts of the Temporal dev server that die
+// before it listens.
+const temporalStartAttempts = 3
 
 // startTemporal starts the Temporal CLI's dev server on the stack's port and
 // database file, and waits until it accepts connections. A restart after a
 // SIGKILL runs the same command on the same file: the histories survive.
+//
+// The dev server picks its internal services' ports by binding and releasing
+// them, and the stack's own port was free only when it was picked, so another
+// process on the machine (a parallel test's stack) can take one first and the
+// server dies before it listens. Such a start is tried again, on a newly picked
+// port while no client has been given the old one.
 func (s *Stack) startTemporal(ctx context.Context) error {
+	var err error
+	for attempt := 1; attempt <= temporalStartAttempts; attempt++ {
+		if !s.temporalListened {
+			port, perr := freeport.Reserve()
+			if perr != nil {
+				return perr
+			}
+			s.temporalPort = port
+		}
+		err = s.startTemporalOnce(ctx)
+		if err == nil {
+			s.temporalListened = true
+			return nil
+		}
+		if !errors.Is(err, errExitedOnItsOwn) || ctx.Err() != nil {
+			return err
+		}
+		s.log.Warn("the Temporal dev server died before it listened; starting it again",
+			zap.Int("attempt", attempt), zap.Error(err))
+	}
+	return err
+}
+
+func (s *Stack) startTemporalOnce(ctx context.Context) error {
 	args := []string{s.opts.TemporalBin, "server", "start-dev",
 		"--ip", "127.0.0.1",
 		"--port", strconv.Itoa(s.temporalPort),

@@ -26,6 +26,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/astrabox/astrabox/internal/faultstack"
+	"github.com/astrabox/astrabox/internal/freeport"
 	"github.com/astrabox/astrabox/internal/reporoot"
 	"github.com/astrabox/astrabox/sandbox"
 	"github.com/astrabox/astrabox/sandbox/local"
@@ -141,7 +142,7 @@ func Run(ctx context.Context, opts Options, out io.Writer) (err error) {
 	if opts.Replicas > 2 {
 		return fmt.Errorf("replicas: %d; the load generator runs 1 or 2 API and worker processes", opts.Replicas)
 	}
-	ports, err := freePorts(5)
+	ports, err := freeport.ReserveN(5)
 	if err != nil {
 		return err
 	}

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -19,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"go.uber.org/zap"
 
+	"github.com/astrabox/astrabox/internal/freeport"
 	"github.com/astrabox/astrabox/internal/pgcluster"
 	"github.com/astrabox/astrabox/store"
 )
@@ -127,7 +127,7 @@ func (f *fixtures) bootPostgres() error {
 	// Packages' test binaries run in parallel; a free port can be taken between the
 	// probe and the start, so try a few.
 	for attempt := 0; attempt < 5; attempt++ {
-		opts.Port, err = freePort()
+		opts.Port, err = freeport.Reserve()
 		if err != nil {
 			return err
 		}
@@ -182,15 +182,6 @@ func (f *fixtures) shutdown() {
 	if f.baseDir != "" {
 		_ = os.RemoveAll(f.baseDir)
 	}
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("find a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 func randomHex(n int) string {

@@ -26,6 +26,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/astrabox/astrabox/internal/crdschema"
+	"github.com/astrabox/astrabox/internal/freeport"
 	"github.com/astrabox/astrabox/sandbox/runner"
 	"github.com/astrabox/astrabox/sandbox/runnerapi"
 )
@@ -150,12 +151,11 @@ func (c *cluster) checkEverything() {
 }
 
 func freePort(t testing.TB) int {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := freeport.Reserve()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return port
 }
 
 // run reconciles on every change of the watched resources.

@@ -3,7 +3,6 @@ package osbfake
 import (
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/astrabox/astrabox/internal/freeport"
 	"github.com/astrabox/astrabox/sandbox/runnerapi"
 )
 
@@ -34,7 +34,7 @@ func (h HostRunner) Start(id string, req CreateRequest) (Box, error) {
 	if err != nil {
 		return nil, err
 	}
-	hostPort, err := freePort()
+	hostPort, err := freeport.Reserve()
 	if err != nil {
 		return nil, err
 	}
@@ -75,15 +75,6 @@ func (h HostRunner) Start(id string, req CreateRequest) (Box, error) {
 		close(b.exited)
 	}()
 	return b, nil
-}
-
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("find a free port: %w", err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
 type hostBox struct {

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/astrabox/astrabox/internal/freeport"
 	"github.com/astrabox/astrabox/sandbox"
 	"github.com/astrabox/astrabox/sandbox/runnerapi"
 )
@@ -35,7 +36,7 @@ func (l LocalBoxes) Start(_ string, req CreateRequest) (Box, error) {
 	if err != nil {
 		return nil, err
 	}
-	hostPort, err := freePort()
+	hostPort, err := freeport.Reserve()
 	if err != nil {
 		return nil, err
 	}
