@@ -15,10 +15,12 @@ import (
 // bring-up's, and a re-sent input signal still runs the workflow's own.
 func TestARelayDeliveringOnNoticeSparesTheWorkflowItsDeliver(t *testing.T) {
 	s, id := relayDeliveringOnNotice(t)
+	signalled := s.signalsReceived(id, workflows.SignalInputAccepted)
 	for range 3 {
 		s.waitEnded(id, "resp-"+s.send(id, "quick"))
 	}
 	require.Equal(t, 1, s.activitiesScheduled(id, "Deliver"), "only the bring-up's Deliver ran")
+	require.Equal(t, signalled, s.signalsReceived(id, workflows.SignalInputAccepted), "the inputs were not signalled")
 
 	// The re-signal sweep's signal for an input still held makes the workflow deliver.
 	s.signal(id, workflows.SignalInputAccepted, workflows.InputAccepted{InputID: "in-resent", Resent: true})
@@ -58,6 +60,22 @@ func (s *stack) activitiesScheduled(sessionID, activityType string) int {
 		ev, err := it.Next()
 		require.NoError(s.t, err)
 		if ev.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName() == activityType {
+			n++
+		}
+	}
+	return n
+}
+
+// signalsReceived counts the signals of a name the Session workflow's current run
+// received.
+func (s *stack) signalsReceived(sessionID, name string) int {
+	s.t.Helper()
+	n := 0
+	it := s.tc.GetWorkflowHistory(s.ctx, workflows.SessionWorkflowID(sessionID), "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		require.NoError(s.t, err)
+		if ev.GetWorkflowExecutionSignaledEventAttributes().GetSignalName() == name {
 			n++
 		}
 	}

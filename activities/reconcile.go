@@ -133,5 +133,8 @@ func (a *Activities) ReconcileLostRuntime(ctx context.Context, req ReconcileRequ
 		return err
 	}
 	a.live.removeSession(req.SessionID)
-	return a.deps.Store.ReleaseSessionRuntime(ctx, req.SessionID)
+	// The stolen lease ended any Relay's hand-over on notice; the held inputs go to
+	// the replacement runtime, which the workflow brings up next.
+	_, err = a.deps.Store.ReleaseSessionRuntime(ctx, req.SessionID)
+	return err
 }

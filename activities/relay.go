@@ -405,9 +405,15 @@ func (r *relayRun) record(ctx context.Context, batch []eventOrErr, cursor *engin
 // deliverOnNotice hands held inputs over whenever PostgreSQL announces a new one (or
 // the listener reconnected and may have missed one): the reader passes a person's
 // message on over its connection without waiting for the workflow. Once it listens
-// and has delivered what was held then, it tells the workflow (DeliversOnNotice),
-// which stops running its own Deliver for each new input: a turn then costs Temporal
-// the input's signal alone.
+// and has delivered what was held then, it records so under its lease
+// (store.SetInputsOnNotice), and the API stops signalling the workflow for new
+// inputs, and tells the workflow (DeliversOnNotice), which stops running its own
+// Deliver for a signalled one: a turn then costs Temporal nothing for its input.
+//
+// The record outlives a Relay that ends: a later lease voids it (the next Relay
+// delivers what is held when it begins) and a release clears it and hands the
+// workflow the held inputs it was not signalled for. Only a Relay that goes on
+// without listening clears it itself.
 func (r *relayRun) deliverOnNotice(ctx context.Context) {
 	// The Relay's first observation is sent once this says whether it listens, and
 	// a listener that stops (the worker's notices closed) is told to the workflow,
@@ -426,6 +432,10 @@ func (r *relayRun) deliverOnNotice(ctx context.Context) {
 	if !r.deliverUntilDone(ctx) {
 		return
 	}
+	if err := r.a.deps.Store.SetInputsOnNotice(ctx, r.l.sessionID, r.lease); err != nil {
+		// The API goes on signalling each input, and the workflow delivers it.
+		r.log.Warn("record that inputs are taken on notice", zap.Error(err))
+	}
 	r.listening.Store(true)
 	r.wakeObserver()
 	for {
@@ -434,6 +444,7 @@ func (r *relayRun) deliverOnNotice(ctx context.Context) {
 			return
 		case _, ok := <-sub.C():
 			if !ok {
+				r.stopTakingInputsOnNotice(ctx)
 				return
 			}
 		case <-sub.Dropped():
@@ -445,6 +456,16 @@ func (r *relayRun) deliverOnNotice(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// stopTakingInputsOnNotice is for a Relay that goes on without its notices (the
+// worker's listener closed): the API signals the workflow for every input from the
+// record's removal, and what came meanwhile without a signal is handed over now.
+func (r *relayRun) stopTakingInputsOnNotice(ctx context.Context) {
+	if err := r.a.deps.Store.ClearInputsOnNotice(ctx, r.l.sessionID, r.lease); err != nil {
+		r.log.Warn("record that inputs are no longer taken on notice", zap.Error(err))
+	}
+	r.deliverUntilDone(ctx)
 }
 
 // deliverRetryMax bounds the pause between attempts of a hand-over that failed.

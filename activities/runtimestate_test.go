@@ -174,10 +174,12 @@ func TestRuntimeStateStoreIsSavedBeforeReleaseAndRestoredInTheNextBox(t *testing
 }
 
 // saveRequiredOnce is scriptagent failing its first activation with
-// RuntimeStateSaveRequired.
+// RuntimeStateSaveRequired; the next activation waits for proceed, so the test reads
+// the error the first left on the Session before the next clears it.
 type saveRequiredOnce struct {
 	*scriptengine.Adapter
-	failed chan struct{}
+	failed  chan struct{}
+	proceed chan struct{}
 }
 
 func (a saveRequiredOnce) ActivateRuntime(ctx context.Context, sc engines.EngineStartupContext, box engines.Box) (engines.SessionRuntime, error) {
@@ -186,8 +188,13 @@ func (a saveRequiredOnce) ActivateRuntime(ctx context.Context, sc engines.Engine
 		return engines.SessionRuntime{}, &engines.RuntimeStateSaveRequired{SandboxID: box.ID(), RuntimeIdentity: *sc.RuntimeIdentity,
 			Cause: errors.New("profile archive not acknowledged")}
 	default:
-		return a.Adapter.ActivateRuntime(ctx, sc, box)
 	}
+	select {
+	case <-a.proceed:
+	case <-ctx.Done():
+		return engines.SessionRuntime{}, ctx.Err()
+	}
+	return a.Adapter.ActivateRuntime(ctx, sc, box)
 }
 
 // TestRuntimeStateSaveRequiredKeepsTheBox: an activation failed with
@@ -196,7 +203,7 @@ func (a saveRequiredOnce) ActivateRuntime(ctx context.Context, sc engines.Engine
 func TestRuntimeStateSaveRequiredKeepsTheBox(t *testing.T) {
 	binDir, err := buildAgent()
 	require.NoError(t, err)
-	adapter := saveRequiredOnce{Adapter: &scriptengine.Adapter{BinaryPath: agentMount + "/scriptagent"}, failed: make(chan struct{}, 1)}
+	adapter := saveRequiredOnce{Adapter: &scriptengine.Adapter{BinaryPath: agentMount + "/scriptagent"}, failed: make(chan struct{}, 1), proceed: make(chan struct{})}
 	s := newStackWith(t, engineSetup{kind: scriptengine.Kind, adapter: adapter,
 		mounts: []sandbox.Mount{{Source: binDir, Target: agentMount}}})
 	s.startWorker("host-a-" + uniq())
@@ -213,6 +220,7 @@ func TestRuntimeStateSaveRequiredKeepsTheBox(t *testing.T) {
 	require.Contains(t, reason, "box "+box)
 	require.Contains(t, reason, "account agent")
 	require.Contains(t, reason, "profile archive not acknowledged")
+	close(adapter.proceed)
 	s.waitEnded(id, "resp-"+in)
 	sess := s.session(id)
 	require.Equal(t, box, *sess.SandboxID, "the same box, kept for the save")

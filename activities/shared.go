@@ -203,21 +203,22 @@ func (a *Activities) CheckIdle(ctx context.Context, ref SessionRef) (IdleResult,
 
 // Release frees the Session's box and records the runtime unavailable; the
 // conversation stays, and the next input starts a new box that resumes it.
-func (a *Activities) Release(ctx context.Context, req ReleaseRequest) error {
+func (a *Activities) Release(ctx context.Context, req ReleaseRequest) (ReleaseResult, error) {
 	_, _, profile, _, err := a.resolve(ctx, req.SessionID)
 	if err != nil {
-		return err
+		return ReleaseResult{}, err
 	}
 	if req.SandboxID != "" {
 		backend, err := a.backendFor(profile)
 		if err != nil {
-			return err
+			return ReleaseResult{}, err
 		}
 		if err := backend.Release(ctx, req.SandboxID); err != nil && !errors.Is(err, sandbox.ErrNotFound) {
-			return fmt.Errorf("release box %s: %w", req.SandboxID, err)
+			return ReleaseResult{}, fmt.Errorf("release box %s: %w", req.SandboxID, err)
 		}
 	}
-	return a.deps.Store.ReleaseSessionRuntime(ctx, req.SessionID)
+	held, err := a.deps.Store.ReleaseSessionRuntime(ctx, req.SessionID)
+	return ReleaseResult{HeldOnNotice: held}, err
 }
 
 // EndConversation fails the Session's held inputs with CONVERSATION_ENDED and, for a
@@ -430,6 +431,14 @@ type RefuseRequest struct {
 type ReleaseRequest struct {
 	SessionID string `json:"session_id"`
 	SandboxID string `json:"sandbox_id"`
+}
+
+// ReleaseResult is what a release leaves for the workflow to do.
+type ReleaseResult struct {
+	// HeldOnNotice counts the held inputs accepted while a Relay handed inputs over
+	// on notice: the workflow was not signalled for them, and brings a runtime up
+	// for them as for a signalled input.
+	HeldOnNotice int `json:"held_on_notice,omitempty"`
 }
 
 // IdleResult says whether a Session is idle enough to release its box.

@@ -285,12 +285,16 @@ func (s *stack) newSession() string {
 }
 
 // send does what the API does: write the input first, then SignalWithStart.
+// send accepts an input as the API does: the workflow is signalled unless a live
+// Relay takes the Session's inputs on notice.
 func (s *stack) send(sessionID, text string) string {
 	s.t.Helper()
-	in, _, err := s.st.InsertInput(s.ctx, store.NewInput{SessionID: sessionID, Content: text})
+	accepted, err := s.st.AcceptInput(s.ctx, store.NewInput{SessionID: sessionID, Content: text})
 	require.NoError(s.t, err)
-	s.signal(sessionID, workflows.SignalInputAccepted, workflows.InputAccepted{InputID: in.ID})
-	return in.ID
+	if !accepted.RelayListens {
+		s.signal(sessionID, workflows.SignalInputAccepted, workflows.InputAccepted{InputID: accepted.Input.ID})
+	}
+	return accepted.Input.ID
 }
 
 func (s *stack) signal(sessionID, name string, payload any) {

@@ -128,21 +128,26 @@ func (s *Server) sendInput(c *gin.Context) {
 		s.fail(c, &Error{Status: http.StatusTooManyRequests, Code: CodeAdmissionDenied, Message: err.Error(), Err: err})
 		return
 	}
-	in, duplicate, err := s.store.InsertInput(ctx, store.NewInput{SessionID: sess.ID, ClientMessageID: req.ClientMessageID, Content: *req.Content})
+	accepted, err := s.store.AcceptInput(ctx, store.NewInput{SessionID: sess.ID, ClientMessageID: req.ClientMessageID, Content: *req.Content})
 	if err != nil {
 		s.fail(c, err)
 		return
 	}
-	if duplicate {
+	in := accepted.Input
+	if accepted.Duplicate {
 		s.answerDuplicate(c, in, sess.OutputSeq)
 		return
 	}
 	s.metrics.InputsAccepted.Inc()
 	// The receipt goes out first: the row is committed, which is custody, and a live
 	// runtime's Relay is handed the input on the row's notification without the
-	// workflow. The signal then starts or wakes the workflow; one lost with Temporal
-	// down is sent again by the workers' re-signal sweep.
+	// workflow. While that Relay says it listens, nothing else is needed; otherwise
+	// the signal starts or wakes the workflow, and one lost with Temporal down is
+	// sent again by the workers' re-signal sweep.
 	writeOKNow(c, newReceipt(in, false, sess.OutputSeq))
+	if accepted.RelayListens {
+		return
+	}
 	s.signalAfterAnswer(c, sess.ID, workflows.SignalInputAccepted, workflows.InputAccepted{InputID: in.ID})
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/astrabox/astrabox/store"
 	"github.com/astrabox/astrabox/workflows"
 )
 
@@ -55,6 +56,32 @@ func TestSendInputReturnsTheReceipt(t *testing.T) {
 	f.call("POST", path, f.member, map[string]any{"content": "one"}).ok(t)
 	assert.Equal(t, 3, f.countInputs(id))
 	assert.Len(t, f.session(id, f.member).HeldInputs, 2)
+}
+
+// While a live Relay says it takes the Session's inputs on notice, an input is
+// answered without a workflow signal; once the record is gone, inputs are signalled
+// again.
+func TestAnInputLeftToTheRelayIsNotSignalled(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	id := f.newSession(f.member)
+	f.activate(id)
+	path := "/api/v1/sessions/" + id + "/inputs"
+	lease, err := f.st.AcquireReaderLease(f.ctx, store.LeaseRequest{SessionID: id, Holder: "relay", TTL: time.Minute})
+	require.NoError(t, err)
+	require.NoError(t, f.st.SetInputsOnNotice(f.ctx, id, lease.Generation))
+
+	var onNotice inputReceipt
+	f.call("POST", path, f.member, map[string]any{"content": "taken on notice"}).ok(t).into(t, &onNotice)
+	assert.Equal(t, "pending", onNotice.State, "the input is in custody all the same")
+
+	require.NoError(t, f.st.ClearInputsOnNotice(f.ctx, id, lease.Generation))
+	var signalled inputReceipt
+	f.call("POST", path, f.member, map[string]any{"content": "signalled"}).ok(t).into(t, &signalled)
+	require.Eventually(t, func() bool { return len(f.signals.named(workflows.SignalInputAccepted)) > 0 }, 10*time.Second, 5*time.Millisecond)
+	sent := f.signals.named(workflows.SignalInputAccepted)
+	require.Len(t, sent, 1, "only the input no Relay took on notice was signalled")
+	assert.Equal(t, workflows.InputAccepted{InputID: signalled.InputID}, sent[0].Payload)
 }
 
 func TestSendInputRefusals(t *testing.T) {

@@ -28,11 +28,16 @@ const inputClientMessageIDKey = "inputs_client_message_id_key"
 // commit. A repeated client_message_id violates inputClientMessageIDKey, which fails
 // the whole statement, the seq advance with it, so seqs stay gapless. No row means no
 // such Session.
+//
+// It also says whether a live Relay hands the input over on that notification: the
+// Session's inputs_on_notice_lease, read from the row it locked (so as a release that
+// cleared it left it), names the reader lease of a Relay that listens, and that lease
+// is unexpired.
 const insertInputSQL = `
 WITH advanced AS (
 	UPDATE sessions SET input_seq = input_seq + 1, updated_at = now()
 	WHERE id = @session_id
-	RETURNING input_seq
+	RETURNING input_seq, inputs_on_notice_lease
 ), inserted AS (
 	INSERT INTO inputs (id, session_id, seq, client_message_id, content, state)
 	SELECT CAST(@id AS uuid), CAST(@session_id AS uuid), input_seq, CAST(@client_message_id AS text), @content, @state
@@ -41,17 +46,45 @@ WITH advanced AS (
 ), notified AS (
 	SELECT pg_notify(@channel, CAST(id AS text)) FROM inserted
 )
-SELECT inserted.* FROM inserted, notified`
+SELECT inserted.*, EXISTS (
+	SELECT 1 FROM reader_leases l, advanced a
+	WHERE l.session_id = CAST(@session_id AS uuid) AND l.generation = a.inputs_on_notice_lease AND l.expires_at > now()
+) AS relay_listens
+FROM inserted, notified`
 
-// InsertInput accepts an input: it is durable when InsertInput returns. The same
-// ClientMessageID in the same Session returns the first input with duplicate true,
-// also under concurrent calls: the partial unique index (session_id,
-// client_message_id) decides, not a read before the write. A new input gets the next
-// accepted-order seq and wakes the Session's reader through SessionInputsChannel, in
-// the same statement. Inside a transaction, a duplicate aborts it (the statement
-// failed); callers use it outside one.
+// Accepted is an input taken into custody.
+type Accepted struct {
+	Input Input
+	// Duplicate: the ClientMessageID was taken; Input is the first input.
+	Duplicate bool
+	// RelayListens: a live Relay listens for the Session's inputs and hands this one
+	// to the runtime on its notification (SetInputsOnNotice), so the Session's
+	// workflow needs no signal for it.
+	RelayListens bool
+}
+
+// acceptedRow is a row insertInputSQL returns.
+type acceptedRow struct {
+	Input        `gorm:"embedded"`
+	RelayListens bool `gorm:"column:relay_listens"`
+}
+
+// InsertInput accepts an input as AcceptInput does, for callers that do not ask
+// whether a Relay hands it over on notice.
 func (s *Store) InsertInput(ctx context.Context, in NewInput) (Input, bool, error) {
-	var rows []Input
+	a, err := s.AcceptInput(ctx, in)
+	return a.Input, a.Duplicate, err
+}
+
+// AcceptInput accepts an input: it is durable when AcceptInput returns. The same
+// ClientMessageID in the same Session returns the first input as a Duplicate, also
+// under concurrent calls: the partial unique index (session_id, client_message_id)
+// decides, not a read before the write. A new input gets the next accepted-order seq
+// and wakes the Session's reader through SessionInputsChannel, in the same
+// statement. Inside a transaction, a duplicate aborts it (the statement failed);
+// callers use it outside one.
+func (s *Store) AcceptInput(ctx context.Context, in NewInput) (Accepted, error) {
+	var rows []acceptedRow
 	err := s.conn(ctx).Raw(insertInputSQL, map[string]any{
 		"id":                uuid.NewString(),
 		"session_id":        in.SessionID,
@@ -66,20 +99,48 @@ func (s *Store) InsertInput(ctx context.Context, in NewInput) (Input, bool, erro
 		// statement sees it.
 		found, err := s.findInputByClientMessageID(ctx, in.SessionID, *in.ClientMessageID)
 		if err != nil {
-			return Input{}, false, fmt.Errorf("insert input: %w", err)
+			return Accepted{}, fmt.Errorf("insert input: %w", err)
 		}
 		if found == nil {
-			return Input{}, false, fmt.Errorf("insert input: conflict without a matching row")
+			return Accepted{}, fmt.Errorf("insert input: conflict without a matching row")
 		}
-		return *found, true, nil
+		return Accepted{Input: *found, Duplicate: true}, nil
 	}
 	if err != nil {
-		return Input{}, false, mapError("insert input", err)
+		return Accepted{}, mapError("insert input", err)
 	}
 	if len(rows) == 0 {
-		return Input{}, false, fmt.Errorf("insert input: session %s: %w", in.SessionID, ErrNotFound)
+		return Accepted{}, fmt.Errorf("insert input: session %s: %w", in.SessionID, ErrNotFound)
 	}
-	return rows[0], false, nil
+	return Accepted{Input: rows[0].Input, RelayListens: rows[0].RelayListens}, nil
+}
+
+// SetInputsOnNotice records that the Relay of leaseGeneration listens for the
+// Session's inputs and hands each over on its notification: from its commit the API
+// signals no workflow for a new input while that lease is unexpired. A superseded or
+// expired lease, or a released runtime (a Relay the workflow stopped may still be
+// ending), records nothing (ErrLeaseLost).
+func (s *Store) SetInputsOnNotice(ctx context.Context, sessionID string, leaseGeneration int64) error {
+	res := s.conn(ctx).Exec(`
+		UPDATE sessions SET inputs_on_notice_lease = @lease
+		WHERE id = @id AND NOT runtime_unavailable AND EXISTS (
+			SELECT 1 FROM reader_leases WHERE session_id = @id AND generation = @lease AND expires_at > now())`,
+		map[string]any{"id": sessionID, "lease": leaseGeneration})
+	if res.Error != nil {
+		return mapError("set inputs on notice", res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return fmt.Errorf("set inputs on notice for session %s generation %d: %w", sessionID, leaseGeneration, ErrLeaseLost)
+	}
+	return nil
+}
+
+// ClearInputsOnNotice records that the Relay of leaseGeneration no longer listens for
+// the Session's inputs; a later lease's record stays.
+func (s *Store) ClearInputsOnNotice(ctx context.Context, sessionID string, leaseGeneration int64) error {
+	err := s.conn(ctx).Exec(`UPDATE sessions SET inputs_on_notice_lease = NULL WHERE id = ? AND inputs_on_notice_lease = ?`,
+		sessionID, leaseGeneration).Error
+	return mapError("clear inputs on notice", err)
 }
 
 func (s *Store) findInputByClientMessageID(ctx context.Context, sessionID, clientMessageID string) (*Input, error) {

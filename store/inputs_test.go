@@ -3,6 +3,7 @@ package store_test
 import (
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -104,4 +105,105 @@ func TestRepeatedClientMessageIDLeavesNoGap(t *testing.T) {
 	s, err := st.GetSessionByID(ctx, f.session.ID)
 	require.NoError(t, err)
 	require.Equal(t, int64(2), s.InputSeq)
+}
+
+// An input is left to the Relay (no workflow signal) only while the Relay that said
+// it listens holds the Session's unexpired lease and the runtime is not released.
+func TestAnInputIsLeftToTheRelayOnlyWhileItsLeaseListens(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx, st, id := f.ctx, f.st, f.session.ID
+	listens := func() bool {
+		t.Helper()
+		a, err := st.AcceptInput(ctx, store.NewInput{SessionID: id, Content: "hello"})
+		require.NoError(t, err)
+		require.False(t, a.Duplicate)
+		return a.RelayListens
+	}
+	lease := func(steal bool) int64 {
+		t.Helper()
+		l, err := st.AcquireReaderLease(ctx, store.LeaseRequest{SessionID: id, Holder: uniq("relay"), TTL: time.Minute, Steal: steal})
+		require.NoError(t, err)
+		return l.Generation
+	}
+	_, err := st.SetSessionPlacement(ctx, store.Placement{SessionID: id, SandboxID: "box-1", HostTaskQueue: "host-a"})
+	require.NoError(t, err)
+
+	require.False(t, listens(), "no Relay listens yet")
+	first := lease(false)
+	require.False(t, listens(), "a Relay that holds the lease but has not said it listens")
+	require.NoError(t, st.SetInputsOnNotice(ctx, id, first))
+	require.True(t, listens())
+
+	second := lease(true)
+	require.False(t, listens(), "a new lease voids the record of the one before")
+	require.ErrorIs(t, st.SetInputsOnNotice(ctx, id, first), store.ErrLeaseLost, "a superseded Relay records nothing")
+	require.False(t, listens())
+	require.NoError(t, st.SetInputsOnNotice(ctx, id, second))
+	require.True(t, listens())
+
+	require.NoError(t, store.ExecForTest(ctx, st, `UPDATE reader_leases SET expires_at = now() - interval '1 second' WHERE session_id = ?`, id))
+	require.False(t, listens(), "an expired lease's Relay may be dead")
+	_, err = st.RenewReaderLease(ctx, id, second, time.Minute)
+	require.NoError(t, err)
+	require.True(t, listens())
+
+	require.NoError(t, st.ClearInputsOnNotice(ctx, id, first))
+	require.True(t, listens(), "a superseded Relay cannot clear its successor's record")
+	require.NoError(t, st.ClearInputsOnNotice(ctx, id, second))
+	require.False(t, listens())
+	require.NoError(t, st.SetInputsOnNotice(ctx, id, second))
+
+	held, err := st.CountHeldInputs(ctx, id)
+	require.NoError(t, err)
+	heldOnNotice, err := st.ReleaseSessionRuntime(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, held, heldOnNotice, "a release while a Relay listened reports the held inputs")
+	require.False(t, listens(), "a released runtime has no Relay")
+	require.ErrorIs(t, st.SetInputsOnNotice(ctx, id, second), store.ErrLeaseLost, "a Relay still ending after the release records nothing")
+	heldOnNotice, err = st.ReleaseSessionRuntime(ctx, id)
+	require.NoError(t, err)
+	require.Zero(t, heldOnNotice, "every input since was signalled")
+}
+
+// An input accepted while the runtime is released is either seen as left to the
+// Relay and counted by the release, or seen as not left to it: none falls between.
+func TestAReleaseCountsEveryInputLeftToTheRelay(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx, st, id := f.ctx, f.st, f.session.ID
+	_, err := st.SetSessionPlacement(ctx, store.Placement{SessionID: id, SandboxID: "box-1", HostTaskQueue: "host-a"})
+	require.NoError(t, err)
+	l, err := st.AcquireReaderLease(ctx, store.LeaseRequest{SessionID: id, Holder: "relay", TTL: time.Minute})
+	require.NoError(t, err)
+	require.NoError(t, st.SetInputsOnNotice(ctx, id, l.Generation))
+
+	const callers = 40
+	var leftToRelay sync.WaitGroup
+	var mu sync.Mutex
+	onNotice := 0
+	release := make(chan int, 1)
+	for i := range callers {
+		leftToRelay.Go(func() {
+			if i == callers/2 {
+				n, err := st.ReleaseSessionRuntime(ctx, id)
+				if assertNoError(t, err) {
+					release <- n
+				}
+			}
+			a, err := st.AcceptInput(ctx, store.NewInput{SessionID: id, Content: "hello"})
+			if assertNoError(t, err) && a.RelayListens {
+				mu.Lock()
+				onNotice++
+				mu.Unlock()
+			}
+		})
+	}
+	leftToRelay.Wait()
+	require.Len(t, release, 1)
+	counted := <-release
+	require.GreaterOrEqual(t, counted, onNotice, "every input left to the Relay is counted by the release")
+	all, err := st.ListInputsBySession(ctx, id)
+	require.NoError(t, err)
+	require.Len(t, all, callers)
 }

@@ -143,11 +143,34 @@ func (s *Store) SetSessionPlacement(ctx context.Context, p Placement) (Session, 
 
 // ReleaseSessionRuntime records that the Session's sandbox is gone or released: the
 // Session keeps its history and conversation key, and its next input starts a new one.
-func (s *Store) ReleaseSessionRuntime(ctx context.Context, sessionID string) error {
-	_, err := s.updateSession(ctx, "release session runtime", sessionID, "", nil, map[string]any{
-		"runtime_unavailable": true, "sandbox_id": nil, "host_task_queue": nil, "runtime_status": nil,
+// No Relay hands inputs over on notice from then on, so every later input is
+// signalled; it returns how many inputs are held that were accepted while one did
+// (none when none did), which only the caller can hand on to the workflow. The
+// Session's row is locked first, so an input accepted meanwhile is either counted
+// here or finds the record cleared.
+func (s *Store) ReleaseSessionRuntime(ctx context.Context, sessionID string) (heldOnNotice int, err error) {
+	err = s.InTx(ctx, func(tx *Store) error {
+		var onNotice []struct {
+			Lease *int64 `gorm:"column:inputs_on_notice_lease"`
+		}
+		if err := tx.conn(ctx).Raw(`SELECT inputs_on_notice_lease FROM sessions WHERE id = ? FOR UPDATE`, sessionID).
+			Scan(&onNotice).Error; err != nil {
+			return mapError("release session runtime", err)
+		}
+		if _, err := tx.updateSession(ctx, "release session runtime", sessionID, "", nil, map[string]any{
+			"runtime_unavailable": true, "sandbox_id": nil, "host_task_queue": nil, "runtime_status": nil,
+			"inputs_on_notice_lease": nil,
+		}); err != nil {
+			return err
+		}
+		if len(onNotice) == 0 || onNotice[0].Lease == nil {
+			return nil
+		}
+		n, err := tx.CountHeldInputs(ctx, sessionID)
+		heldOnNotice = n
+		return err
 	})
-	return err
+	return heldOnNotice, err
 }
 
 // SetSessionLifecycle moves the Session to creating, active or terminated; use

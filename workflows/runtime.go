@@ -323,7 +323,8 @@ func (w *sessionWorkflow) releaseBox(ctx workflow.Context, ending bool) {
 			return
 		}
 	}
-	err := workflow.ExecuteActivity(summarized(withShared(ctx), "Release box "+w.s.Placement.SandboxID), act.Release, activities.ReleaseRequest{SessionID: w.s.SessionID, SandboxID: w.s.Placement.SandboxID}).Get(ctx, nil)
+	var released activities.ReleaseResult
+	err := workflow.ExecuteActivity(summarized(withShared(ctx), "Release box "+w.s.Placement.SandboxID), act.Release, activities.ReleaseRequest{SessionID: w.s.SessionID, SandboxID: w.s.Placement.SandboxID}).Get(ctx, &released)
 	if err != nil {
 		workflow.GetLogger(ctx).Warn("release box", "error", err)
 	}
@@ -331,6 +332,12 @@ func (w *sessionWorkflow) releaseBox(ctx workflow.Context, ending bool) {
 	w.s.Need = NeedNone
 	w.s.Observed = activities.SessionObservation{State: stateReady, HeldInputs: w.s.Observed.HeldInputs, Title: w.s.Observed.Title}
 	w.setPhase(ctx, PhaseReleased)
+	// Inputs accepted while the Relay took them on notice came without a signal; they
+	// want a runtime as a signalled one does (histories recorded before the result
+	// existed read zero).
+	if released.HeldOnNotice > 0 && !ending {
+		w.s.Work.inputAccepted(InputAccepted{})
+	}
 }
 
 // end archives or deletes: the box is released, held inputs fail with

@@ -38,6 +38,7 @@ type harness struct {
 	deliver func(context.Context, activities.RuntimeRef) (activities.DeliverResult, error)
 	answer  func(context.Context, activities.AnswerRequest) error
 	stop    func(context.Context, activities.StopChildRunRequest) error
+	release func(context.Context, activities.ReleaseRequest) (activities.ReleaseResult, error)
 	// activate, applyMode and storeMode override the permission-mode mocks.
 	activate  func(context.Context, activities.ActivateRequest) (activities.ActivateResult, error)
 	applyMode func(context.Context, activities.PermissionModeRequest) error
@@ -149,9 +150,12 @@ func newHarness(t *testing.T) *harness {
 		h.record("Disconnect")
 		return nil
 	}).Maybe()
-	h.env.OnActivity(act.Release, mock.Anything, mock.Anything).Return(func(_ context.Context, req activities.ReleaseRequest) error {
+	h.env.OnActivity(act.Release, mock.Anything, mock.Anything).Return(func(ctx context.Context, req activities.ReleaseRequest) (activities.ReleaseResult, error) {
 		h.record("Release:" + req.SandboxID)
-		return nil
+		if h.release != nil {
+			return h.release(ctx, req)
+		}
+		return activities.ReleaseResult{}, nil
 	}).Maybe()
 	h.env.OnActivity(act.ReconcileLostRuntime, mock.Anything, mock.Anything).Return(func(context.Context, activities.ReconcileRequest) error {
 		h.record("ReconcileLostRuntime")

@@ -174,6 +174,34 @@ func TestAnIdleTimerArmedBeforeTheLastWakeIsArmedAgainForTheRest(t *testing.T) {
 	require.Less(t, timers[1], 2*time.Second)
 }
 
+// TestAReleaseThatFindsInputsTakenOnNoticeStartsANewBox: inputs accepted while the
+// Relay took them on notice come without a signal; the release that finds them held
+// brings a runtime up for them as a signal would.
+func TestAReleaseThatFindsInputsTakenOnNoticeStartsANewBox(t *testing.T) {
+	h := newHarness(t)
+	releases := 0
+	h.release = func(context.Context, activities.ReleaseRequest) (activities.ReleaseResult, error) {
+		releases++
+		if releases == 1 {
+			return activities.ReleaseResult{HeldOnNotice: 1}, nil
+		}
+		return activities.ReleaseResult{HeldOnNotice: 2}, nil
+	}
+	h.at(step, h.signal(SignalLifecycle, Lifecycle{Action: LifecycleRelease}))
+	h.at(3*step, func() {
+		s := h.state()
+		require.Equal(t, PhaseActive, s.Phase, "the held input brought a runtime up")
+		require.Equal(t, "box-2", s.Placement.SandboxID)
+	})
+	h.at(4*step, h.signal(SignalLifecycle, Lifecycle{Action: LifecycleArchive}))
+	h.run(SessionStart{SessionID: "s-held-on-notice"})
+	require.NoError(t, h.env.GetWorkflowError())
+	calls := h.recorded()
+	requireInOrder(t, calls, "Relay:1", "Release:box-1", "PrepareRuntime:fresh", "ActivateRuntime:box-2:2:restore", "Deliver",
+		"Release:box-2", "EndConversation:delete=false")
+	require.Equal(t, 2, count(calls, "PrepareRuntime:"), "an archive's release brings nothing up")
+}
+
 func TestReleaseSignalReleasesTheBox(t *testing.T) {
 	h := newHarness(t)
 	h.at(step, h.signal(SignalLifecycle, Lifecycle{Action: LifecycleRelease}))
