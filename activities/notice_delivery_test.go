@@ -5,6 +5,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
 
 	"github.com/astrabox/astrabox/workflows"
 )
@@ -53,29 +54,28 @@ func (s *stack) workflowState(sessionID string) workflows.SessionState {
 // activitiesScheduled counts the activities of a type the Session workflow's current
 // run scheduled.
 func (s *stack) activitiesScheduled(sessionID, activityType string) int {
-	s.t.Helper()
-	n := 0
-	it := s.tc.GetWorkflowHistory(s.ctx, workflows.SessionWorkflowID(sessionID), "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	for it.HasNext() {
-		ev, err := it.Next()
-		require.NoError(s.t, err)
-		if ev.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName() == activityType {
-			n++
-		}
-	}
-	return n
+	return s.historyEvents(sessionID, func(ev *historypb.HistoryEvent) bool {
+		return ev.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName() == activityType
+	})
 }
 
 // signalsReceived counts the signals of a name the Session workflow's current run
 // received.
 func (s *stack) signalsReceived(sessionID, name string) int {
+	return s.historyEvents(sessionID, func(ev *historypb.HistoryEvent) bool {
+		return ev.GetWorkflowExecutionSignaledEventAttributes().GetSignalName() == name
+	})
+}
+
+// historyEvents counts the events of the Session workflow's current run that match.
+func (s *stack) historyEvents(sessionID string, match func(*historypb.HistoryEvent) bool) int {
 	s.t.Helper()
 	n := 0
 	it := s.tc.GetWorkflowHistory(s.ctx, workflows.SessionWorkflowID(sessionID), "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	for it.HasNext() {
 		ev, err := it.Next()
 		require.NoError(s.t, err)
-		if ev.GetWorkflowExecutionSignaledEventAttributes().GetSignalName() == name {
+		if match(ev) {
 			n++
 		}
 	}
