@@ -147,13 +147,10 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 		return nil, err
 	}
 	// Temporal's port is picked when it starts (startTemporal).
-	ports, err := freeport.ReserveN(2)
-	if err != nil {
+	if s.apiPort, err = freeport.Reserve(); err != nil {
 		return nil, err
 	}
-	s.apiPort = ports[1]
-
-	if err := s.startPostgres(ctx, ports[0]); err != nil {
+	if err := s.startPostgres(ctx); err != nil {
 		return nil, err
 	}
 	seeded, err := s.migrateAndSeed(ctx)
@@ -205,12 +202,13 @@ func (s *Stack) cluster() *pgcluster.Cluster {
 	return s.pg
 }
 
-func (s *Stack) startPostgres(ctx context.Context, port int) error {
+// startPostgres starts the stack's cluster on a port of its own; RestartPostgres
+// brings it back on the same one.
+func (s *Stack) startPostgres(ctx context.Context) error {
 	s.pgOpts = pgcluster.Options{
 		DataDir:   filepath.Join(s.baseDir, "pg", "data"),
 		SocketDir: filepath.Join(s.baseDir, "pg", "run"),
 		LogFile:   filepath.Join(s.baseDir, "logs", "postgres.log"),
-		Port:      port,
 		// The stack's data is thrown away; durability off for speed on shared CI.
 		Settings: map[string]string{"fsync": "off", "full_page_writes": "off", "max_connections": "200"},
 		Logger:   s.log.Named("postgres"),
@@ -218,10 +216,11 @@ func (s *Stack) startPostgres(ctx context.Context, port int) error {
 	if err := os.MkdirAll(filepath.Join(s.baseDir, "pg"), 0o755); err != nil {
 		return fmt.Errorf("make postgres folder: %w", err)
 	}
-	pg, err := pgcluster.Start(ctx, s.pgOpts)
+	pg, err := pgcluster.StartOnFreePort(ctx, s.pgOpts)
 	if err != nil {
 		return fmt.Errorf("start postgresql: %w", err)
 	}
+	s.pgOpts.Port = pg.Port()
 	s.mu.Lock()
 	s.pg = pg
 	s.mu.Unlock()

@@ -20,6 +20,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"go.uber.org/zap"
+
+	"github.com/astrabox/astrabox/internal/freeport"
 )
 
 // DefaultSuperuser is the cluster's superuser name when Options leaves it empty.
@@ -135,6 +137,31 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	}
 	c.logger.Info("postgresql started", zap.String("data_dir", opts.DataDir), zap.Int("port", opts.Port))
 	return c, nil
+}
+
+// freePortAttempts bounds StartOnFreePort's retries when the reserved port is taken.
+const freePortAttempts = 5
+
+// StartOnFreePort starts the cluster as Start does on a port it reserves, ignoring
+// opts.Port. Other processes on the machine (parallel test binaries, their servers)
+// can still take a reserved port before the server binds it, so a port found in use
+// is replaced by a new one a few times before giving up.
+func StartOnFreePort(ctx context.Context, opts Options) (*Cluster, error) {
+	var lastErr error
+	for range freePortAttempts {
+		port, err := freeport.Reserve()
+		if err != nil {
+			return nil, err
+		}
+		opts.Port = port
+		c, err := Start(ctx, opts)
+		var inUse *PortInUseError
+		if !errors.As(err, &inUse) {
+			return c, err
+		}
+		lastErr = err
+	}
+	return nil, fmt.Errorf("no free port after %d attempts: %w", freePortAttempts, lastErr)
 }
 
 func withDefaults(opts Options) (Options, error) {

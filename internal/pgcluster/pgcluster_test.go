@@ -12,7 +12,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
-	"github.com/astrabox/astrabox/internal/freeport"
 	"github.com/astrabox/astrabox/internal/pgcluster"
 )
 
@@ -34,21 +33,15 @@ func baseDir(t *testing.T) string {
 	return dir
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	port, err := freeport.Reserve()
-	require.NoError(t, err)
-	return port
-}
-
 func TestStartCreateDatabaseAndReuseDataOnRestart(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
 	base := baseDir(t)
-	opts := pgcluster.Options{DataDir: filepath.Join(base, "data"), Port: freePort(t)}
+	opts := pgcluster.Options{DataDir: filepath.Join(base, "data")}
 
-	c, err := pgcluster.Start(ctx, opts)
+	c, err := pgcluster.StartOnFreePort(ctx, opts)
 	require.NoError(t, err)
+	opts.Port = c.Port()
 	stopped := false
 	t.Cleanup(func() {
 		if !stopped {
@@ -133,7 +126,7 @@ func TestStopDataDirStopsALeftoverServer(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
 	dataDir := filepath.Join(baseDir(t), "data")
-	c, err := pgcluster.Start(ctx, pgcluster.Options{DataDir: dataDir, Port: freePort(t)})
+	c, err := pgcluster.StartOnFreePort(ctx, pgcluster.Options{DataDir: dataDir})
 	require.NoError(t, err)
 
 	// As if the process that started it had died: stop it knowing only the folder.

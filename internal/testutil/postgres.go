@@ -18,7 +18,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"go.uber.org/zap"
 
-	"github.com/astrabox/astrabox/internal/freeport"
 	"github.com/astrabox/astrabox/internal/pgcluster"
 	"github.com/astrabox/astrabox/store"
 )
@@ -124,21 +123,7 @@ func (f *fixtures) bootPostgres() error {
 		},
 		Logger: zap.NewNop(),
 	}
-	// Packages' test binaries run in parallel; a free port can be taken between the
-	// probe and the start, so try a few.
-	for attempt := 0; attempt < 5; attempt++ {
-		opts.Port, err = freeport.Reserve()
-		if err != nil {
-			return err
-		}
-		f.cluster, err = pgcluster.Start(ctx, opts)
-		if err == nil {
-			break
-		}
-		if inUse := (*pgcluster.PortInUseError)(nil); !errors.As(err, &inUse) {
-			return err
-		}
-	}
+	f.cluster, err = pgcluster.StartOnFreePort(ctx, opts)
 	if err != nil {
 		return err
 	}
