@@ -56,7 +56,7 @@ type relayRun struct {
 	l     *liveRuntime
 	lease int64
 	log   *zap.Logger
-	// throughSeq is the seq of the last part recorded, which the heartbeat goroutine
+	// throughSeq is the seq of the last part recorded, which the heartbeat
 	// reports; alive is when the reading loop last went round (unix nanoseconds),
 	// which the heartbeat vouches for.
 	throughSeq atomic.Int64
@@ -70,7 +70,7 @@ type relayRun struct {
 	// factsChanged is set by record when its batch wrote more than parts (a status,
 	// a response start or end, an admission, an interaction): what the Session's
 	// observation derives from. observeAsked is when the loop last asked for an
-	// observation, which the observer goroutine makes when asked (observeNow).
+	// observation, which reportToTemporal makes when asked (observeNow).
 	factsChanged bool
 	observeAsked time.Time
 	observeNow   chan struct{}
@@ -120,8 +120,7 @@ func (r *relayRun) run(ctx context.Context) (RelayResult, error) {
 	} else {
 		r.wakeObserver()
 	}
-	helpers.Go(func() { r.observeWhenAsked(background) })
-	helpers.Go(func() { r.heartbeat(background) })
+	helpers.Go(func() { r.reportToTemporal(background) })
 	for {
 		err := r.readFrom(ctx, cursor)
 		switch {
@@ -235,14 +234,14 @@ func (r *relayRun) readFrom(ctx context.Context, cursor *engines.RuntimeCursor) 
 // inputs and title change outside the Relay.
 const observeEvery = time.Second
 
-// askObservation has the observer goroutine observe the Session soon; asks made
+// askObservation has reportToTemporal observe the Session soon; asks made
 // while it is busy become one observation, of the facts as they are then.
 func (r *relayRun) askObservation() {
 	r.observeAsked = time.Now()
 	r.wakeObserver()
 }
 
-// wakeObserver has the observer goroutine observe the Session soon, from any
+// wakeObserver has reportToTemporal observe the Session soon, from any
 // goroutine.
 func (r *relayRun) wakeObserver() {
 	select {
@@ -251,53 +250,40 @@ func (r *relayRun) wakeObserver() {
 	}
 }
 
-// observeWhenAsked observes the Session whenever the reading loop asks, until ctx
-// ends. The signal is a Temporal call, slow when the server is busy: made from the
-// reading loop it held every part of the Session back behind it. After a signal it
-// waits observeEvery before the next, so a turn that goes from held to working to
-// ready within a second costs the workflow one signal, not three; asks made
-// meanwhile are answered with the facts as they are then, so the last state is
-// always the one sent.
-func (r *relayRun) observeWhenAsked(ctx context.Context) {
-	pause := time.NewTimer(observeEvery)
-	pause.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-r.observeNow:
-		}
-		if !r.observe(ctx) {
-			continue
-		}
-		pause.Reset(observeEvery)
-		select {
-		case <-ctx.Done():
-			return
-		case <-pause.C:
-		}
-	}
-}
-
-// heartbeat tells Temporal the Relay lives, every HeartbeatEvery, from its own
-// goroutine: a heartbeat's call holds the SDK's lock for as long as the server takes
-// to answer, and from the reading loop it stalled the Session's parts behind a busy
-// server. It vouches only while the loop has gone round lately (each batch and
-// each lease renewal), so a stuck loop still lets the heartbeat timeout fire.
-func (r *relayRun) heartbeat(ctx context.Context) {
+// reportToTemporal makes the Relay's calls to Temporal, from one goroutine beside
+// the reading loop: each call holds the SDK's lock for as long as the server takes to
+// answer (with 100 Sessions a signal took 3.5 s and a heartbeat 0.5 s), and made from
+// the loop each held the Session's parts back behind it.
+//
+// Every HeartbeatEvery it heartbeats, while the loop has gone round lately (each batch
+// and each lease renewal), so a stuck loop still lets the heartbeat timeout fire.
+// Whenever the loop asks it observes the Session; after a signal it waits
+// observeEvery before the next, so a turn that goes from held to working to ready
+// within a second costs the workflow one signal, not three; asks made meanwhile are
+// answered with the facts as they are then, so the last state is always the one sent.
+func (r *relayRun) reportToTemporal(ctx context.Context) {
 	every := r.a.set.HeartbeatEvery
 	tick := time.NewTicker(every)
 	defer tick.Stop()
+	pause := time.NewTimer(observeEvery)
+	pause.Stop()
+	asks := r.observeNow // nil while pausing after a signal
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
+			if time.Since(time.Unix(0, r.alive.Load())) <= 2*every {
+				activity.RecordHeartbeat(ctx, RelayProgress{LeaseGeneration: r.lease, ThroughSeq: r.throughSeq.Load()})
+			}
+		case <-asks:
+			if r.observe(ctx) {
+				asks = nil
+				pause.Reset(observeEvery)
+			}
+		case <-pause.C:
+			asks = r.observeNow
 		}
-		if time.Since(time.Unix(0, r.alive.Load())) > 2*every {
-			continue
-		}
-		activity.RecordHeartbeat(ctx, RelayProgress{LeaseGeneration: r.lease, ThroughSeq: r.throughSeq.Load()})
 	}
 }
 
