@@ -211,6 +211,11 @@ func (b *bench) phase(ctx context.Context, n int, durable float64, floorOpts loc
 	if err := b.waitIdle(ctx, sessions); err != nil {
 		return nil, "", err
 	}
+	select {
+	case <-ctx.Done():
+		return nil, "", ctx.Err()
+	case <-time.After(idleQuiet):
+	}
 	heapIdle, err := b.workerHeap(ctx)
 	if err != nil {
 		return nil, "", err
@@ -380,6 +385,12 @@ func (b *bench) partFigures(ctx context.Context, warmSeq map[string]int64, arriv
 	m.rate = float64(m.parts) / last.Sub(start).Seconds()
 	return m, nil
 }
+
+// idleQuiet is how long the Sessions stay quiet before the worker's heap is read for
+// idle Sessions: a Session idles between turns far longer than this, after its turn's
+// connections and buffers were let go (a runner client keeps an unused connection
+// 5 s).
+const idleQuiet = 8 * time.Second
 
 // waitIdle waits until every Session is READY again.
 func (b *bench) waitIdle(ctx context.Context, sessions []*session) error {

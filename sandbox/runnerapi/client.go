@@ -31,6 +31,10 @@ type Client struct {
 	http  *http.Client
 }
 
+// idleConnTimeout is how long a connection to a near runner stays open unused: long
+// enough for the calls of one turn to share it.
+const idleConnTimeout = 5 * time.Second
+
 // NewClient returns a client for the runner listening on socket (a host path).
 func NewClient(socket string) *Client {
 	return NewDialClient(func(ctx context.Context) (net.Conn, error) {
@@ -42,13 +46,15 @@ func NewClient(socket string) *Client {
 // NewDialClient returns a client that reaches the runner through dial (for
 // example a TCP endpoint a remote backend publishes) and sends token.
 func NewDialClient(dial func(ctx context.Context) (net.Conn, error), token string) *Client {
-	// A live Session holds its output stream's connection and, between turns, one
+	// A live Session holds its output stream's connection and, within a turn, one
 	// idle connection for its next calls (delivery, status, the native log). Every
-	// connection costs two goroutines and 8 KiB of buffers for the Session's life,
-	// and a runner is near: a burst's extra connections are closed, not kept.
+	// connection costs two goroutines and 8 KiB of buffers while it lives, and a
+	// runner is near: a burst's extra connections are closed, not kept, and the one
+	// kept is closed once the turn's calls are over, since a Session spends most of
+	// its life idle between turns.
 	tr := &http.Transport{
 		DialContext:         func(ctx context.Context, _, _ string) (net.Conn, error) { return dial(ctx) },
-		MaxIdleConnsPerHost: 1, IdleConnTimeout: time.Minute,
+		MaxIdleConnsPerHost: 1, IdleConnTimeout: idleConnTimeout,
 	}
 	return &Client{base: "http://runner", dial: dial, token: token, http: &http.Client{Transport: tr}}
 }
