@@ -249,10 +249,11 @@ type Decoder struct {
 	End string
 }
 
-// decoderBuffer sizes a Decoder's buffer. It holds frame headers (a few dozen bytes);
-// a frame's data is read in full past it. Every live Session's reader keeps one while
-// idle, so it stays small.
-const decoderBuffer = 4 << 10
+// decoderBuffer sizes a Decoder's buffer. It holds frame headers (a few dozen bytes)
+// and end frames (a reason word); a frame's data is read in full past it, straight
+// into the line when the buffer is empty. Every live Session's reader keeps one while
+// idle, over the HTTP connection's own buffer, so it stays small.
+const decoderBuffer = 512
 
 // NewDecoder reads frames from r.
 func NewDecoder(r io.Reader) *Decoder {
