@@ -231,6 +231,11 @@ type Sandbox struct {
 	// MaxLiveBoxesPerUser caps the Sessions with a live box one user may hold;
 	// creating one more is refused with 429 ADMISSION_DENIED. 0: no cap.
 	MaxLiveBoxesPerUser int `mapstructure:"max_live_boxes_per_user"`
+	// IdleRelease is how long a Session may stay idle (no reply in progress, no
+	// input held, no question open) before its box is released; its next message
+	// resumes the program's conversation in a new box. 0 keeps boxes until the
+	// Session is archived or deleted.
+	IdleRelease time.Duration `mapstructure:"idle_release"`
 }
 
 // Limits are default box resources in the RuntimeProfile's notation (see

@@ -90,6 +90,7 @@ func TestValidationNamesTheKey(t *testing.T) {
 		{name: "bad memory limit", environ: []string{"ASTRABOX_SANDBOX_LIMITS_MEMORY=lots"}, key: "sandbox.limits", want: "not a byte quantity"},
 		{name: "bad cpu limit", environ: []string{"ASTRABOX_SANDBOX_LIMITS_CPU=-1"}, key: "sandbox.limits", want: "out of range"},
 		{name: "negative box cap", environ: []string{"ASTRABOX_SANDBOX_MAX_LIVE_BOXES_PER_USER=-1"}, key: "sandbox.max_live_boxes_per_user", want: "zero (no cap)"},
+		{name: "negative idle release", environ: []string{"ASTRABOX_SANDBOX_IDLE_RELEASE=-1m"}, key: "sandbox.idle_release", want: "zero or a positive duration"},
 		{name: "negative workflow cache", environ: []string{"ASTRABOX_TEMPORAL_WORKFLOW_CACHE_SIZE=-1"}, key: "temporal.workflow_cache_size", want: "zero (the SDK's default)"},
 		{name: "debug address without port", environ: []string{"ASTRABOX_DEBUG_PPROF_ADDR=localhost"}, key: "debug.pprof_addr", want: "host:port"},
 		{name: "relative scripted program", environ: []string{"ASTRABOX_ENGINES_SCRIPTED_BINARY=bin/scriptagent"}, key: "engines.scripted.binary", want: "absolute path"},

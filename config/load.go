@@ -284,6 +284,7 @@ func builtinDefaults() map[string]any {
 		"sandbox.limits.pids":             1024,
 		"sandbox.limits.tmp":              "512Mi",
 		"sandbox.max_live_boxes_per_user": 8,
+		"sandbox.idle_release":            "30m",
 		"models.anthropic_api_key":        "",
 		"models.anthropic_base_url":       "https://api.anthropic.com",
 		"models.openai_api_key":           "",

@@ -73,6 +73,7 @@ func (c *Config) Validate() error {
 			}
 			return nil
 		},
+		func() error { return nonNegativeDuration("sandbox.idle_release", int64(c.Sandbox.IdleRelease)) },
 		func() error { return optionalURL("models.anthropic_base_url", c.Models.AnthropicBaseURL) },
 		func() error { return optionalURL("models.openai_base_url", c.Models.OpenAIBaseURL) },
 		func() error { return optionalURL("models.gemini_base_url", c.Models.GeminiBaseURL) },

@@ -40,6 +40,7 @@ and stops everything it started. It needs the checkout (make deps).`,
 	f.DurationVar(&opts.Timeout, "timeout", 20*time.Minute, "bound of the whole run")
 	f.StringVar(&opts.ProfileDir, "profile-dir", "", "save CPU and allocation profiles of the API and worker taken in the largest phase here")
 	f.IntVar(&opts.ProfileSeconds, "profile-seconds", 15, "length of the CPU profiles")
+	f.DurationVar(&opts.IdleRelease, "idle-release", 45*time.Second, "the worker's sandbox.idle_release; each phase waits for every box's release and measures a released Session (outlast the slowest cold start)")
 	f.IntVar(&opts.Replicas, "replicas", 1, "API and worker processes each (1 or 2; with 2, Sessions are spread over both, and a last phase kills a worker mid-reply)")
 	return cmd
 }

@@ -281,8 +281,9 @@ func (p *platform) runWorker(ctx context.Context) error {
 			v, ok := p.cfg.Secrets.Platform[strings.ToLower(name)]
 			return v.Reveal(), ok && v.IsSet()
 		},
-		Logger:  p.log.Named("activities"),
-		Metrics: p.tel.Metrics,
+		Settings: activities.Settings{IdleRelease: idleRelease(p.cfg.Sandbox.IdleRelease)},
+		Logger:   p.log.Named("activities"),
+		Metrics:  p.tel.Metrics,
 	})
 	if err != nil {
 		return err
@@ -470,4 +471,13 @@ func (p *platform) titler() (activities.Titler, error) {
 	}
 	p.log.Info("automatic titles on", zap.String("model", p.cfg.Titles.Model), zap.String("model_service", p.cfg.Models.AnthropicBaseURL))
 	return g, nil
+}
+
+// idleRelease turns sandbox.idle_release (0: keep boxes) into the activities'
+// setting, where 0 takes the default and a negative period keeps boxes.
+func idleRelease(configured time.Duration) time.Duration {
+	if configured == 0 {
+		return -1
+	}
+	return configured
 }

@@ -64,6 +64,12 @@ type Options struct {
 	// Sessions alternate between the APIs and Temporal spreads them over the workers,
 	// and a last phase kills one worker mid-reply (workerStop).
 	Replicas int
+	// IdleRelease is the worker's sandbox.idle_release: how long a Session stays
+	// idle before its box is released. Each phase waits for every release after its
+	// idle figures and measures what a released Session still costs the worker. It
+	// must outlast the warm-up's wait for the phase's slowest cold start, or a
+	// Session's measured turn would start in a new box (default 45 s).
+	IdleRelease time.Duration
 	// Logger receives progress; default none.
 	Logger *zap.Logger
 }
@@ -95,6 +101,9 @@ func (o *Options) defaults() {
 	}
 	if o.Replicas <= 0 {
 		o.Replicas = 1
+	}
+	if o.IdleRelease <= 0 {
+		o.IdleRelease = 45 * time.Second
 	}
 	if o.Logger == nil {
 		o.Logger = zap.NewNop()
@@ -164,6 +173,7 @@ func Run(ctx context.Context, opts Options, out io.Writer) (err error) {
 				"ASTRABOX_LOG_LEVEL=warn",
 				"ASTRABOX_HTTP_MAX_STREAMS_PER_TOKEN=" + strconv.Itoa(opts.MaxStreams+largest+16),
 				"ASTRABOX_SANDBOX_MAX_LIVE_BOXES_PER_USER=" + strconv.Itoa(2*largest+16),
+				"ASTRABOX_SANDBOX_IDLE_RELEASE=" + opts.IdleRelease.String(),
 			}
 		},
 	})

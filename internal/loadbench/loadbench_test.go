@@ -20,7 +20,7 @@ import (
 func TestSmoke(t *testing.T) {
 	table := runSmall(t, loadbench.Options{Sessions: []int{2}})
 	for _, figure := range []string{"durable parts/s @2", "event-to-part @2", "input receipt @2", "time to first part @2",
-		"commit-to-SSE @2 x2", "worker heap/idle Session @2", "history events/turn @2"} {
+		"commit-to-SSE @2 x2", "worker heap/idle Session @2", "worker heap/released Session @2", "history events/turn @2"} {
 		line := lineOf(table, figure)
 		require.NotEmpty(t, line, "the table has %q:\n%s", figure, table)
 		assert.NotContains(t, line, " 0.0 ms", "a measured figure is never zero: %s", line)
@@ -29,6 +29,8 @@ func TestSmoke(t *testing.T) {
 	assert.Contains(t, lineOf(table, "durable parts/s @2"), "program ", "the program floor is measured")
 	assert.Regexp(t, `^worker goroutines/idle Session @2 +report +[1-9][0-9.]* \(stacks -?[0-9]+ KiB\)`, lineOf(table, "worker goroutines/idle Session @2"),
 		"a live Session holds goroutines in the worker (its Relay's at least)")
+	assert.Regexp(t, `^worker heap/released Session @2 +~0 \(live <= 10 KiB\) +-?[0-9]+ KiB \(live -?[0-9]+ KiB, -?[0-9.]+ goroutines\)`,
+		lineOf(table, "worker heap/released Session @2"), "every box was released after sandbox.idle_release and the worker measured then")
 	assert.Contains(t, table, "machine load: loadavg")
 	assert.Contains(t, table, "cores used during the measured turns @2: boxes ", "the cores each part of the machine used are reported")
 	assert.Contains(t, table, "cores used by the program floor @2: boxes ", "the cores the program floor used are reported")
@@ -58,6 +60,8 @@ func runSmall(t *testing.T, opts loadbench.Options) string {
 	localtest.RequireBoxes(t)
 	ctx := testutil.ContextWithTimeout(t, 9*time.Minute)
 	opts.Turns, opts.Deltas, opts.Gap, opts.Followers, opts.Timeout = 1, 5, time.Millisecond, 2, 8*time.Minute
+	// Past the measurement of idle Sessions (8 s quiet after their turn).
+	opts.IdleRelease = 20 * time.Second
 	var out bytes.Buffer
 	err := loadbench.Run(ctx, opts, &out)
 	require.NoError(t, err, out.String())

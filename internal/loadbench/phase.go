@@ -241,6 +241,10 @@ func (b *bench) phase(ctx context.Context, n int, durable float64, floorOpts loc
 	if err != nil {
 		return nil, "", err
 	}
+	heapReleased, err := b.releasedHeap(ctx, sessions)
+	if err != nil {
+		return nil, "", err
+	}
 	if err := b.archive(ctx, sessions); err != nil {
 		return nil, "", err
 	}
@@ -278,6 +282,10 @@ func (b *bench) phase(ctx context.Context, n int, durable float64, floorOpts loc
 	rows = append(rows, Row{Figure: "worker live heap/idle Session " + tag, Goal: "report", P50: fmt.Sprintf("%.0f KiB", livePerSession)})
 	goroutines, stackKiB := heapIdle.goroutinesPerSession(heapBefore, n)
 	rows = append(rows, Row{Figure: "worker goroutines/idle Session " + tag, Goal: "report", P50: fmt.Sprintf("%.1f (stacks %.0f KiB)", goroutines, stackKiB)})
+	perReleased, livePerReleased := heapReleased.perSession(heapBefore, n)
+	goroutinesReleased, _ := heapReleased.goroutinesPerSession(heapBefore, n)
+	rows = append(rows, Row{Figure: "worker heap/released Session " + tag, Goal: "~0 (live <= 10 KiB)",
+		P50: fmt.Sprintf("%.0f KiB (live %.0f KiB, %.1f goroutines)", perReleased, livePerReleased, goroutinesReleased), Met: met(livePerReleased <= 10)})
 	rows = append(rows, Row{Figure: "history events/turn " + tag, Goal: "reported, bounded", P50: fmt.Sprintf("%.1f", events.p50), P99: fmt.Sprintf("%.1f", events.p99)})
 	rows = append(rows, Row{Figure: "Sessions per worker " + tag, Goal: "spread over every worker", P50: spread})
 	rows = append(rows, Row{Figure: "cold start (box + runtime) " + tag, Goal: "report", P50: msString(cold.pct(50)), P99: msString(cold.pct(99))})
@@ -391,6 +399,36 @@ func (b *bench) partFigures(ctx context.Context, warmSeq map[string]int64, arriv
 // connections and buffers were let go (a runner client keeps an unused connection
 // 5 s).
 const idleQuiet = 8 * time.Second
+
+// releasedHeap waits until every Session's box was released for idleness (the
+// worker's sandbox.idle_release after its last turn) and the worker let go of what
+// its runtime held, and reads the worker's heap then.
+func (b *bench) releasedHeap(ctx context.Context, sessions []*session) (heapFigures, error) {
+	for _, s := range sessions {
+		for {
+			var out struct {
+				RuntimeUnavailable bool `json:"runtime_unavailable"`
+			}
+			if err := b.api.call(ctx, http.MethodGet, "/sessions/"+s.id, nil, &out); err != nil {
+				return heapFigures{}, err
+			}
+			if out.RuntimeUnavailable {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return heapFigures{}, fmt.Errorf("session %s kept its box: %w", s.id, ctx.Err())
+			case <-time.After(500 * time.Millisecond):
+			}
+		}
+	}
+	select {
+	case <-ctx.Done():
+		return heapFigures{}, ctx.Err()
+	case <-time.After(idleQuiet):
+	}
+	return b.workerHeap(ctx)
+}
 
 // waitIdle waits until every Session is READY again.
 func (b *bench) waitIdle(ctx context.Context, sessions []*session) error {
