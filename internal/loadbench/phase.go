@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"go.temporal.io/sdk/client"
 	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
 
@@ -22,6 +23,7 @@ import (
 	"github.com/astrabox/astrabox/internal/scriptengine"
 	"github.com/astrabox/astrabox/sandbox/local"
 	"github.com/astrabox/astrabox/store"
+	"github.com/astrabox/astrabox/workflows"
 )
 
 // bench is one run's stack and what it drives the stack with.
@@ -145,10 +147,6 @@ func (b *bench) phase(ctx context.Context, n int, durable float64, floorOpts loc
 		return nil, "", err
 	}
 
-	heapBefore, err := b.workerHeap(ctx)
-	if err != nil {
-		return nil, "", err
-	}
 	sessions, err := b.newSessions(ctx, n, fmt.Sprintf("bench-%d", n))
 	if err != nil {
 		return nil, "", err
@@ -248,6 +246,13 @@ func (b *bench) phase(ctx context.Context, n int, durable float64, floorOpts loc
 	if err := b.archive(ctx, sessions); err != nil {
 		return nil, "", err
 	}
+	// The worker's heap with none of the phase's Sessions, after the growth they
+	// caused once (pools, caches, the protobuf and gRPC state first touched): the
+	// Sessions' own cost is what the worker holds above it.
+	heapNone, err := b.endedHeap(ctx, sessions)
+	if err != nil {
+		return nil, "", err
+	}
 	b.log.Info("phase done", zap.Int("sessions", n), zap.Duration("streamed_for", streamedFor), zap.Int("parts", m.parts))
 
 	rows := []Row{}
@@ -277,15 +282,22 @@ func (b *bench) phase(ctx context.Context, n int, durable float64, floorOpts loc
 		deliveryMet = met(m.commitToSSE.pct(99) <= 30*time.Millisecond)
 	}
 	rows = append(rows, Row{Figure: fmt.Sprintf("commit-to-SSE %s x%d", tag, followers), Goal: "p99 <= 30 ms (20 x10)", P50: msString(m.commitToSSE.pct(50)), P99: msString(m.commitToSSE.pct(99)), Met: deliveryMet})
-	perSession, livePerSession := heapIdle.perSession(heapBefore, n)
-	rows = append(rows, Row{Figure: "worker heap/idle Session " + tag, Goal: "<= 100 KiB", P50: fmt.Sprintf("%.0f KiB", perSession), Met: met(perSession <= 100)})
+	perSession, livePerSession := heapIdle.perSession(heapNone, n)
+	perReleased, livePerReleased := heapReleased.perSession(heapNone, n)
+	goroutinesReleased, _ := heapReleased.goroutinesPerSession(heapNone, n)
+	// A share of the heap is a per-Session figure only over many Sessions: with a
+	// few, what the worker grows or frees on its own between the readings is most
+	// of it, so no goal is judged on it.
+	var idleHeapMet, releasedHeapMet *bool
+	if n >= heapGoalSessions {
+		idleHeapMet, releasedHeapMet = met(perSession <= 100), met(livePerReleased <= 10)
+	}
+	rows = append(rows, Row{Figure: "worker heap/idle Session " + tag, Goal: "<= 100 KiB", P50: fmt.Sprintf("%.0f KiB", perSession), Met: idleHeapMet})
 	rows = append(rows, Row{Figure: "worker live heap/idle Session " + tag, Goal: "report", P50: fmt.Sprintf("%.0f KiB", livePerSession)})
-	goroutines, stackKiB := heapIdle.goroutinesPerSession(heapBefore, n)
+	goroutines, stackKiB := heapIdle.goroutinesPerSession(heapNone, n)
 	rows = append(rows, Row{Figure: "worker goroutines/idle Session " + tag, Goal: "report", P50: fmt.Sprintf("%.1f (stacks %.0f KiB)", goroutines, stackKiB)})
-	perReleased, livePerReleased := heapReleased.perSession(heapBefore, n)
-	goroutinesReleased, _ := heapReleased.goroutinesPerSession(heapBefore, n)
 	rows = append(rows, Row{Figure: "worker heap/released Session " + tag, Goal: "~0 (live <= 10 KiB)",
-		P50: fmt.Sprintf("%.0f KiB (live %.0f KiB, %.1f goroutines)", perReleased, livePerReleased, goroutinesReleased), Met: met(livePerReleased <= 10)})
+		P50: fmt.Sprintf("%.0f KiB (live %.0f KiB, %.1f goroutines)", perReleased, livePerReleased, goroutinesReleased), Met: releasedHeapMet})
 	rows = append(rows, Row{Figure: "history events/turn " + tag, Goal: "reported, bounded", P50: fmt.Sprintf("%.1f", events.p50), P99: fmt.Sprintf("%.1f", events.p99)})
 	rows = append(rows, Row{Figure: "Sessions per worker " + tag, Goal: "spread over every worker", P50: spread})
 	rows = append(rows, Row{Figure: "cold start (box + runtime) " + tag, Goal: "report", P50: msString(cold.pct(50)), P99: msString(cold.pct(99))})
@@ -394,6 +406,10 @@ func (b *bench) partFigures(ctx context.Context, warmSeq map[string]int64, arriv
 	return m, nil
 }
 
+// heapGoalSessions is the fewest Sessions whose per-Session heap is judged
+// against its goal.
+const heapGoalSessions = 20
+
 // idleQuiet is how long the Sessions stay quiet before the worker's heap is read for
 // idle Sessions: a Session idles between turns far longer than this, after its turn's
 // connections and buffers were let go (a runner client keeps an unused connection
@@ -420,6 +436,29 @@ func (b *bench) releasedHeap(ctx context.Context, sessions []*session) (heapFigu
 				return heapFigures{}, fmt.Errorf("session %s kept its box: %w", s.id, ctx.Err())
 			case <-time.After(500 * time.Millisecond):
 			}
+		}
+	}
+	select {
+	case <-ctx.Done():
+		return heapFigures{}, ctx.Err()
+	case <-time.After(idleQuiet):
+	}
+	return b.workerHeap(ctx)
+}
+
+// endedHeap waits until every Session's workflow has ended (archived: its box
+// released, its run gone from the worker's cache) and reads the worker's heap after
+// idleQuiet.
+func (b *bench) endedHeap(ctx context.Context, sessions []*session) (heapFigures, error) {
+	tc, err := client.Dial(client.Options{HostPort: b.stack.TemporalAddress(), Logger: nopLogger{}})
+	if err != nil {
+		return heapFigures{}, fmt.Errorf("dial temporal: %w", err)
+	}
+	defer tc.Close()
+	for _, s := range sessions {
+		// Get follows the workflow across continue-as-new to its last run's end.
+		if err := tc.GetWorkflow(ctx, workflows.SessionWorkflowID(s.id), "").Get(ctx, nil); err != nil {
+			return heapFigures{}, fmt.Errorf("wait for the workflow of archived %s: %w", s.id, err)
 		}
 	}
 	select {
@@ -473,17 +512,17 @@ type heapFigures struct {
 	goroutines          int
 }
 
-// perSession is each of n Sessions' share of the growth from before to h, in KiB.
-func (h heapFigures) perSession(before heapFigures, n int) (inUse, live float64) {
-	return (float64(h.inUse) - float64(before.inUse)) / float64(n) / 1024,
-		(float64(h.live) - float64(before.live)) / float64(n) / 1024
+// perSession is each of n Sessions' share of what h holds above base, in KiB.
+func (h heapFigures) perSession(base heapFigures, n int) (inUse, live float64) {
+	return (float64(h.inUse) - float64(base.inUse)) / float64(n) / 1024,
+		(float64(h.live) - float64(base.live)) / float64(n) / 1024
 }
 
 // goroutinesPerSession is each of n Sessions' share of the goroutines and stack
-// KiB added from before to h.
-func (h heapFigures) goroutinesPerSession(before heapFigures, n int) (goroutines, stackKiB float64) {
-	return float64(h.goroutines-before.goroutines) / float64(n),
-		(float64(h.stacks) - float64(before.stacks)) / float64(n) / 1024
+// KiB h holds above base.
+func (h heapFigures) goroutinesPerSession(base heapFigures, n int) (goroutines, stackKiB float64) {
+	return float64(h.goroutines-base.goroutines) / float64(n),
+		(float64(h.stacks) - float64(base.stacks)) / float64(n) / 1024
 }
 
 // workerHeap is the workers' heap after a collection, summed over the worker

@@ -306,8 +306,12 @@ func (b *Backend) launch(ctx context.Context, x *box) (string, error) {
 	err = writeRecord(x.dir, x.rec)
 	x.mu.Unlock()
 	b.register(x)
+	// Waiting on the process alone lets the command (the box's whole argument list)
+	// go: the wait lasts the box's life. Its output goes to a file, so there is no
+	// copying for Cmd.Wait to finish.
+	proc := cmd.Process
 	go func() {
-		_ = cmd.Wait()
+		_, _ = proc.Wait()
 		b.onExit(x)
 	}()
 	if err != nil {

@@ -55,6 +55,10 @@ func NewDialClient(dial func(ctx context.Context) (net.Conn, error), token strin
 	tr := &http.Transport{
 		DialContext:         func(ctx context.Context, _, _ string) (net.Conn, error) { return dial(ctx) },
 		MaxIdleConnsPerHost: 1, IdleConnTimeout: idleConnTimeout,
+		// A request is headers and a small body (a larger one is written past the
+		// buffer), and a Session's output stream keeps its connection for the
+		// runtime's life: the default 4 KiB would sit unused there.
+		WriteBufferSize: 1 << 10,
 	}
 	return &Client{base: "http://runner", dial: dial, token: token, http: &http.Client{Transport: tr}}
 }
