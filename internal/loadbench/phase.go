@@ -243,6 +243,9 @@ func (b *bench) phase(ctx context.Context, n int, durable float64, floorOpts loc
 	if err != nil {
 		return nil, "", err
 	}
+	if err := b.saveWorkerHeap(ctx, profile, "released"); err != nil {
+		return nil, "", err
+	}
 	if err := b.archive(ctx, sessions); err != nil {
 		return nil, "", err
 	}
@@ -251,6 +254,9 @@ func (b *bench) phase(ctx context.Context, n int, durable float64, floorOpts loc
 	// Sessions' own cost is what the worker holds above it.
 	heapNone, err := b.endedHeap(ctx, sessions)
 	if err != nil {
+		return nil, "", err
+	}
+	if err := b.saveWorkerHeap(ctx, profile, "none"); err != nil {
 		return nil, "", err
 	}
 	b.log.Info("phase done", zap.Int("sessions", n), zap.Duration("streamed_for", streamedFor), zap.Int("parts", m.parts))
@@ -404,6 +410,17 @@ func (b *bench) partFigures(ctx context.Context, warmSeq map[string]int64, arriv
 	}
 	m.rate = float64(m.parts) / last.Sub(start).Seconds()
 	return m, nil
+}
+
+// saveWorkerHeap saves the first worker's heap profile as worker-<moment>-heap.pprof
+// in the profile folder, in the phase that is profiled: the idle and released
+// Sessions' own objects are their profiles less the one with none
+// (go tool pprof -diff_base worker-none-heap.pprof worker-idle-heap.pprof).
+func (b *bench) saveWorkerHeap(ctx context.Context, profile bool, moment string) error {
+	if !profile || b.opts.ProfileDir == "" {
+		return nil
+	}
+	return fetch(ctx, b.workerDebug[0]+"/debug/pprof/heap", filepath.Join(b.opts.ProfileDir, "worker-"+moment+"-heap.pprof"))
 }
 
 // heapGoalSessions is the fewest Sessions whose per-Session heap is judged
