@@ -29,6 +29,9 @@ type Backend struct {
 	cg       *cgroups
 	instance string
 	pool     *prewarm.Pool
+	// pidfds is whether the kernel gives processes pidfds: the box's processes'
+	// exits are then awaited without holding a thread each (waitExited).
+	pidfds bool
 
 	mu      sync.Mutex
 	boxes   map[string]*box
@@ -83,7 +86,7 @@ func New(ctx context.Context, opts Options) (*Backend, error) {
 		}
 	}
 	b := &Backend{opts: opts, log: opts.Logger, cg: detectCgroups(opts.CgroupRoot, opts.CgroupParent),
-		instance: newID("pool-"), boxes: map[string]*box{}, done: make(chan struct{})}
+		instance: newID("pool-"), boxes: map[string]*box{}, done: make(chan struct{}), pidfds: pidfdsWork()}
 	for _, note := range b.cg.notes {
 		b.log.Warn("local sandbox: " + note)
 	}

@@ -295,6 +295,7 @@ func (b *Backend) launch(ctx context.Context, x *box) (string, error) {
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.ExtraFiles = extra
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	pidfd := b.pidfdFor(cmd)
 	err = cmd.Start()
 	readyW.Close()
 	if err != nil {
@@ -309,9 +310,9 @@ func (b *Backend) launch(ctx context.Context, x *box) (string, error) {
 	// Waiting on the process alone lets the command (the box's whole argument list)
 	// go: the wait lasts the box's life. Its output goes to a file, so there is no
 	// copying for Cmd.Wait to finish.
-	proc := cmd.Process
+	proc, fd := cmd.Process, *pidfd
 	go func() {
-		_, _ = proc.Wait()
+		_, _ = waitExited(proc, fd)
 		b.onExit(x)
 	}()
 	if err != nil {

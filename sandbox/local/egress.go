@@ -115,6 +115,7 @@ func (b *Backend) launchForwarder(ctx context.Context, dir string, cfg egress.Fo
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.ExtraFiles = []*os.File{readyW}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	pidfd := b.pidfdFor(cmd)
 	err = cmd.Start()
 	readyW.Close()
 	if err != nil {
@@ -122,8 +123,10 @@ func (b *Backend) launchForwarder(ctx context.Context, dir string, cfg egress.Fo
 	}
 	pid := cmd.Process.Pid
 	start, _ := procStart(pid)
-	// While this worker lives it reaps the forwarder; after, init does.
-	go func() { _ = cmd.Wait() }()
+	// While this worker lives it reaps the forwarder; after, init does. Its stdin
+	// copy ends by itself once the settings are written.
+	proc, fd := cmd.Process, *pidfd
+	go func() { _, _ = waitExited(proc, fd) }()
 
 	line := make(chan string, 1)
 	go func() {

@@ -1,0 +1,110 @@
+package local
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"os/exec"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestWaitingOnProcessesHoldsNoThreads starts many children and waits on each as a
+// box's processes are waited on: the waits park goroutines on the poller instead of
+// holding a thread each in waitid, and each still reaps its child with its status.
+func TestWaitingOnProcessesHoldsNoThreads(t *testing.T) {
+	if !pidfdsWork() {
+		t.Skip("this kernel has no pidfds")
+	}
+	b := &Backend{pidfds: true}
+	const children = 40
+	threadsBefore := threads(t)
+
+	type exited struct {
+		state *os.ProcessState
+		err   error
+	}
+	done := make(chan exited, children)
+	stdins := make([]io.Closer, 0, children)
+	for i := range children {
+		cmd := exec.Command("sh", "-c", "read line; exit "+strconv.Itoa(i%3))
+		stdin, err := cmd.StdinPipe()
+		require.NoError(t, err)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		pidfd := b.pidfdFor(cmd)
+		require.NoError(t, cmd.Start())
+		require.GreaterOrEqual(t, *pidfd, 0, "Start opened a pidfd")
+		stdins = append(stdins, stdin)
+		proc, fd := cmd.Process, *pidfd
+		go func() {
+			state, err := waitExited(proc, fd)
+			done <- exited{state, err}
+		}()
+	}
+	t.Cleanup(func() {
+		for _, c := range stdins {
+			_ = c.Close()
+		}
+	})
+
+	require.Eventually(t, func() bool { return parkedWaits(t) == children }, 20*time.Second, 10*time.Millisecond,
+		"every wait parks on the poller")
+	require.Less(t, threads(t), threadsBefore+children/2, "the waits hold no thread each")
+
+	for _, c := range stdins {
+		require.NoError(t, c.Close())
+	}
+	codes := map[int]int{}
+	for range children {
+		e := <-done
+		require.NoError(t, e.err)
+		codes[e.state.ExitCode()]++
+	}
+	require.Equal(t, map[int]int{0: 14, 1: 13, 2: 13}, codes, "each wait reaped its own child's status")
+}
+
+// TestWaitExitedWithoutAPidfdWaitsAsBefore: where the kernel gave no pidfd the
+// wait is the process's own.
+func TestWaitExitedWithoutAPidfdWaitsAsBefore(t *testing.T) {
+	cmd := exec.Command("sh", "-c", "exit 3")
+	require.NoError(t, cmd.Start())
+	state, err := waitExited(cmd.Process, -1)
+	require.NoError(t, err)
+	require.Equal(t, 3, state.ExitCode())
+}
+
+// threads is this process's OS thread count.
+func threads(t *testing.T) int {
+	t.Helper()
+	raw, err := os.ReadFile("/proc/self/status")
+	require.NoError(t, err)
+	for line := range strings.SplitSeq(string(raw), "\n") {
+		if v, ok := strings.CutPrefix(line, "Threads:"); ok {
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			require.NoError(t, err)
+			return n
+		}
+	}
+	t.Fatal("no Threads line in /proc/self/status")
+	return 0
+}
+
+// parkedWaits counts the goroutines of waitExited parked on the poller.
+func parkedWaits(t *testing.T) int {
+	t.Helper()
+	var buf bytes.Buffer
+	require.NoError(t, pprof.Lookup("goroutine").WriteTo(&buf, 2))
+	n := 0
+	for _, stack := range strings.Split(buf.String(), "\n\n") {
+		if strings.Contains(stack, "local.waitExited") && strings.Contains(stack, "internal/poll.runtime_pollWait") {
+			n++
+		}
+	}
+	return n
+}
