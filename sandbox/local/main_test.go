@@ -102,8 +102,11 @@ func newBackend(t *testing.T, opts Options) *Backend {
 	return b
 }
 
+// testContext bounds one test's calls to its boxes. The bound is for a test that
+// hangs, not a timing goal: with every package's tests sharing two cores, a test of a
+// dozen steps in a box (the terminal's) once took over a minute.
 func testContext(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
 	return ctx
 }
