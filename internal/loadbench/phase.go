@@ -549,7 +549,7 @@ func (h heapFigures) goroutinesPerSession(base heapFigures, n int) (goroutines, 
 
 // workerHeap is the workers' heap after a collection, summed over the worker
 // processes, read from their debug endpoints (debug.pprof_addr): the heap profile's
-// gc=1 collects first.
+// gc=1 collects first (twice, see heapOf).
 func (b *bench) workerHeap(ctx context.Context) (heapFigures, error) {
 	var total heapFigures
 	for _, base := range b.workerDebug {
@@ -566,8 +566,13 @@ func (b *bench) workerHeap(ctx context.Context) (heapFigures, error) {
 }
 
 func heapOf(ctx context.Context, base string) (heapFigures, error) {
-	if err := fetch(ctx, base+"/debug/pprof/heap?gc=1", os.DevNull); err != nil {
-		return heapFigures{}, err
+	// Two collections: what the first finds in sync.Pools (pgx's, gRPC's and net/http's
+	// buffers, sized by the last turns' concurrency) it keeps as their victim caches
+	// until the next, which an idle worker runs within minutes on its own.
+	for range 2 {
+		if err := fetch(ctx, base+"/debug/pprof/heap?gc=1", os.DevNull); err != nil {
+			return heapFigures{}, err
+		}
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/debug/vars", nil)
 	if err != nil {
