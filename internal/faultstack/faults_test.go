@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -12,11 +13,14 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/log"
 
 	"github.com/astrabox/astrabox/engines/claude"
 	"github.com/astrabox/astrabox/internal/faultstack"
 	"github.com/astrabox/astrabox/internal/testutil"
 	"github.com/astrabox/astrabox/sandbox/local/localtest"
+	"github.com/astrabox/astrabox/workflows"
 )
 
 // Bounds of the suite. One stack serves every subtest (starting one costs a
@@ -41,13 +45,29 @@ func TestFaults(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts the whole platform with real boxes")
 	}
+	f := startFixture(t, faultstack.Options{})
+
+	t.Run("worker killed mid-reply", f.workerKilledMidReply)
+	t.Run("worker killed after the program's output was committed", f.workerKilledAfterCommit)
+	t.Run("api killed mid-stream", f.apiKilledMidStream)
+	t.Run("box killed mid-reply", f.boxKilledMidReply)
+	t.Run("postgres restarted mid-reply", f.postgresRestartedMidReply)
+	t.Run("temporal restarted mid-reply", f.temporalRestartedMidReply)
+	t.Run("ten messages in parallel", f.tenMessagesInParallel)
+	t.Run("idle sessions and permission modes across a restart", f.restartWithIdleSessions)
+}
+
+// startFixture starts a stack for one top-level test, bounded by suiteTimeout and
+// go test's own deadline, and stops it when the test ends.
+func startFixture(t *testing.T, opts faultstack.Options) *fixture {
+	t.Helper()
 	localtest.RequireBoxes(t)
 	// Bounded by go test's own deadline too, so the stack is always stopped.
 	ctx := testutil.ContextWithTimeout(t, suiteTimeout)
 	checker, err := faultstack.NewChecker()
 	require.NoError(t, err, "run `make deps-npm`")
 	started := time.Now()
-	s, err := faultstack.Start(ctx, faultstack.Options{})
+	s, err := faultstack.Start(ctx, opts)
 	require.NoError(t, err)
 	t.Logf("stack up in %s", time.Since(started).Round(time.Millisecond))
 	t.Cleanup(func() {
@@ -58,16 +78,83 @@ func TestFaults(t *testing.T) {
 		defer cancel()
 		assert.NoError(t, s.Close(closeCtx), "stop the stack and leave nothing running")
 	})
-	f := &fixture{s: s, c: s.Client, k: checker, suite: ctx}
+	return &fixture{s: s, c: s.Client, k: checker, suite: ctx}
+}
 
-	t.Run("worker killed mid-reply", f.workerKilledMidReply)
-	t.Run("worker killed after the program's output was committed", f.workerKilledAfterCommit)
-	t.Run("api killed mid-stream", f.apiKilledMidStream)
-	t.Run("box killed mid-reply", f.boxKilledMidReply)
-	t.Run("postgres restarted mid-reply", f.postgresRestartedMidReply)
-	t.Run("temporal restarted mid-reply", f.temporalRestartedMidReply)
-	t.Run("ten messages in parallel", f.tenMessagesInParallel)
-	t.Run("idle sessions and permission modes across a restart", f.restartWithIdleSessions)
+// releasedIdle is the workers' sandbox.idle_release in TestReleasedSessions: a box
+// idle that long is released.
+const releasedIdle = "3s"
+
+// TestReleasedSessions: once its idle box is released a Session has no box and no
+// workflow run (the run ends; nothing of it stays in a worker). Through a restart of
+// Temporal, serve and the worker, a permission mode set while it rests and messages
+// sent to it in parallel, which race to start its next run, every message is answered
+// exactly once in a new box that resumes the conversation, in the mode set.
+func TestReleasedSessions(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the whole platform with real boxes")
+	}
+	f := startFixture(t, faultstack.Options{RoleEnv: func(role string) []string {
+		if role == "worker" {
+			return []string{"ASTRABOX_SANDBOX_IDLE_RELEASE=" + releasedIdle}
+		}
+		return nil
+	}})
+	ctx := f.begin(t)
+	sid := f.newSession(t, ctx, "released")
+	f.converse(t, ctx, sid, faultstack.TextTurn("released-before"))
+	_, err := f.c.WaitSession(ctx, sid, "the idle box to be released", func(v faultstack.SessionView) bool {
+		return v.RuntimeUnavailable && faultstack.Settled(v)
+	})
+	require.NoError(t, err)
+	tc, err := client.Dial(client.Options{HostPort: f.s.TemporalAddress(), Logger: log.NewStructuredLogger(slog.New(slog.DiscardHandler))})
+	require.NoError(t, err)
+	defer tc.Close()
+	require.NoError(t, tc.GetWorkflow(ctx, workflows.SessionWorkflowID(sid), "").Get(ctx, nil), "the released Session's run ended")
+
+	require.NoError(t, f.s.RestartTemporal(ctx), "SIGKILL the Temporal dev server, start it again")
+	require.NoError(t, f.s.RestartPlatform(ctx), "SIGKILL serve and worker, start them again")
+	require.NoError(t, f.c.SetPermissionMode(ctx, sid, "acceptEdits"))
+
+	const n = 3
+	want := map[string]string{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Go(func() {
+			turn := faultstack.TextTurn(fmt.Sprintf("released-after-%d", i))
+			receipt, err := f.c.Send(ctx, sid, turn.Content, fmt.Sprintf("released-after-%d", i))
+			if err != nil {
+				errs <- err
+				return
+			}
+			mu.Lock()
+			want[receipt.InputID] = turn.Reply
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	a := f.requireAudit(t, ctx, sid, n+1)
+	for _, r := range a.Responses {
+		var allowed []string
+		for _, id := range r.InputIDs {
+			if reply, ok := want[id]; ok {
+				allowed = append(allowed, reply)
+			}
+		}
+		if len(allowed) > 0 {
+			assert.Contains(t, allowed, r.Text, "response %s answers inputs %v", r.ResponseID, r.InputIDs)
+		}
+	}
+	view, err := f.c.Session(ctx, sid)
+	require.NoError(t, err)
+	require.NotNil(t, view.PermissionMode)
+	assert.Equal(t, "acceptEdits", *view.PermissionMode, "the mode set while the Session rested")
 }
 
 type fixture struct {
