@@ -123,8 +123,8 @@ func source[T any](ch workflow.ReceiveChannel, apply func(T)) signalSource {
 }
 
 // signalSources lists every signal channel once, in the order the listener selects
-// them, for the listener, the drain before continue-as-new and the check before a
-// released run ends: a channel missing from one of those lists would lose its signals.
+// them, for both the listener and the drain before continue-as-new: a channel missing
+// from one of two lists would lose its signals.
 func (w *sessionWorkflow) signalSources(ctx workflow.Context) []signalSource {
 	return []signalSource{
 		source(w.inputs, w.s.Work.inputAccepted),
@@ -308,8 +308,8 @@ func (w *sessionWorkflow) quiescent(ctx workflow.Context) bool {
 	if !workflow.AllHandlersFinished(ctx) || len(w.modeChanges) > 0 {
 		return false
 	}
-	for _, src := range w.signalSources(ctx) {
-		if src.ch.Len() > 0 {
+	for _, ch := range []workflow.ReceiveChannel{w.inputs, w.answers, w.interrupts, w.permissions, w.stops, w.lifecycles, w.observations} {
+		if ch.Len() > 0 {
 			return false
 		}
 	}
