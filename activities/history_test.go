@@ -69,17 +69,8 @@ func TestRecordedHistoryReplays(t *testing.T) {
 		require.Equal(t, `"`+want+`"`, string(attrs[name].GetData()), name)
 	}
 
-	requireRecordedHistoryReplays(t, s, id, run.GetRunID(), recordedHistory)
-}
-
-// requireRecordedHistoryReplays reads one run's history from the dev server and
-// replays it against the current workflow code; with ASTRABOX_RECORD_HISTORY=1 it also
-// saves it as file in workflows/testdata, where the workflows package replays it on
-// every run.
-func requireRecordedHistoryReplays(t *testing.T, s *stack, sessionID, runID, file string) {
-	t.Helper()
 	var h historypb.History
-	it := s.tc.GetWorkflowHistory(s.ctx, workflows.SessionWorkflowID(sessionID), runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	it := s.tc.GetWorkflowHistory(s.ctx, workflows.SessionWorkflowID(id), run.GetRunID(), false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	for it.HasNext() {
 		ev, err := it.Next()
 		require.NoError(t, err)
@@ -87,11 +78,13 @@ func requireRecordedHistoryReplays(t *testing.T, s *stack, sessionID, runID, fil
 	}
 	data, err := protojson.MarshalOptions{Indent: "  "}.Marshal(&h)
 	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), "session.json")
 	if os.Getenv("ASTRABOX_RECORD_HISTORY") == "1" {
 		root, err := reporoot.Find()
 		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(filepath.Join(root, "workflows", "testdata", file), data, 0o644))
+		path = filepath.Join(root, "workflows", "testdata", recordedHistory)
 	}
+	require.NoError(t, os.WriteFile(path, data, 0o644))
 
 	replayer := worker.NewWorkflowReplayer()
 	workflows.RegisterWorkflows(replayer)

@@ -97,23 +97,8 @@ func (t *TemporalSignaler) SignalSession(ctx context.Context, sessionID, signalN
 }
 
 // SetPermissionMode runs the permission-mode update with UpdateWithStart, so a Session
-// whose workflow is not running gets one, and waits for the update to complete. A
-// released Session's run ends once nothing is asked of it; an update that reached it
-// while it was ending fails as not found (the workflow completed), having changed
-// nothing, and is sent once more: the second UpdateWithStart starts a new run.
+// whose workflow is not running gets one, and waits for the update to complete.
 func (t *TemporalSignaler) SetPermissionMode(ctx context.Context, sessionID, mode string) (workflows.PermissionModeSet, error) {
-	res, err := t.updatePermissionMode(ctx, sessionID, mode)
-	var ended *serviceerror.NotFound
-	if errors.As(err, &ended) {
-		res, err = t.updatePermissionMode(ctx, sessionID, mode)
-	}
-	if err != nil {
-		return workflows.PermissionModeSet{}, fmt.Errorf("set permission mode of session %s: %w", sessionID, err)
-	}
-	return res, nil
-}
-
-func (t *TemporalSignaler) updatePermissionMode(ctx context.Context, sessionID, mode string) (workflows.PermissionModeSet, error) {
 	opts := t.startOptions(ctx, sessionID)
 	opts.WorkflowIDConflictPolicy = enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING
 	start := t.Client.NewWithStartWorkflowOperation(opts, workflows.SessionWorkflowName, workflows.SessionStart{SessionID: sessionID})
@@ -126,11 +111,11 @@ func (t *TemporalSignaler) updatePermissionMode(ctx context.Context, sessionID, 
 		},
 	})
 	if err != nil {
-		return workflows.PermissionModeSet{}, err
+		return workflows.PermissionModeSet{}, fmt.Errorf("set permission mode of session %s: %w", sessionID, err)
 	}
 	var res workflows.PermissionModeSet
 	if err := handle.Get(ctx, &res); err != nil {
-		return workflows.PermissionModeSet{}, err
+		return workflows.PermissionModeSet{}, fmt.Errorf("set permission mode of session %s: %w", sessionID, err)
 	}
 	return res, nil
 }

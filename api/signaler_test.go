@@ -7,12 +7,9 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
-	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
-	"go.temporal.io/sdk/mocks"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
@@ -149,44 +146,4 @@ func TestPermissionModeUpdateStartsTheWorkflowAndCarriesARefusal(t *testing.T) {
 	res, err = signaler.SetPermissionMode(ctx, id, "default")
 	require.NoError(t, err, "the running workflow takes the next update")
 	assert.True(t, res.Applied)
-}
-
-// TestAPermissionModeThatMeetsAnEndingRunIsSentAgain: a released Session's run ends
-// once nothing is asked of it, and an update that reached it while it ended fails as
-// not found. It is sent once more (a new run takes it); any other failure, or a second
-// not found, is the caller's.
-func TestAPermissionModeThatMeetsAnEndingRunIsSentAgain(t *testing.T) {
-	t.Parallel()
-	completed := serviceerror.NewNotFound("workflow execution already completed")
-	stored := &mocks.WorkflowUpdateHandle{}
-	stored.On("Get", mock.Anything, mock.Anything).Run(func(args mock.Arguments) {
-		*args.Get(1).(*workflows.PermissionModeSet) = workflows.PermissionModeSet{Applied: false}
-	}).Return(nil)
-	for _, tc := range []struct {
-		name    string
-		results [][]any // what each UpdateWithStart returns, in turn
-		calls   int
-		wantErr any // a pointer to the error type the caller gets; nil: none
-	}{
-		{name: "ended, then a new run", results: [][]any{{nil, completed}, {stored, nil}}, calls: 2},
-		{name: "ended twice", results: [][]any{{nil, completed}, {nil, completed}}, calls: 2, wantErr: new(*serviceerror.NotFound)},
-		{name: "unavailable", results: [][]any{{nil, serviceerror.NewUnavailable("frontend down")}}, calls: 1, wantErr: new(*serviceerror.Unavailable)},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			c := &mocks.Client{}
-			c.On("NewWithStartWorkflowOperation", mock.Anything, workflows.SessionWorkflowName, mock.Anything).Return(nil)
-			for _, r := range tc.results {
-				c.On("UpdateWithStartWorkflow", mock.Anything, mock.Anything).Return(r...).Once()
-			}
-			signaler := &TemporalSignaler{Client: c, TaskQueue: "q"}
-			res, err := signaler.SetPermissionMode(testutil.Context(t), "s-1", "plan")
-			c.AssertNumberOfCalls(t, "UpdateWithStartWorkflow", tc.calls)
-			if tc.wantErr == nil {
-				require.NoError(t, err)
-				assert.Equal(t, workflows.PermissionModeSet{Applied: false}, res)
-				return
-			}
-			require.ErrorAs(t, err, tc.wantErr)
-		})
-	}
 }

@@ -39,8 +39,6 @@ type sessionWorkflow struct {
 	idleTimer workflow.Future
 	// idleTimerVersion is oneIdleTimerChange's version once the run has asked.
 	idleTimerVersion *workflow.Version
-	// restVersion is restWhenReleasedChange's version once the run has asked.
-	restVersion *workflow.Version
 }
 
 // relayHandle follows the running Relay activity.
@@ -53,9 +51,7 @@ type relayHandle struct {
 
 // SessionWorkflow runs one Session: it brings its runtime up, keeps a Relay reading
 // it, hands over inputs, answers, interrupts and permission modes, recovers from lost
-// connections and lost boxes, releases an idle box, and ends on archive or delete. A
-// run also ends once its box is released and nothing is asked of it: the next signal
-// starts a new run (SignalWithStart), which finds the Session released.
+// connections and lost boxes, releases an idle box, and ends on archive or delete.
 func SessionWorkflow(ctx workflow.Context, start SessionStart) error {
 	w, err := newSessionWorkflow(ctx, start)
 	if err != nil {
@@ -208,15 +204,6 @@ func (w *sessionWorkflow) run(ctx workflow.Context) error {
 			continue
 		}
 		w.s.Work.Recover = false
-		if w.s.Phase == PhaseReleased && w.restsWhenReleased(ctx) {
-			if err := workflow.Await(ctx, func() bool { return w.wake(ctx) || w.quiescent(ctx) }); err != nil {
-				return err
-			}
-			if !w.wake(ctx) {
-				return nil
-			}
-			continue
-		}
 		if w.s.Phase == PhaseReleased || w.s.Phase == PhaseTerminated {
 			// Nothing can reach a runtime that is not there (its child runs went with
 			// it); the stored mode is applied when the next runtime connects.
@@ -286,34 +273,6 @@ func (w *sessionWorkflow) idleTimerChange(ctx workflow.Context) workflow.Version
 		w.idleTimerVersion = &v
 	}
 	return *w.idleTimerVersion
-}
-
-// restWhenReleasedChange marks runs that end once their box is released and nothing is
-// asked of them. A released Session's run otherwise stayed in a worker's workflow
-// cache (its state, run loop and signal coroutines) until the cache was full.
-const restWhenReleasedChange = "rest-when-released"
-
-func (w *sessionWorkflow) restsWhenReleased(ctx workflow.Context) bool {
-	if w.restVersion == nil {
-		v := workflow.GetVersion(ctx, restWhenReleasedChange, workflow.DefaultVersion, 1)
-		w.restVersion = &v
-	}
-	return *w.restVersion >= 1
-}
-
-// quiescent reports whether the run may end without losing anything: no update
-// handler runs and no signal waits in a channel. A signal that arrives while the run
-// completes makes Temporal refuse the completion and replay the task with it.
-func (w *sessionWorkflow) quiescent(ctx workflow.Context) bool {
-	if !workflow.AllHandlersFinished(ctx) || len(w.modeChanges) > 0 {
-		return false
-	}
-	for _, ch := range []workflow.ReceiveChannel{w.inputs, w.answers, w.interrupts, w.permissions, w.stops, w.lifecycles, w.observations} {
-		if ch.Len() > 0 {
-			return false
-		}
-	}
-	return true
 }
 
 // awaitQuiet waits for cond or for the Session to stay quiet for idle from now,

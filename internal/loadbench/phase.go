@@ -434,55 +434,50 @@ const heapGoalSessions = 20
 const idleQuiet = 8 * time.Second
 
 // releasedHeap waits until every Session's box was released for idleness (the
-// worker's sandbox.idle_release after its last turn) and its run ended, and reads the
-// worker's heap once it let go of what their runtimes held.
+// worker's sandbox.idle_release after its last turn) and the worker let go of what
+// its runtime held, and reads the worker's heap then.
 func (b *bench) releasedHeap(ctx context.Context, sessions []*session) (heapFigures, error) {
-	if err := b.waitRunsEnded(ctx, sessions, "released"); err != nil {
-		return heapFigures{}, err
-	}
 	for _, s := range sessions {
-		var out struct {
-			RuntimeUnavailable bool `json:"runtime_unavailable"`
-		}
-		if err := b.api.call(ctx, http.MethodGet, "/sessions/"+s.id, nil, &out); err != nil {
-			return heapFigures{}, err
-		}
-		if !out.RuntimeUnavailable {
-			return heapFigures{}, fmt.Errorf("session %s: its run ended with its box kept", s.id)
+		for {
+			var out struct {
+				RuntimeUnavailable bool `json:"runtime_unavailable"`
+			}
+			if err := b.api.call(ctx, http.MethodGet, "/sessions/"+s.id, nil, &out); err != nil {
+				return heapFigures{}, err
+			}
+			if out.RuntimeUnavailable {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return heapFigures{}, fmt.Errorf("session %s kept its box: %w", s.id, ctx.Err())
+			case <-time.After(500 * time.Millisecond):
+			}
 		}
 	}
-	return b.quietHeap(ctx)
+	select {
+	case <-ctx.Done():
+		return heapFigures{}, ctx.Err()
+	case <-time.After(idleQuiet):
+	}
+	return b.workerHeap(ctx)
 }
 
 // endedHeap waits until every Session's workflow has ended (archived: its box
 // released, its run gone from the worker's cache) and reads the worker's heap after
 // idleQuiet.
 func (b *bench) endedHeap(ctx context.Context, sessions []*session) (heapFigures, error) {
-	if err := b.waitRunsEnded(ctx, sessions, "archived"); err != nil {
-		return heapFigures{}, err
-	}
-	return b.quietHeap(ctx)
-}
-
-// waitRunsEnded waits until every Session's workflow run has ended: a released
-// Session's run rests, an archived one's ends.
-func (b *bench) waitRunsEnded(ctx context.Context, sessions []*session, what string) error {
 	tc, err := client.Dial(client.Options{HostPort: b.stack.TemporalAddress(), Logger: nopLogger{}})
 	if err != nil {
-		return fmt.Errorf("dial temporal: %w", err)
+		return heapFigures{}, fmt.Errorf("dial temporal: %w", err)
 	}
 	defer tc.Close()
 	for _, s := range sessions {
 		// Get follows the workflow across continue-as-new to its last run's end.
 		if err := tc.GetWorkflow(ctx, workflows.SessionWorkflowID(s.id), "").Get(ctx, nil); err != nil {
-			return fmt.Errorf("wait for the workflow of %s session %s: %w", what, s.id, err)
+			return heapFigures{}, fmt.Errorf("wait for the workflow of archived %s: %w", s.id, err)
 		}
 	}
-	return nil
-}
-
-// quietHeap reads the worker's heap after idleQuiet.
-func (b *bench) quietHeap(ctx context.Context) (heapFigures, error) {
 	select {
 	case <-ctx.Done():
 		return heapFigures{}, ctx.Err()
