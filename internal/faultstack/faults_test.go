@@ -108,40 +108,8 @@ func TestReleasedSessions(t *testing.T) {
 	require.NoError(t, f.c.SetPermissionMode(ctx, sid, "acceptEdits"))
 
 	const n = 3
-	want := map[string]string{}
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	errs := make(chan error, n)
-	for i := range n {
-		wg.Go(func() {
-			turn := faultstack.TextTurn(fmt.Sprintf("released-after-%d", i))
-			receipt, err := f.c.Send(ctx, sid, turn.Content, fmt.Sprintf("released-after-%d", i))
-			if err != nil {
-				errs <- err
-				return
-			}
-			mu.Lock()
-			want[receipt.InputID] = turn.Reply
-			mu.Unlock()
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		require.NoError(t, err)
-	}
-	a := f.requireAudit(t, ctx, sid, n+1)
-	for _, r := range a.Responses {
-		var allowed []string
-		for _, id := range r.InputIDs {
-			if reply, ok := want[id]; ok {
-				allowed = append(allowed, reply)
-			}
-		}
-		if len(allowed) > 0 {
-			assert.Contains(t, allowed, r.Text, "response %s answers inputs %v", r.ResponseID, r.InputIDs)
-		}
-	}
+	want := f.sendAtOnce(t, ctx, sid, "released-after", n)
+	f.requireRepliesAmong(t, f.requireAudit(t, ctx, sid, n+1), want)
 	view, err := f.c.Session(ctx, sid)
 	require.NoError(t, err)
 	require.NotNil(t, view.PermissionMode)
@@ -369,21 +337,18 @@ func (f *fixture) temporalRestartedMidReply(t *testing.T) {
 	assert.Equal(t, map[string]int{faultstack.OutcomeComplete: 2}, a.Outcomes)
 }
 
-func (f *fixture) tenMessagesInParallel(t *testing.T) {
-	ctx := f.begin(t)
-	sid := f.newSession(t, ctx, "parallel")
-	f.converse(t, ctx, sid, faultstack.TextTurn("parallel-warm"))
-	const n = 10
+// sendAtOnce sends n text turns to the Session at the same moment and returns each
+// input's expected reply by input id.
+func (f *fixture) sendAtOnce(t *testing.T, ctx context.Context, sessionID, name string, n int) map[string]string {
+	t.Helper()
 	want := map[string]string{}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
 	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			turn := faultstack.TextTurn(fmt.Sprintf("parallel-%d", i))
-			receipt, err := f.c.Send(ctx, sid, turn.Content, fmt.Sprintf("parallel-%d", i))
+		wg.Go(func() {
+			turn := faultstack.TextTurn(fmt.Sprintf("%s-%d", name, i))
+			receipt, err := f.c.Send(ctx, sessionID, turn.Content, fmt.Sprintf("%s-%d", name, i))
 			if err != nil {
 				errs <- err
 				return
@@ -391,20 +356,21 @@ func (f *fixture) tenMessagesInParallel(t *testing.T) {
 			mu.Lock()
 			want[receipt.InputID] = turn.Reply
 			mu.Unlock()
-		}()
+		})
 	}
 	wg.Wait()
 	close(errs)
 	for err := range errs {
 		require.NoError(t, err)
 	}
-	// Ten short replies take well under a minute even on a loaded machine;
-	// messages still held after two are held for good.
-	settleCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	a := f.requireAudit(t, settleCtx, sid, n+1)
-	// Claude Code may take queued messages together: a response then answers
-	// several inputs, with the reply to one of them.
+	return want
+}
+
+// requireRepliesAmong checks the replies to inputs sent at once. Claude Code may take
+// queued messages together: a response then answers several inputs, with the reply
+// to one of them.
+func (f *fixture) requireRepliesAmong(t *testing.T, a faultstack.Audit, want map[string]string) {
+	t.Helper()
 	for _, r := range a.Responses {
 		var allowed []string
 		for _, id := range r.InputIDs {
@@ -416,6 +382,19 @@ func (f *fixture) tenMessagesInParallel(t *testing.T) {
 			assert.Contains(t, allowed, r.Text, "response %s answers inputs %v", r.ResponseID, r.InputIDs)
 		}
 	}
+}
+
+func (f *fixture) tenMessagesInParallel(t *testing.T) {
+	ctx := f.begin(t)
+	sid := f.newSession(t, ctx, "parallel")
+	f.converse(t, ctx, sid, faultstack.TextTurn("parallel-warm"))
+	const n = 10
+	want := f.sendAtOnce(t, ctx, sid, "parallel", n)
+	// Ten short replies take well under a minute even on a loaded machine;
+	// messages still held after two are held for good.
+	settleCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	f.requireRepliesAmong(t, f.requireAudit(t, settleCtx, sid, n+1), want)
 }
 
 func (f *fixture) restartWithIdleSessions(t *testing.T) {
