@@ -236,12 +236,14 @@ func sessionErr(err error) error {
 	return err
 }
 
-// logger is the activity's logger with its Session.
+// logger is the activity's logger with its Session. Its fields are encoded when it
+// first writes: a Relay keeps its logger for the life of its runtime and most never
+// log, and an encoded copy holds a buffer.
 func (a *Activities) logger(ctx context.Context, sessionID string) *zap.Logger {
-	l := a.log.With(zap.String("session_id", sessionID))
+	l := a.log.WithLazy(zap.String("session_id", sessionID))
 	if activity.IsActivity(ctx) {
 		info := activity.GetInfo(ctx)
-		l = l.With(zap.String("activity", info.ActivityType.Name), zap.Int32("attempt", info.Attempt))
+		l = l.WithLazy(zap.String("activity", info.ActivityType.Name), zap.Int32("attempt", info.Attempt))
 	}
 	return l
 }

@@ -40,3 +40,28 @@ func TestTemporalAdapterKeepsFields(t *testing.T) {
 	assert.Equal(t, zapcore.ErrorLevel, entries[1].Level)
 	assert.Equal(t, "not a string key", entries[1].ContextMap()["42"])
 }
+
+// withCounter counts the copies its With makes: each is what a logger given fields
+// holds from then on.
+type withCounter struct {
+	zapcore.Core
+	copies *int
+}
+
+func (c withCounter) With(fields []zapcore.Field) zapcore.Core {
+	*c.copies++
+	return withCounter{Core: c.Core.With(fields), copies: c.copies}
+}
+
+func TestTemporalAdapterEncodesFieldsOnFirstWrite(t *testing.T) {
+	core, logs := observer.New(zapcore.InfoLevel)
+	copies := 0
+	tl := NewTemporal(zap.New(withCounter{Core: core, copies: &copies})).With("WorkflowID", "session/abc")
+	tl.Debug("below the level")
+	assert.Zero(t, copies, "a logger that has not written holds no copy of its fields")
+
+	tl.Info("written")
+	assert.Equal(t, 1, copies)
+	require.Len(t, logs.All(), 1)
+	assert.Equal(t, "session/abc", logs.All()[0].ContextMap()["WorkflowID"])
+}

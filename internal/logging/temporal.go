@@ -37,9 +37,11 @@ func (t *Temporal) Warn(msg string, keyvals ...any) { t.z.Warn(msg, fields(keyva
 // Error implements log.Logger.
 func (t *Temporal) Error(msg string, keyvals ...any) { t.z.Error(msg, fields(keyvals)...) }
 
-// With implements log.WithLogger.
+// With implements log.WithLogger. The fields are encoded when the logger first
+// writes: the SDK makes such a logger for every workflow it caches and every
+// activity it runs, most of which never log, and an encoded copy holds a buffer.
 func (t *Temporal) With(keyvals ...any) log.Logger {
-	return &Temporal{z: t.z.With(fields(keyvals)...)}
+	return &Temporal{z: t.z.WithLazy(fields(keyvals)...)}
 }
 
 // WithCallerSkip implements log.WithSkipCallers.
