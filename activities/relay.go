@@ -41,7 +41,7 @@ func (a *Activities) Relay(ctx context.Context, ref RuntimeRef) (RelayResult, er
 		return RelayResult{}, fmt.Errorf("acquire reader lease: %w", err)
 	}
 	l.setLease(lease.Generation)
-	r := &relayRun{a: a, l: l, lease: lease.Generation, log: a.logger(ctx, ref.SessionID).With(zap.Int64("lease_generation", lease.Generation))}
+	r := &relayRun{a: a, l: l, lease: lease.Generation, log: a.logger(ctx, ref.SessionID).WithLazy(zap.Int64("lease_generation", lease.Generation))}
 	res, err := r.run(ctx)
 	r.titling.Wait()
 	if errors.Is(err, store.ErrLeaseLost) {
@@ -158,24 +158,20 @@ func (r *relayRun) result(end RelayEnd) RelayResult {
 // ctx ends, or a write fails.
 func (r *relayRun) readFrom(ctx context.Context, cursor *engines.RuntimeCursor) error {
 	evCtx, stop := context.WithCancel(ctx)
-	items := make(chan eventOrErr, r.a.set.MaxBatch)
+	queue := newEventQueue(r.a.set.MaxBatch)
+	readerDone := make(chan struct{})
 	go func() {
-		defer close(items)
+		defer close(readerDone)
+		defer queue.close()
 		for ev, err := range r.l.client.Events(evCtx, cursor) {
-			select {
-			case items <- eventOrErr{ev, err, time.Now()}:
-			case <-evCtx.Done():
-				return
-			}
-			if err != nil {
+			if !queue.push(evCtx, eventOrErr{ev, err, time.Now()}) || err != nil {
 				return
 			}
 		}
 	}()
 	defer func() {
 		stop()
-		for range items { // let the reader goroutine finish
-		}
+		<-readerDone
 	}()
 	tick := time.NewTicker(r.a.set.HeartbeatEvery)
 	defer tick.Stop()
@@ -191,22 +187,14 @@ func (r *relayRun) readFrom(ctx context.Context, cursor *engines.RuntimeCursor) 
 				return fmt.Errorf("renew reader lease: %w", err)
 			}
 			r.alive.Store(time.Now().UnixNano())
-		case it, ok := <-items:
-			if !ok {
+		case <-queue.ready:
+			// Everything queued is one batch, so one transaction records it all.
+			batch, done := queue.take()
+			if done {
 				return nil
 			}
-			batch := []eventOrErr{it}
-		drain: // take what is already waiting, so one transaction records it all
-			for len(batch) < r.a.set.MaxBatch && batch[len(batch)-1].err == nil {
-				select {
-				case more, ok := <-items:
-					if !ok {
-						break drain
-					}
-					batch = append(batch, more)
-				default:
-					break drain
-				}
+			if len(batch) == 0 {
+				continue
 			}
 			next, err := r.record(ctx, batch, cursor)
 			cursor = next
@@ -243,12 +231,7 @@ func (r *relayRun) askObservation() {
 
 // wakeObserver has reportToTemporal observe the Session soon, from any
 // goroutine.
-func (r *relayRun) wakeObserver() {
-	select {
-	case r.observeNow <- struct{}{}:
-	default:
-	}
-}
+func (r *relayRun) wakeObserver() { wake(r.observeNow) }
 
 // reportToTemporal makes the Relay's calls to Temporal, from one goroutine beside
 // the reading loop: each call holds the SDK's lock for as long as the server takes to
