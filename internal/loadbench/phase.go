@@ -656,17 +656,30 @@ func (b *bench) spread(ctx context.Context, sessions []*session) (string, error)
 	for i, s := range sessions {
 		ids[i] = s.id
 	}
-	rows, err := conn.Query(ctx, `SELECT count(*) FROM sessions WHERE id = ANY($1::uuid[]) GROUP BY host_task_queue ORDER BY 1 DESC`, ids)
+	// A Session whose box was already released for idleness has no host task queue:
+	// it is counted apart, not as a worker of its own.
+	rows, err := conn.Query(ctx, `SELECT host_task_queue IS NULL, count(*) FROM sessions WHERE id = ANY($1::uuid[])
+		GROUP BY host_task_queue ORDER BY 1, 2 DESC`, ids)
 	if err != nil {
 		return "", fmt.Errorf("read placements: %w", err)
 	}
-	counts, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	if err != nil {
+	var parts []string
+	var released int64
+	var boxless bool
+	var n int64
+	if _, err := pgx.ForEachRow(rows, []any{&boxless, &n}, func() error {
+		if boxless {
+			released = n
+		} else {
+			parts = append(parts, strconv.FormatInt(n, 10))
+		}
+		return nil
+	}); err != nil {
 		return "", fmt.Errorf("read placements: %w", err)
 	}
-	parts := make([]string, len(counts))
-	for i, n := range counts {
-		parts[i] = strconv.FormatInt(n, 10)
+	spread := strings.Join(parts, " + ")
+	if released > 0 {
+		spread += fmt.Sprintf(" (%d released)", released)
 	}
-	return strings.Join(parts, " + "), nil
+	return spread, nil
 }
