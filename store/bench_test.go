@@ -69,3 +69,27 @@ func BenchmarkInsertInput(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkSessionReads measures the two reads of a Session on the API's hot paths:
+// with its held inputs (every input's receipt) and at a stream position (every
+// stream's opening).
+func BenchmarkSessionReads(b *testing.B) {
+	st, s, _ := benchFixture(b)
+	ctx := testutil.Context(b)
+	b.Run("with held inputs", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, _, err := st.GetSessionWithHeldInputs(ctx, s.ID); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("at stream position", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, _, err := st.GetSessionAtStreamPosition(ctx, s.ID, 0); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

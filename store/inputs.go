@@ -172,27 +172,21 @@ func (s *Store) CountHeldInputs(ctx context.Context, sessionID string) (int, err
 	return int(n), mapError("count held inputs", err)
 }
 
-// sessionWithHeldInputs is a Session and the count of its held inputs.
-type sessionWithHeldInputs struct {
-	Session    Session `gorm:"embedded"`
-	HeldInputs int64   `gorm:"column:held_inputs"`
-}
-
 // GetSessionWithHeldInputs returns the Session and how many inputs it holds (pending or
 // delivered) in one statement: what a receipt's admission decides on. Like
 // CountHeldInputs before an insert, the count is a moment's, not a lock's.
 func (s *Store) GetSessionWithHeldInputs(ctx context.Context, id string) (Session, int, error) {
-	var rows []sessionWithHeldInputs
-	err := s.conn(ctx).Raw(`SELECT sessions.*, (SELECT count(*) FROM inputs
-			WHERE inputs.session_id = sessions.id AND inputs.state IN ?) AS held_inputs
-		FROM sessions WHERE sessions.id = ?`, heldInputs, id).Scan(&rows).Error
+	var held int64
+	sess, found, err := s.getSessionWith(ctx, `SELECT `+sessionColumns+`, (SELECT count(*) FROM inputs
+			WHERE inputs.session_id = s.id AND inputs.state IN ?) AS held_inputs
+		FROM sessions s WHERE s.id = ?`, []any{heldInputs, id}, &held)
 	if err != nil {
 		return Session{}, 0, mapError("get session with held inputs", err)
 	}
-	if len(rows) == 0 {
+	if !found {
 		return Session{}, 0, fmt.Errorf("get session %s with held inputs: %w", id, ErrNotFound)
 	}
-	return rows[0].Session, int(rows[0].HeldInputs), nil
+	return sess, int(held), nil
 }
 
 // GetInputByClientMessageID returns the Session's input with this client_message_id.

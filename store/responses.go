@@ -195,28 +195,20 @@ func (s *Store) StreamPositionAt(ctx context.Context, sessionID string, seq int6
 	return rows[0], nil
 }
 
-// sessionAtStreamPosition is a Session with whether a response was open at a
-// stream's cursor.
-type sessionAtStreamPosition struct {
-	Session    Session `gorm:"embedded"`
-	InResponse bool    `gorm:"column:in_response"`
-}
-
 // GetSessionAtStreamPosition reads the Session with its StreamPosition for a stream
 // resuming after seq, in one statement: what a stream's opening reads once it has
 // subscribed to the Session's output. A missing Session is ErrNotFound.
 func (s *Store) GetSessionAtStreamPosition(ctx context.Context, id string, seq int64) (Session, StreamPosition, error) {
-	var rows []sessionAtStreamPosition
-	err := s.conn(ctx).Raw(`SELECT s.*, `+inResponseAtSQL+` FROM sessions s WHERE s.id = @id`,
-		map[string]any{"id": id, "after": seq}).Scan(&rows).Error
+	var inResponse bool
+	sess, found, err := s.getSessionWith(ctx, `SELECT `+sessionColumns+`, `+inResponseAtSQL+` FROM sessions s WHERE s.id = @id`,
+		[]any{map[string]any{"id": id, "after": seq}}, &inResponse)
 	if err != nil {
 		return Session{}, StreamPosition{}, mapError("get session at stream position", err)
 	}
-	if len(rows) == 0 {
+	if !found {
 		return Session{}, StreamPosition{}, fmt.Errorf("get session %s at stream position: %w", id, ErrNotFound)
 	}
-	r := rows[0]
-	return r.Session, StreamPosition{OutputSeq: r.Session.OutputSeq, InResponse: r.InResponse}, nil
+	return sess, StreamPosition{OutputSeq: sess.OutputSeq, InResponse: inResponse}, nil
 }
 
 // nullableJSON stores SQL NULL for absent JSON.
