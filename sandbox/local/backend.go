@@ -18,6 +18,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/astrabox/astrabox/internal/procwait"
 	"github.com/astrabox/astrabox/sandbox"
 	"github.com/astrabox/astrabox/sandbox/prewarm"
 )
@@ -30,7 +31,7 @@ type Backend struct {
 	instance string
 	pool     *prewarm.Pool
 	// pidfds is whether the kernel gives processes pidfds: the box's processes'
-	// exits are then awaited without holding a thread each (waitExited).
+	// exits are then awaited without holding a thread each (procwait).
 	pidfds bool
 
 	mu      sync.Mutex
@@ -86,7 +87,7 @@ func New(ctx context.Context, opts Options) (*Backend, error) {
 		}
 	}
 	b := &Backend{opts: opts, log: opts.Logger, cg: detectCgroups(opts.CgroupRoot, opts.CgroupParent),
-		instance: newID("pool-"), boxes: map[string]*box{}, done: make(chan struct{}), pidfds: pidfdsWork()}
+		instance: newID("pool-"), boxes: map[string]*box{}, done: make(chan struct{}), pidfds: procwait.Supported()}
 	for _, note := range b.cg.notes {
 		b.log.Warn("local sandbox: " + note)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/astrabox/astrabox/internal/procwait"
 	"github.com/astrabox/astrabox/sandbox"
 	"github.com/astrabox/astrabox/sandbox/runnerapi"
 )
@@ -295,7 +296,7 @@ func (b *Backend) launch(ctx context.Context, x *box) (string, error) {
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.ExtraFiles = extra
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	pidfd := b.pidfdFor(cmd)
+	pidfd := procwait.OnStart(cmd, b.pidfds)
 	err = cmd.Start()
 	readyW.Close()
 	if err != nil {
@@ -312,7 +313,8 @@ func (b *Backend) launch(ctx context.Context, x *box) (string, error) {
 	// copying for Cmd.Wait to finish.
 	proc, fd := cmd.Process, *pidfd
 	go func() {
-		_, _ = waitExited(proc, fd)
+		procwait.Exited(fd)
+		_, _ = proc.Wait()
 		b.onExit(x)
 	}()
 	if err != nil {

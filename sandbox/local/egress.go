@@ -15,6 +15,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/astrabox/astrabox/internal/procwait"
 	"github.com/astrabox/astrabox/sandbox"
 	"github.com/astrabox/astrabox/sandbox/egress"
 )
@@ -115,7 +116,7 @@ func (b *Backend) launchForwarder(ctx context.Context, dir string, cfg egress.Fo
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.ExtraFiles = []*os.File{readyW}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	pidfd := b.pidfdFor(cmd)
+	pidfd := procwait.OnStart(cmd, b.pidfds)
 	err = cmd.Start()
 	readyW.Close()
 	if err != nil {
@@ -126,7 +127,10 @@ func (b *Backend) launchForwarder(ctx context.Context, dir string, cfg egress.Fo
 	// While this worker lives it reaps the forwarder; after, init does. Its stdin
 	// copy ends by itself once the settings are written.
 	proc, fd := cmd.Process, *pidfd
-	go func() { _, _ = waitExited(proc, fd) }()
+	go func() {
+		procwait.Exited(fd)
+		_, _ = proc.Wait()
+	}()
 
 	line := make(chan string, 1)
 	go func() {

@@ -1,4 +1,4 @@
-package local
+package procwait
 
 import (
 	"bytes"
@@ -16,13 +16,12 @@ import (
 )
 
 // TestWaitingOnProcessesHoldsNoThreads starts many children and waits on each as a
-// box's processes are waited on: the waits park goroutines on the poller instead of
+// box's and a program's processes are waited on: the waits park goroutines on the poller instead of
 // holding a thread each in waitid, and each still reaps its child with its status.
 func TestWaitingOnProcessesHoldsNoThreads(t *testing.T) {
-	if !pidfdsWork() {
+	if !Supported() {
 		t.Skip("this kernel has no pidfds")
 	}
-	b := &Backend{pidfds: true}
 	const children = 40
 	threadsBefore := threads(t)
 
@@ -37,13 +36,14 @@ func TestWaitingOnProcessesHoldsNoThreads(t *testing.T) {
 		stdin, err := cmd.StdinPipe()
 		require.NoError(t, err)
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-		pidfd := b.pidfdFor(cmd)
+		pidfd := OnStart(cmd, true)
 		require.NoError(t, cmd.Start())
 		require.GreaterOrEqual(t, *pidfd, 0, "Start opened a pidfd")
 		stdins = append(stdins, stdin)
 		proc, fd := cmd.Process, *pidfd
 		go func() {
-			state, err := waitExited(proc, fd)
+			Exited(fd)
+			state, err := proc.Wait()
 			done <- exited{state, err}
 		}()
 	}
@@ -69,12 +69,16 @@ func TestWaitingOnProcessesHoldsNoThreads(t *testing.T) {
 	require.Equal(t, map[int]int{0: 14, 1: 13, 2: 13}, codes, "each wait reaped its own child's status")
 }
 
-// TestWaitExitedWithoutAPidfdWaitsAsBefore: where the kernel gave no pidfd the
-// wait is the process's own.
-func TestWaitExitedWithoutAPidfdWaitsAsBefore(t *testing.T) {
+// TestExitedWithoutAPidfdLeavesTheWaitToTheProcess: where the kernel gave no pidfd
+// the wait is the process's own.
+func TestExitedWithoutAPidfdLeavesTheWaitToTheProcess(t *testing.T) {
 	cmd := exec.Command("sh", "-c", "exit 3")
+	cmd.SysProcAttr = &syscall.SysProcAttr{}
+	pidfd := OnStart(cmd, false)
 	require.NoError(t, cmd.Start())
-	state, err := waitExited(cmd.Process, -1)
+	require.Equal(t, -1, *pidfd)
+	Exited(*pidfd)
+	state, err := cmd.Process.Wait()
 	require.NoError(t, err)
 	require.Equal(t, 3, state.ExitCode())
 }
@@ -95,14 +99,14 @@ func threads(t *testing.T) int {
 	return 0
 }
 
-// parkedWaits counts the goroutines of waitExited parked on the poller.
+// parkedWaits counts the goroutines of Exited parked on the poller.
 func parkedWaits(t *testing.T) int {
 	t.Helper()
 	var buf bytes.Buffer
 	require.NoError(t, pprof.Lookup("goroutine").WriteTo(&buf, 2))
 	n := 0
 	for _, stack := range strings.Split(buf.String(), "\n\n") {
-		if strings.Contains(stack, "local.waitExited") && strings.Contains(stack, "internal/poll.runtime_pollWait") {
+		if strings.Contains(stack, "procwait.Exited") && strings.Contains(stack, "internal/poll.runtime_pollWait") {
 			n++
 		}
 	}
