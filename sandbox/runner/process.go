@@ -285,11 +285,10 @@ func envList(maps ...map[string]string) []string {
 //
 // The runner's end is non-blocking, so its reads and writes park on Go's poller: a
 // blocking descriptor holds an OS thread in read(2) for as long as the program is
-// quiet, and while any goroutine sits in a syscall the runtime's monitor polls every
-// 20 microseconds instead of backing off to 10 ms (with a box per Session, the
-// runners' monitors were a twentieth of the machine's CPU). The program's end stays
-// blocking, as programs expect of their standard streams; the flag belongs to each
-// end alone.
+// quiet, and threads in syscalls keep the runtime's monitor polling every 20
+// microseconds (with a box per Session, the runners' monitors were a twentieth of the
+// machine's CPU; docs/performance.md). The program's end stays blocking, as programs
+// expect of their standard streams; the flag belongs to each end alone.
 func stdioPair() (runnerEnd, programEnd *os.File, err error) {
 	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
