@@ -2,9 +2,8 @@
 //
 // os.Process.Wait waits in a blocking waitid, which holds an OS thread per waiting
 // goroutine for as long as the child lives (the Go runtime ends a process at 10,000
-// threads), and while a thread sits in a long syscall the runtime's monitor keeps
-// taking its processor back and polling every 20 microseconds instead of backing
-// off. A pidfd becomes readable when its process exits, so waiting on it through
+// threads), and threads in syscalls keep the runtime's monitor polling every 20
+// microseconds. A pidfd becomes readable when its process exits, so waiting on it through
 // the runtime's poller parks only a goroutine, and the Wait that follows returns at
 // once.
 package procwait
