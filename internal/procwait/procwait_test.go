@@ -1,29 +1,29 @@
 package procwait
 
 import (
-	"bytes"
 	"io"
 	"os"
 	"os/exec"
-	"runtime/pprof"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/astrabox/astrabox/internal/testutil/threads"
 )
 
 // TestWaitingOnProcessesHoldsNoThreads starts many children and waits on each as a
-// box's and a program's processes are waited on: the waits park goroutines on the poller instead of
-// holding a thread each in waitid, and each still reaps its child with its status.
+// box's and a program's processes are waited on: the waits park goroutines on the
+// poller instead of holding a thread each in waitid, and each still reaps its child
+// with its status.
 func TestWaitingOnProcessesHoldsNoThreads(t *testing.T) {
 	if !Supported() {
 		t.Skip("this kernel has no pidfds")
 	}
 	const children = 40
-	threadsBefore := threads(t)
+	threadsBefore := threads.Count(t)
 
 	type exited struct {
 		state *os.ProcessState
@@ -53,9 +53,9 @@ func TestWaitingOnProcessesHoldsNoThreads(t *testing.T) {
 		}
 	})
 
-	require.Eventually(t, func() bool { return parkedWaits(t) == children }, 20*time.Second, 10*time.Millisecond,
+	require.Eventually(t, func() bool { return threads.ParkedOnPoller(t, "procwait.Exited") == children }, 20*time.Second, 10*time.Millisecond,
 		"every wait parks on the poller")
-	require.Less(t, threads(t), threadsBefore+children/2, "the waits hold no thread each")
+	require.Less(t, threads.Count(t), threadsBefore+children/2, "the waits hold no thread each")
 
 	for _, c := range stdins {
 		require.NoError(t, c.Close())
@@ -81,34 +81,4 @@ func TestExitedWithoutAPidfdLeavesTheWaitToTheProcess(t *testing.T) {
 	state, err := cmd.Process.Wait()
 	require.NoError(t, err)
 	require.Equal(t, 3, state.ExitCode())
-}
-
-// threads is this process's OS thread count.
-func threads(t *testing.T) int {
-	t.Helper()
-	raw, err := os.ReadFile("/proc/self/status")
-	require.NoError(t, err)
-	for line := range strings.SplitSeq(string(raw), "\n") {
-		if v, ok := strings.CutPrefix(line, "Threads:"); ok {
-			n, err := strconv.Atoi(strings.TrimSpace(v))
-			require.NoError(t, err)
-			return n
-		}
-	}
-	t.Fatal("no Threads line in /proc/self/status")
-	return 0
-}
-
-// parkedWaits counts the goroutines of Exited parked on the poller.
-func parkedWaits(t *testing.T) int {
-	t.Helper()
-	var buf bytes.Buffer
-	require.NoError(t, pprof.Lookup("goroutine").WriteTo(&buf, 2))
-	n := 0
-	for _, stack := range strings.Split(buf.String(), "\n\n") {
-		if strings.Contains(stack, "procwait.Exited") && strings.Contains(stack, "internal/poll.runtime_pollWait") {
-			n++
-		}
-	}
-	return n
 }

@@ -1,12 +1,9 @@
 package runner
 
 import (
-	"bytes"
 	"os"
 	"path/filepath"
-	"runtime/pprof"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
+	"github.com/astrabox/astrabox/internal/testutil/threads"
 	"github.com/astrabox/astrabox/sandbox"
 )
 
@@ -44,7 +42,7 @@ func TestStdioPairIsNonBlockingOnTheRunnersEndOnly(t *testing.T) {
 // thread in read(2) or waitid(2) brings.
 func TestQuietProgramsAreAwaitedWithoutAThreadEach(t *testing.T) {
 	const programs = 20
-	threadsBefore := threadCount(t)
+	threadsBefore := threads.Count(t)
 	dir := t.TempDir()
 	var started []*process
 	t.Cleanup(func() {
@@ -60,36 +58,7 @@ func TestQuietProgramsAreAwaitedWithoutAThreadEach(t *testing.T) {
 		require.NoError(t, err)
 		started = append(started, p)
 	}
-	require.Eventually(t, func() bool { return parkedPumps(t) == 2*programs }, 20*time.Second, 10*time.Millisecond,
+	require.Eventually(t, func() bool { return threads.ParkedOnPoller(t, "runner.(*process).pump") == 2*programs }, 20*time.Second, 10*time.Millisecond,
 		"every stdout and stderr reader parks on the poller")
-	assert.Less(t, threadCount(t), threadsBefore+programs/2, "the readers and the waits hold no thread each")
-}
-
-func threadCount(t *testing.T) int {
-	t.Helper()
-	raw, err := os.ReadFile("/proc/self/status")
-	require.NoError(t, err)
-	for line := range strings.SplitSeq(string(raw), "\n") {
-		if v, ok := strings.CutPrefix(line, "Threads:"); ok {
-			n, err := strconv.Atoi(strings.TrimSpace(v))
-			require.NoError(t, err)
-			return n
-		}
-	}
-	t.Fatal("no Threads line in /proc/self/status")
-	return 0
-}
-
-// parkedPumps counts the output readers parked on the poller.
-func parkedPumps(t *testing.T) int {
-	t.Helper()
-	var buf bytes.Buffer
-	require.NoError(t, pprof.Lookup("goroutine").WriteTo(&buf, 2))
-	n := 0
-	for _, stack := range strings.Split(buf.String(), "\n\n") {
-		if strings.Contains(stack, "runner.(*process).pump") && strings.Contains(stack, "internal/poll.runtime_pollWait") {
-			n++
-		}
-	}
-	return n
+	assert.Less(t, threads.Count(t), threadsBefore+programs/2, "the readers and the waits hold no thread each")
 }
