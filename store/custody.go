@@ -46,11 +46,11 @@ func (s *Store) AdmitInputs(ctx context.Context, sessionID string, inputIDs []st
 		return nil, nil
 	}
 	var seconds []float64
-	err := s.conn(ctx).Raw(`
+	err := scanRaw(s.conn(ctx), &seconds, `
 		UPDATE inputs SET state = ?, admitted_at = now()
 		WHERE session_id = ? AND id IN ? AND state IN ?
 		RETURNING EXTRACT(EPOCH FROM admitted_at - accepted_at)::float8`,
-		InputAdmitted, sessionID, inputIDs, []string{InputPending, InputDelivered}).Scan(&seconds).Error
+		InputAdmitted, sessionID, inputIDs, []string{InputPending, InputDelivered})
 	if err != nil {
 		return nil, mapError("mark inputs admitted", err)
 	}

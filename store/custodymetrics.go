@@ -23,14 +23,14 @@ func (s *Store) GetCustody(ctx context.Context) (Custody, error) {
 		Held       int64
 		OldestSecs float64
 	}
-	err := s.conn(ctx).Raw(`
+	err := scanRaw(s.conn(ctx), &row, `
 		SELECT count(*) AS held,
 		       COALESCE(EXTRACT(EPOCH FROM now() - min(i.accepted_at)), 0)::float8 AS oldest_secs
 		FROM inputs i
 		JOIN sessions s ON s.id = i.session_id
 		WHERE i.state IN (?, ?)
 		  AND s.archived_at IS NULL AND s.deleted_at IS NULL AND s.lifecycle <> ?`,
-		InputPending, InputDelivered, LifecycleTerminated).Scan(&row).Error
+		InputPending, InputDelivered, LifecycleTerminated)
 	if err != nil {
 		return Custody{}, mapError("get custody", err)
 	}

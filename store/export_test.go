@@ -1,11 +1,17 @@
 package store
 
-import "context"
+import (
+	"context"
+	"sync/atomic"
+
+	"gorm.io/gorm"
+	gormlogger "gorm.io/gorm/logger"
+)
 
 // TableExists reports whether a table exists in the public schema (tests only).
 func TableExists(ctx context.Context, s *Store, name string) (bool, error) {
 	var ok bool
-	err := s.conn(ctx).Raw("SELECT to_regclass(?) IS NOT NULL", "public."+name).Scan(&ok).Error
+	err := scanRaw(s.conn(ctx), &ok, "SELECT to_regclass(?) IS NOT NULL", "public."+name)
 	return ok, err
 }
 
@@ -35,4 +41,29 @@ func AppendPartsGroupForTest(ctx context.Context, s *Store, batches []RelayBatch
 		res[i], errs[i] = c.res, c.err
 	}
 	return res, errs, nil
+}
+
+// ScanRawForTest runs a raw statement through scanRaw (tests only).
+func ScanRawForTest(ctx context.Context, s *Store, dest any, sql string, args ...any) error {
+	return scanRaw(s.conn(ctx), dest, sql, args...)
+}
+
+// CountRenderedStatements sends s's statements to a logger that never renders them
+// and counts the statements GORM renders with their arguments inlined anyway
+// (Dialector.Explain) from then on (tests only; s must be the test's own).
+func CountRenderedStatements(s *Store) *atomic.Int64 {
+	n := new(atomic.Int64)
+	s.db.Config.Logger = gormlogger.Discard
+	s.db.Config.Dialector = renderCounter{Dialector: s.db.Config.Dialector, n: n}
+	return n
+}
+
+type renderCounter struct {
+	gorm.Dialector
+	n *atomic.Int64
+}
+
+func (r renderCounter) Explain(sql string, vars ...any) string {
+	r.n.Add(1)
+	return r.Dialector.Explain(sql, vars...)
 }

@@ -85,14 +85,14 @@ func (s *Store) InsertInput(ctx context.Context, in NewInput) (Input, bool, erro
 // callers use it outside one.
 func (s *Store) AcceptInput(ctx context.Context, in NewInput) (Accepted, error) {
 	var rows []acceptedRow
-	err := s.conn(ctx).Raw(insertInputSQL, map[string]any{
+	err := scanRaw(s.conn(ctx), &rows, insertInputSQL, map[string]any{
 		"id":                uuid.NewString(),
 		"session_id":        in.SessionID,
 		"client_message_id": in.ClientMessageID,
 		"content":           in.Content,
 		"state":             InputPending,
 		"channel":           pubsub.SessionInputsChannel(in.SessionID),
-	}).Scan(&rows).Error
+	})
 	if isUniqueViolation(err, inputClientMessageIDKey) && in.ClientMessageID != nil {
 		// The client_message_id is taken: the first input is the answer. The
 		// violation is raised only once the first input committed, so this new

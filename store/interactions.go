@@ -90,10 +90,10 @@ func (s *Store) CloseInteraction(ctx context.Context, sessionID, interactionID, 
 // It returns the ids it closed.
 func (s *Store) ExpireOpenInteractions(ctx context.Context, sessionID, reason string) ([]string, error) {
 	var closed []Interaction
-	err := s.conn(ctx).Raw(`
+	err := scanRaw(s.conn(ctx), &closed, `
 		UPDATE interactions SET state = ?, closure_reason = ?, closed_at = now()
 		WHERE session_id = ? AND state = ?
-		RETURNING *`, InteractionExpired, reason, sessionID, InteractionOpen).Scan(&closed).Error
+		RETURNING *`, InteractionExpired, reason, sessionID, InteractionOpen)
 	if err != nil {
 		return nil, mapError("expire open interactions", err)
 	}

@@ -30,7 +30,7 @@ func (s *Store) AcquireReaderLease(ctx context.Context, req LeaseRequest) (Reade
 	var leases []ReaderLease
 	// One statement: insert generation 1, or bump the generation where the lease is
 	// free (expired, same holder, or stolen). A held lease matches no row.
-	err := s.conn(ctx).Raw(`
+	err := scanRaw(s.conn(ctx), &leases, `
 		INSERT INTO reader_leases AS l (session_id, holder, generation, acquired_at, expires_at)
 		VALUES (?, ?, 1, now(), now() + make_interval(secs => ?))
 		ON CONFLICT (session_id) DO UPDATE
@@ -40,7 +40,7 @@ func (s *Store) AcquireReaderLease(ctx context.Context, req LeaseRequest) (Reade
 		    expires_at = excluded.expires_at
 		WHERE ? OR l.expires_at <= now() OR l.holder = excluded.holder
 		RETURNING l.*`,
-		req.SessionID, req.Holder, req.TTL.Seconds(), req.Steal).Scan(&leases).Error
+		req.SessionID, req.Holder, req.TTL.Seconds(), req.Steal)
 	if err != nil {
 		return ReaderLease{}, mapError("acquire reader lease", err)
 	}

@@ -40,9 +40,9 @@ func (s *Store) AppendSessionLogEntries(ctx context.Context, sessionID, stream s
 		return 0, fmt.Errorf("encode session log entries: %w", err)
 	}
 	var stored []int64
-	err = s.conn(ctx).Raw(appendSessionLogSQL, map[string]any{
+	err = scanRaw(s.conn(ctx), &stored, appendSessionLogSQL, map[string]any{
 		"session": sessionID, "stream": stream, "after": after, "entries": string(raw),
-	}).Scan(&stored).Error
+	})
 	if err != nil {
 		return 0, mapError("append session log entries", err)
 	}
@@ -73,8 +73,8 @@ func (s *Store) ListSessionLogStreams(ctx context.Context, sessionID string) ([]
 // Without either, a conversation whose native state is missing never held anything.
 func (s *Store) HasConversationContent(ctx context.Context, sessionID string) (bool, error) {
 	var found bool
-	err := s.conn(ctx).Raw(`SELECT EXISTS (SELECT 1 FROM inputs WHERE session_id = ? AND state = ?)
-		OR EXISTS (SELECT 1 FROM session_log_entries WHERE session_id = ?)`, sessionID, InputAdmitted, sessionID).Scan(&found).Error
+	err := scanRaw(s.conn(ctx), &found, `SELECT EXISTS (SELECT 1 FROM inputs WHERE session_id = ? AND state = ?)
+		OR EXISTS (SELECT 1 FROM session_log_entries WHERE session_id = ?)`, sessionID, InputAdmitted, sessionID)
 	return found, mapError("check conversation content", err)
 }
 

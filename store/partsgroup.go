@@ -185,9 +185,9 @@ func (s *Store) appendPartsGroup(ctx context.Context, group []*partsCommit) erro
 		I         int
 		OutputSeq int64
 	}
-	err = s.conn(ctx).Raw(appendPartsGroupSQL, map[string]any{
+	err = scanRaw(s.conn(ctx), &rows, appendPartsGroupSQL, map[string]any{
 		"batches": string(raw), "channelPrefix": pubsub.SessionOutputChannel(""), "maxNoticeFrames": pubsub.MaxNoticeFrames,
-	}).Scan(&rows).Error
+	})
 	if err != nil {
 		return mapError("append parts group", err)
 	}

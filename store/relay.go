@@ -153,7 +153,7 @@ func (s *Store) lockLeaseAndOutputSeq(ctx context.Context, sessionID string, gen
 		Generation int64
 		OutputSeq  int64
 	}
-	if err := s.conn(ctx).Raw(lockLeaseAndOutputSeqSQL, sessionID).Scan(&rows).Error; err != nil {
+	if err := scanRaw(s.conn(ctx), &rows, lockLeaseAndOutputSeqSQL, sessionID); err != nil {
 		return 0, mapError("lock reader lease and session", err)
 	}
 	if len(rows) == 0 {
@@ -268,12 +268,12 @@ func (s *Store) appendPartsOnly(ctx context.Context, b RelayBatch, parts []NewPa
 		cursorPosition = "null"
 	}
 	var rows []struct{ OutputSeq int64 }
-	err = s.conn(ctx).Raw(appendPartsOnlySQL, map[string]any{
+	err = scanRaw(s.conn(ctx), &rows, appendPartsOnlySQL, map[string]any{
 		"session": b.SessionID, "lease": b.LeaseGeneration, "n": int64(len(parts)),
 		"responseIDs": string(responseIDsJSON), "frames": string(framesJSON),
 		"hasCursor": b.Cursor != nil, "cursorGeneration": cursorGeneration, "cursorPosition": cursorPosition,
 		"channel": pubsub.SessionOutputChannel(b.SessionID), "maxNoticeFrames": pubsub.MaxNoticeFrames,
-	}).Scan(&rows).Error
+	})
 	if err != nil {
 		return AppendResult{}, mapError("append parts", err)
 	}

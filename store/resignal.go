@@ -27,7 +27,7 @@ type UnclaimedInputs struct {
 // the planner matches the partial index under a generic plan too.
 func (s *Store) ListSessionsWithUnclaimedInputs(ctx context.Context, acceptedBefore time.Time, limit int) ([]UnclaimedInputs, error) {
 	var out []UnclaimedInputs
-	err := s.conn(ctx).Raw(`
+	err := scanRaw(s.conn(ctx), &out, `
 		SELECT i.session_id,
 		       (array_agg(i.id ORDER BY i.seq))[1] AS oldest_input_id,
 		       min(i.accepted_at) AS oldest_accepted_at,
@@ -38,6 +38,6 @@ func (s *Store) ListSessionsWithUnclaimedInputs(ctx context.Context, acceptedBef
 		  AND s.archived_at IS NULL AND s.deleted_at IS NULL AND s.lifecycle <> ?
 		GROUP BY i.session_id
 		ORDER BY oldest_accepted_at, i.session_id
-		LIMIT ?`, acceptedBefore, LifecycleTerminated, limit).Scan(&out).Error
+		LIMIT ?`, acceptedBefore, LifecycleTerminated, limit)
 	return out, mapError("list sessions with unclaimed inputs", err)
 }

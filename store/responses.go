@@ -44,13 +44,13 @@ func (s *Store) StartResponse(ctx context.Context, in ResponseStart) (Response, 
 		Inserted bool `gorm:"column:inserted"`
 	}
 	// xmax = 0 only on a freshly inserted row: it tells insert from update.
-	err = s.conn(ctx).Raw(`
+	err = scanRaw(s.conn(ctx), &rows, `
 		INSERT INTO responses AS r (session_id, response_id, origin, input_ids, started_seq)
 		VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT (session_id, response_id) DO UPDATE SET input_ids = excluded.input_ids
 		WHERE r.outcome IS NULL
 		RETURNING r.*, (r.xmax = 0) AS inserted`,
-		in.SessionID, in.ResponseID, in.Origin, json.RawMessage(inputIDs), in.StartedSeq).Scan(&rows).Error
+		in.SessionID, in.ResponseID, in.Origin, json.RawMessage(inputIDs), in.StartedSeq)
 	if err != nil {
 		return Response{}, false, mapError("start response", err)
 	}
@@ -83,10 +83,10 @@ SELECT count(*) FROM ended`
 // ended, and ErrNotFound for an unknown one.
 func (s *Store) EndResponse(ctx context.Context, in ResponseEnd) (bool, error) {
 	var ended int64
-	err := s.conn(ctx).Raw(endResponseSQL, map[string]any{
+	err := scanRaw(s.conn(ctx), &ended, endResponseSQL, map[string]any{
 		"outcome": in.Outcome, "nativeReason": in.NativeReason, "usage": nullableJSONText(in.Usage), "error": nullableJSONText(in.Error),
 		"endedSeq": in.EndedSeq, "session": in.SessionID, "response": in.ResponseID,
-	}).Scan(&ended).Error
+	})
 	if err != nil {
 		return false, mapError("end response", err)
 	}
@@ -103,10 +103,10 @@ func (s *Store) EndResponse(ctx context.Context, in ResponseEnd) (bool, error) {
 func (s *Store) FailOpenResponses(ctx context.Context, sessionID string, endedSeq int64) ([]string, error) {
 	var ended []Response
 	err := s.InTx(ctx, func(tx *Store) error {
-		err := tx.conn(ctx).Raw(`
+		err := scanRaw(tx.conn(ctx), &ended, `
 			UPDATE responses SET outcome = ?, native_reason = ?, ended_seq = GREATEST(?::bigint, started_seq), ended_at = now()
 			WHERE session_id = ? AND outcome IS NULL
-			RETURNING *`, OutcomeFailed, NativeReasonRuntimeLost, endedSeq, sessionID).Scan(&ended).Error
+			RETURNING *`, OutcomeFailed, NativeReasonRuntimeLost, endedSeq, sessionID)
 		if err != nil {
 			return mapError("fail open responses", err)
 		}
@@ -186,7 +186,7 @@ const streamPositionSQL = `SELECT s.output_seq, ` + inResponseAtSQL + ` FROM ses
 // A missing Session is ErrNotFound.
 func (s *Store) StreamPositionAt(ctx context.Context, sessionID string, seq int64) (StreamPosition, error) {
 	var rows []StreamPosition
-	if err := s.conn(ctx).Raw(streamPositionSQL, map[string]any{"id": sessionID, "after": seq}).Scan(&rows).Error; err != nil {
+	if err := scanRaw(s.conn(ctx), &rows, streamPositionSQL, map[string]any{"id": sessionID, "after": seq}); err != nil {
 		return StreamPosition{}, mapError("stream position", err)
 	}
 	if len(rows) == 0 {

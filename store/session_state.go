@@ -56,7 +56,7 @@ const sessionFactsSelect = `SELECT s.*,
 // GetSessionFactsByID reads a Session and the counts its state is derived from.
 func (s *Store) GetSessionFactsByID(ctx context.Context, sessionID string) (SessionFacts, error) {
 	var rows []SessionFacts
-	if err := s.conn(ctx).Raw(sessionFactsSelect+" WHERE s.id = ?", sessionID).Scan(&rows).Error; err != nil {
+	if err := scanRaw(s.conn(ctx), &rows, sessionFactsSelect+" WHERE s.id = ?", sessionID); err != nil {
 		return SessionFacts{}, mapError("get session facts", err)
 	}
 	if len(rows) == 0 {
@@ -105,7 +105,7 @@ func (s *Store) ListSessionFactsByUser(ctx context.Context, q SessionListQuery) 
 		args = append(args, q.Offset)
 	}
 	var out []SessionFacts
-	err := s.conn(ctx).Raw(sql, args...).Scan(&out).Error
+	err := scanRaw(s.conn(ctx), &out, sql, args...)
 	return out, mapError("list sessions", err)
 }
 

@@ -115,8 +115,8 @@ func (s *Store) OperatorSummary(ctx context.Context, sessionID string) (string, 
 		AgentName string
 		UserID    string
 	}
-	err := s.conn(ctx).Raw(`SELECT a.name AS agent_name, s.user_id AS user_id
-		FROM sessions s JOIN agents a ON a.id = s.agent_id WHERE s.id = ?`, sessionID).Scan(&row).Error
+	err := scanRaw(s.conn(ctx), &row, `SELECT a.name AS agent_name, s.user_id AS user_id
+		FROM sessions s JOIN agents a ON a.id = s.agent_id WHERE s.id = ?`, sessionID)
 	if err != nil {
 		return "", mapError("operator summary", err)
 	}

@@ -118,7 +118,7 @@ func (s *Store) GetUserByAPIToken(ctx context.Context, plaintext string, now tim
 		return User{}, APIToken{}, fmt.Errorf("get user by api token: malformed token: %w", ErrNotFound)
 	}
 	var rows []tokenUser
-	if err := s.conn(ctx).Raw(tokenUserSQL, HashAPIToken(plaintext)).Scan(&rows).Error; err != nil {
+	if err := scanRaw(s.conn(ctx), &rows, tokenUserSQL, HashAPIToken(plaintext)); err != nil {
 		return User{}, APIToken{}, mapError("get user by api token", err)
 	}
 	if len(rows) == 0 {
