@@ -218,12 +218,13 @@ func (r *relayRun) readFrom(ctx context.Context, cursor *engines.RuntimeCursor) 
 }
 
 // observeEvery bounds how long a Relay streaming only parts goes without reading
-// the Session's facts again: parts change no observed fact, but the Session's held
-// inputs and title change outside the Relay.
+// the Session's facts again (parts change no observed fact, but the Session's held
+// inputs and title change outside the Relay), and is how long an observation the
+// workflow only shows waits for the Session to settle.
 const observeEvery = time.Second
 
 // askObservation has reportToTemporal observe the Session soon; asks made
-// while it is busy become one observation, of the facts as they are then.
+// while it waits become one observation, of the facts as they are then.
 func (r *relayRun) askObservation() {
 	r.observeAsked = time.Now()
 	r.wakeObserver()
@@ -240,17 +241,20 @@ func (r *relayRun) wakeObserver() { wake(r.observeNow) }
 //
 // Every HeartbeatEvery it heartbeats, while the loop has gone round lately (each batch
 // and each lease renewal), so a stuck loop still lets the heartbeat timeout fire.
-// Whenever the loop asks it observes the Session; after a signal it waits
-// observeEvery before the next, so a turn that goes from held to working to ready
-// within a second costs the workflow one signal, not three; asks made meanwhile are
-// answered with the facts as they are then, so the last state is always the one sent.
+//
+// An ask is answered observeEvery later, with the facts as they are then, and asks
+// made meanwhile join it: the workflow only shows the Session's state to operators,
+// so a turn that goes from held to working to ready within a second costs it no
+// signal, a longer one two (working, then ready), and the last state is always the
+// one sent. Whether this Relay delivers inputs on notice is the exception: the
+// workflow delivers them itself until told, so that goes at once.
 func (r *relayRun) reportToTemporal(ctx context.Context) {
 	every := r.a.set.HeartbeatEvery
 	tick := time.NewTicker(every)
 	defer tick.Stop()
-	pause := time.NewTimer(observeEvery)
-	pause.Stop()
-	asks := r.observeNow // nil while pausing after a signal
+	settle := time.NewTimer(observeEvery)
+	settle.Stop()
+	settling := false
 	for {
 		select {
 		case <-ctx.Done():
@@ -259,13 +263,17 @@ func (r *relayRun) reportToTemporal(ctx context.Context) {
 			if time.Since(time.Unix(0, r.alive.Load())) <= 2*every {
 				activity.RecordHeartbeat(ctx, RelayProgress{LeaseGeneration: r.lease, ThroughSeq: r.throughSeq.Load()})
 			}
-		case <-asks:
-			if r.observe(ctx) {
-				asks = nil
-				pause.Reset(observeEvery)
+		case <-r.observeNow:
+			switch {
+			case r.listening.Load() != r.observed.DeliversOnNotice:
+				r.observe(ctx)
+			case !settling:
+				settling = true
+				settle.Reset(observeEvery)
 			}
-		case <-pause.C:
-			asks = r.observeNow
+		case <-settle.C:
+			settling = false
+			r.observe(ctx)
 		}
 	}
 }
@@ -273,26 +281,25 @@ func (r *relayRun) reportToTemporal(ctx context.Context) {
 // observe sends the Session's workflow the Session as the platform derives it, when
 // that changed since the last observation sent: the workflow keeps its search
 // attribute and current details with it. A failed signal is logged and sent with the
-// next change; it never stops the reader. It reports whether it signalled.
-func (r *relayRun) observe(ctx context.Context) bool {
+// next change; it never stops the reader.
+func (r *relayRun) observe(ctx context.Context) {
 	facts, err := r.a.deps.Store.GetSessionFactsByID(ctx, r.l.sessionID)
 	if err != nil {
 		r.log.Warn("observe session", zap.Error(err))
-		return false
+		return
 	}
 	obs := observationOf(facts)
 	obs.DeliversOnNotice = r.listening.Load()
 	if obs == r.observed {
-		return false
+		return
 	}
 	info := activity.GetInfo(ctx)
 	err = activity.GetClient(ctx).SignalWorkflow(ctx, info.WorkflowExecution.ID, "", SignalSessionObserved, obs)
 	if err != nil {
 		r.log.Warn("signal session observation", zap.Error(err))
-		return false
+		return
 	}
 	r.observed = obs
-	return true
 }
 
 // recordModel saves the model the program names for its runtime once it has said or
