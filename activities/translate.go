@@ -74,7 +74,10 @@ func opFor(ev engines.Event) (op store.RelayOp, ok bool, err error) {
 	case engines.ResponseStarted:
 		return store.RelayOp{StartResponse: &store.ResponseStart{ResponseID: e.ResponseID, Origin: string(e.Origin), InputIDs: e.InputIDs}}, true, nil
 	case engines.ResponseOutput:
-		frame, err := json.Marshal(e.Frame)
+		// The Frame's own encoding, not json.Marshal's copy of it: the log keeps
+		// frames as jsonb, so json.Marshal's second pass (checking, compacting and
+		// HTML-escaping what MarshalJSON wrote) would change nothing stored.
+		frame, err := e.Frame.MarshalJSON()
 		if err != nil {
 			return op, false, fmt.Errorf("encode frame: %w", err)
 		}

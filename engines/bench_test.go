@@ -34,3 +34,14 @@ func BenchmarkUnmarshalResponseOutput(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkFrameMarshalJSON encodes a text delta as the Relay stores it.
+func BenchmarkFrameMarshalJSON(b *testing.B) {
+	f := engines.MustFrame(engines.TextDeltaChunk{ID: "text-resp-0123456789", Delta: "one more chunk of a streamed reply, about sixty bytes"})
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := f.MarshalJSON(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

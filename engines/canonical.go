@@ -56,14 +56,11 @@ func canonicalFast(data []byte) (out []byte, typ string, ok bool) {
 			return nil, "", false
 		}
 		start := i + 1
-		for i = start; i < len(data) && data[i] != '"'; i++ {
-			if c := data[i]; c < 0x20 || c >= 0x7f || c == '\\' || c == '<' || c == '>' || c == '&' {
-				return nil, "", false
-			}
-		}
-		if i >= len(data) {
+		end := bytes.IndexByte(data[start:], '"')
+		if end < 0 || !plainName(data[start:start+end]) {
 			return nil, "", false
 		}
+		i = start + end
 		name := data[start:i]
 		i = skipSpace(data, i+1)
 		if i >= len(data) || data[i] != ':' {

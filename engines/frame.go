@@ -56,7 +56,7 @@ func (f Frame) Keys() []string {
 	}
 	slices.Sort(keys)
 	if _, ok := f.fields["type"]; ok {
-		keys = append([]string{"type"}, keys...)
+		keys = slices.Insert(keys, 0, "type") // within the capacity "type" left
 	}
 	return keys
 }
@@ -111,21 +111,42 @@ func (f Frame) MarshalJSON() ([]byte, error) {
 	if f.IsZero() {
 		return []byte("null"), nil
 	}
-	var buf bytes.Buffer
+	size := 2
+	for k, v := range f.fields {
+		size += len(k) + len(v) + 4
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, size))
 	buf.WriteByte('{')
 	for i, k := range f.Keys() {
 		if i > 0 {
 			buf.WriteByte(',')
 		}
-		key, _ := json.Marshal(k)
-		buf.Write(key)
+		if plainName(k) {
+			buf.WriteByte('"')
+			buf.WriteString(k)
+			buf.WriteByte('"')
+		} else {
+			key, _ := json.Marshal(k)
+			buf.Write(key)
+		}
 		buf.WriteByte(':')
-		if err := json.Compact(&buf, f.fields[k]); err != nil {
+		if err := json.Compact(buf, f.fields[k]); err != nil {
 			return nil, fmt.Errorf("frame member %s: %w", k, err)
 		}
 	}
 	buf.WriteByte('}')
 	return buf.Bytes(), nil
+}
+
+// plainName reports whether a member name encodes as itself in quotes: printable
+// ASCII that json.Marshal would not escape.
+func plainName[T string | []byte](name T) bool {
+	for i := range len(name) {
+		if c := name[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return false
+		}
+	}
+	return true
 }
 
 // UnmarshalJSON decodes a chunk object; it must have a nonempty string "type".
