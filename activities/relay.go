@@ -70,7 +70,7 @@ type relayRun struct {
 	// factsChanged is set by record when its batch wrote more than parts (a status,
 	// a response start or end, an admission, an interaction): what the Session's
 	// observation derives from. observeAsked is when the loop last asked for an
-	// observation, which reportToTemporal makes when asked (observeNow).
+	// observation, which reportToTemporal makes a second after an ask (observeNow).
 	factsChanged bool
 	observeAsked time.Time
 	observeNow   chan struct{}
