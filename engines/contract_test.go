@@ -155,6 +155,10 @@ func TestFrameJSON(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, `{"type":"text-delta","delta":"x","id":"t","providerMetadata":{"x":{"y":"z"}}}`, with.String())
 	require.Equal(t, []string{"type", "delta", "id"}, text.Keys())
+	// Member names json.Marshal would escape are escaped as it does; others are written as they are.
+	odd, err := engines.ParseFrame([]byte(`{"type":"a","é":3,"c\"d":2,"<b>":1,"plain-name_1":0}`))
+	require.NoError(t, err)
+	require.Equal(t, `{"type":"a","\u003cb\u003e":1,"c\"d":2,"plain-name_1":0,"é":3}`, odd.String())
 	data, err := json.Marshal(engines.Frame{})
 	require.NoError(t, err)
 	require.Equal(t, "null", string(data))
