@@ -136,11 +136,14 @@ func currentToken(c *gin.Context) store.APIToken {
 }
 
 // tokenStillValid reports whether the request's token is still neither revoked nor
-// expired, and its user still exists.
+// expired, and its user still exists. A token found gone empties the token cache as
+// the revocation's announcement would: a stream's re-check can see the revocation
+// before the announcement arrives, and its client's next request must be refused.
 func (s *Server) tokenStillValid(c *gin.Context) (bool, error) {
 	plaintext := c.GetString(plaintextKey)
 	_, _, err := s.store.GetUserByAPIToken(c.Request.Context(), plaintext, s.now())
 	if errors.Is(err, store.ErrNotFound) {
+		s.tokens.flush()
 		return false, nil
 	}
 	return err == nil, err

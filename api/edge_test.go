@@ -192,6 +192,26 @@ func TestStreamEndsWhenItsTokenIsRevoked(t *testing.T) {
 	f.call("GET", "/api/v1/sessions/"+id+"/stream", plain, nil).refused(t, http.StatusUnauthorized, CodeUnauthorized)
 }
 
+// TestAStreamThatFindsItsTokenGoneEmptiesTheTokenCache: a revocation the API has no
+// announcement of yet (here a row edited by hand, which announces nothing) ends the
+// stream at its re-check, and the reconnect is refused although the token was cached.
+func TestAStreamThatFindsItsTokenGoneEmptiesTheTokenCache(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, func(o *Options) { o.TokenRecheck = 50 * time.Millisecond })
+	id := f.newSession(f.member)
+	tok, plain, err := f.st.CreateAPIToken(f.ctx, f.memberID, "revoked-by-hand", nil)
+	require.NoError(t, err)
+	ctx := testutil.ContextWithTimeout(t, 20*time.Second)
+	resp := f.openStream(ctx, id, "", plain)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "the token is now cached")
+
+	f.exec("UPDATE api_tokens SET revoked_at = now() WHERE id = $1", tok.ID)
+	_, err = io.ReadAll(resp.Body)
+	require.NoError(t, err, "the stream ends at its re-check")
+	require.NoError(t, ctx.Err())
+	f.call("GET", "/api/v1/sessions/"+id+"/stream", plain, nil).refused(t, http.StatusUnauthorized, CodeUnauthorized)
+}
+
 // TestTokenLastUsedIsRecordedAtMostOncePerMinute: each use of a token updates its
 // last_used_at unless it was updated less than a minute ago.
 func TestTokenLastUsedIsRecordedAtMostOncePerMinute(t *testing.T) {
