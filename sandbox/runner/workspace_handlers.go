@@ -92,6 +92,14 @@ func (p *partSource) Next() (sandbox.UploadFile, error) {
 	if err != nil {
 		return sandbox.UploadFile{}, err
 	}
+	if reason := part.Header.Get(runnerapi.UploadAbandonHeader); reason != "" {
+		if unescaped, err := url.PathUnescape(reason); err == nil {
+			reason = unescaped
+		}
+		// Answered only once upload has removed what it staged, which the
+		// sender waits for.
+		return sandbox.UploadFile{}, fmt.Errorf("%w: upload abandoned by its sender: %s", sandbox.ErrInvalidSpec, reason)
+	}
 	mode, err := strconv.ParseUint(part.Header.Get(runnerapi.UploadModeHeader), 8, 32)
 	if err != nil {
 		return sandbox.UploadFile{}, fmt.Errorf("%w: mode %q", sandbox.ErrInvalidSpec, part.Header.Get(runnerapi.UploadModeHeader))

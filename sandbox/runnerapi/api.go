@@ -84,6 +84,11 @@ const (
 	// path and octal mode.
 	UploadPathHeader = "X-Astrabox-Path"
 	UploadModeHeader = "X-Astrabox-Mode"
+	// UploadAbandonHeader marks the part that ends an upload whose sender
+	// failed; its value says why. The runner removes what it staged before it
+	// answers, so the sender's error reaches its caller only once the
+	// workspace holds none of the upload.
+	UploadAbandonHeader = "X-Astrabox-Abandon"
 )
 
 // ResizeRequest sets a terminal's window size.

@@ -82,19 +82,37 @@ func (b *checkedBody) Close() error {
 }
 
 // UploadWorkspace sends every file of src in one multipart request; the runner
-// renames them into place only once all arrived.
+// renames them into place only once all arrived. When src fails, the request
+// still ends cleanly, with a part that abandons the upload, and src's error is
+// returned with the runner's answer: by then the runner has removed what it
+// staged. (Cutting the request instead would return at once, while the runner
+// may still be cleaning up.)
 func (c *Client) UploadWorkspace(ctx context.Context, src sandbox.UploadSource) ([]sandbox.FileInfo, error) {
 	pr, pw := io.Pipe()
 	mw := multipart.NewWriter(pw)
+	srcErr := make(chan error, 1)
 	go func() {
-		pw.CloseWithError(writeParts(mw, src))
+		err := writeParts(mw, src)
+		var failed *sourceError
+		if errors.As(err, &failed) {
+			srcErr <- failed.err // before the abandoning part, so it is here when the runner answers it
+			err = abandon(mw, failed.err)
+		}
+		pw.CloseWithError(err)
 	}()
 	var out []sandbox.FileInfo
 	err := c.do(ctx, http.MethodPost, "/v1/workspace/upload", nil, &typedBody{pr, mw.FormDataContentType()}, &out)
 	pr.CloseWithError(err) // unblocks the writer when the runner refused early
-	return out, err
+	select {
+	case failed := <-srcErr:
+		return nil, failed
+	default:
+		return out, err
+	}
 }
 
+// writeParts writes src's files as parts and closes mw. A failure of src
+// itself comes back as a *sourceError; any other is the request's.
 func writeParts(mw *multipart.Writer, src sandbox.UploadSource) error {
 	for {
 		f, err := src.Next()
@@ -102,7 +120,7 @@ func writeParts(mw *multipart.Writer, src sandbox.UploadSource) error {
 			return mw.Close()
 		}
 		if err != nil {
-			return err
+			return &sourceError{err}
 		}
 		h := textproto.MIMEHeader{}
 		h.Set(UploadPathHeader, url.PathEscape(f.Path)) // a header cannot carry every byte a name may hold
@@ -112,10 +130,49 @@ func writeParts(mw *multipart.Writer, src sandbox.UploadSource) error {
 		if err != nil {
 			return err
 		}
-		if _, err := io.Copy(part, f.Body); err != nil {
+		body := &sourceReader{r: f.Body}
+		if _, err := io.Copy(part, body); err != nil {
+			if body.err != nil {
+				return &sourceError{body.err}
+			}
 			return err
 		}
 	}
+}
+
+// abandon ends the request with a part that abandons the upload, so the runner
+// reads a whole body and answers only after removing what it staged. It
+// returns the error to close the request with: nil once the part went out.
+func abandon(mw *multipart.Writer, cause error) error {
+	h := textproto.MIMEHeader{}
+	h.Set(UploadAbandonHeader, url.PathEscape(cause.Error()))
+	if _, err := mw.CreatePart(h); err != nil {
+		return cause
+	}
+	if err := mw.Close(); err != nil {
+		return cause
+	}
+	return nil
+}
+
+// sourceError is a failure of the upload's source, as opposed to the request's.
+type sourceError struct{ err error }
+
+func (e *sourceError) Error() string { return e.err.Error() }
+
+// sourceReader remembers its reader's failure, which io.Copy does not tell
+// apart from its writer's.
+type sourceReader struct {
+	r   io.Reader
+	err error
+}
+
+func (s *sourceReader) Read(p []byte) (int, error) {
+	n, err := s.r.Read(p)
+	if err != nil && !errors.Is(err, io.EOF) {
+		s.err = err
+	}
+	return n, err
 }
 
 // typedBody is a request body that carries its own content type.

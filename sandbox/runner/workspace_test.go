@@ -1,0 +1,52 @@
+package runner
+
+import (
+	"errors"
+	"io"
+	"os"
+	"strings"
+	"testing"
+	"testing/iotest"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/astrabox/astrabox/sandbox"
+)
+
+// A failed upload is reported once the workspace holds none of it: neither the
+// files before the failure nor anything staged.
+func TestFailedUploadLeavesNothingOnceReported(t *testing.T) {
+	dir := t.TempDir()
+	_, c := startRunner(t, dir)
+	ctx := testContext(t)
+	cut := errors.New("the sender's body broke off")
+	for i := range 20 { // each round races the runner's clean-up against the answer
+		_, err := c.UploadWorkspace(ctx, &fileList{files: []sandbox.UploadFile{
+			{Path: "first.txt", Body: strings.NewReader("one")},
+			{Path: "docs/second.txt", Body: iotest.ErrReader(cut)},
+		}})
+		require.ErrorIs(t, err, cut, "round %d: the source's own error", i)
+		for _, sub := range []string{".", "docs"} {
+			entries, err := os.ReadDir(dir + "/" + sub)
+			if errors.Is(err, os.ErrNotExist) {
+				continue
+			}
+			require.NoError(t, err)
+			for _, e := range entries {
+				require.NotContains(t, e.Name(), ".astrabox-upload", "round %d", i)
+				require.NotContains(t, e.Name(), "first.txt", "round %d", i)
+			}
+		}
+	}
+}
+
+type fileList struct{ files []sandbox.UploadFile }
+
+func (l *fileList) Next() (sandbox.UploadFile, error) {
+	if len(l.files) == 0 {
+		return sandbox.UploadFile{}, io.EOF
+	}
+	f := l.files[0]
+	l.files = l.files[1:]
+	return f, nil
+}
