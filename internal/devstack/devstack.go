@@ -17,6 +17,7 @@ import (
 
 	"github.com/astrabox/astrabox/config"
 	"github.com/astrabox/astrabox/internal/pgcluster"
+	"github.com/astrabox/astrabox/internal/temporaldev"
 )
 
 // Stack is the running infrastructure. Down stops what Up started, in reverse order.
@@ -25,7 +26,7 @@ type Stack struct {
 	log      *zap.Logger
 	lock     *lockFile
 	postgres *pgcluster.Cluster
-	temporal *temporalServer
+	temporal *temporaldev.Server
 	dataDir  string
 }
 
@@ -72,7 +73,7 @@ func Up(ctx context.Context, cfg config.Dev, log *zap.Logger) (_ *Stack, err err
 	if err := s.postgres.CreateDatabase(ctx, DatabaseName); err != nil {
 		return nil, fmt.Errorf("create database %s: %w", DatabaseName, err)
 	}
-	s.temporal, err = startTemporal(temporalOptions{
+	s.temporal, err = startTemporal(temporaldev.Options{
 		Binary:  temporalBin,
 		Port:    cfg.TemporalPort,
 		UIPort:  cfg.TemporalUIPort,
@@ -110,11 +111,11 @@ func (s *Stack) Temporal(base config.Temporal) config.Temporal {
 // kept running (it exited again and again right after each restart); an
 // occasional exit is not reported here: the server is restarted on the same
 // database file and ports, and clients reconnect. TemporalFailure says why.
-func (s *Stack) TemporalFailed() <-chan struct{} { return s.temporal.gaveUp() }
+func (s *Stack) TemporalFailed() <-chan struct{} { return s.temporal.GaveUp() }
 
 // TemporalFailure is the reason the dev server could not be kept running, once
 // TemporalFailed is closed; nil before.
-func (s *Stack) TemporalFailure() error { return s.temporal.failure() }
+func (s *Stack) TemporalFailure() error { return s.temporal.Failure() }
 
 // DataDir is the absolute data folder.
 func (s *Stack) DataDir() string { return s.dataDir }
@@ -126,7 +127,7 @@ func (s *Stack) Down(ctx context.Context) error {
 	defer cancel()
 	var errs []error
 	if s.temporal != nil {
-		if err := s.temporal.stop(ctx); err != nil {
+		if err := s.temporal.Stop(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("stop temporal: %w", err))
 		}
 		s.temporal = nil

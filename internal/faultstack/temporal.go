@@ -10,8 +10,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/astrabox/astrabox/internal/devstack"
 	"github.com/astrabox/astrabox/internal/freeport"
+	"github.com/astrabox/astrabox/internal/temporaldev"
 	"github.com/astrabox/astrabox/workflows"
 	"go.uber.org/zap"
 )
@@ -60,7 +60,7 @@ func (s *Stack) startTemporalOnce(ctx context.Context) error {
 		"--headless",
 		"--log-level", "warn",
 	}
-	args = append(args, devstack.TemporalDBArgs(filepath.Join(s.baseDir, "temporal.db"))...)
+	args = append(args, temporaldev.DBArgs(filepath.Join(s.baseDir, "temporal.db"))...)
 	for name, kind := range workflows.SearchAttributeNames() {
 		args = append(args, "--search-attribute", name+"="+kind)
 	}
