@@ -46,6 +46,11 @@ type cluster struct {
 	client  *dynamicfake.FakeDynamicClient
 	schemas *crdschema.Schemas
 	port    int
+	// dir holds the pods' runner folders. It is made before the cluster's
+	// clean-up is registered, so it is removed after every runner stopped
+	// (clean-ups run last first); a folder made later by t.TempDir would be
+	// removed while runners still write to it.
+	dir string
 
 	mu      sync.Mutex
 	runners map[string]*simRunner // by Sandbox name
@@ -83,7 +88,7 @@ func loadSchemas(t testing.TB) *crdschema.Schemas {
 // newCluster starts the fake cluster with the given objects (templates).
 func newCluster(t *testing.T, objects ...runtime.Object) *cluster {
 	t.Helper()
-	c := &cluster{t: t, schemas: loadSchemas(t), runners: map[string]*simRunner{}, addrs: map[string]string{}, kick: make(chan struct{}, 1)}
+	c := &cluster{t: t, schemas: loadSchemas(t), dir: t.TempDir(), runners: map[string]*simRunner{}, addrs: map[string]string{}, kick: make(chan struct{}, 1)}
 	for _, o := range objects {
 		if err := c.check(o.(*unstructured.Unstructured)); err != nil {
 			t.Fatalf("seed object: %v", err)
@@ -314,7 +319,10 @@ func (c *cluster) startRunner(ctx context.Context, sb *unstructured.Unstructured
 		c.t.Errorf("runner Secret of %s: %v", sb.GetName(), err)
 		return nil, err
 	}
-	dir := c.t.TempDir()
+	dir, err := os.MkdirTemp(c.dir, "pod-")
+	if err != nil {
+		return nil, err
+	}
 	ws := filepath.Join(dir, "workspace")
 	if err := os.MkdirAll(ws, 0o700); err != nil {
 		return nil, err
