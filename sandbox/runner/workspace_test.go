@@ -2,7 +2,6 @@ package runner
 
 import (
 	"errors"
-	"io"
 	"os"
 	"strings"
 	"testing"
@@ -11,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/astrabox/astrabox/sandbox"
+	"github.com/astrabox/astrabox/sandbox/sandboxtest"
 )
 
 // A failed upload is reported once the workspace holds none of it: neither the
@@ -21,10 +21,10 @@ func TestFailedUploadLeavesNothingOnceReported(t *testing.T) {
 	ctx := testContext(t)
 	cut := errors.New("the sender's body broke off")
 	for i := range 20 { // each round races the runner's clean-up against the answer
-		_, err := c.UploadWorkspace(ctx, &fileList{files: []sandbox.UploadFile{
-			{Path: "first.txt", Body: strings.NewReader("one")},
-			{Path: "docs/second.txt", Body: iotest.ErrReader(cut)},
-		}})
+		_, err := c.UploadWorkspace(ctx, sandboxtest.UploadFiles(
+			sandbox.UploadFile{Path: "first.txt", Body: strings.NewReader("one")},
+			sandbox.UploadFile{Path: "docs/second.txt", Body: iotest.ErrReader(cut)},
+		))
 		require.ErrorIs(t, err, cut, "round %d: the source's own error", i)
 		for _, sub := range []string{".", "docs"} {
 			entries, err := os.ReadDir(dir + "/" + sub)
@@ -38,15 +38,4 @@ func TestFailedUploadLeavesNothingOnceReported(t *testing.T) {
 			}
 		}
 	}
-}
-
-type fileList struct{ files []sandbox.UploadFile }
-
-func (l *fileList) Next() (sandbox.UploadFile, error) {
-	if len(l.files) == 0 {
-		return sandbox.UploadFile{}, io.EOF
-	}
-	f := l.files[0]
-	l.files = l.files[1:]
-	return f, nil
 }

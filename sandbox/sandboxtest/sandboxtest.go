@@ -249,6 +249,9 @@ func testFiles(t *testing.T, s *suite) {
 	require.Error(t, err)
 }
 
+// UploadFiles is an upload of files, in order.
+func UploadFiles(files ...sandbox.UploadFile) sandbox.UploadSource { return &uploads{files: files} }
+
 type uploads struct{ files []sandbox.UploadFile }
 
 func (u *uploads) Next() (sandbox.UploadFile, error) {
@@ -265,8 +268,8 @@ func (u *uploads) Next() (sandbox.UploadFile, error) {
 func testWorkspaceFiles(t *testing.T, s *suite) {
 	h := s.create(t)
 	ctx := testContext(t)
-	saved, err := h.UploadWorkspace(ctx, &uploads{files: []sandbox.UploadFile{
-		{Path: "docs/a.txt", Body: strings.NewReader("alpha")}, {Path: "b.txt", Mode: 0o600, Body: strings.NewReader("beta")}}})
+	saved, err := h.UploadWorkspace(ctx, UploadFiles(
+		sandbox.UploadFile{Path: "docs/a.txt", Body: strings.NewReader("alpha")}, sandbox.UploadFile{Path: "b.txt", Mode: 0o600, Body: strings.NewReader("beta")}))
 	require.NoError(t, err)
 	require.Len(t, saved, 2)
 	list, err := h.ListWorkspace(ctx, "docs")
