@@ -9,6 +9,7 @@
 package procwait
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"syscall"
@@ -54,17 +55,28 @@ func Exited(pidfd int) {
 	defer f.Close()
 	rc, err := f.SyscallConn()
 	if err == nil {
-		asked := false
-		err = rc.Read(func(uintptr) bool {
-			// The first call only starts the wait; the next comes once it is readable.
-			done := asked
-			asked = true
-			return done
-		})
+		// Every call, the first included, asks the descriptor itself: the poller
+		// forgets a readiness it saw before the wait began, and its edge-triggered
+		// registration reports an exit only once, so a process that exited between
+		// the registration and the wait would otherwise never be seen to.
+		err = rc.Read(readable)
 	}
 	if err != nil {
 		// Not pollable: the process's own handle may share this descriptor's
 		// non-blocking flag, which its blocking wait must not see.
 		_ = syscall.SetNonblock(pidfd, false)
+	}
+}
+
+// readable reports whether the pidfd fd is readable now, which it is once its
+// process has exited.
+func readable(fd uintptr) bool {
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	for {
+		n, err := unix.Poll(fds, 0)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		return err == nil && n > 0 && fds[0].Revents&(unix.POLLIN|unix.POLLHUP|unix.POLLERR) != 0
 	}
 }
