@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/astrabox/astrabox/internal/freeport"
 	"github.com/astrabox/astrabox/sandbox"
 	"github.com/astrabox/astrabox/sandbox/egress"
 	"github.com/astrabox/astrabox/sandbox/runnerapi"
@@ -48,10 +48,9 @@ func (u *upstream) requests() []string {
 // loopbackPort is a free port: the fake's boxes share the host's loopback,
 // where each box of a real server has its own.
 func loopbackPort(t *testing.T) int {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := freeport.Reserve()
 	require.NoError(t, err)
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return port
 }
 
 // curl runs curl in the box as the program, with the placeholder key a

@@ -9,12 +9,14 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/astrabox/astrabox/internal/freeport"
 	"github.com/astrabox/astrabox/sandbox"
 	"github.com/astrabox/astrabox/sandbox/runnerapi"
 )
@@ -245,10 +247,9 @@ func TestTCPListenerNeedsToken(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
 	dir := t.TempDir()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := freeport.Reserve()
 	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	r, err := New(runnerapi.Config{StateDir: dir, Workspace: dir, ListenTCP: addr, Token: "t0ken"}, log.New(io.Discard, "", 0))
 	require.NoError(t, err)
 	rctx, cancel := context.WithCancel(context.Background())

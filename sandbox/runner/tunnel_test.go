@@ -3,11 +3,13 @@ package runner
 import (
 	"io"
 	"net"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/astrabox/astrabox/internal/freeport"
 	"github.com/astrabox/astrabox/sandbox"
 	"github.com/astrabox/astrabox/sandbox/runnerapi"
 )
@@ -31,10 +33,9 @@ func TestTunnelCarriesForwardedConnectionsToTheNewestHolder(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
 	dir := t.TempDir()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := freeport.Reserve()
 	require.NoError(t, err)
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	const raw = `[{"name":"model","port":1}]`
 	r, c := startRunnerWith(t, runnerapi.Config{StateDir: dir, Workspace: dir,
 		Tunnels: []runnerapi.Tunnel{{Name: "model", Listen: addr}}, TunnelForwards: raw})
