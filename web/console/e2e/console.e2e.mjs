@@ -150,11 +150,18 @@ try {
   await page.waitForFunction(() => /The queued answer\./.test([...document.querySelectorAll('article.msg.assistant')].at(-1)?.textContent ?? ''));
   check((await page.locator('.msg.pending').count()) === 0, 'the queued message joined the conversation');
   // Followed live, the answer's reasoning streams inline; an answer that ended before the
-  // console followed it is read from the history, its work folded until opened.
+  // console followed it is read from the history, its work folded until opened. The view
+  // may turn from the one to the other as the history catches up, so whichever shows
+  // first is taken, and the work opened if it is folded.
   const answer = page.locator('article.msg.assistant').last();
-  const folded = answer.getByRole('button', { name: /Show the work|steps/ });
-  if ((await folded.count()) > 0) await folded.first().click();
-  await answer.locator('.reasoning', { hasText: 'Plan the answer.' }).waitFor({ state: 'attached' });
+  const reasoning = answer.locator('.reasoning', { hasText: 'Plan the answer.' });
+  const folded = answer.getByRole('button', { name: /^(Show the work|\d+ steps?)/ });
+  await reasoning.or(folded).first().waitFor({ state: 'attached' });
+  if ((await reasoning.count()) === 0) {
+    step('the answer was read from the history: open its work');
+    await folded.first().click();
+  }
+  await reasoning.waitFor({ state: 'attached' });
   const users = await page.locator('article.msg.user .bubble').allInnerTexts();
   check(users.length === 3 && users[2].startsWith('And then?'), `the queued message sits before its answer: ${users}`);
 
@@ -298,7 +305,7 @@ try {
   step('folded work in the history opens on demand');
   await page.reload();
   await page.getByRole('textbox', { name: 'Message' }).waitFor();
-  const fold = page.getByRole('button', { name: /Show the work|steps/ }).first();
+  const fold = page.getByRole('button', { name: /^(Show the work|\d+ steps?)/ }).first();
   await fold.click();
   await page.locator('.unfolded').first().waitFor();
   check((await page.locator('.unfolded').first().locator('.tool, .folded, .reasoning, .text').count()) > 0, 'the unfolded block shows its parts');
@@ -319,6 +326,9 @@ try {
     if (p) await p.screenshot({ path: join(out, `failure-${ctx === ctxA ? 'owner' : 'viewer'}.png`) }).catch(() => {});
   }
   console.error(err);
+  // What the owner's conversation showed, to tell a wrong view from a slow one.
+  const shown = await ctxA?.pages()[0]?.locator('article.msg').evaluateAll((els) => els.slice(-3).map((e) => e.outerHTML)).catch(() => null);
+  if (shown) console.error('the last messages in view:\n' + shown.join('\n'));
   if (errors.length) console.error('page errors:\n' + errors.join('\n'));
   process.exitCode = 1;
 } finally {

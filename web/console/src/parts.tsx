@@ -266,7 +266,7 @@ function Folded({ block, actions }: { block: SessionDataParts['process-block']; 
             }
           }}
         >
-          {block.kind === 'response' ? 'Show the work' : `${block.part_count} steps`}
+          {block.kind === 'response' ? 'Show the work' : `${block.part_count} ${block.part_count === 1 ? 'step' : 'steps'}`}
           {block.outcome && block.outcome !== 'completed' ? ` (${block.outcome})` : ''}
         </button>
       ) : (
