@@ -226,11 +226,20 @@ func (p *process) signal(sig syscall.Signal, group bool) error {
 		return fmt.Errorf("signal %q: %w", p.spec.ID, sandbox.ErrProcessExited)
 	default:
 	}
-	pid := p.cmd.Process.Pid
+	var err error
 	if group {
-		pid = -pid
+		// A group's id stays taken while any of its members lives, so it names no
+		// stranger even after the leader was reaped.
+		err = syscall.Kill(-p.cmd.Process.Pid, sig)
+	} else {
+		// Through the process's own handle (a pidfd): once reaped, its number may
+		// belong to another process, which a kill by number would hit.
+		err = p.cmd.Process.Signal(sig)
 	}
-	if err := syscall.Kill(pid, sig); err != nil {
+	switch {
+	case errors.Is(err, os.ErrProcessDone):
+		return fmt.Errorf("signal %q: %w", p.spec.ID, sandbox.ErrProcessExited)
+	case err != nil:
 		return fmt.Errorf("signal %q: %w", p.spec.ID, err)
 	}
 	return nil

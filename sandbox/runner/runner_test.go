@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -306,4 +307,44 @@ func TestCommitReleasesOutput(t *testing.T) {
 	st, err := c.Process(ctx, "big")
 	require.NoError(t, err)
 	require.Equal(t, int64(total-10), st.CommittedOffset)
+}
+
+// TestSignalAfterTheReapNamesNoStranger: a program that exited is reaped at once, but
+// its exit is reported only once its output drained, which a background child holding
+// the pipes delays. A signal in between must not go by number to whatever process now
+// holds it: it is refused as sent to an exited program.
+func TestSignalAfterTheReapNamesNoStranger(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	_, c := startRunner(t, t.TempDir())
+	_, err := c.StartProcess(ctx, sandbox.ProcessSpec{ID: "parent", Argv: []string{"/bin/sh", "-c", "sleep 30 & echo $$"}})
+	require.NoError(t, err)
+	follow, err := c.Output(ctx, "parent", 0, true)
+	require.NoError(t, err)
+	defer follow.Close()
+	line, err := follow.Next()
+	require.NoError(t, err)
+	pid := strings.TrimSpace(string(line.Data))
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if _, err := os.Stat("/proc/" + pid); errors.Is(err, os.ErrNotExist) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("the program was never reaped")
+		case <-tick.C:
+		}
+	}
+	st, err := c.Process(ctx, "parent")
+	require.NoError(t, err)
+	require.Nil(t, st.Exit, "the exit waits for the output to drain")
+
+	require.ErrorIs(t, c.Signal(ctx, "parent", "SIGTERM", false), sandbox.ErrProcessExited)
+	// The group outlives its reaped leader: the background child is still reached.
+	require.NoError(t, c.Signal(ctx, "parent", "SIGKILL", true))
+	st, err = c.Wait(ctx, "parent")
+	require.NoError(t, err)
+	require.Equal(t, 0, st.Exit.Code)
 }
