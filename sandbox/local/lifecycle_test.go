@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -95,6 +97,28 @@ func TestPauseWithoutCgroups(t *testing.T) {
 	require.Contains(t, strings.Join(caps.Notes, "\n"), "SIGSTOP")
 	require.NoError(t, b.Close())
 	testPauseResume(t, opts, "T")
+}
+
+// TestSignalNamespaceNeedsTheBoxesOwnInit: pausing by signals reaches the box's pid
+// namespace through its init. A process of the host's own namespace (what a dead
+// init's number may come to name) or an init whose start time changed is refused, so
+// a pause never reaches beyond the box. SIGCONT keeps the check harmless if it fails.
+func TestSignalNamespaceNeedsTheBoxesOwnInit(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	cmd := exec.Command("sleep", "60")
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	start, ok := procStart(cmd.Process.Pid)
+	require.True(t, ok)
+
+	err := signalNamespace(ctx, cmd.Process.Pid, start, syscall.SIGCONT)
+	require.ErrorIs(t, err, errNotRunning, "a host process is no box's init")
+	err = signalNamespace(ctx, cmd.Process.Pid, start+1, syscall.SIGCONT)
+	require.ErrorIs(t, err, errNotRunning, "a number taken by another process")
 }
 
 // TestPrewarmedClaim serves a claim from a pool filled before the call, with

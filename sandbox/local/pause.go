@@ -35,7 +35,7 @@ func (b *Backend) setPaused(ctx context.Context, id string, paused bool) error {
 		if paused {
 			sig = syscall.SIGSTOP
 		}
-		err = signalNamespace(ctx, rec.InitPID, sig)
+		err = signalNamespace(ctx, rec.InitPID, rec.InitStart, sig)
 	}
 	if err != nil {
 		return fmt.Errorf("pause %s: %w", id, err)
@@ -50,10 +50,21 @@ func (b *Backend) setPaused(ctx context.Context, id string, paused bool) error {
 // signalNamespace signals every process whose pid namespace is the box's. For
 // SIGSTOP it repeats until every process shows as stopped, since delivery is
 // asynchronous and a process may fork meanwhile.
-func signalNamespace(ctx context.Context, initPID int, sig syscall.Signal) error {
+//
+// The namespace is read from the box's init, known by its pid and start time: a
+// box whose init died may have left its number to another process, whose
+// namespace (the host's, most likely) must never be taken for the box's.
+func signalNamespace(ctx context.Context, initPID int, initStart uint64, sig syscall.Signal) error {
 	ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", initPID))
 	if err != nil {
 		return fmt.Errorf("%w: %v", errNotRunning, err)
+	}
+	// Read after the link: the same start time means the link was the init's.
+	if !alive(initPID, initStart) {
+		return fmt.Errorf("%w: its init %d has ended", errNotRunning, initPID)
+	}
+	if own, err := os.Readlink("/proc/self/ns/pid"); err != nil || own == ns {
+		return fmt.Errorf("%w: process %d has no pid namespace of its own", errNotRunning, initPID)
 	}
 	tick := time.NewTicker(2 * time.Millisecond)
 	defer tick.Stop()
