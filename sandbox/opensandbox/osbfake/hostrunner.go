@@ -104,12 +104,24 @@ func (b *hostBox) Resume() error { return b.signalAll(syscall.SIGCONT) }
 
 func (b *hostBox) signalAll(sig syscall.Signal) error {
 	var errs []error
-	for _, pid := range descendants(b.cmd.Process.Pid) {
+	for _, pid := range b.tree() {
 		if err := syscall.Kill(pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// tree lists the runner and every process below it, or nothing once the runner was
+// reaped: the list is read by number, and a reaped runner's number, with the chain
+// of parents below it, may by then be another process's.
+func (b *hostBox) tree() []int {
+	pids := descendants(b.cmd.Process.Pid)
+	// Asked through the process's own handle (a pidfd), which no other process shares.
+	if b.cmd.Process.Signal(syscall.Signal(0)) != nil {
+		return nil
+	}
+	return pids
 }
 
 // Stop kills the runner and everything it started (each in a process group of
@@ -118,15 +130,17 @@ func (b *hostBox) Stop() error {
 	b.stop.Do(func() {
 		deadline := time.Now().Add(5 * time.Second)
 		for time.Now().Before(deadline) {
-			pids := descendants(b.cmd.Process.Pid)
+			pids := b.tree()
 			if len(pids) == 0 && b.hasExited() {
 				break
 			}
 			// The runner first, so that a client following output sees its
 			// connection cut as a lost box does, not a process that ended.
-			_ = syscall.Kill(b.cmd.Process.Pid, syscall.SIGKILL)
+			_ = b.cmd.Process.Signal(syscall.SIGKILL)
 			for _, pid := range pids {
-				_ = syscall.Kill(pid, syscall.SIGKILL)
+				if pid != b.cmd.Process.Pid {
+					_ = syscall.Kill(pid, syscall.SIGKILL)
+				}
 			}
 			select {
 			case <-b.exited:
