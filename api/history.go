@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -94,16 +95,33 @@ func (s *Server) messagePage(c *gin.Context) (messagePage, map[string][]engines.
 		}
 		beforeKey = string(raw)
 	}
-	ctx := c.Request.Context()
-	inputs, err := s.store.ListInputsBySession(ctx, sess.ID)
+	// One snapshot for every read: the output position the page gives to follow the
+	// stream from must be the one its parts were read at, or a client following on
+	// would read parts again (a position older than the parts) or miss some (newer).
+	var (
+		page   messagePage
+		frames map[string][]engines.Frame
+	)
+	err = s.store.InSnapshot(c.Request.Context(), func(tx *store.Store) error {
+		var err error
+		page, frames, err = readMessagePage(c.Request.Context(), tx, sess.ID, int(limit), hasBefore, beforeKey)
+		return err
+	})
+	return page, frames, err
+}
+
+// readMessagePage reads one page of messages from st (a snapshot): before, when
+// hasBefore, is the key of the item the page ends before.
+func readMessagePage(ctx context.Context, st Store, sessionID string, limit int, hasBefore bool, beforeKey string) (messagePage, map[string][]engines.Frame, error) {
+	inputs, err := st.ListInputsBySession(ctx, sessionID)
 	if err != nil {
 		return messagePage{}, nil, err
 	}
-	responses, err := s.store.ListResponsesBySession(ctx, sess.ID)
+	responses, err := st.ListResponsesBySession(ctx, sessionID)
 	if err != nil {
 		return messagePage{}, nil, err
 	}
-	imported, err := s.store.ListImportedMessagesBySession(ctx, sess.ID)
+	imported, err := st.ListImportedMessagesBySession(ctx, sessionID)
 	if err != nil {
 		return messagePage{}, nil, err
 	}
@@ -123,7 +141,7 @@ func (s *Server) messagePage(c *gin.Context) (messagePage, map[string][]engines.
 	if hasBefore {
 		end = sort.Search(len(items), func(i int) bool { return !keyBefore(items[i], beforeKey) })
 	}
-	start := max(0, end-int(limit))
+	start := max(0, end-limit)
 	pageItems := items[start:end]
 
 	var ids []string
@@ -132,7 +150,7 @@ func (s *Server) messagePage(c *gin.Context) (messagePage, map[string][]engines.
 			ids = append(ids, it.response.ResponseID)
 		}
 	}
-	parts, err := s.store.ListResponseParts(ctx, sess.ID, ids)
+	parts, err := st.ListResponseParts(ctx, sessionID, ids)
 	if err != nil {
 		return messagePage{}, nil, err
 	}
@@ -160,6 +178,10 @@ func (s *Server) messagePage(c *gin.Context) (messagePage, map[string][]engines.
 		out.Before = &cursor
 	}
 	if !hasBefore {
+		sess, err := st.GetSessionByID(ctx, sessionID)
+		if err != nil {
+			return messagePage{}, nil, err
+		}
 		seq := sess.OutputSeq
 		out.OutputSeq = &seq
 		for _, r := range responses {

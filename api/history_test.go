@@ -10,6 +10,7 @@ import (
 
 	"github.com/astrabox/astrabox/engines"
 	"github.com/astrabox/astrabox/internal/uicheck"
+	"github.com/astrabox/astrabox/store"
 )
 
 // recordResponse records a response row and its parts as the Relay will.
@@ -232,5 +233,61 @@ func TestHistoryBlocksGroupWorkOfOpenResponsesButKeepApprovalsVisible(t *testing
 	assert.Equal(t, []any{"group"}, headers, "an open response is not folded whole, its work is grouped")
 	for _, p := range page.Messages[1].Parts {
 		assert.NotEqual(t, "data-process-block", p["type"], "a tool awaiting approval stays answerable")
+	}
+}
+
+// TestAMessagesPageAgreesWithItsOutputPosition: a page is read while the response it
+// shows keeps streaming, and the output position it gives (where a client follows the
+// stream on) is the one its parts were read at: the text holds exactly the deltas up
+// to that position, none a client would then read again and none it would miss.
+func TestAMessagesPageAgreesWithItsOutputPosition(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	id := f.newSession(f.member)
+	r := f.relay(id)
+	var in inputReceipt
+	f.call("POST", "/api/v1/sessions/"+id+"/inputs", f.member, map[string]any{"content": "stream"}).ok(t).into(t, &in)
+	f.recordResponse(r, "r-1", []string{in.InputID}, []engines.Frame{
+		engines.ResponseStartFrame(engines.ResponseMetadata{ResponseID: "r-1", Origin: engines.OriginInput}),
+		engines.MustFrame(engines.TextStartChunk{ID: "t"}),
+	}, "")
+	textStarted := r.append("r-1", engines.MustFrame(engines.TextDeltaChunk{ID: "t", Delta: "x"})) - 1
+
+	const deltas = 200
+	appended := make(chan struct{})
+	go func() {
+		defer close(appended)
+		raw, err := engines.MustFrame(engines.TextDeltaChunk{ID: "t", Delta: "x"}).MarshalJSON()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		responseID := "r-1"
+		for range deltas {
+			parts := []store.NewPart{{Frame: raw, ResponseID: &responseID}}
+			if _, err := f.st.AppendParts(f.ctx, store.AppendRequest{SessionID: id, LeaseGeneration: r.lease, Parts: parts}); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	for pages := 0; ; pages++ {
+		select {
+		case <-appended:
+			require.Positive(t, pages)
+			return
+		default:
+		}
+		var page messagePage
+		f.call("GET", "/api/v1/sessions/"+id+"/messages", f.member, nil).ok(t).into(t, &page)
+		require.NotNil(t, page.OutputSeq)
+		asst := page.Messages[len(page.Messages)-1]
+		var text string
+		for _, p := range asst.Parts {
+			if p["type"] == "text" {
+				text += p["text"].(string)
+			}
+		}
+		require.Equal(t, *page.OutputSeq-textStarted, int64(len(text)), "page %d: the deltas up to the position it gives", pages)
 	}
 }

@@ -83,6 +83,9 @@ type OutputStore interface {
 	ListChildRunsBySession(ctx context.Context, sessionID string) ([]store.ChildRun, error)
 	GetChildRunByID(ctx context.Context, sessionID, childRunID string) (store.ChildRun, error)
 	ListChildRunMessageParts(ctx context.Context, sessionID, childRunID string) ([]store.OutputPart, error)
+	// InSnapshot runs reads that must agree with one another (a page of messages and
+	// the output position it was read at) in one read-only snapshot.
+	InSnapshot(ctx context.Context, fn func(tx *store.Store) error) error
 }
 
 // InteractionStore keeps answers to approvals and questions.

@@ -181,6 +181,16 @@ func (s *Store) InTx(ctx context.Context, fn func(tx *Store) error) error {
 	})
 }
 
+// InSnapshot runs fn's reads in one read-only transaction that sees the database as
+// it was at its first read (REPEATABLE READ), for a view assembled from several
+// queries that must agree with one another, such as a page of messages and the output
+// position it was read at.
+func (s *Store) InSnapshot(ctx context.Context, fn func(tx *Store) error) error {
+	return s.db.WithContext(ctx).Transaction(func(gtx *gorm.DB) error {
+		return fn(&Store{db: gtx, sqlDB: s.sqlDB, logger: s.logger, sealer: s.sealer, inTx: true})
+	}, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
+}
+
 // conn returns the GORM handle bound to ctx; every query starts here.
 func (s *Store) conn(ctx context.Context) *gorm.DB {
 	return s.db.WithContext(ctx)
