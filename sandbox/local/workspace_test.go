@@ -17,23 +17,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/astrabox/astrabox/sandbox"
+	"github.com/astrabox/astrabox/sandbox/sandboxtest"
 )
 
-// files is an UploadSource over a fixed list.
-type files []sandbox.UploadFile
-
-func (f *files) Next() (sandbox.UploadFile, error) {
-	if len(*f) == 0 {
-		return sandbox.UploadFile{}, io.EOF
-	}
-	next := (*f)[0]
-	*f = (*f)[1:]
-	return next, nil
-}
-
 func upload(ctx context.Context, h sandbox.Handle, list ...sandbox.UploadFile) ([]sandbox.FileInfo, error) {
-	src := files(list)
-	return h.UploadWorkspace(ctx, &src)
+	return h.UploadWorkspace(ctx, sandboxtest.UploadFiles(list...))
 }
 
 func file(path, content string) sandbox.UploadFile {
