@@ -108,7 +108,7 @@ func (s *Server) interrupt(c *gin.Context) {
 	}
 	// A terminated Session has no runtime to pass the request to: the workflow would
 	// drop it, so a response recorded open there is not answered "accepted".
-	running := len(f.OpenResponses) > 0 && sess.Lifecycle != store.LifecycleTerminated
+	running := len(f.OpenResponses) > 0 && f.Session.Lifecycle != store.LifecycleTerminated
 	switch {
 	case running:
 		requestID := uuid.NewString()

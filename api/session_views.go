@@ -113,8 +113,9 @@ func unread(sess store.Session) bool {
 	return sess.ReadAt == nil || sess.LastOutputAt.After(*sess.ReadAt)
 }
 
-func newSessionDetails(sess store.Session, f store.SessionDetails) sessionDetails {
-	state := f.Facts(sess).State()
+func newSessionDetails(f store.SessionDetails) sessionDetails {
+	sess := f.Session
+	state := f.Facts().State()
 	d := sessionDetails{
 		sessionSummary:   newSessionSummary(sess, state),
 		ModelName:        sess.ModelName,

@@ -109,11 +109,11 @@ func (s *Server) getSession(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	d := newSessionDetails(sess, f)
-	if currentUser(c).IsAdmin() && len(sess.RuntimeInfo) > 0 {
+	d := newSessionDetails(f)
+	if currentUser(c).IsAdmin() && len(f.Session.RuntimeInfo) > 0 {
 		// What ran, as its last activation observed it: operator evidence, read
 		// from the row, never by waking the runtime.
-		d.RuntimeInfo = json.RawMessage(sess.RuntimeInfo)
+		d.RuntimeInfo = json.RawMessage(f.Session.RuntimeInfo)
 	}
 	writeOK(c, d)
 }
@@ -351,14 +351,15 @@ func (s *Server) markRead(c *gin.Context) {
 	s.writeSession(c, saved)
 }
 
-// writeSession answers with the Session's complete current details.
-func (s *Server) writeSession(c *gin.Context, sess store.Session) {
-	f, err := s.store.GetSessionDetailsByID(c.Request.Context(), sess.ID)
+// writeSession answers with the Session's complete current details, read after the
+// change that saved it.
+func (s *Server) writeSession(c *gin.Context, saved store.Session) {
+	f, err := s.store.GetSessionDetailsByID(c.Request.Context(), saved.ID)
 	if err != nil {
 		s.fail(c, err)
 		return
 	}
-	writeOK(c, newSessionDetails(sess, f))
+	writeOK(c, newSessionDetails(f))
 }
 
 // signal hands a signal to the Session's workflow after its row was written. A failed

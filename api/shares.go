@@ -224,7 +224,7 @@ func (s *Server) getSharedSession(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	writeOK(c, sharedSession{Session: newSessionDetails(sess, f), Share: sharedTerms{AllowDownload: sh.AllowDownload, ExpiresAt: sh.ExpiresAt.UTC()}})
+	writeOK(c, sharedSession{Session: newSessionDetails(f), Share: sharedTerms{AllowDownload: sh.AllowDownload, ExpiresAt: sh.ExpiresAt.UTC()}})
 }
 
 // loadSessionForDownload authorizes reading the request's Session's workspace files

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -183,4 +184,63 @@ func TestStreamPositionSaysTheHeadAndWhetherAResponseIsOpenAtTheCursor(t *testin
 	require.ErrorIs(t, err, store.ErrNotFound)
 	_, _, err = st.GetSessionAtStreamPosition(ctx, "00000000-0000-0000-0000-000000000000", 0)
 	require.ErrorIs(t, err, store.ErrNotFound)
+}
+
+// TestSessionDetailsAreReadAtOneMoment: each message is admitted and answered in one
+// transaction, then its answer ended, while the details are read over and over. Every
+// read accounts for every accepted message: held, answered by an open response, or
+// answered by the latest ended one; read one after another, the rows would miss a
+// message admitted between two reads and show the Session idle while it works.
+func TestSessionDetailsAreReadAtOneMoment(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx, st, id := f.ctx, f.st, f.session.ID
+	const messages = 100
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range messages {
+			a, err := st.AcceptInput(ctx, store.NewInput{SessionID: id, Content: "hello"})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			responseID := fmt.Sprintf("resp-%d", i)
+			err = st.InTx(ctx, func(tx *store.Store) error {
+				if _, err := tx.AdmitInputs(ctx, id, []string{a.Input.ID}); err != nil {
+					return err
+				}
+				_, _, err := tx.StartResponse(ctx, store.ResponseStart{SessionID: id, ResponseID: responseID, Origin: store.OriginInput,
+					InputIDs: []string{a.Input.ID}, StartedSeq: int64(i + 1)})
+				return err
+			})
+			if err == nil {
+				_, err = st.EndResponse(ctx, store.ResponseEnd{SessionID: id, ResponseID: responseID, Outcome: store.OutcomeCompleted, EndedSeq: int64(i + 1)})
+			}
+			if err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	for reads := 0; ; reads++ {
+		select {
+		case <-done:
+			require.Positive(t, reads)
+			return
+		default:
+		}
+		d, err := st.GetSessionDetailsByID(ctx, id)
+		require.NoError(t, err)
+		if d.Session.InputSeq == 0 || len(d.HeldInputs) > 0 || len(d.OpenResponses) > 0 {
+			continue
+		}
+		require.NotNil(t, d.LastResponse, "read %d: %d messages accepted, none held or answered", reads, d.Session.InputSeq)
+		var answered []string
+		require.NoError(t, json.Unmarshal(d.LastResponse.InputIDs, &answered))
+		require.Len(t, answered, 1)
+		in, err := st.GetInputByID(ctx, answered[0])
+		require.NoError(t, err)
+		require.Equal(t, d.Session.InputSeq, in.Seq, "read %d: the latest message is held or answered", reads)
+	}
 }

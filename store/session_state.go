@@ -109,40 +109,51 @@ func (s *Store) ListSessionFactsByUser(ctx context.Context, q SessionListQuery) 
 	return out, mapError("list sessions", err)
 }
 
-// SessionDetails are the rows a Session's details show besides its own: the open
-// responses, the latest ended response, the open interactions and the held inputs.
+// SessionDetails are the rows a Session's details show: its own, the open responses,
+// the latest ended response, the open interactions and the held inputs, all read at
+// one moment.
 type SessionDetails struct {
+	Session          Session
 	OpenResponses    []Response
 	LastResponse     *Response
 	OpenInteractions []Interaction
 	HeldInputs       []Input
 }
 
-// GetSessionDetailsByID reads the rows a Session's details show.
+// GetSessionDetailsByID reads the rows a Session's details show in one snapshot: read
+// one after another, an input admitted and answered between two reads would show as
+// neither held nor answered, and the Session as idle while it works.
 func (s *Store) GetSessionDetailsByID(ctx context.Context, sessionID string) (SessionDetails, error) {
 	var d SessionDetails
-	var err error
-	if d.OpenResponses, err = s.ListOpenResponses(ctx, sessionID); err != nil {
-		return SessionDetails{}, err
-	}
-	last, err := s.GetLastEndedResponse(ctx, sessionID)
-	switch {
-	case err == nil:
-		d.LastResponse = &last
-	case !errors.Is(err, ErrNotFound):
-		return SessionDetails{}, err
-	}
-	if d.OpenInteractions, err = s.ListOpenInteractions(ctx, sessionID); err != nil {
-		return SessionDetails{}, err
-	}
-	if d.HeldInputs, err = s.ListHeldInputsBySession(ctx, sessionID); err != nil {
+	err := s.InSnapshot(ctx, func(tx *Store) error {
+		var err error
+		if d.Session, err = tx.GetSessionByID(ctx, sessionID); err != nil {
+			return err
+		}
+		if d.OpenResponses, err = tx.ListOpenResponses(ctx, sessionID); err != nil {
+			return err
+		}
+		last, err := tx.GetLastEndedResponse(ctx, sessionID)
+		switch {
+		case err == nil:
+			d.LastResponse = &last
+		case !errors.Is(err, ErrNotFound):
+			return err
+		}
+		if d.OpenInteractions, err = tx.ListOpenInteractions(ctx, sessionID); err != nil {
+			return err
+		}
+		d.HeldInputs, err = tx.ListHeldInputsBySession(ctx, sessionID)
+		return err
+	})
+	if err != nil {
 		return SessionDetails{}, err
 	}
 	return d, nil
 }
 
 // Facts counts the details into the facts the Session's state is derived from.
-func (d SessionDetails) Facts(sess Session) SessionFacts {
-	return SessionFacts{Session: sess, OpenResponses: len(d.OpenResponses),
+func (d SessionDetails) Facts() SessionFacts {
+	return SessionFacts{Session: d.Session, OpenResponses: len(d.OpenResponses),
 		OpenInteractions: len(d.OpenInteractions), HeldInputs: len(d.HeldInputs)}
 }

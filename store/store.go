@@ -184,7 +184,8 @@ func (s *Store) InTx(ctx context.Context, fn func(tx *Store) error) error {
 // InSnapshot runs fn's reads in one read-only transaction that sees the database as
 // it was at its first read (REPEATABLE READ), for a view assembled from several
 // queries that must agree with one another, such as a page of messages and the output
-// position it was read at.
+// position it was read at. Inside a transaction it runs in a savepoint of that one,
+// which sees what that transaction sees.
 func (s *Store) InSnapshot(ctx context.Context, fn func(tx *Store) error) error {
 	return s.db.WithContext(ctx).Transaction(func(gtx *gorm.DB) error {
 		return fn(&Store{db: gtx, sqlDB: s.sqlDB, logger: s.logger, sealer: s.sealer, inTx: true})
