@@ -2,7 +2,9 @@ package freeport
 
 import (
 	"net"
+	"os/exec"
 	"strconv"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -40,4 +42,44 @@ func TestAReservedPortIsKeptFromOthersButFreeForItsServer(t *testing.T) {
 		require.NoError(t, err, "listen on reserved port %d", port)
 		require.NoError(t, l.Close())
 	}
+}
+
+// TestAReservedPortTakesItsServerAtOnce: the server may listen the moment Reserve
+// returns, while this process starts other processes: a process forked meanwhile holds
+// the reservation's own listener until it execs.
+func TestAReservedPortTakesItsServerAtOnce(t *testing.T) {
+	t.Parallel()
+	stop := make(chan struct{})
+	var forks sync.WaitGroup
+	for range 2 {
+		forks.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				assert.NoError(t, exec.Command("/bin/true").Run())
+			}
+		})
+	}
+	defer forks.Wait()
+	defer close(stop)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for range 100 {
+				port, err := Reserve()
+				if !assert.NoError(t, err) {
+					return
+				}
+				l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+				if !assert.NoError(t, err, "listen on port %d as soon as it was reserved", port) {
+					return
+				}
+				assert.NoError(t, l.Close())
+			}
+		})
+	}
+	wg.Wait()
 }
