@@ -1,10 +1,14 @@
 package store_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/astrabox/astrabox/internal/testutil"
 	"github.com/astrabox/astrabox/store"
@@ -13,6 +17,14 @@ import (
 func benchFixture(b *testing.B) (*store.Store, store.Session, int64) {
 	b.Helper()
 	st, _ := testutil.NewDB(b)
+	s, gen := benchSession(b, st)
+	return st, s, gen
+}
+
+// benchSession makes a user, an Agent and a Session on st, and takes the Session's
+// reader lease.
+func benchSession(b *testing.B, st *store.Store) (store.Session, int64) {
+	b.Helper()
 	ctx := testutil.Context(b)
 	u, err := st.CreateUser(ctx, store.NewUser{Email: uniq("bench") + "@example.com"})
 	if err != nil {
@@ -34,7 +46,7 @@ func benchFixture(b *testing.B) (*store.Store, store.Session, int64) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return st, s, l.Generation
+	return s, l.Generation
 }
 
 // BenchmarkAppendParts measures one fenced reader commit of 10 parts plus the cursor
@@ -115,4 +127,70 @@ func BenchmarkRelayBatchOfParts(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.N*len(ops))/time.Since(start).Seconds(), "parts/s")
+}
+
+// roundTripCounter counts a store's round trips to PostgreSQL: each statement sent on
+// its own (BEGIN and COMMIT included) and each pipeline of statements sent at once.
+type roundTripCounter struct{ n atomic.Int64 }
+
+func (c *roundTripCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	c.n.Add(1)
+	return ctx
+}
+
+func (c *roundTripCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+func (c *roundTripCounter) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	c.n.Add(1)
+	return ctx
+}
+
+func (c *roundTripCounter) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+
+func (c *roundTripCounter) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
+
+// BenchmarkRelayBatchesOfATurn measures the Relay's two batches with facts of one
+// conversational turn: the input's admission, the program's status and the reply's
+// start with its first parts, then its last parts, its end and the status again
+// (ApplyRelayBatch; an op is one turn). It reports the round trips per batch.
+func BenchmarkRelayBatchesOfATurn(b *testing.B) {
+	ctx := testutil.Context(b)
+	_, dsn := testutil.NewDB(b)
+	counter := &roundTripCounter{}
+	st, err := store.Open(ctx, dsn, testutil.Logger(b), store.Options{Tracer: counter})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = st.Close() })
+	s, gen := benchSession(b, st)
+	delta := func(resp string, i int) store.RelayOp {
+		return store.RelayOp{Part: &store.NewPart{ResponseID: &resp, Frame: json.RawMessage(fmt.Sprintf(`{"type":"text-delta","id":"t","delta":"word %d "}`, i))}}
+	}
+	reason := "end_turn"
+	var roundTrips, batches int64
+	for i := 0; b.Loop(); i++ {
+		b.StopTimer()
+		in, _, err := st.InsertInput(ctx, store.NewInput{SessionID: s.ID, Content: "hello"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		resp := fmt.Sprintf("r%d", i)
+		start := []store.RelayOp{{AdmitInput: in.ID}, {Status: "working"},
+			{StartResponse: &store.ResponseStart{ResponseID: resp, Origin: store.OriginInput, InputIDs: []string{in.ID}}},
+			{Part: &store.NewPart{ResponseID: &resp, Frame: json.RawMessage(`{"type":"start"}`)}}, delta(resp, 1), delta(resp, 2)}
+		end := []store.RelayOp{delta(resp, 3), delta(resp, 4), {Part: &store.NewPart{ResponseID: &resp, Frame: json.RawMessage(`{"type":"finish"}`)}},
+			{EndResponse: &store.ResponseEnd{ResponseID: resp, Outcome: store.OutcomeCompleted, NativeReason: &reason}}, {Status: "idle"}}
+		before := counter.n.Load()
+		b.StartTimer()
+		for j, ops := range [][]store.RelayOp{start, end} {
+			_, err := st.ApplyRelayBatch(ctx, store.RelayBatch{SessionID: s.ID, LeaseGeneration: gen, Ops: ops,
+				Cursor: &store.CursorUpdate{Generation: "g", Position: json.RawMessage(fmt.Sprintf(`{"offset":%d}`, 2*i+j))}})
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+		roundTrips += counter.n.Load() - before
+		batches += 2
+	}
+	b.ReportMetric(float64(roundTrips)/float64(batches), "round-trips/batch")
 }

@@ -38,6 +38,28 @@ func (s *Store) MarkInputsAdmitted(ctx context.Context, sessionID string, inputI
 	return int64(len(custody)), err
 }
 
+// admitInputsSQL moves inputs ($2: the Session, $3: their ids) that are pending or
+// delivered to admitted and returns, for each it moved, its time in custody
+// (acceptance to admission, on the database's clock) in seconds.
+const admitInputsSQL = `
+UPDATE inputs SET state = $1, admitted_at = now()
+WHERE session_id = $2 AND id = ANY($3) AND state = ANY($4)
+RETURNING EXTRACT(EPOCH FROM admitted_at - accepted_at)::float8`
+
+// admitInputsArgs are admitInputsSQL's arguments.
+func admitInputsArgs(sessionID string, inputIDs []string) []any {
+	return []any{InputAdmitted, sessionID, inputIDs, []string{InputPending, InputDelivered}}
+}
+
+// custodyDurations turns admitInputsSQL's seconds into durations.
+func custodyDurations(seconds []float64) []time.Duration {
+	out := make([]time.Duration, len(seconds))
+	for i, sec := range seconds {
+		out[i] = time.Duration(sec * float64(time.Second))
+	}
+	return out
+}
+
 // AdmitInputs is MarkInputsAdmitted returning, for each input it moved, how long the
 // input was in custody (acceptance to admission, on the database's clock), for the
 // custody metrics.
@@ -46,19 +68,10 @@ func (s *Store) AdmitInputs(ctx context.Context, sessionID string, inputIDs []st
 		return nil, nil
 	}
 	var seconds []float64
-	err := scanRaw(s.conn(ctx), &seconds, `
-		UPDATE inputs SET state = ?, admitted_at = now()
-		WHERE session_id = ? AND id IN ? AND state IN ?
-		RETURNING EXTRACT(EPOCH FROM admitted_at - accepted_at)::float8`,
-		InputAdmitted, sessionID, inputIDs, []string{InputPending, InputDelivered})
-	if err != nil {
+	if err := scanRaw(s.conn(ctx), &seconds, admitInputsSQL, admitInputsArgs(sessionID, inputIDs)...); err != nil {
 		return nil, mapError("mark inputs admitted", err)
 	}
-	out := make([]time.Duration, len(seconds))
-	for i, sec := range seconds {
-		out[i] = time.Duration(sec * float64(time.Second))
-	}
-	return out, nil
+	return custodyDurations(seconds), nil
 }
 
 // MarkInputFailed records a refusal (pending or delivered -> failed) with the

@@ -16,17 +16,21 @@ type InteractionOpening struct {
 	Contract      json.RawMessage
 }
 
+// openInteractionSQL records an open interaction; a replayed opening changes nothing.
+const openInteractionSQL = `
+INSERT INTO interactions (session_id, interaction_id, response_id, contract, state)
+VALUES ($1, $2, $3, $4, $5)
+ON CONFLICT (session_id, interaction_id) DO NOTHING`
+
+// openInteractionArgs are openInteractionSQL's arguments.
+func openInteractionArgs(in InteractionOpening) []any {
+	return []any{in.SessionID, in.InteractionID, in.ResponseID, in.Contract, InteractionOpen}
+}
+
 // OpenInteraction records an interaction the runtime waits on and reports whether it
 // was new; a replayed opening changes nothing.
 func (s *Store) OpenInteraction(ctx context.Context, in InteractionOpening) (Interaction, bool, error) {
-	row := Interaction{
-		SessionID:     in.SessionID,
-		InteractionID: in.InteractionID,
-		ResponseID:    in.ResponseID,
-		Contract:      in.Contract,
-		State:         InteractionOpen,
-	}
-	res := s.conn(ctx).Omit("OpenedAt").Clauses(clause.OnConflict{DoNothing: true}).Create(&row)
+	res := s.conn(ctx).Exec(openInteractionSQL, openInteractionArgs(in)...)
 	if res.Error != nil {
 		return Interaction{}, false, mapError("open interaction", res.Error)
 	}
@@ -62,27 +66,50 @@ func (s *Store) SaveInteractionAnswer(ctx context.Context, sessionID, interactio
 // the record says the runtime stopped waiting (withdrawn), never that it was answered.
 const ClosureAnsweredWithoutAnswer = "answered_without_platform_answer"
 
+// closeInteractionSQL closes an open interaction ($3: answered, withdrawn or expired,
+// $4: the runtime's reason). An answered closure counts only when an answer was saved
+// first; otherwise it is recorded withdrawn with ClosureAnsweredWithoutAnswer ($6). It
+// returns how many it closed and whether the interaction is known at all.
+const closeInteractionSQL = `
+WITH closed AS (
+	UPDATE interactions SET
+		state = CASE WHEN $3 = $5 AND answer_saved_at IS NULL THEN $7 ELSE $3 END,
+		closure_reason = CASE WHEN $3 = $5 AND answer_saved_at IS NULL THEN $6 ELSE $4 END,
+		closed_at = now()
+	WHERE session_id = $1 AND interaction_id = $2 AND state = $8
+	RETURNING 1
+)
+SELECT (SELECT count(*) FROM closed) AS closed,
+	EXISTS (SELECT 1 FROM interactions WHERE session_id = $1 AND interaction_id = $2) AS known`
+
+// closeInteractionArgs are closeInteractionSQL's arguments.
+func closeInteractionArgs(sessionID, interactionID, state, reason string) []any {
+	return []any{sessionID, interactionID, state, reason, InteractionAnswered, ClosureAnsweredWithoutAnswer, InteractionWithdrawn, InteractionOpen}
+}
+
+// closedOrUnknown reads closeInteractionSQL's row: whether the interaction closed
+// now, and ErrNotFound for an unknown one.
+func closedOrUnknown(interactionID string, closed int64, known bool) (bool, error) {
+	if closed == 0 && !known {
+		return false, fmt.Errorf("close interaction %s: %w", interactionID, ErrNotFound)
+	}
+	return closed > 0, nil
+}
+
 // CloseInteraction records InteractionClosed: open -> state (answered, withdrawn or
 // expired) with the runtime's reason. An answered closure counts only when an answer
 // was saved first; otherwise it is recorded withdrawn with
 // ClosureAnsweredWithoutAnswer. It reports false when it was already closed.
 func (s *Store) CloseInteraction(ctx context.Context, sessionID, interactionID, state, reason string) (bool, error) {
-	closedState, closedReason := any(state), any(reason)
-	if state == InteractionAnswered {
-		closedState = gormExpr("CASE WHEN answer_saved_at IS NULL THEN ? ELSE ? END", InteractionWithdrawn, state)
-		closedReason = gormExpr("CASE WHEN answer_saved_at IS NULL THEN ? ELSE ? END", ClosureAnsweredWithoutAnswer, reason)
+	var row struct {
+		Closed int64
+		Known  bool
 	}
-	res := s.conn(ctx).Model(&Interaction{}).
-		Where("session_id = ? AND interaction_id = ? AND state = ?", sessionID, interactionID, InteractionOpen).
-		Updates(map[string]any{"state": closedState, "closure_reason": closedReason, "closed_at": gormExpr("now()")})
-	if res.Error != nil {
-		return false, mapError("close interaction", res.Error)
+	err := scanRaw(s.conn(ctx), &row, closeInteractionSQL, closeInteractionArgs(sessionID, interactionID, state, reason)...)
+	if err != nil {
+		return false, mapError("close interaction", err)
 	}
-	if res.RowsAffected == 1 {
-		return true, nil
-	}
-	_, err := s.GetInteractionByID(ctx, sessionID, interactionID)
-	return false, err
+	return closedOrUnknown(interactionID, row.Closed, row.Known)
 }
 
 // ExpireOpenInteractions closes every open interaction of the Session as expired:

@@ -120,19 +120,21 @@ func (s *Store) appendLocked(ctx context.Context, req AppendRequest) (AppendResu
 	return result, nil
 }
 
+// upsertCursorSQL saves a Session's runtime cursor.
+const upsertCursorSQL = `
+INSERT INTO runtime_cursors (session_id, generation, position, through_seq, lease_generation)
+VALUES ($1, $2, $3, $4, $5)
+ON CONFLICT (session_id) DO UPDATE SET generation = EXCLUDED.generation, position = EXCLUDED.position,
+	through_seq = EXCLUDED.through_seq, lease_generation = EXCLUDED.lease_generation, updated_at = now()`
+
+// upsertCursorArgs are upsertCursorSQL's arguments.
+func upsertCursorArgs(cur RuntimeCursor) []any {
+	return []any{cur.SessionID, cur.Generation, cur.Position, cur.ThroughSeq, cur.LeaseGeneration}
+}
+
 // upsertCursor saves the Session's runtime cursor.
 func (s *Store) upsertCursor(ctx context.Context, cur RuntimeCursor) error {
-	err := s.conn(ctx).Omit("UpdatedAt").Clauses(clause.OnConflict{
-		Columns: []clause.Column{{Name: "session_id"}},
-		DoUpdates: clause.Assignments(map[string]any{
-			"generation":       cur.Generation,
-			"position":         cur.Position,
-			"through_seq":      cur.ThroughSeq,
-			"lease_generation": cur.LeaseGeneration,
-			"updated_at":       gormExpr("now()"),
-		}),
-	}).Create(&cur).Error
-	return mapError("save runtime cursor", err)
+	return mapError("save runtime cursor", s.conn(ctx).Exec(upsertCursorSQL, upsertCursorArgs(cur)...).Error)
 }
 
 // notifyPartsSQL queues a Session's output notification at commit: the seq of its

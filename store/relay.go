@@ -64,6 +64,13 @@ func (s *Store) ApplyRelayBatch(ctx context.Context, b RelayBatch) (AppendResult
 		}
 		return result, nil
 	}
+	if pipelined(b.Ops) && !s.inTx {
+		result, err := s.pipelineRelayBatch(ctx, b)
+		if err != nil {
+			return AppendResult{}, fmt.Errorf("apply relay batch: %w", err)
+		}
+		return result, nil
+	}
 	var result AppendResult
 	err := s.InTx(ctx, func(tx *Store) error {
 		outputSeq, err := tx.lockLeaseAndOutputSeq(ctx, b.SessionID, b.LeaseGeneration)
@@ -143,7 +150,7 @@ func (s *Store) applyOp(ctx context.Context, sessionID string, op RelayOp, nextS
 // order InLeaseTx and the parts' statements take them, in one round trip.
 const lockLeaseAndOutputSeqSQL = `
 SELECT l.generation, s.output_seq FROM reader_leases l JOIN sessions s ON s.id = l.session_id
-WHERE l.session_id = ? FOR UPDATE OF l, s`
+WHERE l.session_id = $1 FOR UPDATE OF l, s`
 
 // lockLeaseAndOutputSeq is InLeaseTx's fence and the Session's row lock of a Relay
 // batch: it refuses a superseded generation (or a missing lease) with ErrLeaseLost
@@ -215,39 +222,37 @@ func partsOnly(ops []RelayOp) ([]NewPart, bool) {
 // parts at the seqs after the previous output_seq, upserts the cursor with them and
 // queues the notification, carrying the parts' frames as jsonb stores them when they
 // fit (pubsub.OutputNotice: the API's streams then send them without reading them
-// back), all committed together or not at all. No row back means
-// the lease is not the caller's. (GORM replaces a named argument only after a space and
-// up to a cast's colons, hence the spaces and CAST.)
+// back), all committed together or not at all. No row back means the lease is not the
+// caller's. Its arguments are appendPartsArgs'.
 const appendPartsOnlySQL = `
 WITH lease AS (
-	SELECT generation FROM reader_leases WHERE session_id = @session FOR UPDATE
+	SELECT generation FROM reader_leases WHERE session_id = $1 FOR UPDATE
 ), sess AS (
-	UPDATE sessions SET output_seq = output_seq + @n, last_output_at = now(), updated_at = now()
-	WHERE id = @session AND (SELECT generation FROM lease) = @lease
+	UPDATE sessions SET output_seq = output_seq + $3, last_output_at = now(), updated_at = now()
+	WHERE id = $1 AND (SELECT generation FROM lease) = $2
 	RETURNING output_seq
 ), parts AS (
 	INSERT INTO output_parts (session_id, seq, response_id, frame)
-	SELECT @session, sess.output_seq - @n + u.ord, u.response_id, u.frame
-	FROM sess, ROWS FROM (jsonb_array_elements( CAST(CAST( @frames AS text) AS jsonb)), jsonb_array_elements_text( CAST(CAST( @responseIDs AS text) AS jsonb)))
+	SELECT $1, sess.output_seq - $3 + u.ord, u.response_id, u.frame
+	FROM sess, ROWS FROM (jsonb_array_elements(CAST($4 AS jsonb)), jsonb_array_elements_text(CAST($5 AS jsonb)))
 		WITH ORDINALITY AS u(frame, response_id, ord)
 ), cur AS (
 	INSERT INTO runtime_cursors (session_id, generation, position, through_seq, lease_generation)
-	SELECT @session, @cursorGeneration, CAST(CAST( @cursorPosition AS text) AS jsonb), sess.output_seq, @lease FROM sess WHERE @hasCursor
+	SELECT $1, $7, CAST($8 AS jsonb), sess.output_seq, $2 FROM sess WHERE $6
 	ON CONFLICT (session_id) DO UPDATE SET generation = EXCLUDED.generation, position = EXCLUDED.position,
 		through_seq = EXCLUDED.through_seq, lease_generation = EXCLUDED.lease_generation, updated_at = now()
 ), stored AS (
-	SELECT CAST(CAST(CAST( @frames AS text) AS jsonb) AS text) AS frames
+	SELECT CAST(CAST($4 AS jsonb) AS text) AS frames
 ), note AS (
-	SELECT pg_notify( @channel, sess.output_seq::text ||
-		CASE WHEN octet_length(stored.frames) <= @maxNoticeFrames THEN ' ' || stored.frames ELSE '' END)
+	SELECT pg_notify($9, sess.output_seq::text ||
+		CASE WHEN octet_length(stored.frames) <= $10 THEN ' ' || stored.frames ELSE '' END)
 	FROM sess, stored
 )
 SELECT sess.output_seq FROM sess, note`
 
-// appendPartsOnly is ApplyRelayBatch for a batch of parts alone: the same writes
-// under the same fence, in one statement instead of a transaction of eight.
-func (s *Store) appendPartsOnly(ctx context.Context, b RelayBatch, parts []NewPart) (AppendResult, error) {
-	// The arrays go as JSON text: GORM would spread a slice argument into a list.
+// appendPartsArgs are appendPartsOnlySQL's arguments for a batch's parts. The arrays
+// go as JSON text, which the statement spreads into rows.
+func appendPartsArgs(b RelayBatch, parts []NewPart) ([]any, error) {
 	responseIDs := make([]*string, len(parts))
 	frames := make([]json.RawMessage, len(parts))
 	for i, p := range parts {
@@ -255,31 +260,40 @@ func (s *Store) appendPartsOnly(ctx context.Context, b RelayBatch, parts []NewPa
 	}
 	framesJSON, err := json.Marshal(frames)
 	if err != nil {
-		return AppendResult{}, fmt.Errorf("encode parts: %w", err)
+		return nil, fmt.Errorf("encode parts: %w", err)
 	}
 	responseIDsJSON, err := json.Marshal(responseIDs)
 	if err != nil {
-		return AppendResult{}, fmt.Errorf("encode parts: %w", err)
+		return nil, fmt.Errorf("encode parts: %w", err)
 	}
-	var cursorGeneration, cursorPosition string
+	cursorGeneration, cursorPosition := "", "null"
 	if b.Cursor != nil {
 		cursorGeneration, cursorPosition = b.Cursor.Generation, string(b.Cursor.Position)
-	} else {
-		cursorPosition = "null"
 	}
-	var rows []struct{ OutputSeq int64 }
-	err = scanRaw(s.conn(ctx), &rows, appendPartsOnlySQL, map[string]any{
-		"session": b.SessionID, "lease": b.LeaseGeneration, "n": int64(len(parts)),
-		"responseIDs": string(responseIDsJSON), "frames": string(framesJSON),
-		"hasCursor": b.Cursor != nil, "cursorGeneration": cursorGeneration, "cursorPosition": cursorPosition,
-		"channel": pubsub.SessionOutputChannel(b.SessionID), "maxNoticeFrames": pubsub.MaxNoticeFrames,
-	})
-	if err != nil {
-		return AppendResult{}, mapError("append parts", err)
-	}
-	if len(rows) == 0 {
+	return []any{b.SessionID, b.LeaseGeneration, int64(len(parts)), string(framesJSON), string(responseIDsJSON),
+		b.Cursor != nil, cursorGeneration, cursorPosition, pubsub.SessionOutputChannel(b.SessionID), pubsub.MaxNoticeFrames}, nil
+}
+
+// appendedParts is a batch's result from appendPartsOnlySQL's rows: the Session's
+// output_seq after it, or ErrLeaseLost when no row came back.
+func appendedParts(b RelayBatch, n int, outputSeqs []int64) (AppendResult, error) {
+	if len(outputSeqs) == 0 {
 		return AppendResult{}, fmt.Errorf("session %s: lease generation %d is not the current one: %w", b.SessionID, b.LeaseGeneration, ErrLeaseLost)
 	}
-	last := rows[0].OutputSeq
-	return AppendResult{FirstSeq: last - int64(len(parts)) + 1, LastSeq: last, Parts: int64(len(parts))}, nil
+	last := outputSeqs[0]
+	return AppendResult{FirstSeq: last - int64(n) + 1, LastSeq: last, Parts: int64(n)}, nil
+}
+
+// appendPartsOnly is ApplyRelayBatch for a batch of parts alone: the same writes
+// under the same fence, in one statement instead of a transaction of eight.
+func (s *Store) appendPartsOnly(ctx context.Context, b RelayBatch, parts []NewPart) (AppendResult, error) {
+	args, err := appendPartsArgs(b, parts)
+	if err != nil {
+		return AppendResult{}, err
+	}
+	var outputSeqs []int64
+	if err := scanRaw(s.conn(ctx), &outputSeqs, appendPartsOnlySQL, args...); err != nil {
+		return AppendResult{}, mapError("append parts", err)
+	}
+	return appendedParts(b, len(parts), outputSeqs)
 }

@@ -374,3 +374,70 @@ func TestRelayBatchOfPartsAloneIsFencedAndNumbered(t *testing.T) {
 	require.Equal(t, int64(4), sess.OutputSeq)
 	require.NotNil(t, sess.LastOutputAt)
 }
+
+// A batch with facts is one transaction however its statements are sent: a fact that
+// fails (the end of a response the Session never had) leaves nothing of the batch
+// written, not the admission, the status, the parts or the cursor before it.
+func TestARelayBatchWithAFailingFactWritesNothing(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx, st := f.ctx, f.st
+	in, _, err := st.InsertInput(ctx, store.NewInput{SessionID: f.session.ID, Content: "hello"})
+	require.NoError(t, err)
+	lease, err := st.AcquireReaderLease(ctx, store.LeaseRequest{SessionID: f.session.ID, Holder: "relay-a", TTL: time.Minute})
+	require.NoError(t, err)
+	reason := "end_turn"
+
+	_, err = st.ApplyRelayBatch(ctx, store.RelayBatch{
+		SessionID: f.session.ID, LeaseGeneration: lease.Generation,
+		Ops: []store.RelayOp{
+			{AdmitInput: in.ID},
+			{Status: "working"},
+			{StartResponse: &store.ResponseStart{ResponseID: "r1", Origin: "input", InputIDs: []string{in.ID}}},
+			part("r1", `{"type":"start","messageId":"r1"}`),
+			{EndResponse: &store.ResponseEnd{ResponseID: "never-started", Outcome: store.OutcomeCompleted, NativeReason: &reason}},
+		},
+		Cursor: relayCursor(5),
+	})
+	require.ErrorIs(t, err, store.ErrNotFound)
+
+	// A statement the database refuses (an interaction's contract must be an object)
+	// rolls back the same way.
+	_, err = st.ApplyRelayBatch(ctx, store.RelayBatch{
+		SessionID: f.session.ID, LeaseGeneration: lease.Generation,
+		Ops: []store.RelayOp{
+			{AdmitInput: in.ID},
+			part("r1", `{"type":"start","messageId":"r1"}`),
+			{OpenInteraction: &store.InteractionOpening{InteractionID: "i1", Contract: json.RawMessage(`"not an object"`)}},
+		},
+		Cursor: relayCursor(6),
+	})
+	require.Error(t, err)
+
+	got, err := st.GetInputByID(ctx, in.ID)
+	require.NoError(t, err)
+	require.Equal(t, store.InputPending, got.State, "the admission was rolled back")
+	sess, err := st.GetSessionByID(ctx, f.session.ID)
+	require.NoError(t, err)
+	require.Zero(t, sess.OutputSeq, "no part was appended")
+	require.Nil(t, sess.RuntimeStatus)
+	_, err = st.GetResponseByID(ctx, f.session.ID, "r1")
+	require.ErrorIs(t, err, store.ErrNotFound)
+	_, err = st.GetRuntimeCursorBySession(ctx, f.session.ID)
+	require.ErrorIs(t, err, store.ErrNotFound, "no cursor was saved")
+
+	// The same batch without the failing fact is written whole.
+	res, err := st.ApplyRelayBatch(ctx, store.RelayBatch{
+		SessionID: f.session.ID, LeaseGeneration: lease.Generation,
+		Ops: []store.RelayOp{
+			{AdmitInput: in.ID},
+			{Status: "working"},
+			{StartResponse: &store.ResponseStart{ResponseID: "r1", Origin: "input", InputIDs: []string{in.ID}}},
+			part("r1", `{"type":"start","messageId":"r1"}`),
+		},
+		Cursor: relayCursor(5),
+	})
+	require.NoError(t, err)
+	require.Equal(t, []int64{1, 1, 1}, []int64{res.FirstSeq, res.LastSeq, res.Parts})
+	require.Len(t, res.Admitted, 1, "the admission's time in custody is reported")
+}

@@ -28,30 +28,41 @@ type ResponseEnd struct {
 	EndedSeq     int64
 }
 
-// StartResponse records a response start and reports whether it was new. A repeated
-// start of an open response updates its input_ids (another input joined it).
-func (s *Store) StartResponse(ctx context.Context, in ResponseStart) (Response, bool, error) {
+// startResponseSQL inserts a response start, or updates an open response's input_ids
+// (another input joined it); an ended response is left as it is and returns no row.
+// inserted tells an insert from an update (xmax = 0 only on a freshly inserted row).
+const startResponseSQL = `
+INSERT INTO responses AS r (session_id, response_id, origin, input_ids, started_seq)
+VALUES ($1, $2, $3, $4, $5)
+ON CONFLICT (session_id, response_id) DO UPDATE SET input_ids = excluded.input_ids
+WHERE r.outcome IS NULL
+RETURNING r.*, (r.xmax = 0) AS inserted`
+
+// startResponseArgs are startResponseSQL's arguments.
+func startResponseArgs(in ResponseStart) ([]any, error) {
 	ids := in.InputIDs
 	if ids == nil {
 		ids = []string{}
 	}
 	inputIDs, err := json.Marshal(ids)
 	if err != nil {
-		return Response{}, false, fmt.Errorf("start response: encode input ids: %w", err)
+		return nil, fmt.Errorf("start response: encode input ids: %w", err)
+	}
+	return []any{in.SessionID, in.ResponseID, in.Origin, json.RawMessage(inputIDs), in.StartedSeq}, nil
+}
+
+// StartResponse records a response start and reports whether it was new. A repeated
+// start of an open response updates its input_ids (another input joined it).
+func (s *Store) StartResponse(ctx context.Context, in ResponseStart) (Response, bool, error) {
+	args, err := startResponseArgs(in)
+	if err != nil {
+		return Response{}, false, err
 	}
 	var rows []struct {
 		Response
 		Inserted bool `gorm:"column:inserted"`
 	}
-	// xmax = 0 only on a freshly inserted row: it tells insert from update.
-	err = scanRaw(s.conn(ctx), &rows, `
-		INSERT INTO responses AS r (session_id, response_id, origin, input_ids, started_seq)
-		VALUES (?, ?, ?, ?, ?)
-		ON CONFLICT (session_id, response_id) DO UPDATE SET input_ids = excluded.input_ids
-		WHERE r.outcome IS NULL
-		RETURNING r.*, (r.xmax = 0) AS inserted`,
-		in.SessionID, in.ResponseID, in.Origin, json.RawMessage(inputIDs), in.StartedSeq)
-	if err != nil {
+	if err := scanRaw(s.conn(ctx), &rows, startResponseSQL, args...); err != nil {
 		return Response{}, false, mapError("start response", err)
 	}
 	if len(rows) == 0 {
@@ -64,37 +75,48 @@ func (s *Store) StartResponse(ctx context.Context, in ResponseStart) (Response, 
 
 // endResponseSQL ends an open response and moves its Session to the top of its
 // owner's list (BumpSessionActivity's update) in one statement, so one round trip
-// where a transaction of two updates took four, or three with a savepoint inside a
-// Relay's batch.
+// where a transaction of two updates took four. It returns how many responses it
+// ended and whether the response is known at all (an unknown one is an error, an
+// already ended one is not).
 const endResponseSQL = `
 WITH ended AS (
-	UPDATE responses SET outcome = @outcome, native_reason = @nativeReason, usage = CAST(CAST( @usage AS text) AS jsonb),
-		error = CAST(CAST( @error AS text) AS jsonb), ended_seq = GREATEST( CAST( @endedSeq AS bigint), started_seq), ended_at = now()
-	WHERE session_id = @session AND response_id = @response AND outcome IS NULL
+	UPDATE responses SET outcome = $3, native_reason = $4, usage = CAST($5 AS jsonb),
+		error = CAST($6 AS jsonb), ended_seq = GREATEST(CAST($7 AS bigint), started_seq), ended_at = now()
+	WHERE session_id = $1 AND response_id = $2 AND outcome IS NULL
 	RETURNING session_id
 ), bumped AS (
 	UPDATE sessions SET last_activity_at = GREATEST(now(), last_activity_at), updated_at = now()
 	WHERE id IN (SELECT session_id FROM ended)
 )
-SELECT count(*) FROM ended`
+SELECT (SELECT count(*) FROM ended) AS ended,
+	EXISTS (SELECT 1 FROM responses WHERE session_id = $1 AND response_id = $2) AS known`
+
+// endResponseArgs are endResponseSQL's arguments.
+func endResponseArgs(in ResponseEnd) []any {
+	return []any{in.SessionID, in.ResponseID, in.Outcome, in.NativeReason, nullableJSONText(in.Usage), nullableJSONText(in.Error), in.EndedSeq}
+}
+
+// endedOrUnknown reads endResponseSQL's row: whether the response ended now, and
+// ErrNotFound for an unknown one.
+func endedOrUnknown(in ResponseEnd, ended int64, known bool) (bool, error) {
+	if ended == 0 && !known {
+		return false, fmt.Errorf("end response %s: %w", in.ResponseID, ErrNotFound)
+	}
+	return ended > 0, nil
+}
 
 // EndResponse records the runtime's end of an open response and moves the Session to
 // the top of its owner's list. It reports false for a response that had already
 // ended, and ErrNotFound for an unknown one.
 func (s *Store) EndResponse(ctx context.Context, in ResponseEnd) (bool, error) {
-	var ended int64
-	err := scanRaw(s.conn(ctx), &ended, endResponseSQL, map[string]any{
-		"outcome": in.Outcome, "nativeReason": in.NativeReason, "usage": nullableJSONText(in.Usage), "error": nullableJSONText(in.Error),
-		"endedSeq": in.EndedSeq, "session": in.SessionID, "response": in.ResponseID,
-	})
-	if err != nil {
+	var row struct {
+		Ended int64
+		Known bool
+	}
+	if err := scanRaw(s.conn(ctx), &row, endResponseSQL, endResponseArgs(in)...); err != nil {
 		return false, mapError("end response", err)
 	}
-	if ended == 0 {
-		_, err := s.GetResponseByID(ctx, in.SessionID, in.ResponseID)
-		return false, err
-	}
-	return true, nil
+	return endedOrUnknown(in, row.Ended, row.Known)
 }
 
 // FailOpenResponses ends every open response of the Session as failed with

@@ -95,16 +95,24 @@ func (s *Store) ReplaceSessionPermissionMode(ctx context.Context, sessionID, fro
 	return res.RowsAffected == 1, nil
 }
 
+// setRuntimeStatusSQL records the Agent program's own status ($1) of a Session ($2).
+const setRuntimeStatusSQL = `UPDATE sessions SET runtime_status = $1, updated_at = now() WHERE id = $2`
+
 // SetRuntimeStatus records the Agent program's own status report (idle, working,
 // waiting). A reader calls it inside its transaction fenced by its lease.
 func (s *Store) SetRuntimeStatus(ctx context.Context, sessionID, status string) error {
 	// Not updateSession: a Relay sets the status twice a turn, and nothing reads the
 	// row it would return.
-	res := s.conn(ctx).Exec("UPDATE sessions SET runtime_status = ?, updated_at = now() WHERE id = ?", status, sessionID)
+	res := s.conn(ctx).Exec(setRuntimeStatusSQL, status, sessionID)
 	if res.Error != nil {
 		return mapError("set runtime status", res.Error)
 	}
-	if res.RowsAffected == 0 {
+	return runtimeStatusSet(sessionID, res.RowsAffected)
+}
+
+// runtimeStatusSet is ErrNotFound when setRuntimeStatusSQL found no Session.
+func runtimeStatusSet(sessionID string, rows int64) error {
+	if rows == 0 {
 		return fmt.Errorf("set runtime status %s: %w", sessionID, ErrNotFound)
 	}
 	return nil
