@@ -22,6 +22,11 @@ import (
 // every fact and the parts at once (their seqs follow the output position the locks
 // returned); commit, or roll back when a statement failed or a fact named an unknown
 // response or interaction.
+//
+// The statements are the single-fact methods' own: positional ($1, $2, ...) SQL
+// constants with argument builders beside them. GORM passes such a statement and its
+// arguments through as they are, provided it holds no '@' (which would make GORM read
+// it as named arguments).
 
 // rollbackTimeout bounds the rollback of a batch that failed, which runs even when
 // the caller's context ended.
