@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 
-	"gorm.io/gorm/clause"
-
 	"github.com/astrabox/astrabox/engines"
 )
 
@@ -56,62 +54,73 @@ func (s *Store) UpsertChildRun(ctx context.Context, r ChildRunReport) (ChildRun,
 	return s.GetChildRunByID(ctx, r.SessionID, id)
 }
 
-// upsertChildRun writes a report and returns the child's public id. The last report
-// wins: status and control reference are taken as reported (a child that can no
-// longer be stopped reports no control reference); title, agent type, parent tool
-// call and usage are kept when a report leaves them out; the parent and the response
-// the child started in are kept once known; updated_at bumps. A report can only
-// update a row of its own Session.
-func (s *Store) upsertChildRun(ctx context.Context, r ChildRunReport) (string, error) {
-	row := ChildRun{
-		ID:               r.ID,
-		SessionID:        r.SessionID,
-		ParentID:         r.ParentID,
-		ResponseID:       r.ResponseID,
-		Name:             r.Name,
-		AgentType:        r.AgentType,
-		ParentToolCallID: r.ParentToolCallID,
-		Status:           r.Status,
-		Usage:            r.Usage,
-		ControlRef:       r.ControlRef,
-	}
+// upsertChildRunSQL writes a child run report. The last report wins: status and
+// control reference are taken as reported (a child that can no longer be stopped
+// reports no control reference); title, agent type, parent tool call and usage are
+// kept when a report leaves them out; the parent and the response the child started
+// in are kept once known; updated_at bumps. A report can only update a row of its own
+// Session. The parent is $4, which must exist (the foreign key), or else $5 if that
+// child run is recorded already (NULL otherwise).
+const upsertChildRunSQL = `
+INSERT INTO child_runs AS c (id, session_id, native_ref, parent_id, response_id, name, agent_type, parent_tool_call_id, status, usage, control_ref)
+VALUES ($1, $2, $3, COALESCE($4, (SELECT k.id FROM child_runs k WHERE k.session_id = $2 AND k.id = $5)), $6, $7, $8, $9, $10, CAST($11 AS jsonb), $12)
+ON CONFLICT (id) DO UPDATE SET
+	status = excluded.status,
+	control_ref = excluded.control_ref,
+	usage = COALESCE(excluded.usage, c.usage),
+	name = COALESCE(NULLIF(excluded.name, ''), c.name),
+	agent_type = COALESCE(NULLIF(excluded.agent_type, ''), c.agent_type),
+	parent_tool_call_id = COALESCE(excluded.parent_tool_call_id, c.parent_tool_call_id),
+	parent_id = COALESCE(c.parent_id, excluded.parent_id),
+	response_id = COALESCE(c.response_id, excluded.response_id),
+	native_ref = COALESCE(c.native_ref, excluded.native_ref),
+	updated_at = now()
+WHERE c.session_id = excluded.session_id`
+
+// upsertChildRunArgs are upsertChildRunSQL's arguments for a report, with the child's
+// public id. A parent named by its native reference must be recorded; one named by
+// its public id must be too unless parentIfKnown, which leaves out a parent not
+// recorded yet: a Relay records reports in the program's order, and every report of
+// the child names its parent, so a later one fills it in.
+func upsertChildRunArgs(r ChildRunReport, parentIfKnown bool) ([]any, string, error) {
+	id := r.ID
+	var nativeRef *string
 	if r.NativeRef != "" {
 		ref := r.NativeRef
-		row.NativeRef = &ref
-		if row.ID == "" {
-			row.ID = ChildRunID(r.SessionID, r.NativeRef)
+		nativeRef = &ref
+		if id == "" {
+			id = ChildRunID(r.SessionID, r.NativeRef)
 		}
 	}
-	if row.ID == "" {
-		return "", errors.New("upsert child run: neither public id nor native reference")
+	if id == "" {
+		return nil, "", errors.New("upsert child run: neither public id nor native reference")
+	}
+	parent, knownParent := r.ParentID, (*string)(nil)
+	if parentIfKnown {
+		parent, knownParent = nil, r.ParentID
 	}
 	if r.ParentNativeRef != nil {
-		parent := ChildRunID(r.SessionID, *r.ParentNativeRef)
-		row.ParentID = &parent
+		minted := ChildRunID(r.SessionID, *r.ParentNativeRef)
+		parent, knownParent = &minted, nil
 	}
-	if row.ControlRef != nil && *row.ControlRef == "" {
-		row.ControlRef = nil
+	controlRef := r.ControlRef
+	if controlRef != nil && *controlRef == "" {
+		controlRef = nil
 	}
-	err := s.conn(ctx).Omit("CreatedAt", "UpdatedAt").Clauses(clause.OnConflict{
-		Columns: []clause.Column{{Name: "id"}},
-		Where:   clause.Where{Exprs: []clause.Expression{gormExpr("child_runs.session_id = excluded.session_id")}},
-		DoUpdates: clause.Assignments(map[string]any{
-			"status":              gormExpr("excluded.status"),
-			"control_ref":         gormExpr("excluded.control_ref"),
-			"usage":               gormExpr("COALESCE(excluded.usage, child_runs.usage)"),
-			"name":                gormExpr("COALESCE(NULLIF(excluded.name, ''), child_runs.name)"),
-			"agent_type":          gormExpr("COALESCE(NULLIF(excluded.agent_type, ''), child_runs.agent_type)"),
-			"parent_tool_call_id": gormExpr("COALESCE(excluded.parent_tool_call_id, child_runs.parent_tool_call_id)"),
-			"parent_id":           gormExpr("COALESCE(child_runs.parent_id, excluded.parent_id)"),
-			"response_id":         gormExpr("COALESCE(child_runs.response_id, excluded.response_id)"),
-			"native_ref":          gormExpr("COALESCE(child_runs.native_ref, excluded.native_ref)"),
-			"updated_at":          gormExpr("now()"),
-		}),
-	}).Create(&row).Error
+	return []any{id, r.SessionID, nativeRef, parent, knownParent, r.ResponseID, r.Name, r.AgentType, r.ParentToolCallID,
+		r.Status, nullableJSONText(r.Usage), controlRef}, id, nil
+}
+
+// upsertChildRun writes a report (upsertChildRunSQL) and returns the child's public id.
+func (s *Store) upsertChildRun(ctx context.Context, r ChildRunReport) (string, error) {
+	args, id, err := upsertChildRunArgs(r, false)
 	if err != nil {
+		return "", err
+	}
+	if err := s.conn(ctx).Exec(upsertChildRunSQL, args...).Error; err != nil {
 		return "", mapError("upsert child run", err)
 	}
-	return row.ID, nil
+	return id, nil
 }
 
 // GetChildRunByID returns one child run of the Session.

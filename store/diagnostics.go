@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"time"
 )
 
@@ -28,34 +29,29 @@ type DiagnosticRecord struct {
 	Keep int
 }
 
-// appendDiagnostic stores d after the Session's last diagnostic and drops the oldest
-// beyond d.Keep. The caller holds the Session's row lock (ApplyRelayBatch), so the
-// next seq is not contended.
-func (s *Store) appendDiagnostic(ctx context.Context, sessionID string, d DiagnosticRecord) error {
+// appendDiagnosticSQL stores a diagnostic ($2: its event type, $3: its evidence)
+// after the Session's last one and drops the oldest beyond $4 (0 keeps all). It runs
+// under the Session's row lock (a Relay batch's), so the next seq is not contended.
+const appendDiagnosticSQL = `
+WITH next AS (
+	SELECT COALESCE(max(seq), 0) + 1 AS seq FROM runtime_diagnostics WHERE session_id = $1
+), added AS (
+	INSERT INTO runtime_diagnostics (session_id, seq, event_type, raw) SELECT $1, next.seq, $2, CAST($3 AS jsonb) FROM next
+)
+DELETE FROM runtime_diagnostics WHERE session_id = $1 AND $4 > 0 AND seq <= (SELECT seq FROM next) - $4`
+
+// appendDiagnosticArgs are appendDiagnosticSQL's arguments. Evidence that is not JSON
+// is kept as a JSON string rather than lost.
+func appendDiagnosticArgs(sessionID string, d DiagnosticRecord) ([]any, error) {
 	raw := d.Raw
 	if !json.Valid(raw) {
-		// Evidence that is not JSON is kept as a JSON string rather than lost.
 		quoted, err := json.Marshal(string(raw))
 		if err != nil {
-			return mapError("encode diagnostic", err)
+			return nil, fmt.Errorf("encode diagnostic: %w", err)
 		}
 		raw = quoted
 	}
-	var last int64
-	err := s.conn(ctx).Model(&RuntimeDiagnostic{}).Where("session_id = ?", sessionID).
-		Select("COALESCE(MAX(seq), 0)").Scan(&last).Error
-	if err != nil {
-		return mapError("read last diagnostic", err)
-	}
-	row := RuntimeDiagnostic{SessionID: sessionID, Seq: last + 1, EventType: d.EventType, Raw: raw}
-	if err := s.conn(ctx).Omit("CreatedAt").Create(&row).Error; err != nil {
-		return mapError("insert diagnostic", err)
-	}
-	if d.Keep <= 0 {
-		return nil
-	}
-	err = s.conn(ctx).Where("session_id = ? AND seq <= ?", sessionID, row.Seq-int64(d.Keep)).Delete(&RuntimeDiagnostic{}).Error
-	return mapError("drop oldest diagnostics", err)
+	return []any{sessionID, d.EventType, string(raw), d.Keep}, nil
 }
 
 // ListRuntimeDiagnostics returns a Session's stored diagnostics, oldest first.

@@ -3,8 +3,8 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"time"
 
 	"github.com/astrabox/astrabox/store/pubsub"
 )
@@ -55,152 +55,33 @@ type RelayBatch struct {
 // generation as InLeaseTx fences: admissions, responses, interactions, status, child
 // runs, diagnostics and parts, with the cursor after the last event and a NOTIFY at
 // commit. A superseded generation writes nothing and gets ErrLeaseLost, so a zombie
-// Relay cannot write.
+// Relay cannot write. A batch of parts alone is one statement shared with other
+// Relays' (partsgroup.go), any other a transaction in three round trips
+// (relaypipeline.go); both run on connections of their own, so not on a Store scoped
+// to a transaction.
 func (s *Store) ApplyRelayBatch(ctx context.Context, b RelayBatch) (AppendResult, error) {
-	if parts, ok := partsOnly(b.Ops); ok && !s.inTx {
-		result, err := s.commitPartsGrouped(ctx, b, parts)
-		if err != nil {
-			return AppendResult{}, fmt.Errorf("apply relay batch: %w", err)
-		}
-		return result, nil
-	}
-	if pipelined(b.Ops) && !s.inTx {
-		result, err := s.pipelineRelayBatch(ctx, b)
-		if err != nil {
-			return AppendResult{}, fmt.Errorf("apply relay batch: %w", err)
-		}
-		return result, nil
+	if s.inTx {
+		return AppendResult{}, errors.New("apply relay batch: a Relay batch is a transaction of its own, not part of another")
 	}
 	var result AppendResult
-	err := s.InTx(ctx, func(tx *Store) error {
-		outputSeq, err := tx.lockLeaseAndOutputSeq(ctx, b.SessionID, b.LeaseGeneration)
-		if err != nil {
-			return err
-		}
-		next := outputSeq + 1 // the seq the next part of this batch gets
-		var parts []NewPart
-		var admitted []time.Duration
-		for _, op := range b.Ops {
-			if op.AdmitInput != "" {
-				custody, err := tx.AdmitInputs(ctx, b.SessionID, []string{op.AdmitInput})
-				if err != nil {
-					return err
-				}
-				admitted = append(admitted, custody...)
-				continue
-			}
-			if err := tx.applyOp(ctx, b.SessionID, op, next); err != nil {
-				return err
-			}
-			if op.Part != nil {
-				parts = append(parts, *op.Part)
-				next++
-			}
-		}
-		// The lease row is locked already, so the parts' statement takes it again at
-		// no cost: parts, cursor and notification in one round trip instead of four.
-		if len(parts) > 0 {
-			result, err = tx.appendPartsOnly(ctx, b, parts)
-		} else {
-			result, err = tx.saveCursorAt(ctx, b, outputSeq)
-		}
-		result.Admitted = admitted
-		return err
-	})
+	var err error
+	if parts, ok := partsOnly(b.Ops); ok {
+		result, err = s.commitPartsGrouped(ctx, b, parts)
+	} else {
+		result, err = s.pipelineRelayBatch(ctx, b)
+	}
 	if err != nil {
 		return AppendResult{}, fmt.Errorf("apply relay batch: %w", err)
 	}
 	return result, nil
 }
 
-// applyOp writes one fact other than an admission (ApplyRelayBatch counts those);
-// nextSeq is the seq the next part will get.
-func (s *Store) applyOp(ctx context.Context, sessionID string, op RelayOp, nextSeq int64) error {
-	switch {
-	case op.StartResponse != nil:
-		in := *op.StartResponse
-		in.SessionID, in.StartedSeq = sessionID, nextSeq
-		_, _, err := s.StartResponse(ctx, in)
-		return err
-	case op.OpenInteraction != nil:
-		in := *op.OpenInteraction
-		in.SessionID = sessionID
-		_, _, err := s.OpenInteraction(ctx, in)
-		return err
-	case op.CloseInteraction != nil:
-		c := op.CloseInteraction
-		_, err := s.CloseInteraction(ctx, sessionID, c.InteractionID, c.State, c.Reason)
-		return err
-	case op.EndResponse != nil:
-		in := *op.EndResponse
-		in.SessionID, in.EndedSeq = sessionID, nextSeq-1
-		_, err := s.EndResponse(ctx, in)
-		return err
-	case op.Status != "":
-		return s.SetRuntimeStatus(ctx, sessionID, op.Status)
-	case op.ChildRun != nil:
-		return s.recordReportedChildRun(ctx, sessionID, *op.ChildRun)
-	case op.Diagnostic != nil:
-		return s.appendDiagnostic(ctx, sessionID, *op.Diagnostic)
-	}
-	return nil
-}
-
 // lockLeaseAndOutputSeqSQL locks the Session's reader lease, then its row, in the
-// order InLeaseTx and the parts' statements take them, in one round trip.
+// order InLeaseTx and the parts' statements take them: a Relay batch's fence and the
+// Session's output position, which holds until its commit.
 const lockLeaseAndOutputSeqSQL = `
 SELECT l.generation, s.output_seq FROM reader_leases l JOIN sessions s ON s.id = l.session_id
 WHERE l.session_id = $1 FOR UPDATE OF l, s`
-
-// lockLeaseAndOutputSeq is InLeaseTx's fence and the Session's row lock of a Relay
-// batch: it refuses a superseded generation (or a missing lease) with ErrLeaseLost
-// and returns the Session's output position, which holds until commit.
-func (s *Store) lockLeaseAndOutputSeq(ctx context.Context, sessionID string, generation int64) (int64, error) {
-	var rows []struct {
-		Generation int64
-		OutputSeq  int64
-	}
-	if err := scanRaw(s.conn(ctx), &rows, lockLeaseAndOutputSeqSQL, sessionID); err != nil {
-		return 0, mapError("lock reader lease and session", err)
-	}
-	if len(rows) == 0 {
-		return 0, leaseFence(sessionID, false, 0, generation)
-	}
-	if err := leaseFence(sessionID, true, rows[0].Generation, generation); err != nil {
-		return 0, err
-	}
-	return rows[0].OutputSeq, nil
-}
-
-// saveCursorAt records a batch without parts: the output position stays where it is
-// and only the runtime cursor, if the batch moves it, is saved with it.
-func (s *Store) saveCursorAt(ctx context.Context, b RelayBatch, outputSeq int64) (AppendResult, error) {
-	result := AppendResult{FirstSeq: outputSeq, LastSeq: outputSeq}
-	if b.Cursor == nil {
-		return result, nil
-	}
-	return result, s.upsertCursor(ctx, RuntimeCursor{SessionID: b.SessionID, Generation: b.Cursor.Generation, Position: b.Cursor.Position,
-		ThroughSeq: outputSeq, LeaseGeneration: b.LeaseGeneration})
-}
-
-// recordReportedChildRun upserts a child run the Agent program reported. A parent not
-// recorded yet is left out rather than failing the batch (a failed batch would stall
-// the Relay on a program's ordering): every report of the child names its parent, so
-// a later one fills it in.
-func (s *Store) recordReportedChildRun(ctx context.Context, sessionID string, r ChildRunReport) error {
-	r.SessionID = sessionID
-	if r.ParentID != nil {
-		var n int64
-		if err := s.conn(ctx).Model(&ChildRun{}).Where("session_id = ? AND id = ?", sessionID, *r.ParentID).Count(&n).Error; err != nil {
-			return mapError("find parent child run", err)
-		}
-		if n == 0 {
-			r.ParentID = nil
-		}
-	}
-	_, err := s.upsertChildRun(ctx, r)
-	return err
-}
 
 // partsOnly returns the parts of a batch that holds nothing else (what a streaming
 // reply is made of).

@@ -12,8 +12,9 @@ import (
 )
 
 // A Relay batch with facts (a reply's start or end, an admission, an interaction, the
-// program's status) is one transaction of several statements: the lease and Session
-// locks, a statement per fact, then the parts with the cursor and the notification.
+// program's status, a child run's report, a diagnostic) is one transaction of several
+// statements: the lease and Session locks, a statement per fact, then the parts with
+// the cursor and the notification.
 // Sent one by one, as GORM sends them, that is a round trip each, begin and commit
 // included (seven for a reply's start), with the Session's row locked from the second
 // to the last: under load every round trip waits for a core, and an input's receipt,
@@ -23,6 +24,8 @@ import (
 // returned); commit, or roll back when a statement failed or a fact named an unknown
 // response or interaction.
 //
+// Each fact is one statement that needs nothing read before it (a child run's parent
+// and a diagnostic's number are read inside it), so none waits on another's answer.
 // The statements are the single-fact methods' own: positional ($1, $2, ...) SQL
 // constants with argument builders beside them. GORM passes such a statement and its
 // arguments through as they are, provided it holds no '@' (which would make GORM read
@@ -32,21 +35,7 @@ import (
 // the caller's context ended.
 const rollbackTimeout = 10 * time.Second
 
-// pipelined reports whether every fact of the batch is one statement that needs
-// nothing read before it: a child run's report (its parent looked up first) and a
-// diagnostic (numbered after the last) go through a transaction statement by
-// statement.
-func pipelined(ops []RelayOp) bool {
-	for _, op := range ops {
-		if op.ChildRun != nil || op.Diagnostic != nil {
-			return false
-		}
-	}
-	return true
-}
-
-// pipelineRelayBatch is ApplyRelayBatch for a batch pipelined accepts, with the same
-// writes under the same fence.
+// pipelineRelayBatch is ApplyRelayBatch for a batch with facts.
 func (s *Store) pipelineRelayBatch(ctx context.Context, b RelayBatch) (AppendResult, error) {
 	conn, err := s.sqlDB.Conn(ctx)
 	if err != nil {
@@ -208,8 +197,20 @@ func queueFact(facts *pgx.Batch, sessionID string, op RelayOp, nextSeq int64, re
 		facts.Queue(setRuntimeStatusSQL, op.Status, sessionID).Exec(func(tag pgconn.CommandTag) error {
 			return runtimeStatusSet(sessionID, tag.RowsAffected())
 		})
-	case op.ChildRun != nil, op.Diagnostic != nil:
-		return errors.New("a child run's report or a diagnostic cannot be pipelined")
+	case op.ChildRun != nil:
+		report := *op.ChildRun
+		report.SessionID = sessionID
+		args, _, err := upsertChildRunArgs(report, true)
+		if err != nil {
+			return err
+		}
+		facts.Queue(upsertChildRunSQL, args...).Exec(func(pgconn.CommandTag) error { return nil })
+	case op.Diagnostic != nil:
+		args, err := appendDiagnosticArgs(sessionID, *op.Diagnostic)
+		if err != nil {
+			return err
+		}
+		facts.Queue(appendDiagnosticSQL, args...).Exec(func(pgconn.CommandTag) error { return nil })
 	}
 	return nil
 }

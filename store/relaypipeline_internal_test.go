@@ -14,6 +14,7 @@ func TestPipelinedStatementsAreSafeForGORM(t *testing.T) {
 		"startResponseSQL": startResponseSQL, "endResponseSQL": endResponseSQL,
 		"openInteractionSQL": openInteractionSQL, "closeInteractionSQL": closeInteractionSQL,
 		"setRuntimeStatusSQL": setRuntimeStatusSQL, "appendPartsOnlySQL": appendPartsOnlySQL, "upsertCursorSQL": upsertCursorSQL,
+		"upsertChildRunSQL": upsertChildRunSQL, "appendDiagnosticSQL": appendDiagnosticSQL,
 	} {
 		if strings.Contains(sql, "@") {
 			t.Errorf("%s holds '@': GORM would read its arguments as named ones", name)
