@@ -14,10 +14,9 @@ import (
 // A Relay batch with facts (a reply's start or end, an admission, an interaction, the
 // program's status, a child run's report, a diagnostic) is one transaction of several
 // statements: the lease and Session locks, a statement per fact, then the parts with
-// the cursor and the notification.
-// Sent one by one, as GORM sends them, that is a round trip each, begin and commit
-// included (seven for a reply's start), with the Session's row locked from the second
-// to the last: under load every round trip waits for a core, and an input's receipt,
+// the cursor and the notification. Sent one by one (as GORM sends them), that is a
+// round trip each, begin and commit included (seven for a reply's start), with the
+// Session's row locked from the second to the last: under load every round trip waits for a core, and an input's receipt,
 // which takes the same row lock, waits behind all of them. pipelineRelayBatch sends
 // them in three round trips on the connection's own pgx API: begin with the locks;
 // every fact and the parts at once (their seqs follow the output position the locks
@@ -26,7 +25,7 @@ import (
 //
 // Each fact is one statement that needs nothing read before it (a child run's parent
 // and a diagnostic's number are read inside it), so none waits on another's answer.
-// The statements are the single-fact methods' own: positional ($1, $2, ...) SQL
+// The statements are shared with the single-fact methods where there is one: positional ($1, $2, ...) SQL
 // constants with argument builders beside them. GORM passes such a statement and its
 // arguments through as they are, provided it holds no '@' (which would make GORM read
 // it as named arguments).
@@ -131,15 +130,14 @@ func queueFacts(b RelayBatch, outputSeq int64, result *AppendResult) (*pgx.Batch
 			if err != nil {
 				return mapError("append parts", err)
 			}
-			admitted := result.Admitted
-			*result, err = appendedParts(b, len(parts), outputSeqs)
-			result.Admitted = admitted
+			appended, err := appendedParts(b, len(parts), outputSeqs)
+			result.FirstSeq, result.LastSeq, result.Parts = appended.FirstSeq, appended.LastSeq, appended.Parts
 			return err
 		})
 	case b.Cursor != nil:
 		cur := RuntimeCursor{SessionID: b.SessionID, Generation: b.Cursor.Generation, Position: b.Cursor.Position,
 			ThroughSeq: outputSeq, LeaseGeneration: b.LeaseGeneration}
-		facts.Queue(upsertCursorSQL, upsertCursorArgs(cur)...).Exec(func(pgconn.CommandTag) error { return nil })
+		facts.Queue(upsertCursorSQL, upsertCursorArgs(cur)...)
 	}
 	return facts, nil
 }
@@ -164,12 +162,13 @@ func queueFact(facts *pgx.Batch, sessionID string, op RelayOp, nextSeq int64, re
 		if err != nil {
 			return err
 		}
-		// No row back is a start replayed after its end, which changes nothing.
-		facts.Queue(startResponseSQL, args...).Exec(func(pgconn.CommandTag) error { return nil })
+		// Its rows are not read: none back is a start replayed after its end, which
+		// changes nothing.
+		facts.Queue(startResponseSQL, args...)
 	case op.OpenInteraction != nil:
 		in := *op.OpenInteraction
 		in.SessionID = sessionID
-		facts.Queue(openInteractionSQL, openInteractionArgs(in)...).Exec(func(pgconn.CommandTag) error { return nil })
+		facts.Queue(openInteractionSQL, openInteractionArgs(in)...)
 	case op.CloseInteraction != nil:
 		cl := *op.CloseInteraction
 		facts.Queue(closeInteractionSQL, closeInteractionArgs(sessionID, cl.InteractionID, cl.State, cl.Reason)...).QueryRow(func(row pgx.Row) error {
@@ -204,13 +203,13 @@ func queueFact(facts *pgx.Batch, sessionID string, op RelayOp, nextSeq int64, re
 		if err != nil {
 			return err
 		}
-		facts.Queue(upsertChildRunSQL, args...).Exec(func(pgconn.CommandTag) error { return nil })
+		facts.Queue(upsertChildRunSQL, args...)
 	case op.Diagnostic != nil:
 		args, err := appendDiagnosticArgs(sessionID, *op.Diagnostic)
 		if err != nil {
 			return err
 		}
-		facts.Queue(appendDiagnosticSQL, args...).Exec(func(pgconn.CommandTag) error { return nil })
+		facts.Queue(appendDiagnosticSQL, args...)
 	}
 	return nil
 }
