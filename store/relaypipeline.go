@@ -16,8 +16,9 @@ import (
 // statements: the lease and Session locks, a statement per fact, then the parts with
 // the cursor and the notification. Sent one by one (as GORM sends them), that is a
 // round trip each, begin and commit included (seven for a reply's start), with the
-// Session's row locked from the second to the last: under load every round trip waits for a core, and an input's receipt,
-// which takes the same row lock, waits behind all of them. pipelineRelayBatch sends
+// Session's row locked from the second to the last: under load every round trip waits
+// for a core, and an input's receipt, which takes the same row lock, waits behind all
+// of them. pipelineRelayBatch sends
 // them in three round trips on the connection's own pgx API: begin with the locks;
 // every fact and the parts at once (their seqs follow the output position the locks
 // returned); commit, or roll back when a statement failed or a fact named an unknown
@@ -25,10 +26,10 @@ import (
 //
 // Each fact is one statement that needs nothing read before it (a child run's parent
 // and a diagnostic's number are read inside it), so none waits on another's answer.
-// The statements are shared with the single-fact methods where there is one: positional ($1, $2, ...) SQL
-// constants with argument builders beside them. GORM passes such a statement and its
-// arguments through as they are, provided it holds no '@' (which would make GORM read
-// it as named arguments).
+// The statements are shared with the single-fact methods where there is one:
+// positional ($1, $2, ...) SQL constants with argument builders beside them. GORM
+// passes such a statement and its arguments through as they are, provided it holds no
+// '@' (which would make GORM read it as named arguments).
 
 // rollbackTimeout bounds the rollback of a batch that failed, which runs even when
 // the caller's context ended.
