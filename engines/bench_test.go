@@ -45,3 +45,16 @@ func BenchmarkFrameMarshalJSON(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkNewFrame builds a text delta with its provider metadata, as an adapter
+// builds most of the frames it translates.
+func BenchmarkNewFrame(b *testing.B) {
+	delta := engines.TextDeltaChunk{ID: "text-resp-0123456789", Delta: "one more chunk of a streamed reply, about sixty bytes",
+		ProviderMetadata: engines.ProviderMetadata{"scriptagent": {"at_us": 1764813600123456}}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := engines.NewFrame(delta); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

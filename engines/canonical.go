@@ -41,44 +41,9 @@ type objectMember struct {
 // escapes or invalid UTF-8 (which Frame.Type would decode); ok is false for anything
 // else, valid or not.
 func canonicalFast(data []byte) (out []byte, typ string, ok bool) {
-	i := skipSpace(data, 0)
-	if i >= len(data) || data[i] != '{' {
-		return nil, "", false
-	}
 	var stack [16]objectMember
-	members := stack[:0]
-	i = skipSpace(data, i+1)
-	if i < len(data) && data[i] == '}' {
-		return nil, "", false // no type
-	}
-	for {
-		if i >= len(data) || data[i] != '"' {
-			return nil, "", false
-		}
-		start := i + 1
-		end := bytes.IndexByte(data[start:], '"')
-		if end < 0 || !plainName(data[start:start+end]) {
-			return nil, "", false
-		}
-		i = start + end
-		name := data[start:i]
-		i = skipSpace(data, i+1)
-		if i >= len(data) || data[i] != ':' {
-			return nil, "", false
-		}
-		vstart := skipSpace(data, i+1)
-		end, found := valueEnd(data, vstart)
-		if !found {
-			return nil, "", false
-		}
-		members = append(members, objectMember{name: name, value: data[vstart:end]})
-		i = end
-		if data[i] == '}' {
-			break
-		}
-		i = skipSpace(data, i+1)
-	}
-	if skipSpace(data, i+1) != len(data) {
+	members, ok := plainMembers(data, stack[:0])
+	if !ok || len(members) == 0 {
 		return nil, "", false
 	}
 	slices.SortFunc(members, func(a, b objectMember) int {
@@ -116,6 +81,52 @@ func canonicalFast(data []byte) (out []byte, typ string, ok bool) {
 	}
 	buf.WriteByte('}')
 	return buf.Bytes(), string(t[1 : len(t)-1]), true
+}
+
+// plainMembers appends the members of the JSON object data to members, in the order
+// written, when every member name is plain (printable ASCII that json.Marshal would
+// not escape); ok is false for anything else. It finds each value's extent without
+// checking the value: callers compact it, or know it valid.
+func plainMembers(data []byte, members []objectMember) (_ []objectMember, ok bool) {
+	i := skipSpace(data, 0)
+	if i >= len(data) || data[i] != '{' {
+		return nil, false
+	}
+	i = skipSpace(data, i+1)
+	if i < len(data) && data[i] == '}' {
+		return members, skipSpace(data, i+1) == len(data)
+	}
+	for {
+		if i >= len(data) || data[i] != '"' {
+			return nil, false
+		}
+		start := i + 1
+		end := bytes.IndexByte(data[start:], '"')
+		if end < 0 || !plainName(data[start:start+end]) {
+			return nil, false
+		}
+		i = start + end
+		name := data[start:i]
+		i = skipSpace(data, i+1)
+		if i >= len(data) || data[i] != ':' {
+			return nil, false
+		}
+		vstart := skipSpace(data, i+1)
+		end, found := valueEnd(data, vstart)
+		if !found {
+			return nil, false
+		}
+		members = append(members, objectMember{name: name, value: data[vstart:end]})
+		i = end
+		if data[i] == '}' {
+			break
+		}
+		i = skipSpace(data, i+1)
+	}
+	if skipSpace(data, i+1) != len(data) {
+		return nil, false
+	}
+	return members, true
 }
 
 func skipSpace(data []byte, i int) int {
