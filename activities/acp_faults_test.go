@@ -25,8 +25,10 @@ func TestACPWorkerKilledWhileStreamingContinuesFromTheRecordedCursor(t *testing.
 			stopA := s.startWorker("host-a-" + uniq())
 			id := s.newSession()
 
-			const chunks = 30
-			in := s.send(id, devmodel.Directive("slow", "chunks", strconv.Itoa(chunks), "delay", "150ms"))
+			// Six seconds of reply: the worker is stopped once three chunks are recorded,
+			// and on two busy cores a Relay can trail its program by seconds.
+			const chunks = 60
+			in := s.send(id, devmodel.Directive("slow", "chunks", strconv.Itoa(chunks), "delay", "100ms"))
 			if tc.kind == acp.KindDeepSeekHarness {
 				_, err := model.WaitFor(s.ctx, func(r devmodel.Request) bool { return bytes.Contains(r.Body, []byte("script:slow")) })
 				require.NoError(t, err)
