@@ -52,8 +52,8 @@ type Settings struct {
 	IdleRelease time.Duration
 	// LeaseTTL is how long a Relay's reader lease lasts without renewal (default 30 s).
 	LeaseTTL time.Duration
-	// HeartbeatEvery is how often a Relay heartbeats and renews its lease while no
-	// event arrives (default 5 s).
+	// HeartbeatEvery is how often a Relay heartbeats while no event arrives, and how
+	// often the worker renews its Relays' leases (default 5 s).
 	HeartbeatEvery time.Duration
 	// MaxBatch bounds the events one Relay transaction records (default 64).
 	MaxBatch int
@@ -132,7 +132,9 @@ type Activities struct {
 	deps Deps
 	set  Settings
 	live *liveRegistry
-	log  *zap.Logger
+	// leases renews the reader leases of this worker's Relays.
+	leases *leaseKeeper
+	log    *zap.Logger
 	// metrics is Deps.Metrics, or a registry of the activities' own.
 	metrics *telemetry.Metrics
 }
@@ -155,7 +157,8 @@ func New(d Deps) (*Activities, error) {
 	if metrics == nil {
 		metrics = telemetry.NewMetrics(d.Logger)
 	}
-	return &Activities{deps: d, set: d.Settings.withDefaults(), live: newLiveRegistry(), log: d.Logger, metrics: metrics}, nil
+	set := d.Settings.withDefaults()
+	return &Activities{deps: d, set: set, live: newLiveRegistry(), leases: newLeaseKeeper(d.Store, set, d.Logger), log: d.Logger, metrics: metrics}, nil
 }
 
 // RegisterShared registers the activities any worker may run (shared task queue).

@@ -3,6 +3,7 @@ package activities_test
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -93,6 +94,36 @@ func TestWorkerKilledWhileStreamingContinuesFromTheRecordedCursor(t *testing.T) 
 	sess := s.session(id)
 	require.NotEqual(t, hostA, *sess.HostTaskQueue, "another worker holds the connection now")
 	require.Equal(t, int64(1), sess.RuntimeGeneration, "the same box and runtime: a lost connection is not a lost box")
+}
+
+// TestARelayWhoseLeaseIsTakenEndsAndTheSessionGoesOn: a reader lease taken from an
+// idle Session's Relay (as a new reader takes it) is noticed at the worker's next
+// renewal of its Relays' leases; that Relay ends, the workflow reconnects with a
+// Relay of its own, and the next message is answered once, in the same box.
+func TestARelayWhoseLeaseIsTakenEndsAndTheSessionGoesOn(t *testing.T) {
+	s := newStack(t)
+	s.startWorker("host-a-" + uniq())
+	id := s.newSession()
+	first := s.send(id, "quick")
+	s.waitEnded(id, "resp-"+first)
+	held, err := s.st.GetReaderLeaseBySession(s.ctx, id)
+	require.NoError(t, err)
+
+	taken, err := s.st.AcquireReaderLease(s.ctx, store.LeaseRequest{SessionID: id, Holder: "intruder", TTL: time.Hour, Steal: true})
+	require.NoError(t, err)
+	require.Greater(t, taken.Generation, held.Generation)
+	s.eventually("a Relay of the worker to hold the lease again", func() bool {
+		l, err := s.st.GetReaderLeaseBySession(s.ctx, id)
+		require.NoError(t, err)
+		return l.Generation > taken.Generation && l.Holder != "intruder"
+	})
+
+	next := s.send(id, "quick")
+	r := s.waitEnded(id, "resp-"+next)
+	require.Equal(t, store.OutcomeCompleted, *r.Outcome)
+	require.Equal(t, wantDeltas(3), s.deltas(id, "resp-"+next))
+	s.requireGaplessLog(id)
+	require.Equal(t, int64(1), s.session(id).RuntimeGeneration, "the same box and runtime")
 }
 
 func TestRemovedBoxFailsTheOpenResponseAndTheNextMessageResumesInANewBox(t *testing.T) {

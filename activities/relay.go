@@ -21,9 +21,10 @@ import (
 // of the worker holding the live connection. It takes the reader lease (fencing any
 // earlier reader), reads the runtime's events after the stored cursor and records
 // them (parts, responses, interactions, admissions, status) with the cursor in one
-// transaction per batch, fenced by its lease generation. It heartbeats its progress,
-// renews the lease, ends when its context is cancelled, and returns
-// RelayConnectionLost when the connection drops so the workflow can reconnect. A
+// transaction per batch, fenced by its lease generation. It heartbeats its progress
+// (its worker renews the leases of all its Relays at once), ends when its context is
+// cancelled, and returns RelayConnectionLost when the connection drops so the
+// workflow can reconnect. A
 // RuntimeCursorExpired is reconciled from the runtime's own State, as the engine
 // contract prescribes, and reading continues from the cursor State names, or from the
 // start of a runtime incarnation the platform has recorded nothing of.
@@ -61,6 +62,9 @@ type relayRun struct {
 	// which the heartbeat vouches for.
 	throughSeq atomic.Int64
 	alive      atomic.Int64
+	// leaseLost says why the lease is no longer this reader's (the worker's
+	// leaseKeeper renews it).
+	leaseLost <-chan error
 	// model is the model name this reader last recorded.
 	model string
 	// observed is the observation of the Session this reader last sent its workflow.
@@ -105,6 +109,9 @@ func (r *relayRun) run(ctx context.Context) (RelayResult, error) {
 		return RelayResult{}, err
 	}
 	r.alive.Store(time.Now().UnixNano())
+	lost, releaseLease := r.a.leases.hold(store.LeaseRef{SessionID: r.l.sessionID, Generation: r.lease}, &r.alive)
+	defer releaseLease()
+	r.leaseLost = lost
 	background, stopBackground := context.WithCancel(ctx)
 	var helpers sync.WaitGroup
 	defer func() {
@@ -180,13 +187,12 @@ func (r *relayRun) readFrom(ctx context.Context, cursor *engines.RuntimeCursor) 
 		case <-ctx.Done():
 			return nil
 		case <-tick.C:
-			if _, err := r.a.deps.Store.RenewReaderLease(ctx, r.l.sessionID, r.lease, r.a.set.LeaseTTL); err != nil {
-				if ctx.Err() != nil {
-					return nil
-				}
-				return fmt.Errorf("renew reader lease: %w", err)
-			}
 			r.alive.Store(time.Now().UnixNano())
+		case err := <-r.leaseLost:
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
 		case <-queue.ready:
 			// Everything queued is one batch, so one transaction records it all.
 			batch, done := queue.take()
@@ -239,8 +245,9 @@ func (r *relayRun) wakeObserver() { wake(r.observeNow) }
 // answer (with 100 Sessions a signal took 3.5 s and a heartbeat 0.5 s), and made from
 // the loop each held the Session's parts back behind it.
 //
-// Every HeartbeatEvery it heartbeats, while the loop has gone round lately (each batch
-// and each lease renewal), so a stuck loop still lets the heartbeat timeout fire.
+// Every HeartbeatEvery it heartbeats, while the loop has gone round lately (each batch,
+// and each interval while it waits), so a stuck loop still lets the heartbeat timeout
+// fire; the worker's leaseKeeper stops renewing that loop's lease the same way.
 //
 // An ask is answered observeEvery later, with the facts as they are then, and asks
 // made meanwhile join it: the workflow only shows the Session's state to operators,

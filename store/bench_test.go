@@ -194,3 +194,34 @@ func BenchmarkRelayBatchesOfATurn(b *testing.B) {
 	}
 	b.ReportMetric(float64(roundTrips)/float64(batches), "round-trips/batch")
 }
+
+// BenchmarkRenewReaderLeases renews the leases of 100 Sessions, one statement each as
+// every Relay renewed its own, and all in one as a worker's keeper renews them (an op
+// is one round of renewals).
+func BenchmarkRenewReaderLeases(b *testing.B) {
+	ctx := testutil.Context(b)
+	st, _ := testutil.NewDB(b)
+	refs := make([]store.LeaseRef, 100)
+	for i := range refs {
+		s, gen := benchSession(b, st)
+		refs[i] = store.LeaseRef{SessionID: s.ID, Generation: gen}
+	}
+	renew := func(b *testing.B, refs []store.LeaseRef) {
+		renewed, err := st.RenewReaderLeases(ctx, refs, time.Hour)
+		if err != nil || len(renewed) != len(refs) {
+			b.Fatalf("renewed %d of %d: %v", len(renewed), len(refs), err)
+		}
+	}
+	b.Run("each", func(b *testing.B) {
+		for b.Loop() {
+			for i := range refs {
+				renew(b, refs[i:i+1])
+			}
+		}
+	})
+	b.Run("together", func(b *testing.B) {
+		for b.Loop() {
+			renew(b, refs)
+		}
+	})
+}

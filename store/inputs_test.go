@@ -144,8 +144,9 @@ func TestAnInputIsLeftToTheRelayOnlyWhileItsLeaseListens(t *testing.T) {
 
 	require.NoError(t, store.ExecForTest(ctx, st, `UPDATE reader_leases SET expires_at = now() - interval '1 second' WHERE session_id = ?`, id))
 	require.False(t, listens(), "an expired lease's Relay may be dead")
-	_, err = st.RenewReaderLease(ctx, id, second, time.Minute)
+	renewed, err := st.RenewReaderLeases(ctx, []store.LeaseRef{{SessionID: id, Generation: second}}, time.Minute)
 	require.NoError(t, err)
+	require.Len(t, renewed, 1)
 	require.True(t, listens())
 
 	require.NoError(t, st.ClearInputsOnNotice(ctx, id, first))

@@ -50,20 +50,45 @@ func (s *Store) AcquireReaderLease(ctx context.Context, req LeaseRequest) (Reade
 	return leases[0], nil
 }
 
-// RenewReaderLease extends the lease of generation by ttl; a superseded generation
-// gets ErrLeaseLost.
-func (s *Store) RenewReaderLease(ctx context.Context, sessionID string, generation int64, ttl time.Duration) (ReaderLease, error) {
-	var leases []ReaderLease
-	res := s.conn(ctx).Model(&leases).Clauses(clause.Returning{}).
-		Where("session_id = ? AND generation = ?", sessionID, generation).
-		Update("expires_at", gormExpr("now() + make_interval(secs => ?)", ttl.Seconds()))
-	if res.Error != nil {
-		return ReaderLease{}, mapError("renew reader lease", res.Error)
+// LeaseRef names one generation of a Session's reader lease.
+type LeaseRef struct {
+	SessionID  string
+	Generation int64
+}
+
+// renewReaderLeasesSQL extends the leases whose generation is still the one named, in
+// one statement. It locks them in Session order, as the parts' group statement does,
+// so the two never wait on each other in a cycle (a single Session's writes lock one
+// lease).
+const renewReaderLeasesSQL = `
+WITH held AS (
+	SELECT l.session_id FROM reader_leases l
+	JOIN unnest(CAST($1 AS uuid[]), CAST($2 AS bigint[])) AS h(session_id, generation)
+		ON h.session_id = l.session_id AND h.generation = l.generation
+	ORDER BY l.session_id FOR UPDATE OF l
+)
+UPDATE reader_leases l SET expires_at = now() + make_interval(secs => $3)
+FROM held WHERE l.session_id = held.session_id
+RETURNING l.*`
+
+// RenewReaderLeases extends each named lease by ttl and returns the leases it renewed;
+// a lease left out was superseded (or is gone): its reader has lost it. A worker
+// renews every lease its Relays hold at once, so an idle Session's reader costs the
+// database no statement of its own.
+func (s *Store) RenewReaderLeases(ctx context.Context, refs []LeaseRef, ttl time.Duration) ([]ReaderLease, error) {
+	if len(refs) == 0 {
+		return nil, nil
 	}
-	if len(leases) == 0 {
-		return ReaderLease{}, fmt.Errorf("renew reader lease for session %s generation %d: %w", sessionID, generation, ErrLeaseLost)
+	ids := make([]string, len(refs))
+	generations := make([]int64, len(refs))
+	for i, r := range refs {
+		ids[i], generations[i] = r.SessionID, r.Generation
 	}
-	return leases[0], nil
+	var renewed []ReaderLease
+	if err := scanRaw(s.conn(ctx), &renewed, renewReaderLeasesSQL, ids, generations, ttl.Seconds()); err != nil {
+		return nil, mapError("renew reader leases", err)
+	}
+	return renewed, nil
 }
 
 // InLeaseTx runs fn in one transaction fenced by the reader's lease: it locks the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -46,18 +47,69 @@ func TestReaderLeaseAcquisition(t *testing.T) {
 	require.Equal(t, int64(3), stolen.Generation)
 	require.Equal(t, "host-b", stolen.Holder)
 
-	_, err = st.RenewReaderLease(ctx, f.session.ID, again.Generation, time.Minute)
-	require.ErrorIs(t, err, store.ErrLeaseLost)
-	renewed, err := st.RenewReaderLease(ctx, f.session.ID, stolen.Generation, time.Hour)
+	renewed, err := st.RenewReaderLeases(ctx, []store.LeaseRef{{SessionID: f.session.ID, Generation: again.Generation}}, time.Minute)
 	require.NoError(t, err)
-	require.True(t, renewed.ExpiresAt.After(stolen.ExpiresAt))
+	require.Empty(t, renewed, "a superseded generation is not renewed")
+	renewed, err = st.RenewReaderLeases(ctx, []store.LeaseRef{{SessionID: f.session.ID, Generation: stolen.Generation}}, time.Hour)
+	require.NoError(t, err)
+	require.Len(t, renewed, 1)
+	require.Equal(t, stolen.Generation, renewed[0].Generation)
+	require.True(t, renewed[0].ExpiresAt.After(stolen.ExpiresAt))
 
 	// An expired lease is free for anyone.
-	_, err = st.RenewReaderLease(ctx, f.session.ID, stolen.Generation, -time.Minute)
+	renewed, err = st.RenewReaderLeases(ctx, []store.LeaseRef{{SessionID: f.session.ID, Generation: stolen.Generation}}, -time.Minute)
 	require.NoError(t, err)
+	require.Len(t, renewed, 1)
 	c, err := st.AcquireReaderLease(ctx, store.LeaseRequest{SessionID: f.session.ID, Holder: "host-c", TTL: time.Minute})
 	require.NoError(t, err)
 	require.Equal(t, int64(4), c.Generation)
+}
+
+// TestReaderLeasesRenewTogether renews many Sessions' leases in one statement: each
+// one still held is extended, a superseded generation, a Session without a lease and
+// an unknown Session are left out, and nothing else changes.
+func TestReaderLeasesRenewTogether(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx, st := f.ctx, f.st
+
+	var held []store.ReaderLease
+	for range 3 {
+		sess, _, err := st.CreateSessionIdempotent(ctx, store.NewSession{UserID: f.user.ID, AgentID: f.agent.ID})
+		require.NoError(t, err)
+		l, err := st.AcquireReaderLease(ctx, store.LeaseRequest{SessionID: sess.ID, Holder: "host-a", TTL: time.Minute})
+		require.NoError(t, err)
+		held = append(held, l)
+	}
+	stolen, err := st.AcquireReaderLease(ctx, store.LeaseRequest{SessionID: held[1].SessionID, Holder: "host-b", TTL: time.Minute, Steal: true})
+	require.NoError(t, err)
+	unleased, _, err := st.CreateSessionIdempotent(ctx, store.NewSession{UserID: f.user.ID, AgentID: f.agent.ID})
+	require.NoError(t, err)
+
+	refs := []store.LeaseRef{{SessionID: unleased.ID, Generation: 1}, {SessionID: "00000000-0000-4000-8000-000000000000", Generation: 1}}
+	for _, l := range slices.Backward(held) {
+		refs = append(refs, store.LeaseRef{SessionID: l.SessionID, Generation: l.Generation})
+	}
+	renewed, err := st.RenewReaderLeases(ctx, refs, time.Hour)
+	require.NoError(t, err)
+	got := map[string]store.ReaderLease{}
+	for _, l := range renewed {
+		got[l.SessionID] = l
+	}
+	require.Len(t, got, 2)
+	for _, l := range []store.ReaderLease{held[0], held[2]} {
+		require.Equal(t, l.Generation, got[l.SessionID].Generation)
+		require.Equal(t, "host-a", got[l.SessionID].Holder)
+		require.True(t, got[l.SessionID].ExpiresAt.After(l.ExpiresAt.Add(50*time.Minute)), "extended by the ttl")
+	}
+	thief, err := st.GetReaderLeaseBySession(ctx, stolen.SessionID)
+	require.NoError(t, err)
+	require.Equal(t, stolen.Generation, thief.Generation)
+	require.True(t, thief.ExpiresAt.Equal(stolen.ExpiresAt), "the thief's lease is untouched")
+
+	renewed, err = st.RenewReaderLeases(ctx, nil, time.Minute)
+	require.NoError(t, err)
+	require.Empty(t, renewed)
 }
 
 func TestZombieReaderWritesNothing(t *testing.T) {
