@@ -33,6 +33,8 @@ type Backend struct {
 	// pidfds is whether the kernel gives processes pidfds: the box's processes'
 	// exits are then awaited without holding a thread each (procwait).
 	pidfds bool
+	// reaper waits for the boxes' and their forwarders' exits, all on one goroutine.
+	reaper procwait.Reaper
 
 	mu      sync.Mutex
 	boxes   map[string]*box

@@ -308,15 +308,14 @@ func (b *Backend) launch(ctx context.Context, x *box) (string, error) {
 	err = writeRecord(x.dir, x.rec)
 	x.mu.Unlock()
 	b.register(x)
-	// Waiting on the process alone lets the command (the box's whole argument list)
-	// go: the wait lasts the box's life. Its output goes to a file, so there is no
+	// Watching the process alone lets the command (the box's whole argument list)
+	// go: the watch lasts the box's life. Its output goes to a file, so there is no
 	// copying for Cmd.Wait to finish.
-	proc, fd := cmd.Process, *pidfd
-	go func() {
-		procwait.Exited(fd)
+	proc := cmd.Process
+	b.reaper.Watch(*pidfd, func() {
 		_, _ = proc.Wait()
 		b.onExit(x)
-	}()
+	})
 	if err != nil {
 		return "", err
 	}

@@ -126,11 +126,8 @@ func (b *Backend) launchForwarder(ctx context.Context, dir string, cfg egress.Fo
 	start, _ := procStart(pid)
 	// While this worker lives it reaps the forwarder; after, init does. Its stdin
 	// copy ends by itself once the settings are written.
-	proc, fd := cmd.Process, *pidfd
-	go func() {
-		procwait.Exited(fd)
-		_, _ = proc.Wait()
-	}()
+	proc := cmd.Process
+	b.reaper.Watch(*pidfd, func() { _, _ = proc.Wait() })
 
 	line := make(chan string, 1)
 	go func() {
