@@ -1,11 +1,8 @@
 package procwait
 
 import (
-	"io"
-	"os"
 	"os/exec"
 	"runtime"
-	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -15,12 +12,6 @@ import (
 
 	"github.com/astrabox/astrabox/internal/testutil/threads"
 )
-
-// exit is what a process's Wait returned.
-type exit struct {
-	state *os.ProcessState
-	err   error
-}
 
 // startChild starts sh with script and its pidfd.
 func startChild(t *testing.T, script string, pidfds bool) (*exec.Cmd, int) {
@@ -58,39 +49,16 @@ func TestReaperWaitsOnManyProcessesWithOneGoroutine(t *testing.T) {
 	var r Reaper
 	goroutinesBefore, threadsBefore := runtime.NumGoroutine(), threads.Count(t)
 	done := make(chan exit, children)
-	stdins := make([]io.Closer, 0, children)
-	t.Cleanup(func() {
-		for _, c := range stdins {
-			_ = c.Close()
-		}
-	})
-	for i := range children {
-		cmd := exec.Command("sh", "-c", "read line; exit "+strconv.Itoa(i%3))
-		stdin, err := cmd.StdinPipe()
-		require.NoError(t, err)
-		stdins = append(stdins, stdin)
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-		pidfd := OnStart(cmd, true)
-		require.NoError(t, cmd.Start())
-		require.GreaterOrEqual(t, *pidfd, 0, "Start opened a pidfd")
-		reaped(&r, cmd, *pidfd, done)
+	c := startReadingChildren(t, children)
+	for i, cmd := range c.cmds {
+		reaped(&r, cmd, c.pidfds[i], done)
 	}
 
 	require.Eventually(t, func() bool { return threads.ParkedOnPoller(t, "procwait.(*Reaper).run") == 1 }, 20*time.Second, 10*time.Millisecond,
 		"one goroutine waits, parked on the poller")
 	require.Less(t, runtime.NumGoroutine(), goroutinesBefore+5, "no goroutine per process")
 	require.Less(t, threads.Count(t), threadsBefore+children/2, "no thread per process")
-
-	for _, c := range stdins {
-		require.NoError(t, c.Close())
-	}
-	codes := map[int]int{}
-	for range children {
-		e := <-done
-		require.NoError(t, e.err)
-		codes[e.state.ExitCode()]++
-	}
-	require.Equal(t, map[int]int{0: 14, 1: 13, 2: 13}, codes, "each exit reaped its own child's status")
+	c.endAndRequireTheirStatus(t, done)
 	require.Eventually(t, r.idle, 10*time.Second, 10*time.Millisecond, "the reaper's goroutine and set are gone")
 }
 
