@@ -24,10 +24,10 @@ import (
 // transaction per batch, fenced by its lease generation. It heartbeats its progress
 // (its worker renews the leases of all its Relays at once), ends when its context is
 // cancelled, and returns RelayConnectionLost when the connection drops so the
-// workflow can reconnect. A
-// RuntimeCursorExpired is reconciled from the runtime's own State, as the engine
-// contract prescribes, and reading continues from the cursor State names, or from the
-// start of a runtime incarnation the platform has recorded nothing of.
+// workflow can reconnect. A RuntimeCursorExpired is reconciled from the runtime's own
+// State, as the engine contract prescribes, and reading continues from the cursor
+// State names, or from the start of a runtime incarnation the platform has recorded
+// nothing of.
 func (a *Activities) Relay(ctx context.Context, ref RuntimeRef) (RelayResult, error) {
 	l, err := a.live.get(ref.SessionID, ref.RuntimeGeneration)
 	if err != nil {
