@@ -27,9 +27,10 @@ type Reaper struct {
 }
 
 // Watch calls exited, on a goroutine of its own, once the process whose pidfd this is
-// has exited: the process's Wait (or its Cmd's) then reaps it at once. It owns pidfd.
-// With no pidfd (-1), or one the set refuses, exited runs at once, and the Wait in it
-// blocks as it always did.
+// has exited: a child's Wait (or its Cmd's) in exited then reaps it at once; another
+// process's pidfd (pidfd_open) only says it ended. It owns pidfd. With no pidfd (-1),
+// or one the set refuses, exited runs at once, and a child's Wait in it blocks as it
+// always did.
 func (r *Reaper) Watch(pidfd int, exited func()) {
 	if pidfd < 0 {
 		go exited()

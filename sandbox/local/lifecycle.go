@@ -88,10 +88,13 @@ func (b *Backend) watchAdopted(ctx context.Context, x *box) {
 	if err := b.startEgress(ctx, x); err != nil {
 		b.log.Warn("local sandbox: restart egress", zap.String("box", rec.ID), zap.Error(err))
 	}
-	go func() {
-		waitExit(rec.BwrapPID, rec.BwrapStart)
+	if fd, ok := pidfdOf(rec.BwrapPID, rec.BwrapStart); ok {
+		// Not this process's child (init reaps it): its pidfd says when it ends,
+		// watched with the boxes this backend made, on the reaper's one goroutine.
+		b.reaper.Watch(fd, func() { b.onExit(x) })
+	} else {
 		b.onExit(x)
-	}()
+	}
 	b.expireLater(x)
 }
 
@@ -122,17 +125,29 @@ func (b *Backend) expireLater(x *box) {
 	}()
 }
 
+// pidfdOf opens a pidfd for the process (pid, start), which need not be this
+// worker's child; ok is false when the process has ended, its pid reused before the
+// pidfd was opened included.
+func pidfdOf(pid int, start uint64) (fd int, ok bool) {
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return -1, false
+	}
+	if !alive(pid, start) {
+		_ = unix.Close(fd)
+		return -1, false
+	}
+	return fd, true
+}
+
 // waitExit blocks until the process (pid, start) has exited. It works for
 // processes this worker did not start, through a pidfd.
 func waitExit(pid int, start uint64) {
-	fd, err := unix.PidfdOpen(pid, 0)
-	if err != nil {
+	fd, ok := pidfdOf(pid, start)
+	if !ok {
 		return
 	}
 	defer unix.Close(fd)
-	if !alive(pid, start) {
-		return // the pid was reused before the pidfd was opened
-	}
 	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
 	for {
 		if _, err := unix.Poll(fds, -1); err == nil || !errors.Is(err, unix.EINTR) {
