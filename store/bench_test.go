@@ -195,9 +195,9 @@ func BenchmarkRelayBatchesOfATurn(b *testing.B) {
 	b.ReportMetric(float64(roundTrips)/float64(batches), "round-trips/batch")
 }
 
-// BenchmarkRenewReaderLeases renews the leases of 100 Sessions, one statement each as
-// every Relay renewed its own, and all in one as a worker's keeper renews them (an op
-// is one round of renewals).
+// BenchmarkRenewReaderLeases renews the leases of 100 Sessions, one statement each (the
+// same statement with one lease, as every Relay renewed its own) and all in one, as a
+// worker's keeper renews them (an op is one round of renewals).
 func BenchmarkRenewReaderLeases(b *testing.B) {
 	ctx := testutil.Context(b)
 	st, _ := testutil.NewDB(b)
