@@ -17,8 +17,9 @@ func newBenchCommand() *cobra.Command {
 		Long: `bench starts PostgreSQL, the Temporal dev server and separate API and worker
 processes running real boxes with the scripted Agent program, drives them only
 through the public API (Sessions, inputs whose replies stream deltas, SSE
-followers), measures the floors of this machine in the same run, prints one table
-and stops everything it started. It needs the checkout (make deps).`,
+followers) and, in a last phase, Sessions of the real Claude Code, measures
+the floors of this machine in the same run, prints one table and stops
+everything it started. It needs the checkout (make deps).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log, err := zap.NewDevelopment(zap.IncreaseLevel(zap.InfoLevel))
@@ -41,6 +42,7 @@ and stops everything it started. It needs the checkout (make deps).`,
 	f.StringVar(&opts.ProfileDir, "profile-dir", "", "save CPU and allocation profiles of the API and worker taken in the largest phase here")
 	f.IntVar(&opts.ProfileSeconds, "profile-seconds", 15, "length of the CPU profiles")
 	f.DurationVar(&opts.IdleRelease, "idle-release", 45*time.Second, "the worker's sandbox.idle_release; each phase waits for every box's release and measures a released Session (outlast the slowest cold start)")
+	f.IntVar(&opts.ClaudeSessions, "claude-sessions", 20, "Sessions of the real Claude Code whose time to first part is measured beside the program's own (0: none)")
 	f.IntVar(&opts.Replicas, "replicas", 1, "API and worker processes each (1 or 2; with 2, Sessions are spread over both, and a last phase kills a worker mid-reply)")
 	return cmd
 }

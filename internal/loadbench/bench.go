@@ -1,10 +1,11 @@
 // Package loadbench is the platform's load generator (`astrabox bench`): it starts
 // the whole stack as separate processes (PostgreSQL, the Temporal dev server, API
-// and worker processes running real boxes with the scripted Agent program), drives
-// it only through the public API (Sessions, inputs whose replies stream deltas, SSE
-// followers) and reports each figure beside a floor measured in the same run on the
-// same machine: what the programs emit read directly, PostgreSQL's own insert rate
-// for part-sized rows, and a bare HTTP handler doing the receipt's single INSERT.
+// and worker processes running real boxes with the scripted Agent program and the
+// real Claude Code), drives it only through the public API (Sessions, inputs whose
+// replies stream deltas, SSE followers) and reports each figure beside a floor
+// measured in the same run on the same machine: what the programs emit read
+// directly, PostgreSQL's own insert rate for part-sized rows, and a bare HTTP
+// handler doing the receipt's single INSERT.
 // Everything it starts is stopped at the end, and a process left behind fails the
 // run.
 package loadbench
@@ -64,6 +65,10 @@ type Options struct {
 	// Sessions alternate between the APIs and Temporal spreads them over the workers,
 	// and a last phase kills one worker mid-reply (workerStop).
 	Replicas int
+	// ClaudeSessions, when positive, adds a phase of that many Sessions of the real
+	// Claude Code (the pinned release, against the stack's scripted model server)
+	// whose time to first part is measured beside the same program run directly.
+	ClaudeSessions int
 	// IdleRelease is the worker's sandbox.idle_release: how long a Session stays
 	// idle before its box is released. Each phase waits for every release after its
 	// idle figures and measures what a released Session still costs the worker. It
@@ -190,7 +195,7 @@ func Run(ctx context.Context, opts Options, out io.Writer) (err error) {
 		return err
 	}
 	b := &bench{opts: opts, log: log, stack: stack, api: newAPIClient(stack.APIURL(), stack.Token()),
-		workerDebug: []string{"http://" + debugAddr["worker"]}, apiDebug: "http://" + debugAddr["serve"], binary: binary}
+		workerDebug: []string{"http://" + debugAddr["worker"]}, apiDebug: "http://" + debugAddr["serve"], binary: binary, root: root}
 	b.apis = []*apiClient{b.api}
 	if opts.Replicas == 2 {
 		if err := stack.StartExtra("worker", "worker-2", []string{"ASTRABOX_DEBUG_PPROF_ADDR=" + debugAddr["worker-2"]}); err != nil {
@@ -210,7 +215,8 @@ func Run(ctx context.Context, opts Options, out io.Writer) (err error) {
 	}
 	var rep Report
 	floorFirst, floorCount := slot.floor()
-	floorOpts := local.Options{StateDir: filepath.Join(binDir, "floor"), UIDFirst: floorFirst, UIDCount: floorCount, RunnerPath: stack.RunnerPath(), Logger: log.Named("floor")}
+	floorOpts := local.Options{StateDir: filepath.Join(binDir, "floor"), UIDFirst: floorFirst, UIDCount: floorCount, RunnerPath: stack.RunnerPath(),
+		Egress: floorEgress(stack.Model().URL()), Logger: log.Named("floor")}
 	if err := os.MkdirAll(floorOpts.StateDir, 0o755); err != nil {
 		return fmt.Errorf("program floor folder: %w", err)
 	}
@@ -226,6 +232,13 @@ func Run(ctx context.Context, opts Options, out io.Writer) (err error) {
 		}
 		rep.Rows = append(rep.Rows, rows...)
 		rep.CPU = append(rep.CPU, cpu)
+	}
+	if opts.ClaudeSessions > 0 {
+		rows, err := b.claudePhase(ctx, opts.ClaudeSessions, floorOpts)
+		if err != nil {
+			return fmt.Errorf("Claude Code phase of %d Sessions: %w", opts.ClaudeSessions, err)
+		}
+		rep.Rows = append(rep.Rows, rows...)
 	}
 	if opts.Replicas == 2 {
 		// Last: it kills a worker, whose figures the phases read.

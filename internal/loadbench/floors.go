@@ -8,10 +8,13 @@ import (
 	"iter"
 	"net"
 	"net/http"
+	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/zap"
@@ -19,13 +22,17 @@ import (
 
 	"github.com/astrabox/astrabox/activities"
 	"github.com/astrabox/astrabox/engines"
+	"github.com/astrabox/astrabox/engines/claude"
+	"github.com/astrabox/astrabox/internal/agentbin"
 	"github.com/astrabox/astrabox/internal/scriptengine"
+	"github.com/astrabox/astrabox/sandbox"
+	"github.com/astrabox/astrabox/sandbox/egress"
 	"github.com/astrabox/astrabox/sandbox/enginebox"
 	"github.com/astrabox/astrabox/sandbox/local"
 	"github.com/astrabox/astrabox/store"
 )
 
-// programFloor is what the scripted programs emit, read directly from their boxes.
+// programFloor is what an Agent program emits, read directly from its boxes.
 type programFloor struct {
 	// rate is text deltas per second across every box.
 	rate float64
@@ -33,51 +40,96 @@ type programFloor struct {
 	firstOutput samples
 }
 
+// floorProgram is an Agent program as the program floor runs it: its adapter and
+// the box spec the worker would give it (activities.DefaultSpec, the program's
+// install bound in, the model service reached through the box's egress).
+type floorProgram struct {
+	adapter engines.EngineAdapter
+	spec    sandbox.Spec
+}
+
+// scriptedFloorProgram is the scripted program built at binary.
+func scriptedFloorProgram(binary string) (floorProgram, error) {
+	adapter := &scriptengine.Adapter{BinaryPath: scriptedMount + "/scriptagent"}
+	spec, err := activities.DefaultSpec(store.RuntimeProfile{ID: "program-floor", EngineKind: scriptengine.Kind, SandboxBackend: store.SandboxLocal},
+		store.Agent{ID: "program-floor", EngineKind: scriptengine.Kind}, adapter)
+	if err != nil {
+		return floorProgram{}, err
+	}
+	spec.Mounts = append(spec.Mounts, scriptedMountOf(binary))
+	return floorProgram{adapter: adapter, spec: spec}, nil
+}
+
+// claudeMount is where the platform binds the pinned Claude Code in its boxes.
+const claudeMount = "/opt/astrabox/claude"
+
+// claudeFloorProgram is the pinned Claude Code of the checkout at root, as the
+// worker runs it: the floor's backend routes the box's model forward to the
+// stack's scripted model server (floorEgress).
+func claudeFloorProgram(root string) (floorProgram, error) {
+	prog, err := agentbin.Locate(root, agentbin.Claude)
+	if err != nil {
+		return floorProgram{}, err
+	}
+	rel, err := filepath.Rel(prog.Dir, prog.Command[0])
+	if err != nil {
+		return floorProgram{}, err
+	}
+	adapter := claude.NewAdapter(claude.Config{Command: append([]string{filepath.Join(claudeMount, rel)}, prog.Command[1:]...)})
+	spec, err := activities.DefaultSpec(store.RuntimeProfile{ID: "program-floor-claude", EngineKind: claude.EngineKind, SandboxBackend: store.SandboxLocal},
+		store.Agent{ID: "program-floor-claude", EngineKind: claude.EngineKind}, adapter)
+	if err != nil {
+		return floorProgram{}, err
+	}
+	spec.Mounts = append(spec.Mounts, sandbox.Mount{Source: prog.Dir, Target: claudeMount})
+	activities.AddModelEgress(&spec, adapter.SandboxRequest())
+	return floorProgram{adapter: adapter, spec: spec}, nil
+}
+
+// floorEgress routes the floor boxes' model forward to the model server at url,
+// with the placeholder key the scripted model server accepts, as the worker's
+// egress does.
+func floorEgress(url string) map[string]egress.Route {
+	return map[string]egress.Route{activities.ModelForwardName: {Upstream: url, Headers: map[string]string{"x-api-key": activities.ModelPlaceholderKey}}}
+}
+
 // floorBoxes are boxes of the program floor's own local backend, made like the
 // worker makes a Session's box, each with its program running.
 type floorBoxes struct {
 	backend *local.Backend
 	ids     []string
-	clients []*scriptengine.Client
+	clients []engines.RuntimeClient
 }
 
-// startFloorBoxes makes n boxes with the scripted program, as the platform does
-// (activities.DefaultSpec with the program's install bound in).
-func startFloorBoxes(ctx context.Context, n int, opts local.Options, binary string, log *zap.Logger) (_ *floorBoxes, err error) {
+// startFloorBoxes makes n boxes running prog, as the platform does.
+func startFloorBoxes(ctx context.Context, n int, opts local.Options, prog floorProgram, log *zap.Logger) (_ *floorBoxes, err error) {
 	backend, err := local.New(ctx, opts)
 	if err != nil {
 		return nil, fmt.Errorf("program floor backend: %w", err)
 	}
-	fb := &floorBoxes{backend: backend, clients: make([]*scriptengine.Client, n), ids: make([]string, n)}
+	fb := &floorBoxes{backend: backend, clients: make([]engines.RuntimeClient, n), ids: make([]string, n)}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, fb.close(context.WithoutCancel(ctx)))
 		}
 	}()
-	adapter := &scriptengine.Adapter{BinaryPath: scriptedMount + "/scriptagent"}
-	spec, err := activities.DefaultSpec(store.RuntimeProfile{ID: "program-floor", EngineKind: scriptengine.Kind, SandboxBackend: store.SandboxLocal},
-		store.Agent{ID: "program-floor", EngineKind: scriptengine.Kind}, adapter)
-	if err != nil {
-		return nil, err
-	}
-	spec.Mounts = append(spec.Mounts, scriptedMountOf(binary))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(8)
 	var mu sync.Mutex
 	for i := range n {
 		g.Go(func() error {
-			h, err := backend.Create(gctx, spec)
+			h, err := backend.Create(gctx, prog.spec)
 			if err != nil {
 				return fmt.Errorf("program floor box: %w", err)
 			}
 			mu.Lock()
 			fb.ids[i] = h.ID()
 			mu.Unlock()
-			rt, err := adapter.ActivateRuntime(gctx, engines.EngineStartupContext{SessionID: fmt.Sprintf("floor-%d", i), SessionKind: engines.SessionKindAgentChat, SandboxID: h.ID()}, enginebox.New(h))
+			rt, err := prog.adapter.ActivateRuntime(gctx, engines.EngineStartupContext{SessionID: uuid.NewString(), SessionKind: engines.SessionKindAgentChat, SandboxID: h.ID()}, enginebox.New(h))
 			if err != nil {
 				return fmt.Errorf("program floor runtime: %w", err)
 			}
-			fb.clients[i] = rt.EngineClient.(*scriptengine.Client)
+			fb.clients[i] = rt.EngineClient
 			return nil
 		})
 	}
@@ -102,9 +154,26 @@ func (fb *floorBoxes) close(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// run has every program answer turns inputs of deltas deltas each, gap apart, one
-// turn after the other, read by a consumer that does nothing with the events.
-func (fb *floorBoxes) run(ctx context.Context, turns, deltas int, gap time.Duration) (programFloor, error) {
+// run has every program answer warm (unmeasured: a program's first input can
+// wait for its start-up, as a Session's first input does in the platform's phase),
+// then turns inputs of text, one turn after the other, read by a consumer that does
+// nothing with the events.
+func (fb *floorBoxes) run(ctx context.Context, warm string, turns int, text string) (programFloor, error) {
+	readers := make([]*floorReader, len(fb.clients))
+	for i, c := range fb.clients {
+		readCtx, cancel := context.WithCancel(ctx)
+		next, stop := iter.Pull2(c.Events(readCtx, nil))
+		readers[i] = &floorReader{client: c, next: next}
+		defer cancel()
+		defer stop()
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	for _, r := range readers {
+		g.Go(func() error { return r.answer(gctx, warm, func(time.Duration) {}, func() {}) })
+	}
+	if err := g.Wait(); err != nil {
+		return programFloor{}, err
+	}
 	var (
 		mu       sync.Mutex
 		first    samples
@@ -112,49 +181,22 @@ func (fb *floorBoxes) run(ctx context.Context, turns, deltas int, gap time.Durat
 		start    = time.Now()
 		lastSeen atomic.Int64
 	)
-	g, gctx := errgroup.WithContext(ctx)
-	for i, c := range fb.clients {
+	onFirst := func(d time.Duration) {
+		mu.Lock()
+		first = append(first, d)
+		mu.Unlock()
+	}
+	onDelta := func() {
+		total.Add(1)
+		lastSeen.Store(time.Now().UnixNano())
+	}
+	g, gctx = errgroup.WithContext(ctx)
+	for _, r := range readers {
 		g.Go(func() error {
-			readCtx, cancel := context.WithCancel(gctx)
-			defer cancel()
-			events := c.Events(readCtx, nil)
-			next, stop := iter.Pull2(events)
-			defer stop()
-			for turn := range turns {
-				inputID := fmt.Sprintf("floor-%d-%d", i, turn)
-				sent := time.Now()
-				if err := c.Submit(gctx, engines.RuntimeInput{InputID: inputID, Content: []engines.InputContent{{Type: engines.InputText, Text: fmt.Sprintf("slow:%d:%d", deltas, gap.Milliseconds())}}}); err != nil {
-					return fmt.Errorf("program floor submit: %w", err)
+			for range turns {
+				if err := r.answer(gctx, text, onFirst, onDelta); err != nil {
+					return err
 				}
-				seenFirst := false
-				for {
-					ev, err, ok := next()
-					if !ok {
-						return errors.New("program floor: the program's output ended")
-					}
-					if err != nil {
-						return fmt.Errorf("program floor read: %w", err)
-					}
-					switch e := ev.(type) {
-					case engines.ResponseStarted:
-						if e.ResponseID == "resp-"+inputID && !seenFirst {
-							seenFirst = true
-							mu.Lock()
-							first = append(first, time.Since(sent))
-							mu.Unlock()
-						}
-					case engines.ResponseOutput:
-						if e.ResponseID == "resp-"+inputID && isTextDelta(e.Frame) {
-							total.Add(1)
-							lastSeen.Store(time.Now().UnixNano())
-						}
-					case engines.ResponseEnded:
-						if e.ResponseID == "resp-"+inputID {
-							goto ended
-						}
-					}
-				}
-			ended:
 			}
 			return nil
 		})
@@ -164,6 +206,48 @@ func (fb *floorBoxes) run(ctx context.Context, turns, deltas int, gap time.Durat
 	}
 	elapsed := time.Unix(0, lastSeen.Load()).Sub(start)
 	return programFloor{rate: float64(total.Load()) / elapsed.Seconds(), firstOutput: first}, nil
+}
+
+// floorReader is one floor box's program and the reader of its events.
+type floorReader struct {
+	client engines.RuntimeClient
+	next   func() (engines.Event, error, bool)
+}
+
+// answer submits an input of text and reads the program's events to the end of its
+// response, which is the input's once its ResponseStarted names the input: it calls
+// first with the time from submit to that event, and delta at each text delta.
+func (r *floorReader) answer(ctx context.Context, text string, first func(time.Duration), delta func()) error {
+	inputID := uuid.NewString()
+	sent := time.Now()
+	if err := r.client.Submit(ctx, engines.TextInput(inputID, text)); err != nil {
+		return fmt.Errorf("program floor submit: %w", err)
+	}
+	responseID := ""
+	for {
+		ev, err, ok := r.next()
+		if !ok {
+			return errors.New("program floor: the program's output ended")
+		}
+		if err != nil {
+			return fmt.Errorf("program floor read: %w", err)
+		}
+		switch e := ev.(type) {
+		case engines.ResponseStarted:
+			if responseID == "" && slices.Contains(e.InputIDs, inputID) {
+				responseID = e.ResponseID
+				first(time.Since(sent))
+			}
+		case engines.ResponseOutput:
+			if responseID != "" && e.ResponseID == responseID && isTextDelta(e.Frame) {
+				delta()
+			}
+		case engines.ResponseEnded:
+			if responseID != "" && e.ResponseID == responseID {
+				return nil
+			}
+		}
+	}
 }
 
 func isTextDelta(f engines.Frame) bool {

@@ -14,13 +14,15 @@ import (
 	"github.com/astrabox/astrabox/sandbox/local/localtest"
 )
 
-// TestSmoke runs the load generator at its smallest (two Sessions, one measured
-// reply of a few deltas) and checks that it measured every figure and its floors
-// and stopped everything it started (Run fails when a process is left behind).
+// TestSmoke runs the load generator at its smallest (two Sessions of the scripted
+// program and two of the real Claude Code, one measured reply of a few deltas) and
+// checks that it measured every figure and its floors and stopped everything it
+// started (Run fails when a process is left behind).
 func TestSmoke(t *testing.T) {
-	table := runSmall(t, loadbench.Options{Sessions: []int{2}})
+	table := runSmall(t, loadbench.Options{Sessions: []int{2}, ClaudeSessions: 2})
 	for _, figure := range []string{"durable parts/s @2", "event-to-part @2", "input receipt @2", "time to first part @2",
-		"commit-to-SSE @2 x2", "worker heap/idle Session @2", "worker heap/released Session @2", "history events/turn @2"} {
+		"commit-to-SSE @2 x2", "worker heap/idle Session @2", "worker heap/released Session @2", "history events/turn @2",
+		"time to first part (Claude Code) @2", "cold start (box + runtime) (Claude Code) @2"} {
 		line := lineOf(table, figure)
 		require.NotEmpty(t, line, "the table has %q:\n%s", figure, table)
 		assert.NotContains(t, line, " 0.0 ms", "a measured figure is never zero: %s", line)
@@ -31,6 +33,8 @@ func TestSmoke(t *testing.T) {
 		"a live Session holds goroutines in the worker (its Relay's at least)")
 	assert.Regexp(t, `^worker heap/released Session @2 +~0 \(live <= 10 KiB\) +-?[0-9]+ KiB \(live -?[0-9]+ KiB, -?[0-9.]+ goroutines\)`,
 		lineOf(table, "worker heap/released Session @2"), "every box was released after sandbox.idle_release and the worker measured then")
+	assert.Regexp(t, `^time to first part \(Claude Code\) @2 +p99 - floor <= 50 ms +[0-9.]+ ms +[0-9.]+ ms +[0-9.]+ ms +[0-9.]+ `,
+		lineOf(table, "time to first part (Claude Code) @2"), "Claude Code's own time to first output is the floor, measured in the same run")
 	assert.Contains(t, table, "machine load: loadavg")
 	assert.Contains(t, table, "cores used during the measured turns @2: boxes ", "the cores each part of the machine used are reported")
 	assert.Contains(t, table, "cores used by the program floor @2: boxes ", "the cores the program floor used are reported")

@@ -33,9 +33,11 @@ type bench struct {
 	stack *faultstack.Stack
 	api   *apiClient
 	// apis are the API processes' clients; Session i is driven through apis[i%len].
-	apis        []*apiClient
-	agentID     string
-	binary      string
+	apis    []*apiClient
+	agentID string
+	binary  string
+	// root is the checkout, whose tools hold the pinned Agent programs.
+	root        string
 	workerDebug []string
 	apiDebug    string
 }
@@ -129,12 +131,16 @@ func (b *bench) phase(ctx context.Context, n int, durable float64, floorOpts loc
 	tag := fmt.Sprintf("@%d", n)
 	b.log.Info("phase", zap.Int("sessions", n), zap.Int("followers", followers))
 
-	fb, err := startFloorBoxes(ctx, n, floorOpts, b.binary, b.log.Named("floor"))
+	scripted, err := scriptedFloorProgram(b.binary)
+	if err != nil {
+		return nil, "", err
+	}
+	fb, err := startFloorBoxes(ctx, n, floorOpts, scripted, b.log.Named("floor"))
 	if err != nil {
 		return nil, "", err
 	}
 	floorCPU := takeCPU()
-	prog, err := fb.run(ctx, o.Turns, o.Deltas, o.Gap)
+	prog, err := fb.run(ctx, "quick", o.Turns, scriptedReply(o))
 	floorCores := takeCPU().coresSince(floorCPU)
 	if cerr := fb.close(context.WithoutCancel(ctx)); err == nil {
 		err = cerr
@@ -147,11 +153,11 @@ func (b *bench) phase(ctx context.Context, n int, durable float64, floorOpts loc
 		return nil, "", err
 	}
 
-	sessions, err := b.newSessions(ctx, n, fmt.Sprintf("bench-%d", n))
+	sessions, err := b.newSessions(ctx, b.agentID, n, fmt.Sprintf("bench-%d", n))
 	if err != nil {
 		return nil, "", err
 	}
-	cold, err := b.warm(ctx, sessions)
+	cold, err := b.warm(ctx, sessions, "quick")
 	if err != nil {
 		return nil, "", err
 	}
@@ -168,29 +174,10 @@ func (b *bench) phase(ctx context.Context, n int, durable float64, floorOpts loc
 			})
 		}
 	}
-	var mu sync.Mutex
-	var receipts, firsts samples
-	arrivals := map[string][]map[int64]time.Time{}
 	cpuBefore := takeCPU()
 	start := time.Now()
-	g, gctx := errgroup.WithContext(ctx)
-	for _, s := range sessions {
-		g.Go(func() error {
-			for t := range o.Turns {
-				r, err := b.turn(gctx, s, followers, fmt.Sprintf("slow:%d:%d", o.Deltas, o.Gap.Milliseconds()), fmt.Sprintf("m%d", t))
-				if err != nil {
-					return err
-				}
-				mu.Lock()
-				receipts = append(receipts, r.receipt)
-				firsts = append(firsts, r.firstPart)
-				arrivals[s.id] = append(arrivals[s.id], r.arrivals...)
-				mu.Unlock()
-			}
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
+	receipts, firsts, arrivals, err := b.measuredTurns(ctx, sessions, followers, scriptedReply(o))
+	if err != nil {
 		return nil, "", err
 	}
 	streamedFor := time.Since(start)
@@ -313,9 +300,9 @@ func (b *bench) phase(ctx context.Context, n int, durable float64, floorOpts loc
 		tag, cpuLine(cores), numCPU(), tag, cpuLine(floorCores), numCPU()), nil
 }
 
-// newSessions creates n Sessions of the scripted Agent, alternating between the
-// APIs; key prefixes their idempotency keys, so each set is new.
-func (b *bench) newSessions(ctx context.Context, n int, key string) ([]*session, error) {
+// newSessions creates n Sessions of the Agent, alternating between the APIs; key
+// prefixes their idempotency keys, so each set is new.
+func (b *bench) newSessions(ctx context.Context, agentID string, n int, key string) ([]*session, error) {
 	sessions := make([]*session, n)
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(16)
@@ -324,7 +311,7 @@ func (b *bench) newSessions(ctx context.Context, n int, key string) ([]*session,
 			var out struct {
 				SessionID string `json:"session_id"`
 			}
-			if err := b.api.callWith(gctx, http.MethodPost, "/agents/"+b.agentID+"/conversations", map[string]string{"Idempotency-Key": fmt.Sprintf("%s-%d", key, i)}, struct{}{}, &out); err != nil {
+			if err := b.api.callWith(gctx, http.MethodPost, "/agents/"+agentID+"/conversations", map[string]string{"Idempotency-Key": fmt.Sprintf("%s-%d", key, i)}, struct{}{}, &out); err != nil {
 				return err
 			}
 			sessions[i] = &session{id: out.SessionID, api: b.apis[i%len(b.apis)]}
@@ -334,15 +321,15 @@ func (b *bench) newSessions(ctx context.Context, n int, key string) ([]*session,
 	return sessions, g.Wait()
 }
 
-// warm sends each Session its first input, which starts its box, and returns the
-// times to their first parts: the cold starts.
-func (b *bench) warm(ctx context.Context, sessions []*session) (samples, error) {
+// warm sends each Session its first input, text, which starts its box, and returns
+// the times to their first parts: the cold starts.
+func (b *bench) warm(ctx context.Context, sessions []*session, text string) (samples, error) {
 	var mu sync.Mutex
 	var cold samples
 	g, gctx := errgroup.WithContext(ctx)
 	for _, s := range sessions {
 		g.Go(func() error {
-			r, err := b.turn(gctx, s, 1, "quick", "warm")
+			r, err := b.turn(gctx, s, 1, text, "warm")
 			if err != nil {
 				return err
 			}
@@ -353,6 +340,41 @@ func (b *bench) warm(ctx context.Context, sessions []*session) (samples, error) 
 		})
 	}
 	return cold, g.Wait()
+}
+
+// measuredTurns has every Session send the bench's turns of text, one after the
+// other, with followers streams open for each, and returns their receipts, times to
+// first part and each Session's part arrivals.
+func (b *bench) measuredTurns(ctx context.Context, sessions []*session, followers int, text string) (receipts, firsts samples, arrivals map[string][]map[int64]time.Time, err error) {
+	var mu sync.Mutex
+	arrivals = map[string][]map[int64]time.Time{}
+	g, gctx := errgroup.WithContext(ctx)
+	for _, s := range sessions {
+		g.Go(func() error {
+			for t := range b.opts.Turns {
+				r, err := b.turn(gctx, s, followers, text, fmt.Sprintf("m%d", t))
+				if err != nil {
+					return err
+				}
+				mu.Lock()
+				receipts = append(receipts, r.receipt)
+				firsts = append(firsts, r.firstPart)
+				arrivals[s.id] = append(arrivals[s.id], r.arrivals...)
+				mu.Unlock()
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, nil, nil, err
+	}
+	return receipts, firsts, arrivals, nil
+}
+
+// scriptedReply is the input whose reply the scripted program streams as the
+// bench's deltas, Gap apart.
+func scriptedReply(o Options) string {
+	return fmt.Sprintf("slow:%d:%d", o.Deltas, o.Gap.Milliseconds())
 }
 
 // partFigures reads the measured parts' rows and compares them with what the

@@ -37,11 +37,11 @@ func (b *bench) workerStop(ctx context.Context, n int) ([]Row, error) {
 	tag := fmt.Sprintf("@%d", n)
 	followers := max(1, min(b.opts.Followers, b.opts.MaxStreams/n))
 	b.log.Info("worker stop", zap.Int("sessions", n), zap.Int("followers", followers))
-	sessions, err := b.newSessions(ctx, n, fmt.Sprintf("stop-%d", n))
+	sessions, err := b.newSessions(ctx, b.agentID, n, fmt.Sprintf("stop-%d", n))
 	if err != nil {
 		return nil, err
 	}
-	if _, err := b.warm(ctx, sessions); err != nil {
+	if _, err := b.warm(ctx, sessions, "quick"); err != nil {
 		return nil, err
 	}
 	conn, err := pgx.Connect(ctx, b.stack.DSN())
