@@ -234,11 +234,12 @@ func Run(ctx context.Context, opts Options, out io.Writer) (err error) {
 		rep.CPU = append(rep.CPU, cpu)
 	}
 	if opts.ClaudeSessions > 0 {
-		rows, err := b.claudePhase(ctx, opts.ClaudeSessions, floorOpts)
+		rows, cpu, err := b.claudePhase(ctx, opts.ClaudeSessions, floorOpts)
 		if err != nil {
 			return fmt.Errorf("Claude Code phase of %d Sessions: %w", opts.ClaudeSessions, err)
 		}
 		rep.Rows = append(rep.Rows, rows...)
+		rep.CPU = append(rep.CPU, cpu)
 	}
 	if opts.Replicas == 2 {
 		// Last: it kills a worker, whose figures the phases read.

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -25,8 +26,9 @@ type cpuSnapshot struct {
 }
 
 // takeCPU reads every process's CPU time and sums it by part: the boxes (runner,
-// bwrap and the programs in them), the API and worker processes, PostgreSQL, the
-// Temporal dev server and this load generator (self).
+// bwrap and the programs in them, whatever their names: a process of a box account),
+// the API and worker processes, PostgreSQL, the Temporal dev server and this load
+// generator (self).
 func takeCPU() cpuSnapshot {
 	snap := cpuSnapshot{at: time.Now(), procs: map[int]procCPU{}}
 	self := os.Getpid()
@@ -40,7 +42,7 @@ func takeCPU() cpuSnapshot {
 		if !ok {
 			continue
 		}
-		if part := partOf(pid, self, comm, dir); part != "" {
+		if part := partOf(pid, self, comm, dir, ownerOf(dir)); part != "" {
 			snap.procs[pid] = procCPU{part: part, ticks: ticks}
 		}
 	}
@@ -77,10 +79,32 @@ func procTicks(dir string) (string, uint64, bool) {
 	return string(raw[open+1 : end]), utime + stime, true
 }
 
-func partOf(pid, self int, comm, dir string) string {
+// ownerOf is the uid a process runs as (its /proc folder's owner), -1 when it is
+// gone.
+func ownerOf(dir string) int {
+	info, err := os.Stat(dir)
+	if err != nil {
+		return -1
+	}
+	st, ok := info.Sys().(*syscall.Stat_t)
+	if !ok {
+		return -1
+	}
+	return int(st.Uid)
+}
+
+// isBoxUID says whether uid is one of the load generator's box accounts (any
+// slot's: the stack's workers' and the floors' boxes).
+func isBoxUID(uid int) bool {
+	return uid >= uidSlotFirst && uid < uidSlotFirst+uidSlots*uidSlotSize
+}
+
+func partOf(pid, self int, comm, dir string, uid int) string {
 	switch {
 	case pid == self:
 		return "load generator"
+	case isBoxUID(uid):
+		return "boxes"
 	case comm == "postgres":
 		return "postgres"
 	case comm == "temporal":

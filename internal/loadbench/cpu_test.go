@@ -37,8 +37,8 @@ func TestCPUCountsTheLoadGeneratorsOwnTime(t *testing.T) {
 }
 
 // TestPartOfNamesEachProcessByItsNameAndArguments classifies processes as the
-// report's parts from their names and, for the platform's own binary, the
-// subcommand it runs.
+// report's parts from their names, their account (any program in a box) and, for
+// the platform's own binary, the subcommand it runs.
 func TestPartOfNamesEachProcessByItsNameAndArguments(t *testing.T) {
 	proc := func(args ...string) string {
 		dir := t.TempDir()
@@ -54,19 +54,23 @@ func TestPartOfNamesEachProcessByItsNameAndArguments(t *testing.T) {
 		pid  int
 		comm string
 		dir  string
+		uid  int
 		want string
 	}{
-		{self, "loadbench.test", proc("x"), "load generator"},
-		{8, "postgres", proc("postgres"), "postgres"},
-		{9, "temporal", proc("temporal", "server", "start-dev"), "temporal"},
-		{10, "bwrap", proc("bwrap"), "boxes"},
-		{11, "astrabox-runner", proc("astrabox-runner"), "boxes"},
-		{12, "astrabox", proc("/bin/astrabox", "worker"), "worker"},
-		{13, "astrabox", proc("/bin/astrabox", "serve"), "api"},
-		{14, "astrabox", proc("/bin/astrabox", "bench"), ""},
-		{15, "bash", proc("bash"), ""},
+		{self, "loadbench.test", proc("x"), 1000, "load generator"},
+		{8, "postgres", proc("postgres"), 999, "postgres"},
+		{9, "temporal", proc("temporal", "server", "start-dev"), 1000, "temporal"},
+		{10, "bwrap", proc("bwrap"), 0, "boxes"},
+		{11, "astrabox-runner", proc("astrabox-runner"), uidSlotFirst, "boxes"},
+		{12, "astrabox", proc("/bin/astrabox", "worker"), 1000, "worker"},
+		{13, "astrabox", proc("/bin/astrabox", "serve"), 1000, "api"},
+		{14, "astrabox", proc("/bin/astrabox", "bench"), 1000, ""},
+		{15, "bash", proc("bash"), 1000, ""},
+		{16, "claude", proc("/opt/astrabox/claude/claude"), uidSlotFirst + uidSlotSize + 7, "boxes"},
+		{17, "bash", proc("bash", "-c", "make"), uidSlotFirst + uidSlots*uidSlotSize - 1, "boxes"},
+		{18, "claude", proc("claude"), uidSlotFirst + uidSlots*uidSlotSize, ""},
 	}
 	for _, c := range cases {
-		assert.Equal(t, c.want, partOf(c.pid, self, c.comm, c.dir), "%s %d", c.comm, c.pid)
+		assert.Equal(t, c.want, partOf(c.pid, self, c.comm, c.dir, c.uid), "%s %d", c.comm, c.pid)
 	}
 }

@@ -38,6 +38,8 @@ func TestSmoke(t *testing.T) {
 	assert.Contains(t, table, "machine load: loadavg")
 	assert.Contains(t, table, "cores used during the measured turns @2: boxes ", "the cores each part of the machine used are reported")
 	assert.Contains(t, table, "cores used by the program floor @2: boxes ", "the cores the program floor used are reported")
+	assert.Contains(t, table, "cores used during the measured turns (Claude Code) @2: boxes ")
+	assert.Contains(t, table, "cores used by the program floor (Claude Code) @2: boxes ")
 }
 
 // TestTwoReplicasKeepEveryReplyWholeThroughAWorkersKill runs the load generator
