@@ -218,6 +218,10 @@ func (b *bench) phase(ctx context.Context, n int, durable float64, floorOpts loc
 	if err != nil {
 		return nil, "", err
 	}
+	handOver, err := b.acceptedToFirstPart(ctx, sessions)
+	if err != nil {
+		return nil, "", err
+	}
 	events, err := b.historyPerTurn(ctx, sessions, o.Turns+1)
 	if err != nil {
 		return nil, "", err
@@ -270,6 +274,7 @@ func (b *bench) phase(ctx context.Context, n int, durable float64, floorOpts loc
 	pf := prog.firstOutput.pct(99)
 	rows = append(rows, Row{Figure: "time to first part " + tag, Goal: "p99 - floor <= 50 ms", P50: msString(firsts.pct(50)), P99: msString(firsts.pct(99)),
 		Floor: msString(pf), Ratio: latencyRatio(pf, firsts.pct(99)), Met: met(firsts.pct(99)-pf <= 50*time.Millisecond)})
+	rows = append(rows, handOverRow(tag, handOver))
 	var deliveryMet *bool
 	if n <= 20 && followers >= 10 {
 		deliveryMet = met(m.commitToSSE.pct(99) <= 30*time.Millisecond)
@@ -321,6 +326,9 @@ func (b *bench) newSessions(ctx context.Context, agentID string, n int, key stri
 	return sessions, g.Wait()
 }
 
+// warmClientID is the client message id of each Session's first input.
+const warmClientID = "warm"
+
 // warm sends each Session its first input, text, which starts its box, and returns
 // the times to their first parts: the cold starts.
 func (b *bench) warm(ctx context.Context, sessions []*session, text string) (samples, error) {
@@ -329,7 +337,7 @@ func (b *bench) warm(ctx context.Context, sessions []*session, text string) (sam
 	g, gctx := errgroup.WithContext(ctx)
 	for _, s := range sessions {
 		g.Go(func() error {
-			r, err := b.turn(gctx, s, 1, text, "warm")
+			r, err := b.turn(gctx, s, 1, text, warmClientID)
 			if err != nil {
 				return err
 			}
