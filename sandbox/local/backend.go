@@ -246,7 +246,8 @@ func (b *Backend) info(x *box) sandbox.Info {
 
 // Close stops the pools (destroying unclaimed prewarmed boxes) and stops
 // watching. Claimed boxes keep running, and so do their egress forwarders with
-// the model streams in flight; the next backend adopts both.
+// the model streams in flight; the next backend adopts both. The boxes' parent
+// cgroups are removed unless a box is still in them.
 func (b *Backend) Close() error {
 	b.mu.Lock()
 	if b.closed {
@@ -258,7 +259,9 @@ func (b *Backend) Close() error {
 	b.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), b.opts.ReadyTimeout)
 	defer cancel()
-	return b.pool.Close(ctx)
+	err := b.pool.Close(ctx)
+	b.cg.removeParent()
+	return err
 }
 
 // validate checks a spec against this machine before anything starts.

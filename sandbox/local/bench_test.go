@@ -30,7 +30,6 @@ func benchBackend(b *testing.B, prewarm []PrewarmProfile) *Backend {
 		defer cancel()
 		_, _ = be.Reap(ctx, func(string) bool { return false })
 		_ = be.Close()
-		removeCgroupParents(be)
 	})
 	return be
 }

@@ -137,6 +137,21 @@ func (c *cgroups) create(id string, l sandbox.Limits) ([]string, error) {
 	return dirs, errors.Join(errs...)
 }
 
+// removeParent removes the boxes' parent cgroups that no box is in any more: a
+// parent holding a box's cgroup stays (the kernel refuses to remove it), for the
+// box outlives the backend and a later one adopts it.
+func (c *cgroups) removeParent() {
+	if c.v2 {
+		_ = os.Remove(filepath.Join(c.root, c.parent))
+		return
+	}
+	for _, ctrl := range []string{"memory", "pids", "cpu", "freezer"} {
+		if c.have[ctrl] {
+			_ = os.Remove(filepath.Join(c.root, ctrl, c.parent))
+		}
+	}
+}
+
 // freeze freezes or thaws a box and waits until the kernel reports it done.
 func (c *cgroups) freeze(ctx context.Context, id string, frozen bool) error {
 	dir := c.dir("freezer", id)

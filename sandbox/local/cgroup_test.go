@@ -78,6 +78,42 @@ func TestLauncherStaysOutOfTheBoxCgroups(t *testing.T) {
 	requireLauncherOutside(t, b, mustRecord(t, b, h.ID()))
 }
 
+// TestCloseRemovesTheParentCgroupsNoBoxIsIn: a backend leaves no cgroup of its own
+// behind once its boxes are gone, but a box that outlives it keeps its parent for
+// the backend that adopts it.
+func TestCloseRemovesTheParentCgroupsNoBoxIsIn(t *testing.T) {
+	t.Parallel()
+	opts := testOptions(t)
+	ctx := testContext(t)
+	first, err := New(ctx, opts)
+	require.NoError(t, err)
+	parents := parentDirs(first)
+	require.NotEmpty(t, parents, "the machine's cgroup controllers are used")
+	h, err := first.Create(ctx, sandbox.Spec{})
+	require.NoError(t, err)
+	require.NoError(t, h.Close())
+	require.NoError(t, first.Close())
+	for _, dir := range parents {
+		require.DirExists(t, dir, "a live box's parent stays")
+	}
+
+	adopter := newBackend(t, opts)
+	require.NoError(t, adopter.Destroy(ctx, h.ID()))
+	require.NoError(t, adopter.Close())
+	for _, dir := range parents {
+		require.NoDirExists(t, dir, "no box is left in it")
+	}
+}
+
+// parentDirs are the parent cgroups of b's boxes, one per controller it uses.
+func parentDirs(b *Backend) []string {
+	var out []string
+	for _, dir := range b.cg.dirs("x") {
+		out = append(out, filepath.Dir(dir))
+	}
+	return out
+}
+
 // requireLauncherOutside checks that the box's cgroups hold its init but not
 // the launcher that started it.
 func requireLauncherOutside(t *testing.T, b *Backend, rec record) {

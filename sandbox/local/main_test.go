@@ -97,7 +97,6 @@ func newBackend(t *testing.T, opts Options) *Backend {
 		require.NoError(t, err)
 		require.NoError(t, b.Close())
 		_ = os.RemoveAll(opts.StateDir)
-		removeCgroupParents(b)
 	})
 	return b
 }
@@ -139,11 +138,4 @@ func mustRecord(t *testing.T, b *Backend, id string) record {
 	x, err := b.lookup(id)
 	require.NoError(t, err)
 	return x.record()
-}
-
-// removeCgroupParents removes the backend's (empty) parent cgroups.
-func removeCgroupParents(b *Backend) {
-	for _, ctrl := range []string{"memory", "pids", "cpu", "freezer"} {
-		_ = os.Remove(filepath.Dir(b.cg.dir(ctrl, "x")))
-	}
 }
