@@ -218,7 +218,7 @@ func (b *bench) phase(ctx context.Context, n int, durable float64, floorOpts loc
 	if err != nil {
 		return nil, "", err
 	}
-	handOver, err := b.acceptedToFirstPart(ctx, sessions)
+	handOver, err := b.handOvers(ctx, sessions)
 	if err != nil {
 		return nil, "", err
 	}
@@ -274,7 +274,7 @@ func (b *bench) phase(ctx context.Context, n int, durable float64, floorOpts loc
 	pf := prog.firstOutput.pct(99)
 	rows = append(rows, Row{Figure: "time to first part " + tag, Goal: "p99 - floor <= 50 ms", P50: msString(firsts.pct(50)), P99: msString(firsts.pct(99)),
 		Floor: msString(pf), Ratio: latencyRatio(pf, firsts.pct(99)), Met: met(firsts.pct(99)-pf <= 50*time.Millisecond)})
-	rows = append(rows, handOverRow(tag, handOver))
+	rows = append(rows, handOver.rows(tag)...)
 	var deliveryMet *bool
 	if n <= 20 && followers >= 10 {
 		deliveryMet = met(m.commitToSSE.pct(99) <= 30*time.Millisecond)
