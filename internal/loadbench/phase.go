@@ -140,7 +140,7 @@ func (b *bench) phase(ctx context.Context, n int, durable float64, floorOpts loc
 		return nil, "", err
 	}
 	floorCPU := takeCPU()
-	prog, err := fb.run(ctx, "quick", o.Turns, scriptedReply(o))
+	prog, err := fb.run(ctx, scriptedWarm, o.Turns, scriptedReply(o))
 	floorCores := takeCPU().coresSince(floorCPU)
 	if cerr := fb.close(context.WithoutCancel(ctx)); err == nil {
 		err = cerr
@@ -157,7 +157,7 @@ func (b *bench) phase(ctx context.Context, n int, durable float64, floorOpts loc
 	if err != nil {
 		return nil, "", err
 	}
-	cold, err := b.warm(ctx, sessions, "quick")
+	cold, err := b.warm(ctx, sessions, scriptedWarm)
 	if err != nil {
 		return nil, "", err
 	}
@@ -378,6 +378,9 @@ func (b *bench) measuredTurns(ctx context.Context, sessions []*session, follower
 	}
 	return receipts, firsts, arrivals, nil
 }
+
+// scriptedWarm is each scripted Session's first input, answered at once.
+const scriptedWarm = "quick"
 
 // scriptedReply is the input whose reply the scripted program streams as the
 // bench's deltas, Gap apart.

@@ -41,7 +41,7 @@ func (b *bench) workerStop(ctx context.Context, n int) ([]Row, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := b.warm(ctx, sessions, "quick"); err != nil {
+	if _, err := b.warm(ctx, sessions, scriptedWarm); err != nil {
 		return nil, err
 	}
 	conn, err := pgx.Connect(ctx, b.stack.DSN())
