@@ -73,19 +73,30 @@ func detectCgroups(root, parent string) *cgroups {
 	return c
 }
 
-// dirs are the cgroup directories of one box (one per v1 hierarchy, or one).
-func (c *cgroups) dirs(id string) []string {
+// parents are the cgroups the boxes are placed under (one per v1 hierarchy, or
+// one).
+func (c *cgroups) parents() []string {
 	if c.v2 {
 		if len(c.have) == 0 {
 			return nil
 		}
-		return []string{filepath.Join(c.root, c.parent, id)}
+		return []string{filepath.Join(c.root, c.parent)}
 	}
 	var out []string
 	for _, ctrl := range []string{"memory", "pids", "cpu", "freezer"} {
 		if c.have[ctrl] {
-			out = append(out, filepath.Join(c.root, ctrl, c.parent, id))
+			out = append(out, filepath.Join(c.root, ctrl, c.parent))
 		}
+	}
+	return out
+}
+
+// dirs are the cgroup directories of one box, one under each parent.
+func (c *cgroups) dirs(id string) []string {
+	parents := c.parents()
+	out := make([]string, 0, len(parents))
+	for _, p := range parents {
+		out = append(out, filepath.Join(p, id))
 	}
 	return out
 }
@@ -141,14 +152,8 @@ func (c *cgroups) create(id string, l sandbox.Limits) ([]string, error) {
 // parent holding a box's cgroup stays (the kernel refuses to remove it), for the
 // box outlives the backend and a later one adopts it.
 func (c *cgroups) removeParent() {
-	if c.v2 {
-		_ = os.Remove(filepath.Join(c.root, c.parent))
-		return
-	}
-	for _, ctrl := range []string{"memory", "pids", "cpu", "freezer"} {
-		if c.have[ctrl] {
-			_ = os.Remove(filepath.Join(c.root, ctrl, c.parent))
-		}
+	for _, p := range c.parents() {
+		_ = os.Remove(p)
 	}
 }
 

@@ -87,7 +87,7 @@ func TestCloseRemovesTheParentCgroupsNoBoxIsIn(t *testing.T) {
 	ctx := testContext(t)
 	first, err := New(ctx, opts)
 	require.NoError(t, err)
-	parents := parentDirs(first)
+	parents := first.cg.parents()
 	require.NotEmpty(t, parents, "the machine's cgroup controllers are used")
 	h, err := first.Create(ctx, sandbox.Spec{})
 	require.NoError(t, err)
@@ -103,15 +103,6 @@ func TestCloseRemovesTheParentCgroupsNoBoxIsIn(t *testing.T) {
 	for _, dir := range parents {
 		require.NoDirExists(t, dir, "no box is left in it")
 	}
-}
-
-// parentDirs are the parent cgroups of b's boxes, one per controller it uses.
-func parentDirs(b *Backend) []string {
-	var out []string
-	for _, dir := range b.cg.dirs("x") {
-		out = append(out, filepath.Dir(dir))
-	}
-	return out
 }
 
 // requireLauncherOutside checks that the box's cgroups hold its init but not
