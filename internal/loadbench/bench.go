@@ -115,6 +115,10 @@ func (o *Options) defaults() {
 	}
 }
 
+// followersOf is the SSE followers each of a phase's n Sessions has: Followers, as
+// far as the phase's MaxStreams allow, and at least one.
+func (o Options) followersOf(n int) int { return max(1, min(o.Followers, o.MaxStreams/n)) }
+
 // Run starts the stack, measures every phase and its floors, prints the table to
 // out, and stops everything it started.
 func Run(ctx context.Context, opts Options, out io.Writer) (err error) {

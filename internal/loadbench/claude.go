@@ -18,7 +18,7 @@ import (
 func (b *bench) claudePhase(ctx context.Context, n int, floorOpts local.Options) ([]Row, string, error) {
 	o := b.opts
 	tag := fmt.Sprintf("(Claude Code) @%d", n)
-	followers := max(1, min(o.Followers, o.MaxStreams/n))
+	followers := o.followersOf(n)
 	reply := claudeReply(o)
 	b.log.Info("Claude Code phase", zap.Int("sessions", n), zap.Int("followers", followers))
 

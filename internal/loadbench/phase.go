@@ -127,7 +127,7 @@ func (b *bench) turn(ctx context.Context, s *session, followers int, text, clien
 // phase measures n Sessions and their floors and returns the table's rows.
 func (b *bench) phase(ctx context.Context, n int, durable float64, floorOpts local.Options, profile bool) ([]Row, string, error) {
 	o := b.opts
-	followers := max(1, min(o.Followers, o.MaxStreams/n))
+	followers := o.followersOf(n)
 	tag := fmt.Sprintf("@%d", n)
 	b.log.Info("phase", zap.Int("sessions", n), zap.Int("followers", followers))
 

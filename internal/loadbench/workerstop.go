@@ -35,7 +35,7 @@ var stopReply = fmt.Sprintf("slow:%d:%d", stopReplyDeltas, stopReplyGapMS)
 // between two parts.
 func (b *bench) workerStop(ctx context.Context, n int) ([]Row, error) {
 	tag := fmt.Sprintf("@%d", n)
-	followers := max(1, min(b.opts.Followers, b.opts.MaxStreams/n))
+	followers := b.opts.followersOf(n)
 	b.log.Info("worker stop", zap.Int("sessions", n), zap.Int("followers", followers))
 	sessions, err := b.newSessions(ctx, b.agentID, n, fmt.Sprintf("stop-%d", n))
 	if err != nil {
