@@ -10,6 +10,7 @@ import (
 
 	"github.com/astrabox/astrabox/engines"
 	"github.com/astrabox/astrabox/store"
+	"github.com/astrabox/astrabox/store/pubsub"
 )
 
 // Deliver hands the Session's deliverable inputs to the live runtime in accepted
@@ -21,38 +22,96 @@ func (a *Activities) Deliver(ctx context.Context, ref RuntimeRef) (DeliverResult
 	if err != nil {
 		return DeliverResult{}, err
 	}
-	return a.deliverHeld(ctx, l)
+	return a.deliverHeld(ctx, l, 0)
 }
 
-func (a *Activities) deliverHeld(ctx context.Context, l *liveRuntime) (DeliverResult, error) {
+// deliverHeld reads the inputs held for the runtime and hands them over in accepted
+// order. committedThrough is a seq whose input committed before this call (0 when
+// none is known): once the read's inputs are handed over, every input up to it is.
+func (a *Activities) deliverHeld(ctx context.Context, l *liveRuntime, committedThrough int64) (DeliverResult, error) {
 	l.deliverMu.Lock()
 	defer l.deliverMu.Unlock()
+	// A take-back recorded from here on is seen by the next hand-over; one recorded
+	// before is in this read.
+	l.tookBack.Store(false)
 	inputs, err := a.deps.Store.ListDeliverableInputs(ctx, l.sessionID, l.generation)
 	if err != nil {
 		return DeliverResult{}, err
 	}
 	var res DeliverResult
 	for _, in := range inputs {
-		err := l.client.Submit(ctx, engines.TextInput(in.ID, in.Content))
-		var refused *engines.RuntimeInputRefused
-		switch {
-		case errors.As(err, &refused):
-			if err := a.refuseInput(ctx, l, in, refused); err != nil {
-				return res, err
-			}
-			res.Refused = append(res.Refused, in.ID)
-			continue
-		case errors.Is(err, engines.ErrRuntimeConnectionLost):
-			return res, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeNoLiveRuntime, err)
-		case err != nil:
-			return res, fmt.Errorf("submit input %s: %w", in.ID, err)
-		}
-		if _, err := a.deps.Store.MarkInputDeliveredTo(ctx, l.sessionID, in.ID, l.generation); err != nil {
+		delivered, err := a.handOver(ctx, l, in)
+		if err != nil {
 			return res, err
 		}
-		res.Delivered = append(res.Delivered, in.ID)
+		if delivered {
+			res.Delivered = append(res.Delivered, in.ID)
+			a.metrics.InputsHandedOver.WithLabelValues(handedFromRead).Inc()
+		} else {
+			res.Refused = append(res.Refused, in.ID)
+		}
 	}
+	l.handedThrough = max(l.handedThrough, committedThrough)
 	return res, nil
+}
+
+// How an input reached the runtime, as InputsHandedOver counts it: from its
+// notification's own content, or from a read of the held inputs.
+const (
+	handedFromNotice = "notice"
+	handedFromRead   = "read"
+)
+
+// handOverNoticed hands over the input a notice announces without reading it back
+// when the notice carries its content and its seq follows the last input handed
+// over, which a read of the held inputs would list first. It reports whether the
+// input needs nothing more: handed over now or already; false leaves it to a read.
+func (a *Activities) handOverNoticed(ctx context.Context, l *liveRuntime, n pubsub.InputNotice) (bool, error) {
+	l.deliverMu.Lock()
+	defer l.deliverMu.Unlock()
+	if l.tookBack.Load() {
+		return false, nil
+	}
+	if n.Seq <= l.handedThrough {
+		return true, nil
+	}
+	if n.Seq != l.handedThrough+1 || !n.Carried {
+		return false, nil
+	}
+	delivered, err := a.handOver(ctx, l, store.Input{ID: n.ID, SessionID: l.sessionID, Seq: n.Seq, Content: n.Content})
+	if err != nil {
+		return false, err
+	}
+	if delivered {
+		a.metrics.InputsHandedOver.WithLabelValues(handedFromNotice).Inc()
+	}
+	return true, nil
+}
+
+// handOver submits one input to the runtime and records the outcome: delivered to
+// this runtime, or refused by it (failed, reported on the stream). Either way every
+// input up to its seq is then handed over. It reports whether the runtime took it.
+// The caller holds l.deliverMu.
+func (a *Activities) handOver(ctx context.Context, l *liveRuntime, in store.Input) (bool, error) {
+	err := l.client.Submit(ctx, engines.TextInput(in.ID, in.Content))
+	var refused *engines.RuntimeInputRefused
+	switch {
+	case errors.As(err, &refused):
+		if err := a.refuseInput(ctx, l, in, refused); err != nil {
+			return false, err
+		}
+		l.handedThrough = in.Seq
+		return false, nil
+	case errors.Is(err, engines.ErrRuntimeConnectionLost):
+		return false, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeNoLiveRuntime, err)
+	case err != nil:
+		return false, fmt.Errorf("submit input %s: %w", in.ID, err)
+	}
+	if _, err := a.deps.Store.MarkInputDeliveredTo(ctx, l.sessionID, in.ID, l.generation); err != nil {
+		return false, err
+	}
+	l.handedThrough = in.Seq
+	return true, nil
 }
 
 // refuseInput records the runtime's refusal with the input and reports it on the

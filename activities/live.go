@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"go.temporal.io/sdk/temporal"
 
@@ -29,6 +30,14 @@ type liveRuntime struct {
 	// deliverMu serialises hand-overs (the Deliver activity and the Relay's notices)
 	// so inputs reach the runtime in accepted order.
 	deliverMu sync.Mutex
+	// handedThrough, under deliverMu, is a seq every input of the Session up to which
+	// was handed to this runtime or needs no hand-over (admitted, failed): an input
+	// notice of the next seq is handed over as it is, any other means a read of the
+	// held inputs. 0 until a hand-over tells.
+	handedThrough int64
+	// tookBack says a reconciliation took back inputs this runtime had received, so
+	// handedThrough no longer holds: the next hand-over reads the held inputs.
+	tookBack atomic.Bool
 
 	mu sync.Mutex
 	// leaseGeneration is the reader lease of the Relay reading this runtime, 0 before

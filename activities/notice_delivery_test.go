@@ -1,12 +1,21 @@
 package activities_test
 
 import (
+	"encoding/json"
+	"strings"
 	"testing"
 
+	promtest "github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 
+	"github.com/astrabox/astrabox/engines"
+	"github.com/astrabox/astrabox/internal/scriptengine"
+	"github.com/astrabox/astrabox/internal/telemetry"
+	"github.com/astrabox/astrabox/internal/testutil"
+	"github.com/astrabox/astrabox/store"
+	"github.com/astrabox/astrabox/store/pubsub"
 	"github.com/astrabox/astrabox/workflows"
 )
 
@@ -28,6 +37,77 @@ func TestARelayDeliveringOnNoticeSparesTheWorkflowItsDeliver(t *testing.T) {
 	s.eventually("the workflow's own Deliver", func() bool { return s.activitiesScheduled(id, "Deliver") == 2 })
 	s.waitEnded(id, "resp-"+s.send(id, "quick"))
 	require.Equal(t, 2, s.activitiesScheduled(id, "Deliver"), "the next input is the Relay's again")
+}
+
+// TestNoticedInputsReachTheProgramFromTheirNoticesInOrderEachOnce: once the Relay
+// listens, an input sent alone reaches the program from its notification (no read
+// of custody), its text as sent; a burst sent while the program works, one input
+// too big for its notification in the middle, reaches it in accepted order, the big
+// one through a read. The program's own conversation holds every input once, in
+// order, each text exactly as sent.
+func TestNoticedInputsReachTheProgramFromTheirNoticesInOrderEachOnce(t *testing.T) {
+	s := newStack(t)
+	s.tel = telemetry.NewWithTracer(nil, testutil.Logger(t))
+	s.startWorker("host-a-" + uniq())
+	id := s.newSession()
+	handed := func(source string) int {
+		return int(promtest.ToFloat64(s.tel.Metrics.InputsHandedOver.WithLabelValues(source)))
+	}
+	type sent struct{ id, text string }
+	var all []sent
+	send := func(text string) string {
+		in := s.send(id, text)
+		all = append(all, sent{in, text})
+		return in
+	}
+	s.waitEnded(id, "resp-"+send("quick"))
+	s.eventually("the Relay to say it delivers on notice", func() bool { return s.workflowState(id).Observed.DeliversOnNotice })
+	require.Equal(t, 0, handed("notice"))
+	reads := handed("read")
+
+	for _, text := range []string{"alone", "  spaced  \n a second line ", "ünïcode ✓ \"quoted\""} {
+		s.waitEnded(id, "resp-"+send(text))
+	}
+	require.Equal(t, 3, handed("notice"), "each from its notification")
+	require.Equal(t, reads, handed("read"), "no read of custody")
+
+	busy := send("slow:5:100")
+	s.eventually("the program to work", func() bool { _, ok := s.response(id, "resp-"+busy); return ok })
+	burst := []string{"burst one", strings.Repeat("big ", pubsub.MaxNoticeContent/4+1), "burst three", "burst four"}
+	var last string
+	for _, text := range burst {
+		last = send(text)
+	}
+	s.waitEnded(id, "resp-"+last)
+	previous := s.waitEnded(id, "resp-"+busy)
+	for _, in := range all[len(all)-len(burst):] {
+		r := s.waitEnded(id, "resp-"+in.id)
+		require.Equal(t, store.OutcomeCompleted, *r.Outcome)
+		require.Less(t, *previous.EndedSeq, r.StartedSeq, "answered in accepted order")
+		previous = r
+	}
+	require.Greater(t, handed("read"), reads, "the big input was read from custody")
+	require.Equal(t, len(all), handed("notice")+handed("read"), "every input handed over once")
+	s.requireGaplessLog(id)
+
+	sess := s.session(id)
+	h, err := s.backend.Get(s.ctx, *sess.SandboxID)
+	require.NoError(t, err)
+	defer h.Close()
+	data, err := h.ReadFile(s.ctx, scriptengine.TranscriptPath(&engines.RuntimeIdentity{HomeDir: "/workspace/.home"}, *sess.EngineSessionKey))
+	require.NoError(t, err)
+	var got []sent
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var e struct {
+			InputID string  `json:"input_id"`
+			Text    *string `json:"text"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(line), &e), line)
+		if e.Text != nil {
+			got = append(got, sent{e.InputID, *e.Text})
+		}
+	}
+	require.Equal(t, all, got, "the program's conversation: every input once, in accepted order, as sent")
 }
 
 // relayDeliveringOnNotice starts a stack and a Session whose first turn ended and

@@ -42,6 +42,8 @@ func (r *relayRun) reconcile(ctx context.Context, expired *engines.RuntimeCursor
 	if err != nil {
 		return nil, err
 	}
+	// Inputs taken back are to be handed over again before any later one.
+	r.l.tookBack.Store(true)
 	r.a.metrics.Admitted(res.Admitted)
 	r.a.metrics.PartsCommitted.Add(float64(res.Parts))
 	r.throughSeq.Store(res.LastSeq)

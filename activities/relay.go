@@ -136,7 +136,7 @@ func (r *relayRun) run(ctx context.Context) (RelayResult, error) {
 			if cursor, err = r.reconcile(ctx, cursor); err != nil {
 				return r.result(""), err
 			}
-			if _, err := r.a.deliverHeld(ctx, r.l); err != nil {
+			if _, err := r.a.deliverHeld(ctx, r.l, 0); err != nil {
 				return r.result(""), err
 			}
 		case errors.Is(err, engines.ErrRuntimeConnectionLost):
@@ -412,7 +412,7 @@ func (r *relayRun) deliverOnNotice(ctx context.Context) {
 	}
 	defer sub.Close()
 	// An input accepted before the subscription had no notice to wait for.
-	if !r.deliverUntilDone(ctx) {
+	if !r.deliverUntilDone(ctx, 0) {
 		return
 	}
 	if err := r.a.deps.Store.SetInputsOnNotice(ctx, r.l.sessionID, r.lease); err != nil {
@@ -422,23 +422,63 @@ func (r *relayRun) deliverOnNotice(ctx context.Context) {
 	r.listening.Store(true)
 	r.wakeObserver()
 	for {
+		var notices []pubsub.Notification
 		select {
 		case <-ctx.Done():
 			return
-		case _, ok := <-sub.C():
+		case n, ok := <-sub.C():
 			if !ok {
 				r.stopTakingInputsOnNotice(ctx)
 				return
 			}
+			notices = append(notices, n)
 		case <-sub.Dropped():
+			// Notices were lost: the read below covers their inputs.
 		}
-		for len(sub.C()) > 0 { // one hand-over covers every notice already queued
-			<-sub.C()
+		for len(sub.C()) > 0 {
+			notices = append(notices, <-sub.C())
 		}
-		if !r.deliverUntilDone(ctx) {
+		if !r.handOverNotices(ctx, notices) {
 			return
 		}
 	}
+}
+
+// handOverNotices hands over the inputs the notices announce, in accepted order:
+// each from its notice while the notices follow on from the last input handed over
+// (a person's message reaches the runtime without a read of custody), the rest with
+// one read of the held inputs, as after notices were dropped (none given). It
+// reports false as deliverUntilDone does.
+func (r *relayRun) handOverNotices(ctx context.Context, notices []pubsub.Notification) bool {
+	parsed := make([]pubsub.InputNotice, 0, len(notices))
+	var newest int64
+	for _, n := range notices {
+		in, err := pubsub.ParseInputNotice(n.Payload)
+		if err != nil {
+			r.log.Warn("input notice unreadable; reading the held inputs", zap.Error(err))
+			continue
+		}
+		parsed = append(parsed, in)
+		newest = max(newest, in.Seq)
+	}
+	if len(parsed) < len(notices) || len(parsed) == 0 {
+		return r.deliverUntilDone(ctx, newest)
+	}
+	for _, in := range parsed {
+		handed, err := r.a.handOverNoticed(ctx, r.l, in)
+		switch {
+		case errors.Is(err, engines.ErrRuntimeConnectionLost):
+			r.log.Info("deliver on notice: the runtime's connection is gone", zap.Error(err))
+			return false
+		case err != nil:
+			r.log.Warn("hand over a noticed input; reading the held inputs", zap.String("input_id", in.ID), zap.Error(err))
+			return r.deliverUntilDone(ctx, newest)
+		case !handed:
+			// Every noticed input committed before the read, so it covers them all.
+			return r.deliverUntilDone(ctx, newest)
+		}
+	}
+	return true
 }
 
 // stopTakingInputsOnNotice is for a Relay that goes on without its notices (the
@@ -448,7 +488,7 @@ func (r *relayRun) stopTakingInputsOnNotice(ctx context.Context) {
 	if err := r.a.deps.Store.ClearInputsOnNotice(ctx, r.l.sessionID, r.lease); err != nil {
 		r.log.Warn("record that inputs are no longer taken on notice", zap.Error(err))
 	}
-	r.deliverUntilDone(ctx)
+	r.deliverUntilDone(ctx, 0)
 }
 
 // deliverRetryMax bounds the pause between attempts of a hand-over that failed.
@@ -458,10 +498,11 @@ const deliverRetryMax = 5 * time.Second
 // workflow leaves new inputs to this Relay) until it succeeds, ctx ends, or the
 // runtime's connection is gone (the Relay is ending then, and the workflow
 // delivers to the next connection). It reports whether the inputs were handed over.
-func (r *relayRun) deliverUntilDone(ctx context.Context) bool {
+// committedThrough is as deliverHeld's.
+func (r *relayRun) deliverUntilDone(ctx context.Context, committedThrough int64) bool {
 	pause := 100 * time.Millisecond
 	for {
-		_, err := r.a.deliverHeld(ctx, r.l)
+		_, err := r.a.deliverHeld(ctx, r.l, committedThrough)
 		switch {
 		case err == nil:
 			return true

@@ -131,6 +131,9 @@ func TestOneInputIsTracedAndMeasuredFromAPIToActivities(t *testing.T) {
 		`astrabox_http_request_duration_seconds_count{method="POST",route="/api/v1/sessions/:session_id/inputs",status="200"} 1`,
 		`astrabox_inputs_accepted_total 1`,
 		`astrabox_inputs_admitted_total 1`,
+		// A fresh Session's first input is read from custody by the runtime's bring-up.
+		`astrabox_inputs_handed_over_total{source="read"} 1`,
+		`astrabox_inputs_handed_over_total{source="notice"} 0`,
 		`astrabox_custody_duration_seconds_count 1`,
 		`astrabox_custody_inputs 0`,
 		`astrabox_custody_oldest_age_seconds 0`,

@@ -24,8 +24,8 @@ const inputClientMessageIDKey = "inputs_client_message_id_key"
 // insertInputSQL accepts an input in one statement, so one round trip: it advances the
 // Session's input_seq (the row lock that orders the Session's inputs: a concurrent
 // insert waits for this one to commit and then reads the advanced seq), inserts the
-// input with that seq and queues the notification, which PostgreSQL delivers at
-// commit. A repeated client_message_id violates inputClientMessageIDKey, which fails
+// input with that seq and queues the notification (a pubsub.InputNotice, which
+// carries the content when it fits), which PostgreSQL delivers at commit. A repeated client_message_id violates inputClientMessageIDKey, which fails
 // the whole statement, the seq advance with it, so seqs stay gapless. No row means no
 // such Session.
 //
@@ -44,7 +44,9 @@ WITH advanced AS (
 	FROM advanced
 	RETURNING *
 ), notified AS (
-	SELECT pg_notify(@channel, CAST(id AS text)) FROM inserted
+	SELECT pg_notify(@channel, CAST(seq AS text) || ' ' || CAST(id AS text) ||
+		CASE WHEN octet_length(content) <= @max_notice_content THEN ' ' || content ELSE '' END)
+	FROM inserted
 )
 SELECT inserted.*, EXISTS (
 	SELECT 1 FROM reader_leases l, advanced a
@@ -86,12 +88,13 @@ func (s *Store) InsertInput(ctx context.Context, in NewInput) (Input, bool, erro
 func (s *Store) AcceptInput(ctx context.Context, in NewInput) (Accepted, error) {
 	var rows []acceptedRow
 	err := scanRaw(s.conn(ctx), &rows, insertInputSQL, map[string]any{
-		"id":                uuid.NewString(),
-		"session_id":        in.SessionID,
-		"client_message_id": in.ClientMessageID,
-		"content":           in.Content,
-		"state":             InputPending,
-		"channel":           pubsub.SessionInputsChannel(in.SessionID),
+		"id":                 uuid.NewString(),
+		"session_id":         in.SessionID,
+		"client_message_id":  in.ClientMessageID,
+		"content":            in.Content,
+		"state":              InputPending,
+		"channel":            pubsub.SessionInputsChannel(in.SessionID),
+		"max_notice_content": pubsub.MaxNoticeContent,
 	})
 	if isUniqueViolation(err, inputClientMessageIDKey) && in.ClientMessageID != nil {
 		// The client_message_id is taken: the first input is the answer. The

@@ -16,6 +16,7 @@ const (
 	MetricHTTPDuration     = "astrabox_http_request_duration_seconds"
 	MetricInputsAccepted   = "astrabox_inputs_accepted_total"
 	MetricInputsAdmitted   = "astrabox_inputs_admitted_total"
+	MetricInputsHandedOver = "astrabox_inputs_handed_over_total"
 	MetricCustodyHeld      = "astrabox_custody_inputs"
 	MetricCustodyAge       = "astrabox_custody_oldest_age_seconds"
 	MetricCustodyDuration  = "astrabox_custody_duration_seconds"
@@ -47,6 +48,9 @@ type Metrics struct {
 	InputsAccepted prometheus.Counter
 	// InputsAdmitted counts inputs a runtime reported admitted (custody closed).
 	InputsAdmitted prometheus.Counter
+	// InputsHandedOver counts inputs handed to a runtime, by source: the content its
+	// notification carried ("notice") or a read of the held inputs ("read").
+	InputsHandedOver *prometheus.CounterVec
 	// CustodyDuration is how long each admitted input was in custody, from its
 	// acceptance to the runtime's admission.
 	CustodyDuration prometheus.Histogram
@@ -86,6 +90,10 @@ func NewMetrics(log *zap.Logger) *Metrics {
 			Name: MetricInputsAdmitted,
 			Help: "Inputs a runtime reported admitted, closing their custody.",
 		}),
+		InputsHandedOver: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: MetricInputsHandedOver,
+			Help: "Inputs handed to a runtime, by source: the content their notification carried (notice) or a read of the held inputs (read).",
+		}, []string{"source"}),
 		CustodyDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    MetricCustodyDuration,
 			Help:    "Time each admitted input spent in custody, from acceptance to the runtime's admission.",
@@ -116,11 +124,14 @@ func NewMetrics(log *zap.Logger) *Metrics {
 	m.registry.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.HTTPDuration, m.InputsAccepted, m.InputsAdmitted, m.CustodyDuration, m.PartsCommitted,
+		m.HTTPDuration, m.InputsAccepted, m.InputsAdmitted, m.InputsHandedOver, m.CustodyDuration, m.PartsCommitted,
 		m.RelayLag, m.SSEFollowers, m.StreamCatchUps, m.ActivityFailures,
 	)
 	for _, source := range []string{"notice", "log"} {
 		m.StreamCatchUps.WithLabelValues(source)
+	}
+	for _, source := range []string{"notice", "read"} {
+		m.InputsHandedOver.WithLabelValues(source)
 	}
 	return m
 }

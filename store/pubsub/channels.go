@@ -28,8 +28,49 @@ const MaxChannelLen = 63
 func SessionOutputChannel(sessionID string) string { return sessionOutputPrefix + sessionID }
 
 // SessionInputsChannel is the channel announcing newly accepted inputs of a Session,
-// which wakes its reader; the payload is the input's id.
+// which wakes its reader; the payload is an InputNotice.
 func SessionInputsChannel(sessionID string) string { return sessionInputsPrefix + sessionID }
+
+// InputNotice is what a SessionInputsChannel notification says: the accepted input's
+// seq and id and, when it fits in a notification (MaxNoticeContent), its content, so
+// the Session's Relay can hand it to the runtime without reading it back. Its payload
+// is the decimal seq, a space and the id, then a space and the content as stored
+// when it is carried.
+type InputNotice struct {
+	Seq int64
+	ID  string
+	// Content is the input's content when Carried.
+	Content string
+	Carried bool
+}
+
+// MaxNoticeContent bounds the content, in bytes, an input notification carries:
+// PostgreSQL refuses a payload of 8000 bytes or more, and the seq and id go before it.
+const MaxNoticeContent = 7900
+
+// ParseInputNotice parses a SessionInputsChannel payload. The content is taken as it
+// is, spaces and all.
+func ParseInputNotice(payload string) (InputNotice, error) {
+	seqText, rest, _ := strings.Cut(payload, " ")
+	seq, err := strconv.ParseInt(seqText, 10, 64)
+	if err != nil || seq < 1 {
+		return InputNotice{}, fmt.Errorf("parse input notification %q: no seq", truncated(payload))
+	}
+	id, content, carried := strings.Cut(rest, " ")
+	if id == "" {
+		return InputNotice{}, fmt.Errorf("parse input notification %q: no input id", truncated(payload))
+	}
+	return InputNotice{Seq: seq, ID: id, Content: content, Carried: carried}, nil
+}
+
+// truncated is the start of a payload, for an error message.
+func truncated(payload string) string {
+	const keep = 80
+	if len(payload) <= keep {
+		return payload
+	}
+	return payload[:keep] + "..."
+}
 
 // OutputNotice is what a SessionOutputChannel notification says: the seq of the
 // newest committed part and, when they fit in a notification (MaxNoticeFrames), the

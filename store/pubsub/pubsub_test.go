@@ -131,6 +131,25 @@ func TestSubscribeReceivesOnlyItsChannel(t *testing.T) {
 	require.Error(t, err)
 }
 
+// TestParseInputNoticeKeepsTheContentAsItIs: the content is everything after the id,
+// its own spaces and newlines included, and a notice without it says so.
+func TestParseInputNoticeKeepsTheContentAsItIs(t *testing.T) {
+	t.Parallel()
+	notice, err := pubsub.ParseInputNotice("7 4b1c0f3e-6a0e-4d49-9d7c-5f3a2b1c0d9e  two spaces, \n a line\n")
+	require.NoError(t, err)
+	require.Equal(t, pubsub.InputNotice{Seq: 7, ID: "4b1c0f3e-6a0e-4d49-9d7c-5f3a2b1c0d9e", Content: " two spaces, \n a line\n", Carried: true}, notice)
+	notice, err = pubsub.ParseInputNotice("8 4b1c0f3e-6a0e-4d49-9d7c-5f3a2b1c0d9e ")
+	require.NoError(t, err)
+	require.True(t, notice.Carried, "an empty content is carried too")
+	notice, err = pubsub.ParseInputNotice("9 4b1c0f3e-6a0e-4d49-9d7c-5f3a2b1c0d9e")
+	require.NoError(t, err)
+	require.Equal(t, pubsub.InputNotice{Seq: 9, ID: "4b1c0f3e-6a0e-4d49-9d7c-5f3a2b1c0d9e"}, notice, "content too big for a notification")
+	for _, bad := range []string{"", "4b1c0f3e-6a0e-4d49-9d7c-5f3a2b1c0d9e", "x y", "0 id", "-1 id", "7", "7 "} {
+		_, err := pubsub.ParseInputNotice(bad)
+		require.Error(t, err, "payload %q", bad)
+	}
+}
+
 func TestDroppedConnectionIsReportedAndRecovered(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, pubsub.Options{})

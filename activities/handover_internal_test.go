@@ -1,0 +1,146 @@
+package activities
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	promtest "github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/astrabox/astrabox/engines"
+	"github.com/astrabox/astrabox/internal/telemetry"
+	"github.com/astrabox/astrabox/internal/testutil"
+	"github.com/astrabox/astrabox/store"
+	"github.com/astrabox/astrabox/store/pubsub"
+)
+
+// submitRecorder is a runtime connection that records what it was handed and reports
+// itself idle with nothing queued (a runtime that lost what it had received). Other
+// methods are not called by a hand-over.
+type submitRecorder struct {
+	engines.RuntimeClient
+	mu     sync.Mutex
+	inputs []engines.RuntimeInput
+}
+
+func (c *submitRecorder) Submit(_ context.Context, in engines.RuntimeInput) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.inputs = append(c.inputs, in)
+	return nil
+}
+
+func (c *submitRecorder) State(context.Context) (engines.RuntimeState, error) {
+	return engines.RuntimeState{Status: engines.StatusIdle}, nil
+}
+
+// submitted is the text of every input handed over so far, in order.
+func (c *submitRecorder) submitted() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for _, in := range c.inputs {
+		out = append(out, in.Content[0].Text)
+	}
+	return out
+}
+
+// TestANoticedInputIsHandedOverOnlyRightAfterTheLastOne: an input notice is handed
+// over as it is when its seq follows the last input handed over and it carries the
+// content; a gap, content left out, or inputs a reconciliation took back leave it to
+// a read of the held inputs, which hands everything over in accepted order; a notice
+// of an input already handed over hands nothing again.
+func TestANoticedInputIsHandedOverOnlyRightAfterTheLastOne(t *testing.T) {
+	t.Parallel()
+	ctx := testutil.Context(t)
+	st, _ := testutil.NewDB(t)
+	user, err := st.CreateUser(ctx, store.NewUser{Email: uuid.NewString() + "@example.com"})
+	require.NoError(t, err)
+	profile, err := st.CreateRuntimeProfile(ctx, store.NewRuntimeProfile{Name: "p-" + uuid.NewString(), EngineKind: "scripted", Enabled: true, SandboxBackend: store.SandboxLocal})
+	require.NoError(t, err)
+	agent, err := st.CreateAgent(ctx, store.NewAgent{Name: "a-" + uuid.NewString(), EngineKind: "scripted", RuntimeProfileID: profile.ID})
+	require.NoError(t, err)
+	sess, _, err := st.CreateSessionIdempotent(ctx, store.NewSession{UserID: user.ID, AgentID: agent.ID})
+	require.NoError(t, err)
+	lease, err := st.AcquireReaderLease(ctx, store.LeaseRequest{SessionID: sess.ID, Holder: "worker-a", TTL: time.Minute})
+	require.NoError(t, err)
+
+	metrics := telemetry.NewMetrics(nil)
+	a := &Activities{deps: Deps{Store: st}, metrics: metrics, log: zaptest.NewLogger(t)}
+	client := &submitRecorder{}
+	l := &liveRuntime{sessionID: sess.ID, generation: 1, client: client}
+	handed := func(source string) int {
+		return int(promtest.ToFloat64(metrics.InputsHandedOver.WithLabelValues(source)))
+	}
+	accept := func(content string) pubsub.InputNotice {
+		in, _, err := st.InsertInput(ctx, store.NewInput{SessionID: sess.ID, Content: content})
+		require.NoError(t, err)
+		n := pubsub.InputNotice{Seq: in.Seq, ID: in.ID}
+		if len(content) <= pubsub.MaxNoticeContent {
+			n.Content, n.Carried = content, true
+		}
+		return n
+	}
+	noticed := func(n pubsub.InputNotice) bool {
+		ok, err := a.handOverNoticed(ctx, l, n)
+		require.NoError(t, err)
+		return ok
+	}
+	deliver := func(committedThrough int64) {
+		_, err := a.deliverHeld(ctx, l, committedThrough)
+		require.NoError(t, err)
+	}
+
+	accept("one")
+	accept("two")
+	deliver(0)
+	three := accept("three")
+	require.True(t, noticed(three))
+	require.Equal(t, []string{"one", "two", "three"}, client.submitted())
+	require.Equal(t, 1, handed(handedFromNotice))
+	require.True(t, noticed(three), "a notice of an input handed over already")
+	require.Len(t, client.submitted(), 3, "is not handed over again")
+	stored, err := st.GetInputByID(ctx, three.ID)
+	require.NoError(t, err)
+	require.Equal(t, store.InputDelivered, stored.State, "an input handed over from its notice is recorded delivered")
+
+	// A gap: the notice of five came before four's.
+	four, five := accept("four"), accept("five")
+	require.False(t, noticed(five))
+	deliver(five.Seq)
+	require.True(t, noticed(four), "the read covered the inputs up to the notices'")
+	require.Equal(t, []string{"one", "two", "three", "four", "five"}, client.submitted())
+
+	// Content too big for its notification.
+	big := accept(strings.Repeat("x", pubsub.MaxNoticeContent+1))
+	require.False(t, big.Carried)
+	require.False(t, noticed(big))
+	deliver(big.Seq)
+	six := accept("six")
+	require.True(t, noticed(six))
+
+	// The runtime lost what it had received: a reconciliation takes it all back, and
+	// the next notice waits for a read that hands it over again first.
+	r := &relayRun{a: a, l: l, lease: lease.Generation, log: zaptest.NewLogger(t)}
+	_, err = r.reconcile(ctx, nil)
+	require.NoError(t, err)
+	before := len(client.submitted())
+	seven := accept("seven")
+	require.False(t, noticed(seven), "inputs were taken back")
+	require.Len(t, client.submitted(), before, "nothing handed over ahead of them")
+	deliver(seven.Seq)
+	again := client.submitted()[before:]
+	require.Len(t, again, 8)
+	require.Equal(t, []string{"one", "two", "three", "four", "five"}, again[:5])
+	require.Equal(t, []string{"six", "seven"}, again[6:])
+	eight := accept("eight")
+	require.True(t, noticed(eight), "handed over from its notice again")
+	require.Equal(t, "eight", client.submitted()[len(client.submitted())-1])
+	require.Equal(t, 3, handed(handedFromNotice), "three, six and eight")
+	require.Equal(t, 13, handed(handedFromRead), "one and two, four and five, the big one, then all eight")
+}
