@@ -25,7 +25,10 @@ const inputClientMessageIDKey = "inputs_client_message_id_key"
 // Session's input_seq (the row lock that orders the Session's inputs: a concurrent
 // insert waits for this one to commit and then reads the advanced seq), inserts the
 // input with that seq and queues the notification (a pubsub.InputNotice, which
-// carries the content when it fits), which PostgreSQL delivers at commit. A repeated client_message_id violates inputClientMessageIDKey, which fails
+// carries the content when it fits and the Session is neither archived nor deleted:
+// its runtime may still be live while the workflow tears it down, and the Relay's
+// read of the held inputs lists none of such a Session's), which PostgreSQL delivers
+// at commit. A repeated client_message_id violates inputClientMessageIDKey, which fails
 // the whole statement, the seq advance with it, so seqs stay gapless. No row means no
 // such Session.
 //
@@ -37,7 +40,7 @@ const insertInputSQL = `
 WITH advanced AS (
 	UPDATE sessions SET input_seq = input_seq + 1, updated_at = now()
 	WHERE id = @session_id
-	RETURNING input_seq, inputs_on_notice_lease
+	RETURNING input_seq, inputs_on_notice_lease, (archived_at IS NULL AND lifecycle <> @deleted) AS open
 ), inserted AS (
 	INSERT INTO inputs (id, session_id, seq, client_message_id, content, state)
 	SELECT CAST(@id AS uuid), CAST(@session_id AS uuid), input_seq, CAST(@client_message_id AS text), @content, @state
@@ -45,8 +48,8 @@ WITH advanced AS (
 	RETURNING *
 ), notified AS (
 	SELECT pg_notify(@channel, CAST(seq AS text) || ' ' || CAST(id AS text) ||
-		CASE WHEN octet_length(content) <= @max_notice_content THEN ' ' || content ELSE '' END)
-	FROM inserted
+		CASE WHEN advanced.open AND octet_length(content) <= @max_notice_content THEN ' ' || content ELSE '' END)
+	FROM inserted, advanced
 )
 SELECT inserted.*, EXISTS (
 	SELECT 1 FROM reader_leases l, advanced a
@@ -95,6 +98,7 @@ func (s *Store) AcceptInput(ctx context.Context, in NewInput) (Accepted, error) 
 		"state":              InputPending,
 		"channel":            pubsub.SessionInputsChannel(in.SessionID),
 		"max_notice_content": pubsub.MaxNoticeContent,
+		"deleted":            LifecycleDeleted,
 	})
 	if isUniqueViolation(err, inputClientMessageIDKey) && in.ClientMessageID != nil {
 		// The client_message_id is taken: the first input is the answer. The

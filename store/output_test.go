@@ -241,46 +241,66 @@ func TestCursorCommitsWithItsParts(t *testing.T) {
 	require.JSONEq(t, `{"offset":2}`, string(cur.Position))
 }
 
+// TestAnInputToAnEndedSessionIsAnnouncedWithoutItsContent: a message accepted into an
+// archived or deleted Session is announced without its content, so a Relay whose
+// runtime is still being torn down reads custody, which hands none of it over, rather
+// than run it from the notice.
+func TestAnInputToAnEndedSessionIsAnnouncedWithoutItsContent(t *testing.T) {
+	t.Parallel()
+	for name, end := range map[string]func(*store.Store, context.Context, string) (store.Session, error){
+		"archived": (*store.Store).ArchiveSession,
+		"deleted":  (*store.Store).DeleteSession,
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t)
+			conn := f.listen(t, pubsub.SessionInputsChannel(f.session.ID))
+			_, err := end(f.st, f.ctx, f.session.ID)
+			require.NoError(t, err)
+			in, _, err := f.st.InsertInput(f.ctx, store.NewInput{SessionID: f.session.ID, Content: "anyone there?"})
+			require.NoError(t, err)
+			n, err := conn.WaitForNotification(f.ctx)
+			require.NoError(t, err)
+			notice, err := pubsub.ParseInputNotice(n.Payload)
+			require.NoError(t, err)
+			require.Equal(t, pubsub.InputNotice{Seq: in.Seq, ID: in.ID}, notice)
+		})
+	}
+}
+
 func TestAppendNotifiesAtCommit(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	ctx, st := f.ctx, f.st
 	conn := f.listen(t, pubsub.SessionOutputChannel(f.session.ID), pubsub.SessionInputsChannel(f.session.ID))
 
-	in, _, err := st.InsertInput(ctx, store.NewInput{SessionID: f.session.ID, Content: "hi"})
-	require.NoError(t, err)
-	n, err := conn.WaitForNotification(ctx)
-	require.NoError(t, err)
-	require.Equal(t, pubsub.SessionInputsChannel(f.session.ID), n.Channel)
-	inNotice, err := pubsub.ParseInputNotice(n.Payload)
-	require.NoError(t, err)
+	// accept accepts an input and returns it with the notice it was announced by.
+	accept := func(content string) (store.Input, pubsub.InputNotice) {
+		in, _, err := st.InsertInput(ctx, store.NewInput{SessionID: f.session.ID, Content: content})
+		require.NoError(t, err)
+		n, err := conn.WaitForNotification(ctx)
+		require.NoError(t, err)
+		require.Equal(t, pubsub.SessionInputsChannel(f.session.ID), n.Channel)
+		notice, err := pubsub.ParseInputNotice(n.Payload)
+		require.NoError(t, err)
+		return in, notice
+	}
+	in, inNotice := accept("hi")
 	require.Equal(t, pubsub.InputNotice{Seq: in.Seq, ID: in.ID, Content: "hi", Carried: true}, inNotice, "an input is announced with its content")
-
 	// Content too big for a notification is left for a read; the biggest that fits,
 	// in multi-byte characters, is carried whole.
-	big := strings.Repeat("é", pubsub.MaxNoticeContent/2+1)
-	bigIn, _, err := st.InsertInput(ctx, store.NewInput{SessionID: f.session.ID, Content: big})
-	require.NoError(t, err)
-	n, err = conn.WaitForNotification(ctx)
-	require.NoError(t, err)
-	inNotice, err = pubsub.ParseInputNotice(n.Payload)
-	require.NoError(t, err)
-	require.Equal(t, pubsub.InputNotice{Seq: bigIn.Seq, ID: bigIn.ID}, inNotice)
+	in, inNotice = accept(strings.Repeat("é", pubsub.MaxNoticeContent/2+1))
+	require.Equal(t, pubsub.InputNotice{Seq: in.Seq, ID: in.ID}, inNotice)
 	fits := strings.Repeat("é", pubsub.MaxNoticeContent/2)
-	fitIn, _, err := st.InsertInput(ctx, store.NewInput{SessionID: f.session.ID, Content: fits})
-	require.NoError(t, err)
-	n, err = conn.WaitForNotification(ctx)
-	require.NoError(t, err)
-	inNotice, err = pubsub.ParseInputNotice(n.Payload)
-	require.NoError(t, err)
-	require.Equal(t, pubsub.InputNotice{Seq: fitIn.Seq, ID: fitIn.ID, Content: fits, Carried: true}, inNotice)
+	in, inNotice = accept(fits)
+	require.Equal(t, pubsub.InputNotice{Seq: in.Seq, ID: in.ID, Content: fits, Carried: true}, inNotice)
 
 	lease, err := st.AcquireReaderLease(ctx, store.LeaseRequest{SessionID: f.session.ID, Holder: "r", TTL: time.Minute})
 	require.NoError(t, err)
 	res, err := st.AppendParts(ctx, store.AppendRequest{SessionID: f.session.ID, LeaseGeneration: lease.Generation,
 		Parts: []store.NewPart{textPart("r1", "a"), textPart("r1", "b"), textPart("r1", "c")}})
 	require.NoError(t, err)
-	n, err = conn.WaitForNotification(ctx)
+	n, err := conn.WaitForNotification(ctx)
 	require.NoError(t, err)
 	require.Equal(t, pubsub.SessionOutputChannel(f.session.ID), n.Channel)
 	notice, err := pubsub.ParseOutputNotice(n.Payload)

@@ -32,8 +32,9 @@ func SessionOutputChannel(sessionID string) string { return sessionOutputPrefix 
 func SessionInputsChannel(sessionID string) string { return sessionInputsPrefix + sessionID }
 
 // InputNotice is what a SessionInputsChannel notification says: the accepted input's
-// seq and id and, when it fits in a notification (MaxNoticeContent), its content, so
-// the Session's Relay can hand it to the runtime without reading it back. Its payload
+// seq and id and, when it fits in a notification (MaxNoticeContent) and the Session
+// is neither archived nor deleted, its content, so the Session's Relay can hand it to
+// the runtime without reading it back. Its payload
 // is the decimal seq, a space and the id, then a space and the content as stored
 // when it is carried.
 type InputNotice struct {
