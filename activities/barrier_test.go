@@ -69,30 +69,45 @@ func TestAdmittedInputsSurviveTheBoxKilledRightAfter(t *testing.T) {
 	r := s.waitEnded(id, "resp-"+last)
 	require.Equal(t, store.OutcomeCompleted, *r.Outcome)
 
-	sess := s.session(id)
+	// The mirror keeps entries, not bytes: count the input entries by their fields.
+	conversation := s.conversationInputs(id)
+	inputs := map[string]int{}
+	for _, in := range conversation {
+		inputs[in.ID]++
+	}
+	for i, in := range admitted {
+		require.Equal(t, 1, inputs[in], "admitted input %d (%s) once in the restored conversation:\n%v", i, in, conversation)
+		stored, err := s.st.GetInputByID(s.ctx, in)
+		require.NoError(t, err)
+		require.Equal(t, store.InputAdmitted, stored.State)
+	}
+}
+
+// conversationInput is an input as the scripted program's conversation log holds it.
+type conversationInput struct{ ID, Text string }
+
+// conversationInputs reads the inputs of the scripted program's conversation log from
+// the Session's current box, in the order the program took them.
+func (s *stack) conversationInputs(sessionID string) []conversationInput {
+	s.t.Helper()
+	sess := s.session(sessionID)
 	h, err := s.backend.Get(s.ctx, *sess.SandboxID)
-	require.NoError(t, err)
+	require.NoError(s.t, err)
 	defer h.Close()
 	data, err := h.ReadFile(s.ctx, scriptengine.TranscriptPath(&engines.RuntimeIdentity{HomeDir: "/workspace/.home"}, *sess.EngineSessionKey))
-	require.NoError(t, err)
-	// The mirror keeps entries, not bytes: count the input entries by their fields.
-	inputs := map[string]int{}
+	require.NoError(s.t, err)
+	var out []conversationInput
 	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
 		var e struct {
 			InputID string  `json:"input_id"`
 			Text    *string `json:"text"`
 		}
-		require.NoError(t, json.Unmarshal([]byte(line), &e), line)
+		require.NoError(s.t, json.Unmarshal([]byte(line), &e), line)
 		if e.Text != nil {
-			inputs[e.InputID]++
+			out = append(out, conversationInput{e.InputID, *e.Text})
 		}
 	}
-	for i, in := range admitted {
-		require.Equal(t, 1, inputs[in], "admitted input %d (%s) once in the restored conversation:\n%s", i, in, data)
-		stored, err := s.st.GetInputByID(s.ctx, in)
-		require.NoError(t, err)
-		require.Equal(t, store.InputAdmitted, stored.State)
-	}
+	return out
 }
 
 // TestIdleReleaseMirrorsTheLogsTailBeforeTheBoxGoes: a turn the program writes to

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
 	promtest "github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap/zaptest"
@@ -59,14 +58,7 @@ func TestANoticedInputIsHandedOverOnlyRightAfterTheLastOne(t *testing.T) {
 	t.Parallel()
 	ctx := testutil.Context(t)
 	st, _ := testutil.NewDB(t)
-	user, err := st.CreateUser(ctx, store.NewUser{Email: uuid.NewString() + "@example.com"})
-	require.NoError(t, err)
-	profile, err := st.CreateRuntimeProfile(ctx, store.NewRuntimeProfile{Name: "p-" + uuid.NewString(), EngineKind: "scripted", Enabled: true, SandboxBackend: store.SandboxLocal})
-	require.NoError(t, err)
-	agent, err := st.CreateAgent(ctx, store.NewAgent{Name: "a-" + uuid.NewString(), EngineKind: "scripted", RuntimeProfileID: profile.ID})
-	require.NoError(t, err)
-	sess, _, err := st.CreateSessionIdempotent(ctx, store.NewSession{UserID: user.ID, AgentID: agent.ID})
-	require.NoError(t, err)
+	sess := scriptedSessions(ctx, t, st)()
 	lease, err := st.AcquireReaderLease(ctx, store.LeaseRequest{SessionID: sess.ID, Holder: "worker-a", TTL: time.Minute})
 	require.NoError(t, err)
 

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap/zaptest"
 
@@ -22,16 +21,9 @@ func TestLeaseKeeperRenewsTheLeasesItHolds(t *testing.T) {
 	t.Parallel()
 	ctx := testutil.Context(t)
 	st, _ := testutil.NewDB(t)
-	user, err := st.CreateUser(ctx, store.NewUser{Email: uuid.NewString() + "@example.com"})
-	require.NoError(t, err)
-	profile, err := st.CreateRuntimeProfile(ctx, store.NewRuntimeProfile{Name: "p-" + uuid.NewString(), EngineKind: "scripted", Enabled: true, SandboxBackend: store.SandboxLocal})
-	require.NoError(t, err)
-	agent, err := st.CreateAgent(ctx, store.NewAgent{Name: "a-" + uuid.NewString(), EngineKind: "scripted", RuntimeProfileID: profile.ID})
-	require.NoError(t, err)
+	newSession := scriptedSessions(ctx, t, st)
 	acquire := func() store.ReaderLease {
-		sess, _, err := st.CreateSessionIdempotent(ctx, store.NewSession{UserID: user.ID, AgentID: agent.ID})
-		require.NoError(t, err)
-		l, err := st.AcquireReaderLease(ctx, store.LeaseRequest{SessionID: sess.ID, Holder: "worker-a", TTL: time.Minute})
+		l, err := st.AcquireReaderLease(ctx, store.LeaseRequest{SessionID: newSession().ID, Holder: "worker-a", TTL: time.Minute})
 		require.NoError(t, err)
 		return l
 	}
@@ -52,7 +44,7 @@ func TestLeaseKeeperRenewsTheLeasesItHolds(t *testing.T) {
 	staleLost, releaseStale := k.hold(ref(stale), &stuck)
 	takenLost, releaseTaken := k.hold(ref(taken), &going)
 
-	_, err = st.AcquireReaderLease(ctx, store.LeaseRequest{SessionID: taken.SessionID, Holder: "worker-b", TTL: time.Minute, Steal: true})
+	_, err := st.AcquireReaderLease(ctx, store.LeaseRequest{SessionID: taken.SessionID, Holder: "worker-b", TTL: time.Minute, Steal: true})
 	require.NoError(t, err)
 	select {
 	case err := <-takenLost:

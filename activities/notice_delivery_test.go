@@ -1,7 +1,6 @@
 package activities_test
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
 
@@ -10,8 +9,6 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 
-	"github.com/astrabox/astrabox/engines"
-	"github.com/astrabox/astrabox/internal/scriptengine"
 	"github.com/astrabox/astrabox/internal/telemetry"
 	"github.com/astrabox/astrabox/internal/testutil"
 	"github.com/astrabox/astrabox/store"
@@ -53,11 +50,10 @@ func TestNoticedInputsReachTheProgramFromTheirNoticesInOrderEachOnce(t *testing.
 	handed := func(source string) int {
 		return int(promtest.ToFloat64(s.tel.Metrics.InputsHandedOver.WithLabelValues(source)))
 	}
-	type sent struct{ id, text string }
-	var all []sent
+	var all []conversationInput
 	send := func(text string) string {
 		in := s.send(id, text)
-		all = append(all, sent{in, text})
+		all = append(all, conversationInput{in, text})
 		return in
 	}
 	s.waitEnded(id, "resp-"+send("quick"))
@@ -81,7 +77,7 @@ func TestNoticedInputsReachTheProgramFromTheirNoticesInOrderEachOnce(t *testing.
 	s.waitEnded(id, "resp-"+last)
 	previous := s.waitEnded(id, "resp-"+busy)
 	for _, in := range all[len(all)-len(burst):] {
-		r := s.waitEnded(id, "resp-"+in.id)
+		r := s.waitEnded(id, "resp-"+in.ID)
 		require.Equal(t, store.OutcomeCompleted, *r.Outcome)
 		require.Less(t, *previous.EndedSeq, r.StartedSeq, "answered in accepted order")
 		previous = r
@@ -90,24 +86,7 @@ func TestNoticedInputsReachTheProgramFromTheirNoticesInOrderEachOnce(t *testing.
 	require.Equal(t, len(all), handed("notice")+handed("read"), "every input handed over once")
 	s.requireGaplessLog(id)
 
-	sess := s.session(id)
-	h, err := s.backend.Get(s.ctx, *sess.SandboxID)
-	require.NoError(t, err)
-	defer h.Close()
-	data, err := h.ReadFile(s.ctx, scriptengine.TranscriptPath(&engines.RuntimeIdentity{HomeDir: "/workspace/.home"}, *sess.EngineSessionKey))
-	require.NoError(t, err)
-	var got []sent
-	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-		var e struct {
-			InputID string  `json:"input_id"`
-			Text    *string `json:"text"`
-		}
-		require.NoError(t, json.Unmarshal([]byte(line), &e), line)
-		if e.Text != nil {
-			got = append(got, sent{e.InputID, *e.Text})
-		}
-	}
-	require.Equal(t, all, got, "the program's conversation: every input once, in accepted order, as sent")
+	require.Equal(t, all, s.conversationInputs(id), "the program's conversation: every input once, in accepted order, as sent")
 }
 
 // relayDeliveringOnNotice starts a stack and a Session whose first turn ended and
