@@ -160,13 +160,14 @@ func Run(ctx context.Context, opts Options, out io.Writer) (err error) {
 	if opts.Replicas > 2 {
 		return fmt.Errorf("replicas: %d; the load generator runs 1 or 2 API and worker processes", opts.Replicas)
 	}
-	ports, err := freeport.ReserveN(5)
+	ports, err := freeport.ReserveN(7)
 	if err != nil {
 		return err
 	}
 	debugAddr := map[string]string{"serve": "127.0.0.1:" + strconv.Itoa(ports[0]), "worker": "127.0.0.1:" + strconv.Itoa(ports[1]),
 		"serve-2": "127.0.0.1:" + strconv.Itoa(ports[2]), "worker-2": "127.0.0.1:" + strconv.Itoa(ports[3])}
 	secondAPI := "127.0.0.1:" + strconv.Itoa(ports[4])
+	metricsAddr := map[string]string{"worker": "127.0.0.1:" + strconv.Itoa(ports[5]), "worker-2": "127.0.0.1:" + strconv.Itoa(ports[6])}
 	largest := slices.Max(opts.Sessions)
 	stackFirst, stackCount := slot.stack()
 
@@ -176,7 +177,7 @@ func Run(ctx context.Context, opts Options, out io.Writer) (err error) {
 		Logger:   log.Named("stack"),
 		UIDs:     func() (int, int, func(), error) { return stackFirst, stackCount, func() {}, nil },
 		RoleEnv: func(role string) []string {
-			return []string{
+			env := []string{
 				"ASTRABOX_ENGINES_SCRIPTED_BINARY=" + binary,
 				"ASTRABOX_DEBUG_PPROF_ADDR=" + debugAddr[role],
 				"ASTRABOX_LOG_LEVEL=warn",
@@ -184,6 +185,10 @@ func Run(ctx context.Context, opts Options, out io.Writer) (err error) {
 				"ASTRABOX_SANDBOX_MAX_LIVE_BOXES_PER_USER=" + strconv.Itoa(2*largest+16),
 				"ASTRABOX_SANDBOX_IDLE_RELEASE=" + opts.IdleRelease.String(),
 			}
+			if addr, ok := metricsAddr[role]; ok {
+				env = append(env, "ASTRABOX_METRICS_LISTEN="+addr)
+			}
+			return env
 		},
 	})
 	if err != nil {
@@ -199,10 +204,11 @@ func Run(ctx context.Context, opts Options, out io.Writer) (err error) {
 		return err
 	}
 	b := &bench{opts: opts, log: log, stack: stack, api: newAPIClient(stack.APIURL(), stack.Token()),
-		workerDebug: []string{"http://" + debugAddr["worker"]}, apiDebug: "http://" + debugAddr["serve"], binary: binary, root: root}
+		workerDebug: []string{"http://" + debugAddr["worker"]}, apiDebug: "http://" + debugAddr["serve"],
+		workerMetrics: []string{"http://" + metricsAddr["worker"] + "/metrics"}, binary: binary, root: root}
 	b.apis = []*apiClient{b.api}
 	if opts.Replicas == 2 {
-		if err := stack.StartExtra("worker", "worker-2", []string{"ASTRABOX_DEBUG_PPROF_ADDR=" + debugAddr["worker-2"]}); err != nil {
+		if err := stack.StartExtra("worker", "worker-2", []string{"ASTRABOX_DEBUG_PPROF_ADDR=" + debugAddr["worker-2"], "ASTRABOX_METRICS_LISTEN=" + metricsAddr["worker-2"]}); err != nil {
 			return err
 		}
 		if err := stack.StartExtra("serve", "serve-2", []string{"ASTRABOX_DEBUG_PPROF_ADDR=" + debugAddr["serve-2"], "ASTRABOX_HTTP_ADDR=" + secondAPI}); err != nil {
@@ -212,6 +218,7 @@ func Run(ctx context.Context, opts Options, out io.Writer) (err error) {
 			return err
 		}
 		b.workerDebug = append(b.workerDebug, "http://"+debugAddr["worker-2"])
+		b.workerMetrics = append(b.workerMetrics, "http://"+metricsAddr["worker-2"]+"/metrics")
 		b.apis = append(b.apis, newAPIClient("http://"+secondAPI+"/api/v1", stack.Token()))
 	}
 	if b.agentID, err = b.scriptedAgent(ctx); err != nil {

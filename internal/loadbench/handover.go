@@ -3,9 +3,14 @@ package loadbench
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/astrabox/astrabox/internal/telemetry"
 )
 
 // handOvers are, for each measured input of a phase's Sessions (every input but the
@@ -70,4 +75,68 @@ func (h handOvers) rows(tag string) []Row {
 		{Figure: "accepted to delivered " + tag, Goal: "report", P50: msString(h.toRuntime.pct(50)), P99: msString(h.toRuntime.pct(99))},
 		{Figure: "accepted to first part committed " + tag, Goal: "report", P50: msString(h.toFirstPart.pct(50)), P99: msString(h.toFirstPart.pct(99))},
 	}
+}
+
+// handOverSources counts the inputs the workers handed to runtimes, by how: from the
+// content their notification carried, or from a read of the held inputs.
+type handOverSources struct {
+	notice, read int
+}
+
+// handOverSources reads the workers' astrabox_inputs_handed_over_total.
+func (b *bench) handOverSources(ctx context.Context) (handOverSources, error) {
+	var total handOverSources
+	for _, url := range b.workerMetrics {
+		counts, err := scrapeCounter(ctx, url, telemetry.MetricInputsHandedOver, "source")
+		if err != nil {
+			return handOverSources{}, err
+		}
+		total.notice += counts["notice"]
+		total.read += counts["read"]
+	}
+	return total, nil
+}
+
+func (h handOverSources) since(before handOverSources) handOverSources {
+	return handOverSources{notice: h.notice - before.notice, read: h.read - before.read}
+}
+
+// row reports the measured inputs handed over from their notification.
+func (h handOverSources) row(tag string) Row {
+	return Row{Figure: "inputs handed over from their notice " + tag, Goal: "report",
+		P50: fmt.Sprintf("%d of %d", h.notice, h.notice+h.read)}
+}
+
+// scrapeCounter reads a counter of a Prometheus endpoint, by the value of one label.
+func scrapeCounter(ctx context.Context, url, name, label string) (map[string]int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("scrape %s: %w", url, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("scrape %s: %s", url, resp.Status)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("scrape %s: %w", url, err)
+	}
+	family, ok := families[name]
+	if !ok {
+		return nil, fmt.Errorf("scrape %s: no %s", url, name)
+	}
+	out := map[string]int{}
+	for _, m := range family.GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == label {
+				out[l.GetValue()] += int(m.GetCounter().GetValue())
+			}
+		}
+	}
+	return out, nil
 }

@@ -37,6 +37,9 @@ func TestSmoke(t *testing.T) {
 		lineOf(table, "worker heap/released Session @2"), "every box was released after sandbox.idle_release and the worker measured then")
 	assert.Regexp(t, `^time to first part \(Claude Code\) @2 +p99 - floor <= 50 ms +[0-9.]+ ms +[0-9.]+ ms +[0-9.]+ ms +[0-9.]+ `,
 		lineOf(table, "time to first part (Claude Code) @2"), "Claude Code's own time to first output is the floor, measured in the same run")
+	// Each measured input was handed over once, from its notice or a read of custody.
+	assert.Regexp(t, `^inputs handed over from their notice @2 +report +[0-2] of 2 `, lineOf(table, "inputs handed over from their notice @2"))
+	assert.Regexp(t, `^inputs handed over from their notice \(Claude Code\) @2 +report +[0-2] of 2 `, lineOf(table, "inputs handed over from their notice (Claude Code) @2"))
 	assert.Contains(t, table, "machine load: loadavg")
 	assert.Contains(t, table, "cores used during the measured turns @2: boxes ", "the cores each part of the machine used are reported")
 	assert.Contains(t, table, "cores used by the program floor @2: boxes ", "the cores the program floor used are reported")
