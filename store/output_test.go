@@ -259,9 +259,7 @@ func TestAnInputToAnEndedSessionIsAnnouncedWithoutItsContent(t *testing.T) {
 			require.NoError(t, err)
 			in, _, err := f.st.InsertInput(f.ctx, store.NewInput{SessionID: f.session.ID, Content: "anyone there?"})
 			require.NoError(t, err)
-			n, err := conn.WaitForNotification(f.ctx)
-			require.NoError(t, err)
-			notice, err := pubsub.ParseInputNotice(n.Payload)
+			notice, err := pubsub.ParseInputNotice(nextPayload(f.ctx, t, conn, pubsub.SessionInputsChannel(f.session.ID)))
 			require.NoError(t, err)
 			require.Equal(t, pubsub.InputNotice{Seq: in.Seq, ID: in.ID}, notice)
 		})
@@ -278,10 +276,7 @@ func TestAppendNotifiesAtCommit(t *testing.T) {
 	accept := func(content string) (store.Input, pubsub.InputNotice) {
 		in, _, err := st.InsertInput(ctx, store.NewInput{SessionID: f.session.ID, Content: content})
 		require.NoError(t, err)
-		n, err := conn.WaitForNotification(ctx)
-		require.NoError(t, err)
-		require.Equal(t, pubsub.SessionInputsChannel(f.session.ID), n.Channel)
-		notice, err := pubsub.ParseInputNotice(n.Payload)
+		notice, err := pubsub.ParseInputNotice(nextPayload(ctx, t, conn, pubsub.SessionInputsChannel(f.session.ID)))
 		require.NoError(t, err)
 		return in, notice
 	}
@@ -300,10 +295,7 @@ func TestAppendNotifiesAtCommit(t *testing.T) {
 	res, err := st.AppendParts(ctx, store.AppendRequest{SessionID: f.session.ID, LeaseGeneration: lease.Generation,
 		Parts: []store.NewPart{textPart("r1", "a"), textPart("r1", "b"), textPart("r1", "c")}})
 	require.NoError(t, err)
-	n, err := conn.WaitForNotification(ctx)
-	require.NoError(t, err)
-	require.Equal(t, pubsub.SessionOutputChannel(f.session.ID), n.Channel)
-	notice, err := pubsub.ParseOutputNotice(n.Payload)
+	notice, err := pubsub.ParseOutputNotice(nextPayload(ctx, t, conn, pubsub.SessionOutputChannel(f.session.ID)))
 	require.NoError(t, err)
 	require.Equal(t, res.LastSeq, notice.Seq)
 	require.Equal(t, res.FirstSeq, notice.FirstSeq(), "a transaction's append announces its frames too")
@@ -355,6 +347,16 @@ func TestPartsOnlyBatchNotifiesItsFramesAsStored(t *testing.T) {
 }
 
 // listen opens a connection of its own listening on channels, closed with the test.
+// nextPayload waits for conn's next notification, which is to be on channel, and
+// returns its payload.
+func nextPayload(ctx context.Context, t *testing.T, conn *pgx.Conn, channel string) string {
+	t.Helper()
+	n, err := conn.WaitForNotification(ctx)
+	require.NoError(t, err)
+	require.Equal(t, channel, n.Channel)
+	return n.Payload
+}
+
 func (f *fixture) listen(t *testing.T, channels ...string) *pgx.Conn {
 	t.Helper()
 	conn, err := pgx.Connect(f.ctx, f.dsn)
