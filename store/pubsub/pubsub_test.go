@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"slices"
 	"strconv"
 	"testing"
@@ -30,6 +31,7 @@ type env struct {
 	l       *pubsub.Listener
 	sender  *pgx.Conn
 	appName string
+	dsn     string
 }
 
 func newEnv(t *testing.T, opts pubsub.Options) *env {
@@ -45,7 +47,7 @@ func newEnv(t *testing.T, opts pubsub.Options) *env {
 	sender, err := pgx.Connect(ctx, dsn)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = sender.Close(context.Background()) })
-	return &env{ctx: ctx, l: l, sender: sender, appName: opts.ApplicationName}
+	return &env{ctx: ctx, l: l, sender: sender, appName: opts.ApplicationName, dsn: dsn}
 }
 
 func (e *env) notify(t *testing.T, channel, payload string) {
@@ -152,20 +154,35 @@ func TestParseInputNoticeKeepsTheContentAsItIs(t *testing.T) {
 
 func TestDroppedConnectionIsReportedAndRecovered(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, pubsub.Options{})
+	e := newEnv(t, pubsub.Options{MaxBackoff: 100 * time.Millisecond})
 	ch := pubsub.SessionOutputChannel("00000000-0000-0000-0000-0000000000dd")
 	sub, err := e.l.Subscribe(e.ctx, ch)
 	require.NoError(t, err)
 	e.notify(t, ch, "1")
 	require.Equal(t, "1", receive(t, e.ctx, sub).Payload)
 
-	// Kill the listener's backend, as a failover or an idle-killer would.
+	// Kill the listener's backend, as a failover or an idle-killer would, and keep it
+	// from reconnecting until the drop was taken: the signal of listening again is
+	// then one of its own, not merged into the drop's.
+	cfg, err := pgx.ParseConfig(e.dsn)
+	require.NoError(t, err)
+	database := cfg.Database
+	cfg.Database = "postgres" // a database's connections are switched off from another
+	admin, err := pgx.ConnectConfig(e.ctx, cfg)
+	require.NoError(t, err)
+	defer admin.Close(context.WithoutCancel(e.ctx))
+	allowConnections := func(allow bool) {
+		_, err := admin.Exec(e.ctx, fmt.Sprintf("ALTER DATABASE %s ALLOW_CONNECTIONS %t", pgx.Identifier{database}.Sanitize(), allow))
+		require.NoError(t, err)
+	}
+	allowConnections(false)
 	var terminated int
 	err = e.sender.QueryRow(e.ctx, "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1) t", e.appName).Scan(&terminated)
 	require.NoError(t, err)
 	require.Equal(t, 1, terminated)
 
 	waitDropped(t, e.ctx, sub)
+	allowConnections(true)
 
 	// A new subscription is ready only on a live connection whose LISTEN set includes
 	// every channel, so once it returns the old subscription hears again.
