@@ -61,11 +61,7 @@ func (b *bench) claudePhase(ctx context.Context, n int, floorOpts local.Options)
 	if err := b.waitIdle(ctx, sessions); err != nil {
 		return nil, "", err
 	}
-	handOver, err := b.handOvers(ctx, sessions)
-	if err != nil {
-		return nil, "", err
-	}
-	sources, err := b.handOverSources(ctx)
+	handOver, err := b.handOvers(ctx, sessions, sourcesBefore)
 	if err != nil {
 		return nil, "", err
 	}
@@ -78,7 +74,6 @@ func (b *bench) claudePhase(ctx context.Context, n int, floorOpts local.Options)
 	rows := []Row{{Figure: "time to first part " + tag, Goal: "p99 - floor <= 50 ms", P50: msString(firsts.pct(50)), P99: msString(firsts.pct(99)),
 		Floor: msString(pf), Ratio: latencyRatio(pf, firsts.pct(99)), Met: met(firsts.pct(99)-pf <= 50*time.Millisecond)}}
 	rows = append(rows, handOver.rows(tag)...)
-	rows = append(rows, sources.since(sourcesBefore).row(tag))
 	rows = append(rows, Row{Figure: "cold start (box + runtime) " + tag, Goal: "report", P50: msString(cold.pct(50)), P99: msString(cold.pct(99))})
 	return rows, fmt.Sprintf("cores used during the measured turns %s: %s (of %d)\ncores used by the program floor %s: %s (of %d)",
 		tag, cpuLine(cores), numCPU(), tag, cpuLine(floorCores), numCPU()), nil

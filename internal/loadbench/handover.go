@@ -27,9 +27,13 @@ type handOvers struct {
 	// the recording of that output. The time to first part is this beside the
 	// receipt before it and the delivery to the stream after it.
 	toFirstPart samples
+	// sources: how the workers handed the measured inputs over.
+	sources handOverSources
 }
 
-func (b *bench) handOvers(ctx context.Context, sessions []*session) (handOvers, error) {
+// handOvers reads the hand-overs of the measured inputs of sessions, and how the
+// workers handed them over since sourcesBefore (read before the measured turns).
+func (b *bench) handOvers(ctx context.Context, sessions []*session, sourcesBefore handOverSources) (handOvers, error) {
 	conn, err := pgx.Connect(ctx, b.stack.DSN())
 	if err != nil {
 		return handOvers{}, fmt.Errorf("read hand-overs: %w", err)
@@ -64,6 +68,11 @@ func (b *bench) handOvers(ctx context.Context, sessions []*session) (handOvers, 
 	if want := len(sessions) * b.opts.Turns; len(out.toFirstPart) != want {
 		return handOvers{}, fmt.Errorf("read hand-overs: %d of the %d measured inputs have a response with parts", len(out.toFirstPart), want)
 	}
+	sources, err := b.handOverSources(ctx)
+	if err != nil {
+		return handOvers{}, err
+	}
+	out.sources = sources.since(sourcesBefore)
 	return out, nil
 }
 
@@ -74,6 +83,7 @@ func (h handOvers) rows(tag string) []Row {
 	return []Row{
 		{Figure: "accepted to delivered " + tag, Goal: "report", P50: msString(h.toRuntime.pct(50)), P99: msString(h.toRuntime.pct(99))},
 		{Figure: "accepted to first part committed " + tag, Goal: "report", P50: msString(h.toFirstPart.pct(50)), P99: msString(h.toFirstPart.pct(99))},
+		{Figure: "inputs handed over from their notice " + tag, Goal: "report", P50: fmt.Sprintf("%d of %d", h.sources.notice, h.sources.notice+h.sources.read)},
 	}
 }
 
@@ -99,12 +109,6 @@ func (b *bench) handOverSources(ctx context.Context) (handOverSources, error) {
 
 func (h handOverSources) since(before handOverSources) handOverSources {
 	return handOverSources{notice: h.notice - before.notice, read: h.read - before.read}
-}
-
-// row reports the measured inputs handed over from their notification.
-func (h handOverSources) row(tag string) Row {
-	return Row{Figure: "inputs handed over from their notice " + tag, Goal: "report",
-		P50: fmt.Sprintf("%d of %d", h.notice, h.notice+h.read)}
 }
 
 // scrapeCounter reads a counter of a Prometheus endpoint, by the value of one label.

@@ -224,11 +224,7 @@ func (b *bench) phase(ctx context.Context, n int, durable float64, floorOpts loc
 	if err != nil {
 		return nil, "", err
 	}
-	handOver, err := b.handOvers(ctx, sessions)
-	if err != nil {
-		return nil, "", err
-	}
-	sources, err := b.handOverSources(ctx)
+	handOver, err := b.handOvers(ctx, sessions, sourcesBefore)
 	if err != nil {
 		return nil, "", err
 	}
@@ -285,7 +281,6 @@ func (b *bench) phase(ctx context.Context, n int, durable float64, floorOpts loc
 	rows = append(rows, Row{Figure: "time to first part " + tag, Goal: "p99 - floor <= 50 ms", P50: msString(firsts.pct(50)), P99: msString(firsts.pct(99)),
 		Floor: msString(pf), Ratio: latencyRatio(pf, firsts.pct(99)), Met: met(firsts.pct(99)-pf <= 50*time.Millisecond)})
 	rows = append(rows, handOver.rows(tag)...)
-	rows = append(rows, sources.since(sourcesBefore).row(tag))
 	var deliveryMet *bool
 	if n <= 20 && followers >= 10 {
 		deliveryMet = met(m.commitToSSE.pct(99) <= 30*time.Millisecond)
