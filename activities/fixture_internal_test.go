@@ -12,7 +12,7 @@ import (
 
 // scriptedSessions makes a user and an Agent of the scripted program in st and
 // returns a function that opens a new Session of theirs.
-func scriptedSessions(ctx context.Context, t *testing.T, st *store.Store) func() store.Session {
+func scriptedSessions(ctx context.Context, t testing.TB, st *store.Store) func() store.Session {
 	t.Helper()
 	user, err := st.CreateUser(ctx, store.NewUser{Email: uuid.NewString() + "@example.com"})
 	require.NoError(t, err)

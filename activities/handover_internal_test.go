@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	promtest "github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap/zaptest"
@@ -97,6 +98,7 @@ func TestANoticedInputIsHandedOverOnlyRightAfterTheLastOne(t *testing.T) {
 	require.Equal(t, 1, handed(handedFromNotice))
 	require.True(t, noticed(three), "a notice of an input handed over already")
 	require.Len(t, client.submitted(), 3, "is not handed over again")
+	require.NoError(t, a.awaitDeliveryWriter(ctx, l))
 	stored, err := st.GetInputByID(ctx, three.ID)
 	require.NoError(t, err)
 	require.Equal(t, store.InputDelivered, stored.State, "an input handed over from its notice is recorded delivered")
@@ -135,4 +137,85 @@ func TestANoticedInputIsHandedOverOnlyRightAfterTheLastOne(t *testing.T) {
 	require.Equal(t, "eight", client.submitted()[len(client.submitted())-1])
 	require.Equal(t, 3, handed(handedFromNotice), "three, six and eight")
 	require.Equal(t, 13, handed(handedFromRead), "one and two, four and five, the big one, then all eight")
+}
+
+// TestAnInputIsHandedOverWhileTheRecordOfTheOneBeforeWaits: an input noticed right
+// behind another reaches the runtime while the first one's delivery record waits on
+// PostgreSQL (its row locked by another transaction); both are recorded delivered
+// once the lock goes. A record that fails leaves its input pending, and the next
+// notice waits for a read that hands it over again and records it.
+func TestAnInputIsHandedOverWhileTheRecordOfTheOneBeforeWaits(t *testing.T) {
+	t.Parallel()
+	ctx := testutil.Context(t)
+	st, dsn := testutil.NewDB(t)
+	sess := scriptedSessions(ctx, t, st)()
+	a := &Activities{deps: Deps{Store: st}, metrics: telemetry.NewMetrics(nil), log: zaptest.NewLogger(t)}
+	client := &submitRecorder{}
+	l := &liveRuntime{sessionID: sess.ID, generation: 1, client: client}
+	accept := func(content string) pubsub.InputNotice {
+		in, _, err := st.InsertInput(ctx, store.NewInput{SessionID: sess.ID, Content: content})
+		require.NoError(t, err)
+		return pubsub.InputNotice{Seq: in.Seq, ID: in.ID, Content: content, Carried: true}
+	}
+	state := func(n pubsub.InputNotice) string {
+		in, err := st.GetInputByID(ctx, n.ID)
+		require.NoError(t, err)
+		return in.State
+	}
+	// lockRow holds the input's row in a transaction of its own until the returned
+	// function rolls it back.
+	lockRow := func(n pubsub.InputNotice) func() {
+		conn, err := pgx.Connect(ctx, dsn)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = conn.Close(context.Background()) })
+		tx, err := conn.Begin(ctx)
+		require.NoError(t, err)
+		_, err = tx.Exec(ctx, "SELECT 1 FROM inputs WHERE id = $1 FOR UPDATE", n.ID)
+		require.NoError(t, err)
+		return func() { require.NoError(t, tx.Rollback(ctx)) }
+	}
+
+	accept("zero")
+	_, err := a.deliverHeld(ctx, l, 0)
+	require.NoError(t, err)
+
+	one, two := accept("one"), accept("two")
+	release := lockRow(one)
+	for _, n := range []pubsub.InputNotice{one, two} {
+		handed, err := a.handOverNoticed(ctx, l, n)
+		require.NoError(t, err)
+		require.True(t, handed)
+	}
+	require.Equal(t, []string{"zero", "one", "two"}, client.submitted(), "two went to the runtime behind one")
+	require.Equal(t, store.InputPending, state(one), "while one's record waits")
+	release()
+	require.NoError(t, a.awaitDeliveryWriter(ctx, l))
+	for _, n := range []pubsub.InputNotice{one, two} {
+		in, err := st.GetInputByID(ctx, n.ID)
+		require.NoError(t, err)
+		require.Equal(t, store.InputDelivered, in.State)
+		require.Equal(t, int64(1), *in.DeliveredRuntimeGeneration)
+	}
+
+	// The record fails (its statement cancelled while it waits): three stays
+	// pending, and the next notice is left to a read that hands three over again.
+	three := accept("three")
+	release = lockRow(three)
+	recordCtx, cancelRecord := context.WithCancel(ctx)
+	handed, err := a.handOverNoticed(recordCtx, l, three)
+	require.NoError(t, err)
+	require.True(t, handed)
+	cancelRecord()
+	require.NoError(t, a.awaitDeliveryWriter(ctx, l))
+	release()
+	require.Equal(t, store.InputPending, state(three))
+	four := accept("four")
+	handed, err = a.handOverNoticed(ctx, l, four)
+	require.NoError(t, err)
+	require.False(t, handed, "three's record is missing")
+	_, err = a.deliverHeld(ctx, l, four.Seq)
+	require.NoError(t, err)
+	require.Equal(t, []string{"zero", "one", "two", "three", "three", "four"}, client.submitted())
+	require.Equal(t, store.InputDelivered, state(three))
+	require.Equal(t, store.InputDelivered, state(four))
 }

@@ -26,11 +26,17 @@ func (a *Activities) Deliver(ctx context.Context, ref RuntimeRef) (DeliverResult
 }
 
 // deliverHeld reads the inputs held for the runtime and hands them over in accepted
-// order. committedThrough is a seq whose input committed before this call (0 when
-// none is known): once the read's inputs are handed over, every input up to it is.
+// order, recording them delivered before it returns. committedThrough is a seq whose
+// input committed before this call (0 when none is known): once the read's inputs
+// are handed over, every input up to it is.
 func (a *Activities) deliverHeld(ctx context.Context, l *liveRuntime, committedThrough int64) (DeliverResult, error) {
 	l.deliverMu.Lock()
 	defer l.deliverMu.Unlock()
+	// An input handed over on notice whose record is being written would be read
+	// as pending.
+	if err := a.awaitDeliveryWriter(ctx, l); err != nil {
+		return DeliverResult{}, err
+	}
 	// A take-back recorded from here on is seen by the next hand-over; one recorded
 	// before is in this read.
 	l.tookBack.Store(false)
@@ -51,6 +57,11 @@ func (a *Activities) deliverHeld(ctx context.Context, l *liveRuntime, committedT
 			res.Refused = append(res.Refused, in.ID)
 		}
 	}
+	if err := a.writeDeliveries(ctx, l, l.records.take()); err != nil {
+		// Unrecorded, the inputs are read again by the next hand-over.
+		l.tookBack.Store(true)
+		return res, err
+	}
 	l.handedThrough = max(l.handedThrough, committedThrough)
 	return res, nil
 }
@@ -65,7 +76,8 @@ const (
 // handOverNoticed hands over the input a notice announces without reading it back
 // when the notice carries its content and its seq follows the last input handed
 // over, which a read of the held inputs would list first. It reports whether the
-// input needs nothing more: handed over now or already; false leaves it to a read.
+// input needs nothing more: handed over now (its record written soon after) or
+// already; false leaves it to a read.
 func (a *Activities) handOverNoticed(ctx context.Context, l *liveRuntime, n pubsub.InputNotice) (bool, error) {
 	l.deliverMu.Lock()
 	defer l.deliverMu.Unlock()
@@ -84,14 +96,15 @@ func (a *Activities) handOverNoticed(ctx context.Context, l *liveRuntime, n pubs
 	}
 	if delivered {
 		a.metrics.InputsHandedOver.WithLabelValues(handedFromNotice).Inc()
+		a.writeDeliveriesSoon(ctx, l)
 	}
 	return true, nil
 }
 
-// handOver submits one input to the runtime and records the outcome: delivered to
-// this runtime, or refused by it (failed, reported on the stream). Either way every
-// input up to its seq is then handed over. It reports whether the runtime took it.
-// The caller holds l.deliverMu.
+// handOver submits one input to the runtime and keeps the outcome: delivered to this
+// runtime (its record left to the caller, in l.records), or refused by it (failed,
+// reported on the stream). Either way every input up to its seq is then handed
+// over. It reports whether the runtime took it. The caller holds l.deliverMu.
 func (a *Activities) handOver(ctx context.Context, l *liveRuntime, in store.Input) (bool, error) {
 	err := l.client.Submit(ctx, engines.TextInput(in.ID, in.Content))
 	var refused *engines.RuntimeInputRefused
@@ -107,9 +120,7 @@ func (a *Activities) handOver(ctx context.Context, l *liveRuntime, in store.Inpu
 	case err != nil:
 		return false, fmt.Errorf("submit input %s: %w", in.ID, err)
 	}
-	if _, err := a.deps.Store.MarkInputDeliveredTo(ctx, l.sessionID, in.ID, l.generation); err != nil {
-		return false, err
-	}
+	l.records.add(in.ID)
 	l.handedThrough = in.Seq
 	return true, nil
 }

@@ -38,6 +38,8 @@ type liveRuntime struct {
 	// tookBack says a reconciliation took back inputs this runtime had received, so
 	// handedThrough no longer holds: the next hand-over reads the held inputs.
 	tookBack atomic.Bool
+	// records are the hand-overs whose delivery is still to be recorded.
+	records deliveryRecords
 
 	mu sync.Mutex
 	// leaseGeneration is the reader lease of the Relay reading this runtime, 0 before

@@ -16,6 +16,14 @@ import (
 // interaction it no longer waits on closes with its retained closure reason or as
 // expired. It returns the cursor to read on from (continueFrom).
 func (r *relayRun) reconcile(ctx context.Context, expired *engines.RuntimeCursor) (*engines.RuntimeCursor, error) {
+	// No input is handed over while the records are settled, and every one handed
+	// over before is recorded delivered first: a record written after the take-back
+	// would name this runtime for an input its State says it lost.
+	r.l.deliverMu.Lock()
+	defer r.l.deliverMu.Unlock()
+	if err := r.a.awaitDeliveryWriter(ctx, r.l); err != nil {
+		return nil, fmt.Errorf("await delivery records: %w", err)
+	}
 	state, err := r.l.client.State(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("read runtime state: %w", err)

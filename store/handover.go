@@ -31,18 +31,24 @@ func (s *Store) ListDeliverableInputs(ctx context.Context, sessionID string, run
 	return out, mapError("list deliverable inputs", err)
 }
 
-// MarkInputDeliveredTo records that the runtime of runtimeGeneration received the
-// input (pending, or delivered to an earlier runtime -> delivered). An input admitted
-// or failed meanwhile is left alone (false).
-func (s *Store) MarkInputDeliveredTo(ctx context.Context, sessionID, inputID string, runtimeGeneration int64) (bool, error) {
+// MarkInputsDeliveredTo records that the runtime of runtimeGeneration received the
+// inputs (pending, or delivered to an earlier runtime -> delivered), in one
+// statement, and returns how many moved. An input admitted or failed meanwhile, or
+// recorded delivered to a later runtime, is left alone: a late record never moves
+// custody back.
+func (s *Store) MarkInputsDeliveredTo(ctx context.Context, sessionID string, inputIDs []string, runtimeGeneration int64) (int64, error) {
+	if len(inputIDs) == 0 {
+		return 0, nil
+	}
 	res := s.conn(ctx).Model(&Input{}).
-		Where("session_id = ? AND id = ? AND state IN ?", sessionID, inputID, []string{InputPending, InputDelivered}).
+		Where("session_id = ? AND id IN ? AND state IN ?", sessionID, inputIDs, []string{InputPending, InputDelivered}).
+		Where("coalesce(delivered_runtime_generation, 0) <= ?", runtimeGeneration).
 		Updates(map[string]any{
 			"state":                        InputDelivered,
 			"delivered_at":                 gormExpr("now()"),
 			"delivered_runtime_generation": runtimeGeneration,
 		})
-	return s.inputMoved(ctx, "mark input delivered", sessionID, inputID, res.RowsAffected, res.Error)
+	return res.RowsAffected, mapError("mark inputs delivered", res.Error)
 }
 
 // FailHeldInputs fails every held input of the Session with code and returns their

@@ -153,10 +153,9 @@ func TestReconcileRuntimeFailsLostResponsesAndKeepsReportedOnes(t *testing.T) {
 		require.NoError(t, err)
 		inputs = append(inputs, in)
 	}
-	for _, in := range inputs {
-		_, err := st.MarkInputDeliveredTo(ctx, f.session.ID, in.ID, 1)
-		require.NoError(t, err)
-	}
+	moved, err := st.MarkInputsDeliveredTo(ctx, f.session.ID, []string{inputs[0].ID, inputs[1].ID, inputs[2].ID}, 1)
+	require.NoError(t, err)
+	require.Equal(t, int64(3), moved)
 	lease, err := st.AcquireReaderLease(ctx, store.LeaseRequest{SessionID: f.session.ID, Holder: "relay", TTL: time.Minute})
 	require.NoError(t, err)
 	_, err = st.ApplyRelayBatch(ctx, store.RelayBatch{SessionID: f.session.ID, LeaseGeneration: lease.Generation, Ops: []store.RelayOp{
@@ -236,10 +235,17 @@ func TestDeliverableInputsGoOnlyToAReplacementUntilAdmitted(t *testing.T) {
 		return out
 	}
 	require.Equal(t, []string{a.ID, b.ID}, ids(1), "accepted order")
-	_, err = st.MarkInputDeliveredTo(ctx, f.session.ID, a.ID, 1)
+	_, err = st.MarkInputsDeliveredTo(ctx, f.session.ID, []string{a.ID}, 1)
 	require.NoError(t, err)
 	require.Equal(t, []string{b.ID}, ids(1), "never twice to the same runtime")
 	require.Equal(t, []string{a.ID, b.ID}, ids(2), "a replacement receives every unadmitted input in order")
+	moved, err := st.MarkInputsDeliveredTo(ctx, f.session.ID, []string{a.ID}, 2)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), moved, "to the replacement")
+	moved, err = st.MarkInputsDeliveredTo(ctx, f.session.ID, []string{a.ID}, 1)
+	require.NoError(t, err)
+	require.Zero(t, moved, "a late record of the earlier runtime moves nothing back")
+	require.Equal(t, []string{b.ID}, ids(2))
 	_, err = st.MarkInputsAdmitted(ctx, f.session.ID, []string{a.ID})
 	require.NoError(t, err)
 	require.Equal(t, []string{b.ID}, ids(2), "after admission, never again")

@@ -1,0 +1,51 @@
+package activities
+
+import (
+	"testing"
+
+	"go.uber.org/zap"
+
+	"github.com/astrabox/astrabox/internal/telemetry"
+	"github.com/astrabox/astrabox/internal/testutil"
+	"github.com/astrabox/astrabox/store"
+	"github.com/astrabox/astrabox/store/pubsub"
+)
+
+// BenchmarkNoticedBurstHandOver times a burst of four inputs taken on notice, from
+// the first notice until the runtime has the fourth input (its delivery records
+// are written outside the timed part): what a person's parallel messages wait
+// before the program holds them.
+func BenchmarkNoticedBurstHandOver(b *testing.B) {
+	ctx := testutil.Context(b)
+	st, _ := testutil.NewDB(b)
+	sess := scriptedSessions(ctx, b, st)()
+	a := &Activities{deps: Deps{Store: st}, metrics: telemetry.NewMetrics(nil), log: zap.NewNop()}
+	l := &liveRuntime{sessionID: sess.ID, generation: 1, client: &submitRecorder{}}
+	if _, err := a.deliverHeld(ctx, l, 0); err != nil {
+		b.Fatal(err)
+	}
+	const burst = 4
+	notices := make([]pubsub.InputNotice, burst)
+	b.ResetTimer()
+	for b.Loop() {
+		b.StopTimer()
+		for i := range notices {
+			in, _, err := st.InsertInput(ctx, store.NewInput{SessionID: sess.ID, Content: "m"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			notices[i] = pubsub.InputNotice{Seq: in.Seq, ID: in.ID, Content: in.Content, Carried: true}
+		}
+		b.StartTimer()
+		for _, n := range notices {
+			if handed, err := a.handOverNoticed(ctx, l, n); err != nil || !handed {
+				b.Fatalf("hand over %d: %v %v", n.Seq, handed, err)
+			}
+		}
+		b.StopTimer()
+		if err := a.awaitDeliveryWriter(ctx, l); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+	}
+}
