@@ -422,34 +422,54 @@ func (r *relayRun) deliverOnNotice(ctx context.Context) {
 	r.listening.Store(true)
 	r.wakeObserver()
 	for {
-		var notices []pubsub.Notification
-		select {
-		case <-ctx.Done():
+		notices, lost, open := nextNotices(ctx, sub)
+		switch {
+		case ctx.Err() != nil:
 			return
-		case n, ok := <-sub.C():
-			if !ok {
-				r.stopTakingInputsOnNotice(ctx)
-				return
-			}
-			notices = append(notices, n)
-		case <-sub.Dropped():
-			// Notices were lost: the read below covers their inputs.
-		}
-		for len(sub.C()) > 0 {
-			notices = append(notices, <-sub.C())
-		}
-		if !r.handOverNotices(ctx, notices) {
+		case !open:
+			r.stopTakingInputsOnNotice(ctx)
+			return
+		case !r.handOverNotices(ctx, notices, lost):
 			return
 		}
 	}
 }
 
+// nextNotices waits for the subscription's next notices and takes every one queued.
+// lost reports that notices were discarded for a full queue (or a dropped
+// connection) before this take ended: the take's own notices then do not cover
+// every input, whichever of the two the wait woke on. open is false once the
+// subscription closed.
+func nextNotices(ctx context.Context, sub *pubsub.Subscription) (notices []pubsub.Notification, lost, open bool) {
+	select {
+	case <-ctx.Done():
+		return nil, false, true
+	case n, ok := <-sub.C():
+		if !ok {
+			return nil, false, false
+		}
+		notices = append(notices, n)
+	case <-sub.Dropped():
+		lost = true
+	}
+	for len(sub.C()) > 0 {
+		notices = append(notices, <-sub.C())
+	}
+	// A notice discarded while the queue was full was newer than every one taken.
+	select {
+	case <-sub.Dropped():
+		lost = true
+	default:
+	}
+	return notices, lost, true
+}
+
 // handOverNotices hands over the inputs the notices announce, in accepted order:
 // each from its notice while the notices follow on from the last input handed over
 // (a person's message reaches the runtime without a read of custody), the rest with
-// one read of the held inputs, as after notices were dropped (none given). It
-// reports false as deliverUntilDone does.
-func (r *relayRun) handOverNotices(ctx context.Context, notices []pubsub.Notification) bool {
+// one read of the held inputs, as when notices were lost (lost: the read covers
+// the inputs whose notices never came). It reports false as deliverUntilDone does.
+func (r *relayRun) handOverNotices(ctx context.Context, notices []pubsub.Notification, lost bool) bool {
 	parsed := make([]pubsub.InputNotice, 0, len(notices))
 	var newest int64
 	for _, n := range notices {
@@ -461,7 +481,7 @@ func (r *relayRun) handOverNotices(ctx context.Context, notices []pubsub.Notific
 		parsed = append(parsed, in)
 		newest = max(newest, in.Seq)
 	}
-	if len(parsed) < len(notices) || len(parsed) == 0 {
+	if lost || len(parsed) < len(notices) || len(parsed) == 0 {
 		return r.deliverUntilDone(ctx, newest)
 	}
 	for _, in := range parsed {
