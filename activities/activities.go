@@ -40,6 +40,13 @@ type InputNotices interface {
 
 var _ InputNotices = (*pubsub.Listener)(nil)
 
+// InputNoticeQueue is the queue length of each Relay's input-notice subscription
+// (pubsub.Options.Buffer of the worker's listener). A notice for a full queue is
+// discarded and the loss hands every held input over with one read, so any length
+// is correct; eight lets a burst of a person's parallel messages reach the runtime
+// from their notices, for 256 bytes an idle Session.
+const InputNoticeQueue = 8
+
 // defaultDiagnosticsKept is enough runtime diagnostics per Session to see what a
 // program said around a fault, and few enough that a chatty program cannot grow the
 // table without bound.

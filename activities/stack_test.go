@@ -162,7 +162,7 @@ func newStackWith(t testing.TB, setup engineSetup) *stack {
 	_, s.modelEgress = setup.egress[activities.ModelForwardName]
 	var dsn string
 	s.st, dsn = testutil.NewDB(t)
-	s.notices, err = pubsub.Start(s.ctx, dsn, testutil.Logger(t).Named("pubsub"), pubsub.Options{})
+	s.notices, err = pubsub.Start(s.ctx, dsn, testutil.Logger(t).Named("pubsub"), pubsub.Options{Buffer: activities.InputNoticeQueue})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.notices.Close() })
 	if setup.secretsKey != nil {

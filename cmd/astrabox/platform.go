@@ -253,10 +253,8 @@ func (p *platform) runWorker(ctx context.Context) error {
 		reapOpenSandboxOrphans(ctx, p.store, osb, 2*p.cfg.Sandbox.OpenSandbox.ReadyTimeout, p.log.Named("opensandbox"))
 	}
 	var notices activities.InputNotices
-	// Each live Session's Relay subscribes for its input notices and hands over every
-	// held input on one (a notice for a full queue signals Dropped, which hands over
-	// the same way): a queue of one is enough and costs an idle Session least.
-	workerNotices := pubsub.Options{ApplicationName: "astrabox-worker", Buffer: 1}
+	// Each live Session's Relay subscribes for its input notices.
+	workerNotices := pubsub.Options{ApplicationName: "astrabox-worker", Buffer: activities.InputNoticeQueue}
 	if l, err := pubsub.Start(ctx, p.cfg.Database.DSN(), p.log.Named("pubsub"), workerNotices); err != nil {
 		// Relays then hand inputs over only through the workflow's Deliver.
 		p.log.Warn("input notices unavailable", zap.Error(err))
