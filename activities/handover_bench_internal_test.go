@@ -5,9 +5,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/astrabox/astrabox/internal/telemetry"
 	"github.com/astrabox/astrabox/internal/testutil"
-	"github.com/astrabox/astrabox/store"
 	"github.com/astrabox/astrabox/store/pubsub"
 )
 
@@ -17,10 +15,9 @@ import (
 // before the program holds them.
 func BenchmarkNoticedBurstHandOver(b *testing.B) {
 	ctx := testutil.Context(b)
-	st, _ := testutil.NewDB(b)
-	sess := scriptedSessions(ctx, b, st)()
-	a := &Activities{deps: Deps{Store: st}, metrics: telemetry.NewMetrics(nil), log: zap.NewNop()}
-	l := &liveRuntime{sessionID: sess.ID, generation: 1, client: &submitRecorder{}}
+	f := newHandOverFixture(ctx, b)
+	a, l := f.a, f.l
+	a.log = zap.NewNop()
 	if _, err := a.deliverHeld(ctx, l, 0); err != nil {
 		b.Fatal(err)
 	}
@@ -30,11 +27,7 @@ func BenchmarkNoticedBurstHandOver(b *testing.B) {
 	for b.Loop() {
 		b.StopTimer()
 		for i := range notices {
-			in, _, err := st.InsertInput(ctx, store.NewInput{SessionID: sess.ID, Content: "m"})
-			if err != nil {
-				b.Fatal(err)
-			}
-			notices[i] = pubsub.InputNotice{Seq: in.Seq, ID: in.ID, Content: in.Content, Carried: true}
+			notices[i] = f.accept(ctx, b, "m")
 		}
 		b.StartTimer()
 		for _, n := range notices {

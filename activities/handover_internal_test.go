@@ -50,6 +50,40 @@ func (c *submitRecorder) submitted() []string {
 	return out
 }
 
+// handOverFixture is a new Session of the scripted program in a test database and a
+// live runtime of it whose connection records what it is handed (generation 1).
+type handOverFixture struct {
+	st      *store.Store
+	dsn     string
+	sess    store.Session
+	metrics *telemetry.Metrics
+	a       *Activities
+	client  *submitRecorder
+	l       *liveRuntime
+}
+
+func newHandOverFixture(ctx context.Context, t testing.TB) *handOverFixture {
+	t.Helper()
+	f := &handOverFixture{metrics: telemetry.NewMetrics(nil), client: &submitRecorder{}}
+	f.st, f.dsn = testutil.NewDB(t)
+	f.sess = scriptedSessions(ctx, t, f.st)()
+	f.a = &Activities{deps: Deps{Store: f.st}, metrics: f.metrics, log: zaptest.NewLogger(t)}
+	f.l = &liveRuntime{sessionID: f.sess.ID, generation: 1, client: f.client}
+	return f
+}
+
+// accept accepts an input and returns its notice as the insert announced it.
+func (f *handOverFixture) accept(ctx context.Context, t testing.TB, content string) pubsub.InputNotice {
+	t.Helper()
+	in, _, err := f.st.InsertInput(ctx, store.NewInput{SessionID: f.sess.ID, Content: content})
+	require.NoError(t, err)
+	n := pubsub.InputNotice{Seq: in.Seq, ID: in.ID}
+	if len(content) <= pubsub.MaxNoticeContent {
+		n.Content, n.Carried = content, true
+	}
+	return n
+}
+
 // TestANoticedInputIsHandedOverOnlyRightAfterTheLastOne: an input notice is handed
 // over as it is when its seq follows the last input handed over and it carries the
 // content; a gap, content left out, or inputs a reconciliation took back leave it to
@@ -58,27 +92,14 @@ func (c *submitRecorder) submitted() []string {
 func TestANoticedInputIsHandedOverOnlyRightAfterTheLastOne(t *testing.T) {
 	t.Parallel()
 	ctx := testutil.Context(t)
-	st, _ := testutil.NewDB(t)
-	sess := scriptedSessions(ctx, t, st)()
-	lease, err := st.AcquireReaderLease(ctx, store.LeaseRequest{SessionID: sess.ID, Holder: "worker-a", TTL: time.Minute})
+	f := newHandOverFixture(ctx, t)
+	st, a, client, l := f.st, f.a, f.client, f.l
+	lease, err := st.AcquireReaderLease(ctx, store.LeaseRequest{SessionID: f.sess.ID, Holder: "worker-a", TTL: time.Minute})
 	require.NoError(t, err)
-
-	metrics := telemetry.NewMetrics(nil)
-	a := &Activities{deps: Deps{Store: st}, metrics: metrics, log: zaptest.NewLogger(t)}
-	client := &submitRecorder{}
-	l := &liveRuntime{sessionID: sess.ID, generation: 1, client: client}
 	handed := func(source string) int {
-		return int(promtest.ToFloat64(metrics.InputsHandedOver.WithLabelValues(source)))
+		return int(promtest.ToFloat64(f.metrics.InputsHandedOver.WithLabelValues(source)))
 	}
-	accept := func(content string) pubsub.InputNotice {
-		in, _, err := st.InsertInput(ctx, store.NewInput{SessionID: sess.ID, Content: content})
-		require.NoError(t, err)
-		n := pubsub.InputNotice{Seq: in.Seq, ID: in.ID}
-		if len(content) <= pubsub.MaxNoticeContent {
-			n.Content, n.Carried = content, true
-		}
-		return n
-	}
+	accept := func(content string) pubsub.InputNotice { return f.accept(ctx, t, content) }
 	noticed := func(n pubsub.InputNotice) bool {
 		ok, err := a.handOverNoticed(ctx, l, n)
 		require.NoError(t, err)
@@ -147,16 +168,9 @@ func TestANoticedInputIsHandedOverOnlyRightAfterTheLastOne(t *testing.T) {
 func TestAnInputIsHandedOverWhileTheRecordOfTheOneBeforeWaits(t *testing.T) {
 	t.Parallel()
 	ctx := testutil.Context(t)
-	st, dsn := testutil.NewDB(t)
-	sess := scriptedSessions(ctx, t, st)()
-	a := &Activities{deps: Deps{Store: st}, metrics: telemetry.NewMetrics(nil), log: zaptest.NewLogger(t)}
-	client := &submitRecorder{}
-	l := &liveRuntime{sessionID: sess.ID, generation: 1, client: client}
-	accept := func(content string) pubsub.InputNotice {
-		in, _, err := st.InsertInput(ctx, store.NewInput{SessionID: sess.ID, Content: content})
-		require.NoError(t, err)
-		return pubsub.InputNotice{Seq: in.Seq, ID: in.ID, Content: content, Carried: true}
-	}
+	f := newHandOverFixture(ctx, t)
+	st, dsn, a, client, l := f.st, f.dsn, f.a, f.client, f.l
+	accept := func(content string) pubsub.InputNotice { return f.accept(ctx, t, content) }
 	state := func(n pubsub.InputNotice) string {
 		in, err := st.GetInputByID(ctx, n.ID)
 		require.NoError(t, err)

@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap/zaptest"
 
-	"github.com/astrabox/astrabox/internal/telemetry"
 	"github.com/astrabox/astrabox/internal/testutil"
 	"github.com/astrabox/astrabox/store"
 	"github.com/astrabox/astrabox/store/pubsub"
@@ -89,16 +88,12 @@ func TestATakeOfNoticesSaysWhenSomeWereDiscarded(t *testing.T) {
 func TestALossHandsOverEveryHeldInputWithTheNoticesTaken(t *testing.T) {
 	t.Parallel()
 	ctx := testutil.Context(t)
-	st, _ := testutil.NewDB(t)
-	sess := scriptedSessions(ctx, t, st)()
-	a := &Activities{deps: Deps{Store: st}, metrics: telemetry.NewMetrics(nil), log: zaptest.NewLogger(t)}
-	client := &submitRecorder{}
-	l := &liveRuntime{sessionID: sess.ID, generation: 1, client: client}
+	f := newHandOverFixture(ctx, t)
+	st, a, client, l := f.st, f.a, f.client, f.l
 	r := &relayRun{a: a, l: l, lease: 1, log: zaptest.NewLogger(t)}
 	notice := func(content string) pubsub.Notification {
-		in, _, err := st.InsertInput(ctx, store.NewInput{SessionID: sess.ID, Content: content})
-		require.NoError(t, err)
-		return pubsub.Notification{Channel: pubsub.SessionInputsChannel(sess.ID), Payload: fmt.Sprintf("%d %s %s", in.Seq, in.ID, content)}
+		n := f.accept(ctx, t, content)
+		return pubsub.Notification{Channel: pubsub.SessionInputsChannel(f.sess.ID), Payload: fmt.Sprintf("%d %s %s", n.Seq, n.ID, content)}
 	}
 
 	require.True(t, r.handOverNotices(ctx, []pubsub.Notification{notice("one")}, true), "a loss before the first notice")
@@ -110,7 +105,7 @@ func TestALossHandsOverEveryHeldInputWithTheNoticesTaken(t *testing.T) {
 	require.True(t, r.handOverNotices(ctx, []pubsub.Notification{notice("four")}, false))
 	require.Equal(t, []string{"one", "two", "three", "four"}, client.submitted())
 	require.NoError(t, a.awaitDeliveryWriter(ctx, l))
-	held, err := st.ListHeldInputsBySession(ctx, sess.ID)
+	held, err := st.ListHeldInputsBySession(ctx, f.sess.ID)
 	require.NoError(t, err)
 	for _, in := range held {
 		require.Equal(t, store.InputDelivered, in.State, in.Content)
