@@ -15,13 +15,30 @@ const burstSize = 4
 // burstClientPrefix begins the client message ids of a burst's inputs.
 const burstClientPrefix = "burst-"
 
+// burstFigures are, for each of a burst's inputs, the times from its acceptance, on
+// the database's clock:
+type burstFigures struct {
+	// toRuntime: to its delivered_at, the record written once the runtime had it; an
+	// input the runtime admitted before that record was written has none.
+	toRuntime samples
+	// toAdmitted: to its admitted_at, the Relay's record of the program's admission
+	// (written once the session log's mirror covers the program's native log).
+	toAdmitted samples
+}
+
+// rows reports the burst.
+func (f burstFigures) rows(tag string) []Row {
+	return []Row{
+		{Figure: fmt.Sprintf("burst of %d: accepted to delivered %s", burstSize, tag), Goal: "report", P50: msString(f.toRuntime.pct(50)), P99: msString(f.toRuntime.pct(99))},
+		{Figure: fmt.Sprintf("burst of %d: accepted to admitted %s", burstSize, tag), Goal: "report", P50: msString(f.toAdmitted.pct(50)), P99: msString(f.toAdmitted.pct(99))},
+	}
+}
+
 // burst sends burstSize inputs to every Session at once, in parallel as a person's
 // messages sent in quick succession, waits until every Session is READY again, and
-// returns, for each of the burst's inputs, the time from its acceptance to its
-// admission (the program holds it durably), on the database's clock. The program
-// admits an input as it receives it, busy or not, so the figure is the hand-over's
-// and the admission's record, not the turns before it.
-func (b *bench) burst(ctx context.Context, sessions []*session) (samples, error) {
+// reads the burst's figures. The program admits an input as it receives it, busy or
+// not, so they are the hand-over's and the admission's record, not the turns before.
+func (b *bench) burst(ctx context.Context, sessions []*session) (burstFigures, error) {
 	g, gctx := errgroup.WithContext(ctx)
 	for _, s := range sessions {
 		for i := range burstSize {
@@ -32,35 +49,41 @@ func (b *bench) burst(ctx context.Context, sessions []*session) (samples, error)
 		}
 	}
 	if err := g.Wait(); err != nil {
-		return nil, fmt.Errorf("send a burst: %w", err)
+		return burstFigures{}, fmt.Errorf("send a burst: %w", err)
 	}
 	if err := b.waitIdle(ctx, sessions); err != nil {
-		return nil, err
+		return burstFigures{}, err
 	}
 	conn, err := pgx.Connect(ctx, b.stack.DSN())
 	if err != nil {
-		return nil, fmt.Errorf("read a burst's admissions: %w", err)
+		return burstFigures{}, fmt.Errorf("read a burst's admissions: %w", err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	ids := make([]string, len(sessions))
 	for i, s := range sessions {
 		ids[i] = s.id
 	}
-	rows, err := conn.Query(ctx, `SELECT EXTRACT(EPOCH FROM admitted_at - accepted_at)::float8 FROM inputs
+	rows, err := conn.Query(ctx, `SELECT EXTRACT(EPOCH FROM delivered_at - accepted_at)::float8,
+			EXTRACT(EPOCH FROM admitted_at - accepted_at)::float8
+		FROM inputs
 		WHERE session_id = ANY($1::uuid[]) AND starts_with(client_message_id, $2) AND admitted_at IS NOT NULL`, ids, burstClientPrefix)
 	if err != nil {
-		return nil, fmt.Errorf("read a burst's admissions: %w", err)
+		return burstFigures{}, fmt.Errorf("read a burst's admissions: %w", err)
 	}
-	var out samples
+	var out burstFigures
+	var delivered *float64
 	var admitted float64
-	if _, err := pgx.ForEachRow(rows, []any{&admitted}, func() error {
-		out = append(out, seconds(admitted))
+	if _, err := pgx.ForEachRow(rows, []any{&delivered, &admitted}, func() error {
+		if delivered != nil {
+			out.toRuntime = append(out.toRuntime, seconds(*delivered))
+		}
+		out.toAdmitted = append(out.toAdmitted, seconds(admitted))
 		return nil
 	}); err != nil {
-		return nil, fmt.Errorf("read a burst's admissions: %w", err)
+		return burstFigures{}, fmt.Errorf("read a burst's admissions: %w", err)
 	}
-	if want := len(sessions) * burstSize; len(out) != want {
-		return nil, fmt.Errorf("read a burst's admissions: %d of the %d inputs admitted", len(out), want)
+	if want := len(sessions) * burstSize; len(out.toAdmitted) != want {
+		return burstFigures{}, fmt.Errorf("read a burst's admissions: %d of the %d inputs admitted", len(out.toAdmitted), want)
 	}
 	return out, nil
 }

@@ -23,7 +23,7 @@ func TestSmoke(t *testing.T) {
 	for _, figure := range []string{"durable parts/s @2", "event-to-part @2", "input receipt @2", "time to first part @2",
 		"commit-to-SSE @2 x2", "worker heap/idle Session @2", "worker heap/released Session @2", "history events/turn @2",
 		"time to first part (Claude Code) @2", "cold start (box + runtime) (Claude Code) @2",
-		"accepted to delivered @2", "accepted to first part committed @2", "burst of 4: accepted to admitted @2",
+		"accepted to delivered @2", "accepted to first part committed @2", "burst of 4: accepted to delivered @2", "burst of 4: accepted to admitted @2",
 		"accepted to delivered (Claude Code) @2", "accepted to first part committed (Claude Code) @2"} {
 		line := lineOf(table, figure)
 		require.NotEmpty(t, line, "the table has %q:\n%s", figure, table)

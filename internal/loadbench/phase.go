@@ -287,7 +287,7 @@ func (b *bench) phase(ctx context.Context, n int, durable float64, floorOpts loc
 	rows = append(rows, Row{Figure: "time to first part " + tag, Goal: "p99 - floor <= 50 ms", P50: msString(firsts.pct(50)), P99: msString(firsts.pct(99)),
 		Floor: msString(pf), Ratio: latencyRatio(pf, firsts.pct(99)), Met: met(firsts.pct(99)-pf <= 50*time.Millisecond)})
 	rows = append(rows, handOver.rows(tag)...)
-	rows = append(rows, Row{Figure: fmt.Sprintf("burst of %d: accepted to admitted %s", burstSize, tag), Goal: "report", P50: msString(burst.pct(50)), P99: msString(burst.pct(99))})
+	rows = append(rows, burst.rows(tag)...)
 	var deliveryMet *bool
 	if n <= 20 && followers >= 10 {
 		deliveryMet = met(m.commitToSSE.pct(99) <= 30*time.Millisecond)
