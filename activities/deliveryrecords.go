@@ -30,12 +30,16 @@ func (d *deliveryRecords) add(id string) {
 	d.ids = append(d.ids, id)
 }
 
-// take returns the inputs to write and forgets them.
+// take returns the inputs to write and forgets them; finding none, a running writer
+// ends (none runs while a hand-over that reads takes them).
 func (d *deliveryRecords) take() []string {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	ids := d.ids
 	d.ids = nil
+	if len(ids) == 0 {
+		d.writing = nil
+	}
 	return ids
 }
 
@@ -55,16 +59,7 @@ func (a *Activities) writeDeliveriesSoon(ctx context.Context, l *liveRuntime) {
 	d.writing = done
 	go func() {
 		defer close(done)
-		for {
-			d.mu.Lock()
-			ids := d.ids
-			d.ids = nil
-			if len(ids) == 0 {
-				d.writing = nil
-				d.mu.Unlock()
-				return
-			}
-			d.mu.Unlock()
+		for ids := d.take(); len(ids) > 0; ids = d.take() {
 			if err := a.writeDeliveries(ctx, l, ids); err != nil {
 				l.tookBack.Store(true)
 				a.log.Warn("record inputs delivered; the next hand-over reads them", zap.String("session_id", l.sessionID), zap.Error(err))

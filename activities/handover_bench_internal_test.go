@@ -23,7 +23,6 @@ func BenchmarkNoticedBurstHandOver(b *testing.B) {
 	}
 	const burst = 4
 	notices := make([]pubsub.InputNotice, burst)
-	b.ResetTimer()
 	for b.Loop() {
 		b.StopTimer()
 		for i := range notices {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/jackc/pgx/v5"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -54,33 +53,14 @@ func (b *bench) burst(ctx context.Context, sessions []*session) (burstFigures, e
 	if err := b.waitIdle(ctx, sessions); err != nil {
 		return burstFigures{}, err
 	}
-	conn, err := pgx.Connect(ctx, b.stack.DSN())
-	if err != nil {
-		return burstFigures{}, fmt.Errorf("read a burst's admissions: %w", err)
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	ids := make([]string, len(sessions))
-	for i, s := range sessions {
-		ids[i] = s.id
-	}
-	rows, err := conn.Query(ctx, `SELECT EXTRACT(EPOCH FROM delivered_at - accepted_at)::float8,
+	var out burstFigures
+	var err error
+	out.toRuntime, out.toAdmitted, err = b.inputTimes(ctx, "read a burst's admissions", sessions, `SELECT EXTRACT(EPOCH FROM delivered_at - accepted_at)::float8,
 			EXTRACT(EPOCH FROM admitted_at - accepted_at)::float8
 		FROM inputs
-		WHERE session_id = ANY($1::uuid[]) AND starts_with(client_message_id, $2) AND admitted_at IS NOT NULL`, ids, burstClientPrefix)
+		WHERE session_id = ANY($1::uuid[]) AND starts_with(client_message_id, $2) AND admitted_at IS NOT NULL`, burstClientPrefix)
 	if err != nil {
-		return burstFigures{}, fmt.Errorf("read a burst's admissions: %w", err)
-	}
-	var out burstFigures
-	var delivered *float64
-	var admitted float64
-	if _, err := pgx.ForEachRow(rows, []any{&delivered, &admitted}, func() error {
-		if delivered != nil {
-			out.toRuntime = append(out.toRuntime, seconds(*delivered))
-		}
-		out.toAdmitted = append(out.toAdmitted, seconds(admitted))
-		return nil
-	}); err != nil {
-		return burstFigures{}, fmt.Errorf("read a burst's admissions: %w", err)
+		return burstFigures{}, err
 	}
 	if want := len(sessions) * burstSize; len(out.toAdmitted) != want {
 		return burstFigures{}, fmt.Errorf("read a burst's admissions: %d of the %d inputs admitted", len(out.toAdmitted), want)

@@ -34,36 +34,17 @@ type handOvers struct {
 // handOvers reads the hand-overs of the measured inputs of sessions, and how the
 // workers handed them over since sourcesBefore (read before the measured turns).
 func (b *bench) handOvers(ctx context.Context, sessions []*session, sourcesBefore handOverSources) (handOvers, error) {
-	conn, err := pgx.Connect(ctx, b.stack.DSN())
-	if err != nil {
-		return handOvers{}, fmt.Errorf("read hand-overs: %w", err)
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	ids := make([]string, len(sessions))
-	for i, s := range sessions {
-		ids[i] = s.id
-	}
-	rows, err := conn.Query(ctx, `SELECT EXTRACT(EPOCH FROM i.delivered_at - i.accepted_at)::float8,
+	var out handOvers
+	var err error
+	out.toRuntime, out.toFirstPart, err = b.inputTimes(ctx, "read hand-overs", sessions, `SELECT EXTRACT(EPOCH FROM i.delivered_at - i.accepted_at)::float8,
 			EXTRACT(EPOCH FROM min(p.created_at) - i.accepted_at)::float8
 		FROM inputs i
 		JOIN responses r ON r.session_id = i.session_id AND r.input_ids ? i.id::text
 		JOIN output_parts p ON p.session_id = r.session_id AND p.response_id = r.response_id
 		WHERE i.session_id = ANY($1::uuid[]) AND i.client_message_id <> $2
-		GROUP BY i.id, i.accepted_at, i.delivered_at`, ids, warmClientID)
+		GROUP BY i.id, i.accepted_at, i.delivered_at`, warmClientID)
 	if err != nil {
-		return handOvers{}, fmt.Errorf("read hand-overs: %w", err)
-	}
-	var out handOvers
-	var toRuntime *float64
-	var toFirstPart float64
-	if _, err := pgx.ForEachRow(rows, []any{&toRuntime, &toFirstPart}, func() error {
-		if toRuntime != nil {
-			out.toRuntime = append(out.toRuntime, seconds(*toRuntime))
-		}
-		out.toFirstPart = append(out.toFirstPart, seconds(toFirstPart))
-		return nil
-	}); err != nil {
-		return handOvers{}, fmt.Errorf("read hand-overs: %w", err)
+		return handOvers{}, err
 	}
 	if want := len(sessions) * b.opts.Turns; len(out.toFirstPart) != want {
 		return handOvers{}, fmt.Errorf("read hand-overs: %d of the %d measured inputs have a response with parts", len(out.toFirstPart), want)
@@ -77,6 +58,43 @@ func (b *bench) handOvers(ctx context.Context, sessions []*session, sourcesBefor
 }
 
 func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+// inputTimes runs query over the inputs of sessions ($1: their ids, $2: arg) on the
+// stack's database. Each row is an input's seconds from its acceptance to its
+// delivered_at (NULL while unrecorded) and to a later moment; it returns both, the
+// first without its NULLs. what prefixes its errors.
+func (b *bench) inputTimes(ctx context.Context, what string, sessions []*session, query string, arg any) (toRuntime, toLater samples, err error) {
+	conn, err := pgx.Connect(ctx, b.stack.DSN())
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", what, err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	rows, err := conn.Query(ctx, query, sessionIDs(sessions), arg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", what, err)
+	}
+	var delivered *float64
+	var later float64
+	if _, err := pgx.ForEachRow(rows, []any{&delivered, &later}, func() error {
+		if delivered != nil {
+			toRuntime = append(toRuntime, seconds(*delivered))
+		}
+		toLater = append(toLater, seconds(later))
+		return nil
+	}); err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return toRuntime, toLater, nil
+}
+
+// sessionIDs are the Sessions' ids, in order.
+func sessionIDs(sessions []*session) []string {
+	ids := make([]string, len(sessions))
+	for i, s := range sessions {
+		ids[i] = s.id
+	}
+	return ids
+}
 
 // rows reports the hand-overs.
 func (h handOvers) rows(tag string) []Row {

@@ -698,10 +698,7 @@ func (b *bench) spread(ctx context.Context, sessions []*session) (string, error)
 		return "", fmt.Errorf("read placements: %w", err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	ids := make([]string, len(sessions))
-	for i, s := range sessions {
-		ids[i] = s.id
-	}
+	ids := sessionIDs(sessions)
 	// A Session whose box was already released for idleness has no host task queue:
 	// it is counted apart, not as a worker of its own.
 	rows, err := conn.Query(ctx, `SELECT host_task_queue IS NULL, count(*) FROM sessions WHERE id = ANY($1::uuid[])

@@ -159,10 +159,7 @@ func pidOfHostQueue(q string) int {
 
 // hostQueues reads each Session's host task queue.
 func hostQueues(ctx context.Context, conn *pgx.Conn, sessions []*session) (map[string]string, error) {
-	ids := make([]string, len(sessions))
-	for i, s := range sessions {
-		ids[i] = s.id
-	}
+	ids := sessionIDs(sessions)
 	rows, err := conn.Query(ctx, `SELECT id::text, coalesce(host_task_queue, '') FROM sessions WHERE id = ANY($1::uuid[])`, ids)
 	if err != nil {
 		return nil, fmt.Errorf("read host task queues: %w", err)
