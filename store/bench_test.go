@@ -225,3 +225,78 @@ func BenchmarkRenewReaderLeases(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkConcurrentRelayTurns measures many Sessions' Relays recording a turn each
+// at once, as a worker's Relays do under load: every Session's two batches with facts
+// (the admission, the status, the reply's start and its first parts; its last parts,
+// its end and the status), each Relay waiting for its first batch before its second.
+// An op is one turn of every Session; it reports the round trips per batch.
+func BenchmarkConcurrentRelayTurns(b *testing.B) {
+	for _, n := range []int{20, 100} {
+		b.Run(fmt.Sprintf("sessions=%d", n), func(b *testing.B) {
+			ctx := testutil.Context(b)
+			_, dsn := testutil.NewDB(b)
+			counter := &roundTripCounter{}
+			st, err := store.Open(ctx, dsn, testutil.Logger(b), store.Options{Tracer: counter})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { _ = st.Close() })
+			sessions := make([]store.Session, n)
+			gens := make([]int64, n)
+			for i := range sessions {
+				sessions[i], gens[i] = benchSession(b, st)
+			}
+			var roundTrips, batches int64
+			for turn := 0; b.Loop(); turn++ {
+				b.StopTimer()
+				inputs := make([]string, n)
+				for i, s := range sessions {
+					in, _, err := st.InsertInput(ctx, store.NewInput{SessionID: s.ID, Content: "hello"})
+					if err != nil {
+						b.Fatal(err)
+					}
+					inputs[i] = in.ID
+				}
+				before := counter.n.Load()
+				b.StartTimer()
+				errs := make(chan error, n)
+				for i, s := range sessions {
+					go func() {
+						for j, ops := range turnBatches(fmt.Sprintf("r%d", turn), inputs[i]) {
+							_, err := st.ApplyRelayBatch(ctx, store.RelayBatch{SessionID: s.ID, LeaseGeneration: gens[i], Ops: ops,
+								Cursor: &store.CursorUpdate{Generation: "g", Position: json.RawMessage(fmt.Sprintf(`{"offset":%d}`, 2*turn+j))}})
+							if err != nil {
+								errs <- err
+								return
+							}
+						}
+						errs <- nil
+					}()
+				}
+				for range sessions {
+					if err := <-errs; err != nil {
+						b.Fatal(err)
+					}
+				}
+				roundTrips += counter.n.Load() - before
+				batches += int64(2 * n)
+			}
+			b.ReportMetric(float64(roundTrips)/float64(batches), "round-trips/batch")
+		})
+	}
+}
+
+// turnBatches are a turn's two Relay batches with facts for input, its reply resp.
+func turnBatches(resp, input string) [][]store.RelayOp {
+	delta := func(i int) store.RelayOp {
+		return store.RelayOp{Part: &store.NewPart{ResponseID: &resp, Frame: json.RawMessage(fmt.Sprintf(`{"type":"text-delta","id":"t","delta":"word %d "}`, i))}}
+	}
+	reason := "end_turn"
+	start := []store.RelayOp{{AdmitInput: input}, {Status: "working"},
+		{StartResponse: &store.ResponseStart{ResponseID: resp, Origin: store.OriginInput, InputIDs: []string{input}}},
+		{Part: &store.NewPart{ResponseID: &resp, Frame: json.RawMessage(`{"type":"start"}`)}}, delta(1), delta(2)}
+	end := []store.RelayOp{delta(3), delta(4), {Part: &store.NewPart{ResponseID: &resp, Frame: json.RawMessage(`{"type":"finish"}`)}},
+		{EndResponse: &store.ResponseEnd{ResponseID: resp, Outcome: store.OutcomeCompleted, NativeReason: &reason}}, {Status: "idle"}}
+	return [][]store.RelayOp{start, end}
+}

@@ -28,12 +28,42 @@ func QueryRowForTest(ctx context.Context, s *Store, sql string, arg any, dest ..
 // AppendPartsGroupForTest writes batches of parts alone in one group statement, as
 // the group writer does, and returns each batch's result and error (tests only).
 func AppendPartsGroupForTest(ctx context.Context, s *Store, batches []RelayBatch) ([]AppendResult, []error, error) {
-	group := make([]*partsCommit, len(batches))
+	group := make([]*relayCommit, len(batches))
 	for i, b := range batches {
 		parts, _ := partsOnly(b.Ops)
-		group[i] = &partsCommit{batch: b, parts: parts}
+		group[i] = &relayCommit{batch: b, parts: parts}
 	}
-	if err := s.appendPartsGroup(ctx, group); err != nil {
+	err := s.appendPartsGroup(ctx, group)
+	return groupResults(group, err)
+}
+
+// WriteRelayBatchesForTest writes batches with facts in one group transaction and
+// returns each batch's result and error, or the transaction's error (tests only).
+func WriteRelayBatchesForTest(ctx context.Context, s *Store, batches []RelayBatch) ([]AppendResult, []error, error) {
+	group := relayCommits(batches)
+	err := s.pipelineRelayBatches(ctx, group)
+	return groupResults(group, err)
+}
+
+// WriteFactsGroupForTest hands batches with facts to the facts group's writer as one
+// group and returns each batch's result and error (tests only).
+func WriteFactsGroupForTest(ctx context.Context, s *Store, batches []RelayBatch) ([]AppendResult, []error) {
+	group := relayCommits(batches)
+	s.writeFactsGroup(ctx, group)
+	res, errs, _ := groupResults(group, nil)
+	return res, errs
+}
+
+func relayCommits(batches []RelayBatch) []*relayCommit {
+	group := make([]*relayCommit, len(batches))
+	for i, b := range batches {
+		group[i] = &relayCommit{batch: b}
+	}
+	return group
+}
+
+func groupResults(group []*relayCommit, err error) ([]AppendResult, []error, error) {
+	if err != nil {
 		return nil, nil, err
 	}
 	res, errs := make([]AppendResult, len(group)), make([]error, len(group))

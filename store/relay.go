@@ -55,21 +55,19 @@ type RelayBatch struct {
 // generation as InLeaseTx fences: admissions, responses, interactions, status, child
 // runs, diagnostics and parts, with the cursor after the last event and a NOTIFY at
 // commit. A superseded generation writes nothing and gets ErrLeaseLost, so a zombie
-// Relay cannot write. A batch of parts alone is one statement shared with other
-// Relays' (partsgroup.go), any other a transaction in three round trips
-// (relaypipeline.go); both run on connections of their own, so not on a Store scoped
-// to a transaction.
+// Relay cannot write. Batches that concurrent Relays hand in together are written
+// together (relaygroup.go): batches of parts alone in one statement, batches with
+// facts in one transaction of three round trips (relaypipeline.go). Both run on
+// connections of their own, so not on a Store scoped to a transaction.
 func (s *Store) ApplyRelayBatch(ctx context.Context, b RelayBatch) (AppendResult, error) {
 	if s.inTx {
 		return AppendResult{}, errors.New("apply relay batch: a Relay batch is a transaction of its own, not part of another")
 	}
-	var result AppendResult
-	var err error
+	c, group := &relayCommit{batch: b}, s.facts
 	if parts, ok := partsOnly(b.Ops); ok {
-		result, err = s.commitPartsGrouped(ctx, b, parts)
-	} else {
-		result, err = s.pipelineRelayBatch(ctx, b)
+		c.parts, group = parts, s.parts
 	}
+	result, err := group.commit(ctx, c)
 	if err != nil {
 		return AppendResult{}, fmt.Errorf("apply relay batch: %w", err)
 	}

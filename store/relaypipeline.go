@@ -35,23 +35,45 @@ import (
 // the caller's context ended.
 const rollbackTimeout = 10 * time.Second
 
-// pipelineRelayBatch is ApplyRelayBatch for a batch with facts.
+// pipelineRelayBatch is ApplyRelayBatch for a batch with facts written alone.
 func (s *Store) pipelineRelayBatch(ctx context.Context, b RelayBatch) (AppendResult, error) {
+	var result AppendResult
+	err := s.onPgxConn(ctx, func(c *pgx.Conn) error {
+		var err error
+		result, err = writeRelayBatch(ctx, c, b)
+		return err
+	})
+	return result, err
+}
+
+// pipelineRelayBatches writes a group of batches with facts, of different Sessions,
+// in one transaction and sets each batch's result (a fenced-off batch gets
+// ErrLeaseLost and writes nothing). An error is the transaction's: nothing of the
+// group is written.
+func (s *Store) pipelineRelayBatches(ctx context.Context, group []*relayCommit) error {
+	return s.onPgxConn(ctx, func(c *pgx.Conn) error { return writeRelayBatches(ctx, c, group) })
+}
+
+// onPgxConn runs fn on a connection of the pool through pgx's own API.
+func (s *Store) onPgxConn(ctx context.Context, fn func(*pgx.Conn) error) error {
 	conn, err := s.sqlDB.Conn(ctx)
 	if err != nil {
-		return AppendResult{}, mapError("take a connection", err)
+		return mapError("take a connection", err)
 	}
 	defer conn.Close()
-	var result AppendResult
-	err = conn.Raw(func(driverConn any) error {
+	return conn.Raw(func(driverConn any) error {
 		c, ok := driverConn.(*stdlib.Conn)
 		if !ok {
 			return fmt.Errorf("a connection of %T, not pgx's", driverConn)
 		}
-		result, err = writeRelayBatch(ctx, c.Conn(), b)
-		return err
+		return fn(c.Conn())
 	})
-	return result, err
+}
+
+// lockedSession is what a batch's locks read: its lease's generation (the fence)
+// and the Session's output position.
+type lockedSession struct {
+	generation, outputSeq int64
 }
 
 // writeRelayBatch runs the batch's transaction on c and rolls it back on any error.
@@ -59,10 +81,8 @@ func (s *Store) pipelineRelayBatch(ctx context.Context, b RelayBatch) (AppendRes
 // back inside a transaction anyway is discarded (pgx's database/sql driver checks), so
 // the pool never hands out a connection in the middle of a batch.
 func writeRelayBatch(ctx context.Context, c *pgx.Conn, b RelayBatch) (AppendResult, error) {
-	var locked struct {
-		found                 bool
-		generation, outputSeq int64
-	}
+	var locked lockedSession
+	found := false
 	begin := &pgx.Batch{}
 	begin.BeginTx(pgx.TxOptions{})
 	begin.Queue(lockLeaseAndOutputSeqSQL, b.SessionID).QueryRow(func(row pgx.Row) error {
@@ -70,28 +90,20 @@ func writeRelayBatch(ctx context.Context, c *pgx.Conn, b RelayBatch) (AppendResu
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil
 		}
-		locked.found = err == nil
+		found = err == nil
 		return mapError("lock reader lease and session", err)
 	})
-	results := c.SendBatch(ctx, begin)
-	tx := results.Tx()
-	err := results.Close()
-	defer func() {
-		// After a commit this does nothing; otherwise it ends what the batch began,
-		// whatever ctx says now.
-		rollbackCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
-		defer cancel()
-		_ = tx.Rollback(rollbackCtx)
-	}()
+	tx, err := beginBatch(ctx, c, begin)
+	defer rollBack(ctx, tx)
 	if err != nil {
 		return AppendResult{}, mapError("begin relay batch", err)
 	}
-	if err := leaseFence(b.SessionID, locked.found, locked.generation, b.LeaseGeneration); err != nil {
+	if err := leaseFence(b.SessionID, found, locked.generation, b.LeaseGeneration); err != nil {
 		return AppendResult{}, err
 	}
 	var result AppendResult
-	facts, err := queueFacts(b, locked.outputSeq, &result)
-	if err != nil {
+	facts := &pgx.Batch{}
+	if err := queueFacts(facts, b, locked.outputSeq, &result); err != nil {
 		return AppendResult{}, err
 	}
 	if err := c.SendBatch(ctx, facts).Close(); err != nil {
@@ -103,17 +115,91 @@ func writeRelayBatch(ctx context.Context, c *pgx.Conn, b RelayBatch) (AppendResu
 	return result, nil
 }
 
-// queueFacts queues the batch's facts in order, each part numbered after outputSeq,
-// then its parts with the cursor and the notification (or the cursor alone), and
-// sets result as their answers are read.
-func queueFacts(b RelayBatch, outputSeq int64, result *AppendResult) (*pgx.Batch, error) {
-	*result = AppendResult{FirstSeq: outputSeq, LastSeq: outputSeq}
+// lockLeasesAndOutputSeqsSQL is lockLeaseAndOutputSeqSQL for many Sessions, locked
+// in Session order as the parts' group statement takes its leases, so two groups
+// never wait on each other in a cycle.
+const lockLeasesAndOutputSeqsSQL = `
+SELECT l.session_id::text, l.generation, s.output_seq FROM reader_leases l JOIN sessions s ON s.id = l.session_id
+WHERE l.session_id = ANY(CAST($1 AS text[])::uuid[]) ORDER BY l.session_id FOR UPDATE OF l, s`
+
+// writeRelayBatches is writeRelayBatch for a group, in the same three round trips:
+// begin with every batch's locks; every fenced-in batch's facts and parts at once;
+// commit. Any error rolls the whole group back.
+func writeRelayBatches(ctx context.Context, c *pgx.Conn, group []*relayCommit) error {
+	ids := make([]string, len(group))
+	for i, rc := range group {
+		ids[i] = rc.batch.SessionID
+	}
+	locked := make(map[string]lockedSession, len(group))
+	begin := &pgx.Batch{}
+	begin.BeginTx(pgx.TxOptions{})
+	begin.Queue(lockLeasesAndOutputSeqsSQL, ids).Query(func(rows pgx.Rows) error {
+		var id string
+		var l lockedSession
+		_, err := pgx.ForEachRow(rows, []any{&id, &l.generation, &l.outputSeq}, func() error {
+			locked[id] = l
+			return nil
+		})
+		return mapError("lock reader leases and sessions", err)
+	})
+	tx, err := beginBatch(ctx, c, begin)
+	defer rollBack(ctx, tx)
+	if err != nil {
+		return mapError("begin relay batches", err)
+	}
 	facts := &pgx.Batch{}
+	var fencedIn []*relayCommit
+	for _, rc := range group {
+		l, found := locked[rc.batch.SessionID]
+		if err := leaseFence(rc.batch.SessionID, found, l.generation, rc.batch.LeaseGeneration); err != nil {
+			rc.res, rc.err = AppendResult{}, err
+			continue
+		}
+		if err := queueFacts(facts, rc.batch, l.outputSeq, &rc.res); err != nil {
+			return err
+		}
+		fencedIn = append(fencedIn, rc)
+	}
+	if facts.Len() > 0 {
+		if err := c.SendBatch(ctx, facts).Close(); err != nil {
+			return mapError("write relay batches", err)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return mapError("commit relay batches", err)
+	}
+	for _, rc := range fencedIn {
+		rc.err = nil
+	}
+	return nil
+}
+
+// beginBatch sends begin, a pgx batch that begins a transaction, and returns the
+// transaction, which the caller rolls back (rollBack) whatever the error.
+func beginBatch(ctx context.Context, c *pgx.Conn, begin *pgx.Batch) (pgx.Tx, error) {
+	results := c.SendBatch(ctx, begin)
+	tx := results.Tx()
+	return tx, results.Close()
+}
+
+// rollBack ends what a batch began, whatever ctx says now; after a commit it does
+// nothing.
+func rollBack(ctx context.Context, tx pgx.Tx) {
+	rollbackCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
+	defer cancel()
+	_ = tx.Rollback(rollbackCtx)
+}
+
+// queueFacts queues on facts the batch's facts in order, each part numbered after
+// outputSeq, then its parts with the cursor and the notification (or the cursor
+// alone), and sets result as their answers are read.
+func queueFacts(facts *pgx.Batch, b RelayBatch, outputSeq int64, result *AppendResult) error {
+	*result = AppendResult{FirstSeq: outputSeq, LastSeq: outputSeq}
 	next := outputSeq + 1 // the seq the next part of this batch gets
 	var parts []NewPart
 	for _, op := range b.Ops {
 		if err := queueFact(facts, b.SessionID, op, next, result); err != nil {
-			return nil, err
+			return err
 		}
 		if op.Part != nil {
 			parts = append(parts, *op.Part)
@@ -124,7 +210,7 @@ func queueFacts(b RelayBatch, outputSeq int64, result *AppendResult) (*pgx.Batch
 	case len(parts) > 0:
 		args, err := appendPartsArgs(b, parts)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		facts.Queue(appendPartsOnlySQL, args...).Query(func(rows pgx.Rows) error {
 			outputSeqs, err := pgx.CollectRows(rows, pgx.RowTo[int64])
@@ -140,7 +226,7 @@ func queueFacts(b RelayBatch, outputSeq int64, result *AppendResult) (*pgx.Batch
 			ThroughSeq: outputSeq, LeaseGeneration: b.LeaseGeneration}
 		facts.Queue(upsertCursorSQL, upsertCursorArgs(cur)...)
 	}
-	return facts, nil
+	return nil
 }
 
 // queueFact queues one fact's statement; nextSeq is the seq the next part will get.

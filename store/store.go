@@ -60,8 +60,9 @@ type Store struct {
 	// sealer seals secret values; nil when no secrets key is configured.
 	sealer *sealer
 	inTx   bool
-	// parts groups concurrent Relays' batches of parts alone into one statement.
-	parts *partsGroup
+	// parts groups concurrent Relays' batches of parts alone into one statement,
+	// facts their batches with facts into one transaction.
+	parts, facts *relayGroup
 }
 
 // Options tunes Open; the zero value is usable.
@@ -126,7 +127,9 @@ func Open(ctx context.Context, dsn string, logger *zap.Logger, opts ...Options) 
 		_ = sqlDB.Close()
 		return nil, redactError(fmt.Errorf("open gorm on %s: %w", safeDSN, err), dsn)
 	}
-	return &Store{db: db, sqlDB: sqlDB, logger: logger, sealer: seal, parts: &partsGroup{}}, nil
+	s := &Store{db: db, sqlDB: sqlDB, logger: logger, sealer: seal}
+	s.parts, s.facts = &relayGroup{write: s.writePartsGroup}, &relayGroup{write: s.writeFactsGroup}
+	return s, nil
 }
 
 // pingWithRetry waits for the server with a bounded exponential backoff: a database

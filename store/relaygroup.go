@@ -10,61 +10,76 @@ import (
 	"github.com/astrabox/astrabox/store/pubsub"
 )
 
-// partsGroup commits the batches of parts alone that concurrent Relays of this
-// process hand in together: one statement writes many Sessions' parts, each under
-// its own lease fence, with its cursor and its notification (group commit). A
-// Relay records one Session's events per batch and its reply streams in small
-// batches (a delta every few milliseconds); alone, each was a transaction of its
-// own, and PostgreSQL's per-transaction work bounded how many parts a worker could
-// commit. The writer goroutine runs while batches wait and ends when none do.
-type partsGroup struct {
+// relayGroup commits the batches that concurrent Relays of this process hand in
+// together (group commit): one writer goroutine takes every batch waiting, one per
+// Session, and writes them at once, each under its own lease fence. A Relay records
+// one Session's events per batch and its reply streams in small batches (a delta
+// every few milliseconds); alone, each was a transaction of its own, and
+// PostgreSQL's work per transaction and per round trip bounded how many parts a
+// worker could commit. A Store has two groups: batches of parts alone share one
+// statement (writePartsGroup), batches with facts one transaction
+// (writeFactsGroup). A Relay waits for its batch before it sends the next, so a
+// Session has at most one batch in either group. The writer runs while batches wait
+// and ends when none do.
+type relayGroup struct {
+	// write writes a group and hands each batch its result.
+	write   func(ctx context.Context, group []*relayCommit)
 	mu      sync.Mutex
-	pending []*partsCommit
+	pending []*relayCommit
 	running bool
 }
 
-// partsCommit is one Relay's batch of parts alone waiting for its group.
-type partsCommit struct {
+// relayCommit is one Relay's batch waiting for its group.
+type relayCommit struct {
 	batch RelayBatch
+	// parts are the batch's parts when it holds nothing else.
 	parts []NewPart
 	done  chan struct{}
 	res   AppendResult
 	err   error
 }
 
-// maxGroupBatches bounds the batches one statement writes.
+// maxGroupBatches bounds the batches one group writes.
 const maxGroupBatches = 64
 
-// groupStatementTimeout bounds a group's statement: it runs for every Relay in
-// it, so no one Relay's context may cancel it.
+// groupStatementTimeout bounds a group's statements: they run for every Relay in
+// the group, so no one Relay's context may cancel them.
 const groupStatementTimeout = 30 * time.Second
 
-// commitPartsGrouped writes a batch of parts alone with whatever other Relays of this
-// process hand in meanwhile, and returns its own result.
-func (s *Store) commitPartsGrouped(ctx context.Context, b RelayBatch, parts []NewPart) (AppendResult, error) {
-	c := &partsCommit{batch: b, parts: parts, done: make(chan struct{})}
-	g := s.parts
+// commit writes a batch with whatever other Relays of this process hand in
+// meanwhile, and returns its own result.
+func (g *relayGroup) commit(ctx context.Context, c *relayCommit) (AppendResult, error) {
+	c.done = make(chan struct{})
 	g.mu.Lock()
 	g.pending = append(g.pending, c)
 	if !g.running {
 		g.running = true
-		go s.writeGroups(context.WithoutCancel(ctx))
+		go g.writeGroups(context.WithoutCancel(ctx))
 	}
 	g.mu.Unlock()
-	// Not ctx: the statement may already be running with this batch in it, and the
+	// Not ctx: the group may already be written with this batch in it, and the
 	// caller learns whether it committed (a later Relay reads the cursor either way).
 	<-c.done
 	return c.res, c.err
 }
 
-// writeGroups writes the waiting batches, a group per statement, until none wait.
-func (s *Store) writeGroups(ctx context.Context) {
+// writeGroups writes the waiting batches, a group at a time, until none wait.
+func (g *relayGroup) writeGroups(ctx context.Context) {
 	for {
-		group := s.parts.take()
+		group := g.take()
 		if len(group) == 0 {
 			return
 		}
-		s.writeGroup(ctx, group)
+		func() {
+			defer func() {
+				for _, c := range group {
+					close(c.done)
+				}
+			}()
+			ctx, cancel := context.WithTimeout(ctx, groupStatementTimeout)
+			defer cancel()
+			g.write(ctx, group)
+		}()
 	}
 }
 
@@ -72,7 +87,7 @@ func (s *Store) writeGroups(ctx context.Context) {
 // of another Session (a Session's second batch, which only a fenced-off Relay of the
 // same Session could hand in, waits for the next group). It marks the writer
 // stopped when nothing waits.
-func (g *partsGroup) take() []*partsCommit {
+func (g *relayGroup) take() []*relayCommit {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if len(g.pending) == 0 {
@@ -80,7 +95,7 @@ func (g *partsGroup) take() []*partsCommit {
 		return nil
 	}
 	seen := map[string]bool{}
-	var group, rest []*partsCommit
+	var group, rest []*relayCommit
 	for _, c := range g.pending {
 		if len(group) < maxGroupBatches && !seen[c.batch.SessionID] {
 			seen[c.batch.SessionID] = true
@@ -93,16 +108,10 @@ func (g *partsGroup) take() []*partsCommit {
 	return group
 }
 
-// writeGroup commits a group and hands each batch its result. When the group's
-// statement fails, each batch is written alone, so one Session's failure is its own.
-func (s *Store) writeGroup(ctx context.Context, group []*partsCommit) {
-	defer func() {
-		for _, c := range group {
-			close(c.done)
-		}
-	}()
-	ctx, cancel := context.WithTimeout(ctx, groupStatementTimeout)
-	defer cancel()
+// writePartsGroup writes a group of batches of parts alone in one statement. When
+// the statement fails, each batch is written alone, so one Session's failure is its
+// own.
+func (s *Store) writePartsGroup(ctx context.Context, group []*relayCommit) {
 	if len(group) > 1 {
 		if err := s.appendPartsGroup(ctx, group); err == nil {
 			return
@@ -110,6 +119,20 @@ func (s *Store) writeGroup(ctx context.Context, group []*partsCommit) {
 	}
 	for _, c := range group {
 		c.res, c.err = s.appendPartsOnly(ctx, c.batch, c.parts)
+	}
+}
+
+// writeFactsGroup writes a group of batches with facts in one transaction. When it
+// fails (a fact naming a response the Session does not have fails its whole
+// transaction), each batch is written alone, so one Session's failure is its own.
+func (s *Store) writeFactsGroup(ctx context.Context, group []*relayCommit) {
+	if len(group) > 1 {
+		if err := s.pipelineRelayBatches(ctx, group); err == nil {
+			return
+		}
+	}
+	for _, c := range group {
+		c.res, c.err = s.pipelineRelayBatch(ctx, c.batch)
 	}
 }
 
@@ -164,7 +187,7 @@ type groupedBatch struct {
 // appendPartsGroup writes a group in one statement and sets each batch's result (a
 // fenced-off batch gets ErrLeaseLost). An error is the statement's: nothing of the
 // group is written.
-func (s *Store) appendPartsGroup(ctx context.Context, group []*partsCommit) error {
+func (s *Store) appendPartsGroup(ctx context.Context, group []*relayCommit) error {
 	batches := make([]groupedBatch, len(group))
 	for i, c := range group {
 		gb := groupedBatch{I: i, Session: c.batch.SessionID, Lease: c.batch.LeaseGeneration, N: len(c.parts),
