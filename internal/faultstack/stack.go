@@ -210,7 +210,9 @@ func (s *Stack) startPostgres(ctx context.Context) error {
 		SocketDir: filepath.Join(s.baseDir, "pg", "run"),
 		LogFile:   filepath.Join(s.baseDir, "logs", "postgres.log"),
 		// The stack's data is thrown away; durability off for speed on shared CI.
-		Settings: map[string]string{"fsync": "off", "full_page_writes": "off", "max_connections": "200"},
+		// Commit timestamps let the load generator time a part from its commit
+		// (pg_xact_commit_timestamp), however long its transaction ran.
+		Settings: map[string]string{"fsync": "off", "full_page_writes": "off", "max_connections": "200", "track_commit_timestamp": "on"},
 		Logger:   s.log.Named("postgres"),
 	}
 	if err := os.MkdirAll(filepath.Join(s.baseDir, "pg"), 0o755); err != nil {

@@ -22,10 +22,10 @@ type handOvers struct {
 	// runtime client's Submit); an input the runtime admitted before the delivery
 	// was recorded has none.
 	toRuntime samples
-	// toFirstPart: to the first part of the response answering it committed (that
-	// part's created_at): the hand-over, the program's own time to first output and
-	// the recording of that output. The time to first part is this beside the
-	// receipt before it and the delivery to the stream after it.
+	// toFirstPart: to the commit of the first part of the response answering it
+	// (its transaction's commit timestamp): the hand-over, the program's own time
+	// to first output and the recording of that output. The time to first part is
+	// this beside the receipt before it and the delivery to the stream after it.
 	toFirstPart samples
 	// sources: how the workers handed the measured inputs over.
 	sources handOverSources
@@ -37,7 +37,7 @@ func (b *bench) handOvers(ctx context.Context, sessions []*session, sourcesBefor
 	var out handOvers
 	var err error
 	out.toRuntime, out.toFirstPart, err = b.inputTimes(ctx, "read hand-overs", sessions, `SELECT EXTRACT(EPOCH FROM i.delivered_at - i.accepted_at)::float8,
-			EXTRACT(EPOCH FROM min(p.created_at) - i.accepted_at)::float8
+			EXTRACT(EPOCH FROM min(pg_xact_commit_timestamp(p.xmin)) - i.accepted_at)::float8
 		FROM inputs i
 		JOIN responses r ON r.session_id = i.session_id AND r.input_ids ? i.id::text
 		JOIN output_parts p ON p.session_id = r.session_id AND p.response_id = r.response_id

@@ -419,33 +419,35 @@ func (b *bench) partFigures(ctx context.Context, warmSeq map[string]int64, arriv
 	var m partMeasures
 	var last time.Time
 	for id, after := range warmSeq {
-		rows, err := conn.Query(ctx, `SELECT seq, created_at, frame->>'type', frame->'providerMetadata'->'scriptagent'->>'at_us'
+		// A part is durable when its transaction commits, which may be well after the
+		// transaction's start (created_at) when many Sessions' batches share it.
+		rows, err := conn.Query(ctx, `SELECT seq, pg_xact_commit_timestamp(xmin), frame->>'type', frame->'providerMetadata'->'scriptagent'->>'at_us'
 			FROM output_parts WHERE session_id = $1 AND seq > $2`, id, after)
 		if err != nil {
 			return partMeasures{}, fmt.Errorf("read parts: %w", err)
 		}
 		for rows.Next() {
 			var seq int64
-			var created time.Time
+			var committed time.Time
 			var typ string
 			var atUS *string
-			if err := rows.Scan(&seq, &created, &typ, &atUS); err != nil {
+			if err := rows.Scan(&seq, &committed, &typ, &atUS); err != nil {
 				rows.Close()
 				return partMeasures{}, fmt.Errorf("read parts: %w", err)
 			}
 			m.parts++
-			if created.After(last) {
-				last = created
+			if committed.After(last) {
+				last = committed
 			}
 			if atUS != nil {
 				var us int64
 				if err := json.Unmarshal([]byte(*atUS), &us); err == nil {
-					m.eventToPart = append(m.eventToPart, created.Sub(time.UnixMicro(us)))
+					m.eventToPart = append(m.eventToPart, committed.Sub(time.UnixMicro(us)))
 				}
 			}
 			for _, a := range arrivals[id] {
 				if at, ok := a[seq]; ok {
-					m.commitToSSE = append(m.commitToSSE, at.Sub(created))
+					m.commitToSSE = append(m.commitToSSE, at.Sub(committed))
 				}
 			}
 		}
