@@ -300,3 +300,42 @@ func turnBatches(resp, input string) [][]store.RelayOp {
 		{EndResponse: &store.ResponseEnd{ResponseID: resp, Outcome: store.OutcomeCompleted, NativeReason: &reason}}, {Status: "idle"}}
 	return [][]store.RelayOp{start, end}
 }
+
+// BenchmarkConcurrentRelayParts measures 100 Sessions' Relays streaming replies at
+// once: each records ten batches of five text deltas, one after another (batches of
+// parts alone, as a reply's middle is). An op is every Session's ten batches.
+func BenchmarkConcurrentRelayParts(b *testing.B) {
+	ctx := testutil.Context(b)
+	st, _ := testutil.NewDB(b)
+	sessions := make([]store.Session, 100)
+	gens := make([]int64, len(sessions))
+	for i := range sessions {
+		sessions[i], gens[i] = benchSession(b, st)
+	}
+	resp := "r"
+	ops := make([]store.RelayOp, 5)
+	for k := range ops {
+		ops[k] = store.RelayOp{Part: &store.NewPart{ResponseID: &resp, Frame: json.RawMessage(fmt.Sprintf(`{"type":"text-delta","id":"t","delta":"word %d "}`, k))}}
+	}
+	for round := 0; b.Loop(); round++ {
+		errs := make(chan error, len(sessions))
+		for i, s := range sessions {
+			go func() {
+				for j := range 10 {
+					_, err := st.ApplyRelayBatch(ctx, store.RelayBatch{SessionID: s.ID, LeaseGeneration: gens[i], Ops: ops,
+						Cursor: &store.CursorUpdate{Generation: "g", Position: json.RawMessage(fmt.Sprintf(`{"offset":%d}`, 10*round+j))}})
+					if err != nil {
+						errs <- err
+						return
+					}
+				}
+				errs <- nil
+			}()
+		}
+		for range sessions {
+			if err := <-errs; err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}

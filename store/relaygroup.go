@@ -43,16 +43,15 @@ type relayCommit struct {
 	err   error
 }
 
-// partsGroupWriters and factsGroupWriters bound the groups of each kind written at
-// once. A batch of parts alone is one statement, so one writer keeps up with many
-// Relays. A batch with facts is several statements a Session, executed one after
-// another by the group's one server process: with four writers, other groups go on
-// while one waits for its round trip or for a core (BenchmarkConcurrentRelayTurns: a turn of 100 Sessions took 94-111
-// ms with four, 128-136 ms with one and 151-175 ms with every batch alone).
-const (
-	partsGroupWriters = 1
-	factsGroupWriters = 4
-)
+// groupWriters bounds the groups of each kind written at once. A group's statements
+// run one after another on one server process, so a second writer lets PostgreSQL's
+// other core go on while the first waits for its round trip; more writers make
+// smaller groups, more statements and more processes contending for the same cores.
+// Measured on two cores, 100 Sessions at once: BenchmarkConcurrentRelayParts 110-131
+// ms with two writers, 164-176 ms with one, 147-169 ms with four, 202-210 ms with
+// eight; BenchmarkConcurrentRelayTurns 88-108 ms with two, 128-136 ms with one,
+// 151-175 ms with every batch written alone.
+const groupWriters = 2
 
 // maxGroupBatches bounds the batches one group writes.
 const maxGroupBatches = 64

@@ -128,8 +128,8 @@ func Open(ctx context.Context, dsn string, logger *zap.Logger, opts ...Options) 
 		return nil, redactError(fmt.Errorf("open gorm on %s: %w", safeDSN, err), dsn)
 	}
 	s := &Store{db: db, sqlDB: sqlDB, logger: logger, sealer: seal}
-	s.parts = &relayGroup{write: s.writePartsGroup, writers: partsGroupWriters}
-	s.facts = &relayGroup{write: s.writeFactsGroup, writers: factsGroupWriters}
+	s.parts = &relayGroup{write: s.writePartsGroup, writers: groupWriters}
+	s.facts = &relayGroup{write: s.writeFactsGroup, writers: groupWriters}
 	return s, nil
 }
 
