@@ -47,10 +47,10 @@ type relayCommit struct {
 // run one after another on one server process, so a second writer lets PostgreSQL's
 // other core go on while the first waits for its round trip; more writers make
 // smaller groups, more statements and more processes contending for the same cores.
-// Measured on two cores, 100 Sessions at once: BenchmarkConcurrentRelayParts 110-131
+// Measured on two cores, 100 Sessions at once: BenchmarkConcurrentRelayParts 104-131
 // ms with two writers, 164-176 ms with one, 147-169 ms with four, 202-210 ms with
-// eight; BenchmarkConcurrentRelayTurns 88-108 ms with two, 128-136 ms with one,
-// 151-175 ms with every batch written alone.
+// eight; BenchmarkConcurrentRelayTurns 88-110 ms with two, 111-145 ms with one,
+// 139-175 ms with every batch written alone.
 const groupWriters = 2
 
 // maxGroupBatches bounds the batches one group writes.
