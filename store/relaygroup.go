@@ -159,7 +159,7 @@ func (s *Store) writeFactsGroup(ctx context.Context, group []*relayCommit) {
 // they fit. A batch with no row back was fenced off.
 const appendPartsGroupSQL = `
 WITH b AS (
-	SELECT * FROM jsonb_to_recordset(CAST(CAST( @batches AS text) AS jsonb)) AS b(i int, session uuid, lease bigint, n bigint,
+	SELECT * FROM jsonb_to_recordset(CAST(CAST($1 AS text) AS jsonb)) AS b(i int, session uuid, lease bigint, n bigint,
 		frames jsonb, response_ids jsonb, has_cursor boolean, cursor_generation text, cursor_position jsonb)
 ), lease AS (
 	SELECT l.session_id FROM reader_leases l JOIN b ON b.session = l.session_id AND l.generation = b.lease
@@ -179,8 +179,8 @@ WITH b AS (
 	ON CONFLICT (session_id) DO UPDATE SET generation = EXCLUDED.generation, position = EXCLUDED.position,
 		through_seq = EXCLUDED.through_seq, lease_generation = EXCLUDED.lease_generation, updated_at = now()
 ), note AS (
-	SELECT pg_notify( @channelPrefix || sess.id::text, sess.output_seq::text ||
-		CASE WHEN octet_length(sess.frames::text) <= @maxNoticeFrames THEN ' ' || sess.frames::text ELSE '' END)
+	SELECT pg_notify($2 || sess.id::text, sess.output_seq::text ||
+		CASE WHEN octet_length(sess.frames::text) <= $3 THEN ' ' || sess.frames::text ELSE '' END)
 	FROM sess
 )
 SELECT sess.i, sess.output_seq FROM sess WHERE (SELECT count(*) FROM note) >= 0`
@@ -202,6 +202,20 @@ type groupedBatch struct {
 // fenced-off batch gets ErrLeaseLost). An error is the statement's: nothing of the
 // group is written.
 func (s *Store) appendPartsGroup(ctx context.Context, group []*relayCommit) error {
+	args, err := appendPartsGroupArgs(group)
+	if err != nil {
+		return err
+	}
+	var rows []groupedOutputSeq
+	if err := scanRaw(s.conn(ctx), &rows, appendPartsGroupSQL, args...); err != nil {
+		return mapError("append parts group", err)
+	}
+	return groupAppended(group, rows)
+}
+
+// appendPartsGroupArgs are appendPartsGroupSQL's arguments for a group's batches
+// and their parts (each relayCommit's parts).
+func appendPartsGroupArgs(group []*relayCommit) ([]any, error) {
 	batches := make([]groupedBatch, len(group))
 	for i, c := range group {
 		gb := groupedBatch{I: i, Session: c.batch.SessionID, Lease: c.batch.LeaseGeneration, N: len(c.parts),
@@ -216,18 +230,21 @@ func (s *Store) appendPartsGroup(ctx context.Context, group []*relayCommit) erro
 	}
 	raw, err := json.Marshal(batches)
 	if err != nil {
-		return fmt.Errorf("encode parts group: %w", err)
+		return nil, fmt.Errorf("encode parts group: %w", err)
 	}
-	var rows []struct {
-		I         int
-		OutputSeq int64
-	}
-	err = scanRaw(s.conn(ctx), &rows, appendPartsGroupSQL, map[string]any{
-		"batches": string(raw), "channelPrefix": pubsub.SessionOutputChannel(""), "maxNoticeFrames": pubsub.MaxNoticeFrames,
-	})
-	if err != nil {
-		return mapError("append parts group", err)
-	}
+	return []any{string(raw), pubsub.SessionOutputChannel(""), pubsub.MaxNoticeFrames}, nil
+}
+
+// groupedOutputSeq is a row of appendPartsGroupSQL: a written batch and its
+// Session's output_seq after it.
+type groupedOutputSeq struct {
+	I         int
+	OutputSeq int64
+}
+
+// groupAppended sets each batch's result from appendPartsGroupSQL's rows: its seqs,
+// or ErrLeaseLost for a batch with no row.
+func groupAppended(group []*relayCommit, rows []groupedOutputSeq) error {
 	for _, c := range group {
 		c.err = fmt.Errorf("session %s: lease generation %d is not the current one: %w", c.batch.SessionID, c.batch.LeaseGeneration, ErrLeaseLost)
 	}
@@ -237,7 +254,7 @@ func (s *Store) appendPartsGroup(ctx context.Context, group []*relayCommit) erro
 		}
 		c := group[r.I]
 		n := int64(len(c.parts))
-		c.res, c.err = AppendResult{FirstSeq: r.OutputSeq - n + 1, LastSeq: r.OutputSeq, Parts: n}, nil
+		c.res.FirstSeq, c.res.LastSeq, c.res.Parts, c.err = r.OutputSeq-n+1, r.OutputSeq, n, nil
 	}
 	return nil
 }

@@ -164,16 +164,17 @@ func replyStart(session string, lease int64, input, resp string) store.RelayBatc
 		}}
 }
 
-// TestFactsGroupCommitsEachSessionUnderItsOwnFence: one transaction writes three
+// TestFactsGroupCommitsEachSessionUnderItsOwnFence: one transaction writes four
 // Sessions' batches with facts: each admission, status and reply start is its own
 // Session's, each part at the seqs after its Session's own, with its cursor and its
-// notification; a batch whose lease generation was superseded writes nothing and gets
-// ErrLeaseLost while the others commit.
+// notification, and a batch without parts moves its cursor alone; a batch whose lease
+// generation was superseded writes nothing and gets ErrLeaseLost while the others
+// commit.
 func TestFactsGroupCommitsEachSessionUnderItsOwnFence(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	ctx, st := f.ctx, f.st
-	sessions, inputs, leases := groupSessions(t, f, 3)
+	sessions, inputs, leases := groupSessions(t, f, 4)
 	// The first Session already has two parts.
 	_, err := st.ApplyRelayBatch(ctx, store.RelayBatch{SessionID: sessions[0], LeaseGeneration: leases[0],
 		Ops: []store.RelayOp{{Part: ptr(textPart("r0", "a"))}, {Part: ptr(textPart("r0", "b"))}}})
@@ -191,8 +192,18 @@ func TestFactsGroupCommitsEachSessionUnderItsOwnFence(t *testing.T) {
 	for i := range sessions {
 		batches[i] = replyStart(sessions[i], leases[i], inputs[i], fmt.Sprintf("r%d", i+1))
 	}
+	batches[3] = store.RelayBatch{SessionID: sessions[3], LeaseGeneration: leases[3], Ops: []store.RelayOp{{Status: "waiting"}}, Cursor: relayCursor(7)}
 	res, errs, err := store.WriteRelayBatchesForTest(ctx, st, batches)
 	require.NoError(t, err)
+	require.NoError(t, errs[3])
+	require.Equal(t, store.AppendResult{}, res[3], "a batch without parts leaves the output position")
+	cur, err := st.GetRuntimeCursorBySession(ctx, sessions[3])
+	require.NoError(t, err)
+	require.JSONEq(t, `{"offset":7}`, string(cur.Position))
+	require.Zero(t, cur.ThroughSeq)
+	sess, err := st.GetSessionByID(ctx, sessions[3])
+	require.NoError(t, err)
+	require.Equal(t, "waiting", *sess.RuntimeStatus)
 	require.NoError(t, errs[0])
 	require.Equal(t, []int64{3, 4, 2}, []int64{res[0].FirstSeq, res[0].LastSeq, res[0].Parts}, "after the Session's own parts")
 	require.Len(t, res[0].Admitted, 1)
@@ -219,7 +230,7 @@ func TestFactsGroupCommitsEachSessionUnderItsOwnFence(t *testing.T) {
 	require.Equal(t, store.InputPending, in.State, "a fenced-off batch admits nothing")
 	_, err = st.GetResponseByID(ctx, sessions[2], "r3")
 	require.ErrorIs(t, err, store.ErrNotFound)
-	sess, err := st.GetSessionByID(ctx, sessions[2])
+	sess, err = st.GetSessionByID(ctx, sessions[2])
 	require.NoError(t, err)
 	require.Zero(t, sess.OutputSeq)
 	require.Nil(t, sess.RuntimeStatus)

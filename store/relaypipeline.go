@@ -148,17 +148,48 @@ func writeRelayBatches(ctx context.Context, c *pgx.Conn, group []*relayCommit) e
 		return mapError("begin relay batches", err)
 	}
 	facts := &pgx.Batch{}
-	var fencedIn []*relayCommit
+	var fencedIn, withParts []*relayCommit
 	for _, rc := range group {
 		l, found := locked[rc.batch.SessionID]
 		if err := leaseFence(rc.batch.SessionID, found, l.generation, rc.batch.LeaseGeneration); err != nil {
 			rc.res, rc.err = AppendResult{}, err
 			continue
 		}
-		if err := queueFacts(facts, rc.batch, l.outputSeq, &rc.res); err != nil {
+		fencedIn = append(fencedIn, rc)
+		parts, err := queueFactStatements(facts, rc.batch, l.outputSeq, &rc.res)
+		if err != nil {
 			return err
 		}
-		fencedIn = append(fencedIn, rc)
+		switch {
+		case len(parts) > 0:
+			rc.parts = parts
+			withParts = append(withParts, rc)
+		case rc.batch.Cursor != nil:
+			queueCursor(facts, rc.batch, l.outputSeq)
+		}
+	}
+	// Every batch's parts in one statement, as batches of parts alone are written; its
+	// lease locks are the transaction's already.
+	if len(withParts) > 0 {
+		args, err := appendPartsGroupArgs(withParts)
+		if err != nil {
+			return err
+		}
+		facts.Queue(appendPartsGroupSQL, args...).Query(func(rows pgx.Rows) error {
+			written, err := pgx.CollectRows(rows, pgx.RowToStructByPos[groupedOutputSeq])
+			if err != nil {
+				return mapError("append parts group", err)
+			}
+			if err := groupAppended(withParts, written); err != nil {
+				return err
+			}
+			for _, rc := range withParts {
+				if rc.err != nil {
+					return rc.err
+				}
+			}
+			return nil
+		})
 	}
 	if facts.Len() > 0 {
 		if err := c.SendBatch(ctx, facts).Close(); err != nil {
@@ -194,17 +225,9 @@ func rollBack(ctx context.Context, tx pgx.Tx) {
 // outputSeq, then its parts with the cursor and the notification (or the cursor
 // alone), and sets result as their answers are read.
 func queueFacts(facts *pgx.Batch, b RelayBatch, outputSeq int64, result *AppendResult) error {
-	*result = AppendResult{FirstSeq: outputSeq, LastSeq: outputSeq}
-	next := outputSeq + 1 // the seq the next part of this batch gets
-	var parts []NewPart
-	for _, op := range b.Ops {
-		if err := queueFact(facts, b.SessionID, op, next, result); err != nil {
-			return err
-		}
-		if op.Part != nil {
-			parts = append(parts, *op.Part)
-			next++
-		}
+	parts, err := queueFactStatements(facts, b, outputSeq, result)
+	if err != nil {
+		return err
 	}
 	switch {
 	case len(parts) > 0:
@@ -222,11 +245,36 @@ func queueFacts(facts *pgx.Batch, b RelayBatch, outputSeq int64, result *AppendR
 			return err
 		})
 	case b.Cursor != nil:
-		cur := RuntimeCursor{SessionID: b.SessionID, Generation: b.Cursor.Generation, Position: b.Cursor.Position,
-			ThroughSeq: outputSeq, LeaseGeneration: b.LeaseGeneration}
-		facts.Queue(upsertCursorSQL, upsertCursorArgs(cur)...)
+		queueCursor(facts, b, outputSeq)
 	}
 	return nil
+}
+
+// queueFactStatements queues on facts the batch's facts other than its parts, in
+// order, each part numbered after outputSeq, and returns the parts, which the caller
+// writes after them. It sets result's seqs to outputSeq (a batch without parts) and
+// its admissions as their answers are read.
+func queueFactStatements(facts *pgx.Batch, b RelayBatch, outputSeq int64, result *AppendResult) ([]NewPart, error) {
+	*result = AppendResult{FirstSeq: outputSeq, LastSeq: outputSeq}
+	next := outputSeq + 1 // the seq the next part of this batch gets
+	var parts []NewPart
+	for _, op := range b.Ops {
+		if err := queueFact(facts, b.SessionID, op, next, result); err != nil {
+			return nil, err
+		}
+		if op.Part != nil {
+			parts = append(parts, *op.Part)
+			next++
+		}
+	}
+	return parts, nil
+}
+
+// queueCursor queues the cursor of a batch without parts, through outputSeq.
+func queueCursor(facts *pgx.Batch, b RelayBatch, outputSeq int64) {
+	cur := RuntimeCursor{SessionID: b.SessionID, Generation: b.Cursor.Generation, Position: b.Cursor.Position,
+		ThroughSeq: outputSeq, LeaseGeneration: b.LeaseGeneration}
+	facts.Queue(upsertCursorSQL, upsertCursorArgs(cur)...)
 }
 
 // queueFact queues one fact's statement; nextSeq is the seq the next part will get.
