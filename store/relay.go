@@ -74,13 +74,6 @@ func (s *Store) ApplyRelayBatch(ctx context.Context, b RelayBatch) (AppendResult
 	return result, nil
 }
 
-// lockLeaseAndOutputSeqSQL locks the Session's reader lease, then its row, in the
-// order InLeaseTx and the parts' statements take them: a Relay batch's fence and the
-// Session's output position, which holds until its commit.
-const lockLeaseAndOutputSeqSQL = `
-SELECT l.generation, s.output_seq FROM reader_leases l JOIN sessions s ON s.id = l.session_id
-WHERE l.session_id = $1 FOR UPDATE OF l, s`
-
 // partsOnly returns the parts of a batch that holds nothing else (what a streaming
 // reply is made of).
 func partsOnly(ops []RelayOp) ([]NewPart, bool) {

@@ -36,11 +36,14 @@ type relayGroup struct {
 // relayCommit is one Relay's batch waiting for its group.
 type relayCommit struct {
 	batch RelayBatch
-	// parts are the batch's parts when it holds nothing else.
-	parts []NewPart
-	done  chan struct{}
-	res   AppendResult
-	err   error
+	// parts are the batch's parts when it holds nothing else, or in a group of
+	// batches with facts, which writes them after every fact with status (the
+	// program's status the batch reports last, if any).
+	parts  []NewPart
+	status string
+	done   chan struct{}
+	res    AppendResult
+	err    error
 }
 
 // groupWriters bounds the groups of each kind written at once. A group's statements
@@ -140,13 +143,18 @@ func (s *Store) writePartsGroup(ctx context.Context, group []*relayCommit) {
 // fails (a fact naming a response the Session does not have fails its whole
 // transaction), each batch is written alone, so one Session's failure is its own.
 func (s *Store) writeFactsGroup(ctx context.Context, group []*relayCommit) {
-	if len(group) > 1 {
-		if err := s.pipelineRelayBatches(ctx, group); err == nil {
-			return
-		}
+	err := s.pipelineRelayBatches(ctx, group)
+	if err == nil {
+		return
+	}
+	if len(group) == 1 {
+		group[0].res, group[0].err = AppendResult{}, err
+		return
 	}
 	for _, c := range group {
-		c.res, c.err = s.pipelineRelayBatch(ctx, c.batch)
+		if err := s.pipelineRelayBatches(ctx, []*relayCommit{c}); err != nil {
+			c.res, c.err = AppendResult{}, err
+		}
 	}
 }
 
@@ -160,12 +168,13 @@ func (s *Store) writeFactsGroup(ctx context.Context, group []*relayCommit) {
 const appendPartsGroupSQL = `
 WITH b AS (
 	SELECT * FROM jsonb_to_recordset(CAST(CAST($1 AS text) AS jsonb)) AS b(i int, session uuid, lease bigint, n bigint,
-		frames jsonb, response_ids jsonb, has_cursor boolean, cursor_generation text, cursor_position jsonb)
+		frames jsonb, response_ids jsonb, has_cursor boolean, cursor_generation text, cursor_position jsonb, status text)
 ), lease AS (
 	SELECT l.session_id FROM reader_leases l JOIN b ON b.session = l.session_id AND l.generation = b.lease
 	ORDER BY l.session_id FOR UPDATE OF l
 ), sess AS (
-	UPDATE sessions s SET output_seq = s.output_seq + b.n, last_output_at = now(), updated_at = now()
+	UPDATE sessions s SET output_seq = s.output_seq + b.n, last_output_at = now(), updated_at = now(),
+		runtime_status = COALESCE(b.status, s.runtime_status)
 	FROM b WHERE s.id = b.session AND b.session IN (SELECT session_id FROM lease)
 	RETURNING b.i, s.id, s.output_seq, b.n, b.lease, b.frames, b.response_ids, b.has_cursor, b.cursor_generation, b.cursor_position
 ), parts AS (
@@ -196,6 +205,8 @@ type groupedBatch struct {
 	HasCursor        bool              `json:"has_cursor"`
 	CursorGeneration string            `json:"cursor_generation"`
 	CursorPosition   json.RawMessage   `json:"cursor_position"`
+	// Status is the program's status the batch reports last, if any.
+	Status string `json:"status,omitempty"`
 }
 
 // appendPartsGroup writes a group in one statement and sets each batch's result (a
@@ -213,8 +224,8 @@ func (s *Store) appendPartsGroup(ctx context.Context, group []*relayCommit) erro
 	return groupAppended(group, rows)
 }
 
-// appendPartsGroupArgs are appendPartsGroupSQL's arguments for a group's batches
-// and their parts (each relayCommit's parts).
+// appendPartsGroupArgs are appendPartsGroupSQL's arguments for a group's batches,
+// their parts and their status (each relayCommit's).
 func appendPartsGroupArgs(group []*relayCommit) ([]any, error) {
 	batches := make([]groupedBatch, len(group))
 	for i, c := range group {
@@ -226,6 +237,7 @@ func appendPartsGroupArgs(group []*relayCommit) ([]any, error) {
 		if c.batch.Cursor != nil {
 			gb.HasCursor, gb.CursorGeneration, gb.CursorPosition = true, c.batch.Cursor.Generation, c.batch.Cursor.Position
 		}
+		gb.Status = c.status
 		batches[i] = gb
 	}
 	raw, err := json.Marshal(batches)

@@ -192,6 +192,8 @@ func TestFactsGroupCommitsEachSessionUnderItsOwnFence(t *testing.T) {
 	for i := range sessions {
 		batches[i] = replyStart(sessions[i], leases[i], inputs[i], fmt.Sprintf("r%d", i+1))
 	}
+	// The first batch reports two statuses: the last stands.
+	batches[0].Ops = append(batches[0].Ops, store.RelayOp{Status: "idle"})
 	batches[3] = store.RelayBatch{SessionID: sessions[3], LeaseGeneration: leases[3], Ops: []store.RelayOp{{Status: "waiting"}}, Cursor: relayCursor(7)}
 	res, errs, err := store.WriteRelayBatchesForTest(ctx, st, batches)
 	require.NoError(t, err)
@@ -212,6 +214,7 @@ func TestFactsGroupCommitsEachSessionUnderItsOwnFence(t *testing.T) {
 	require.ErrorIs(t, errs[2], store.ErrLeaseLost)
 
 	for i, startedSeq := range []int64{3, 1} {
+		status := []string{"idle", "working"}[i]
 		in, err := st.GetInputByID(ctx, inputs[i])
 		require.NoError(t, err)
 		require.Equal(t, store.InputAdmitted, in.State, "session %d", i)
@@ -220,7 +223,7 @@ func TestFactsGroupCommitsEachSessionUnderItsOwnFence(t *testing.T) {
 		require.Equal(t, startedSeq, resp.StartedSeq, "session %d's reply starts at its own start part", i)
 		sess, err := st.GetSessionByID(ctx, sessions[i])
 		require.NoError(t, err)
-		require.Equal(t, "working", *sess.RuntimeStatus)
+		require.Equal(t, status, *sess.RuntimeStatus, "session %d", i)
 		cur, err := st.GetRuntimeCursorBySession(ctx, sessions[i])
 		require.NoError(t, err)
 		require.Equal(t, res[i].LastSeq, cur.ThroughSeq)

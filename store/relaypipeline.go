@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -18,11 +17,11 @@ import (
 // round trip each, begin and commit included (seven for a reply's start), with the
 // Session's row locked from the second to the last: under load every round trip waits
 // for a core, and an input's receipt, which takes the same row lock, waits behind all
-// of them. pipelineRelayBatch sends
-// them in three round trips on the connection's own pgx API: begin with the locks;
-// every fact and the parts at once (their seqs follow the output position the locks
-// returned); commit, or roll back when a statement failed or a fact named an unknown
-// response or interaction.
+// of them. writeRelayBatches sends the batches of a group (relaygroup.go), one or
+// many Sessions', in three round trips on the connection's own pgx API: begin with
+// the locks; every fact and the parts at once (their seqs follow the output position
+// the locks returned); commit, or roll back when a statement failed or a fact named
+// an unknown response or interaction.
 //
 // Each fact is one statement that needs nothing read before it (a child run's parent
 // and a diagnostic's number are read inside it), so none waits on another's answer.
@@ -34,17 +33,6 @@ import (
 // rollbackTimeout bounds the rollback of a batch that failed, which runs even when
 // the caller's context ended.
 const rollbackTimeout = 10 * time.Second
-
-// pipelineRelayBatch is ApplyRelayBatch for a batch with facts written alone.
-func (s *Store) pipelineRelayBatch(ctx context.Context, b RelayBatch) (AppendResult, error) {
-	var result AppendResult
-	err := s.onPgxConn(ctx, func(c *pgx.Conn) error {
-		var err error
-		result, err = writeRelayBatch(ctx, c, b)
-		return err
-	})
-	return result, err
-}
 
 // pipelineRelayBatches writes a group of batches with facts, of different Sessions,
 // in one transaction and sets each batch's result (a fenced-off batch gets
@@ -76,55 +64,21 @@ type lockedSession struct {
 	generation, outputSeq int64
 }
 
-// writeRelayBatch runs the batch's transaction on c and rolls it back on any error.
-// A connection that could not roll back is closed (pgx does so itself), and one given
-// back inside a transaction anyway is discarded (pgx's database/sql driver checks), so
-// the pool never hands out a connection in the middle of a batch.
-func writeRelayBatch(ctx context.Context, c *pgx.Conn, b RelayBatch) (AppendResult, error) {
-	var locked lockedSession
-	found := false
-	begin := &pgx.Batch{}
-	begin.BeginTx(pgx.TxOptions{})
-	begin.Queue(lockLeaseAndOutputSeqSQL, b.SessionID).QueryRow(func(row pgx.Row) error {
-		err := row.Scan(&locked.generation, &locked.outputSeq)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil
-		}
-		found = err == nil
-		return mapError("lock reader lease and session", err)
-	})
-	tx, err := beginBatch(ctx, c, begin)
-	defer rollBack(ctx, tx)
-	if err != nil {
-		return AppendResult{}, mapError("begin relay batch", err)
-	}
-	if err := leaseFence(b.SessionID, found, locked.generation, b.LeaseGeneration); err != nil {
-		return AppendResult{}, err
-	}
-	var result AppendResult
-	facts := &pgx.Batch{}
-	if err := queueFacts(facts, b, locked.outputSeq, &result); err != nil {
-		return AppendResult{}, err
-	}
-	if err := c.SendBatch(ctx, facts).Close(); err != nil {
-		return AppendResult{}, mapError("write relay batch", err)
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return AppendResult{}, mapError("commit relay batch", err)
-	}
-	return result, nil
-}
-
-// lockLeasesAndOutputSeqsSQL is lockLeaseAndOutputSeqSQL for many Sessions, locked
-// in Session order as the parts' group statement takes its leases, so two groups
-// never wait on each other in a cycle.
+// lockLeasesAndOutputSeqsSQL locks the group's Sessions' reader leases and rows,
+// each lease before its Session's row as InLeaseTx takes them, in Session order as
+// the parts' group statement takes its leases, so two groups never wait on each other
+// in a cycle: each batch's fence and its Session's output position, which holds until
+// the commit.
 const lockLeasesAndOutputSeqsSQL = `
 SELECT l.session_id::text, l.generation, s.output_seq FROM reader_leases l JOIN sessions s ON s.id = l.session_id
 WHERE l.session_id = ANY(CAST($1 AS text[])::uuid[]) ORDER BY l.session_id FOR UPDATE OF l, s`
 
-// writeRelayBatches is writeRelayBatch for a group, in the same three round trips:
-// begin with every batch's locks; every fenced-in batch's facts and parts at once;
-// commit. Any error rolls the whole group back.
+// writeRelayBatches runs a group's transaction on c in three round trips: begin with
+// every batch's locks; every fenced-in batch's facts and parts at once; commit. Any
+// error rolls the whole group back. A connection that could not roll back is closed
+// (pgx does so itself), and one given back inside a transaction anyway is discarded
+// (pgx's database/sql driver checks), so the pool never hands out a connection in
+// the middle of a group.
 func writeRelayBatches(ctx context.Context, c *pgx.Conn, group []*relayCommit) error {
 	ids := make([]string, len(group))
 	for i, rc := range group {
@@ -156,7 +110,14 @@ func writeRelayBatches(ctx context.Context, c *pgx.Conn, group []*relayCommit) e
 			continue
 		}
 		fencedIn = append(fencedIn, rc)
-		parts, err := queueFactStatements(facts, rc.batch, l.outputSeq, &rc.res)
+		b := rc.batch
+		if hasParts(b.Ops) {
+			// The parts' statement updates the Session's row anyway: it sets the
+			// status the batch reports last, which is all the statuses before it
+			// would leave.
+			b.Ops, rc.status = withoutStatuses(b.Ops)
+		}
+		parts, err := queueFactStatements(facts, b, l.outputSeq, &rc.res)
 		if err != nil {
 			return err
 		}
@@ -164,12 +125,12 @@ func writeRelayBatches(ctx context.Context, c *pgx.Conn, group []*relayCommit) e
 		case len(parts) > 0:
 			rc.parts = parts
 			withParts = append(withParts, rc)
-		case rc.batch.Cursor != nil:
-			queueCursor(facts, rc.batch, l.outputSeq)
+		case b.Cursor != nil:
+			queueCursor(facts, b, l.outputSeq)
 		}
 	}
-	// Every batch's parts in one statement, as batches of parts alone are written; its
-	// lease locks are the transaction's already.
+	// Every batch's parts in one statement, as batches of parts alone are written, with
+	// the status each reports last; its lease locks are the transaction's already.
 	if len(withParts) > 0 {
 		args, err := appendPartsGroupArgs(withParts)
 		if err != nil {
@@ -221,38 +182,9 @@ func rollBack(ctx context.Context, tx pgx.Tx) {
 	_ = tx.Rollback(rollbackCtx)
 }
 
-// queueFacts queues on facts the batch's facts in order, each part numbered after
-// outputSeq, then its parts with the cursor and the notification (or the cursor
-// alone), and sets result as their answers are read.
-func queueFacts(facts *pgx.Batch, b RelayBatch, outputSeq int64, result *AppendResult) error {
-	parts, err := queueFactStatements(facts, b, outputSeq, result)
-	if err != nil {
-		return err
-	}
-	switch {
-	case len(parts) > 0:
-		args, err := appendPartsArgs(b, parts)
-		if err != nil {
-			return err
-		}
-		facts.Queue(appendPartsOnlySQL, args...).Query(func(rows pgx.Rows) error {
-			outputSeqs, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-			if err != nil {
-				return mapError("append parts", err)
-			}
-			appended, err := appendedParts(b, len(parts), outputSeqs)
-			result.FirstSeq, result.LastSeq, result.Parts = appended.FirstSeq, appended.LastSeq, appended.Parts
-			return err
-		})
-	case b.Cursor != nil:
-		queueCursor(facts, b, outputSeq)
-	}
-	return nil
-}
-
 // queueFactStatements queues on facts the batch's facts other than its parts, in
-// order, each part numbered after outputSeq, and returns the parts, which the caller
-// writes after them. It sets result's seqs to outputSeq (a batch without parts) and
+// order, each part numbered after outputSeq, and returns the parts, which
+// writeRelayBatches writes after them. It sets result's seqs to outputSeq (a batch without parts) and
 // its admissions as their answers are read.
 func queueFactStatements(facts *pgx.Batch, b RelayBatch, outputSeq int64, result *AppendResult) ([]NewPart, error) {
 	*result = AppendResult{FirstSeq: outputSeq, LastSeq: outputSeq}
@@ -268,6 +200,30 @@ func queueFactStatements(facts *pgx.Batch, b RelayBatch, outputSeq int64, result
 		}
 	}
 	return parts, nil
+}
+
+// hasParts reports whether ops append a part.
+func hasParts(ops []RelayOp) bool {
+	for _, op := range ops {
+		if op.Part != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// withoutStatuses returns ops without their status reports, and the last status.
+func withoutStatuses(ops []RelayOp) ([]RelayOp, string) {
+	kept := make([]RelayOp, 0, len(ops))
+	status := ""
+	for _, op := range ops {
+		if op.Status != "" {
+			status = op.Status
+			continue
+		}
+		kept = append(kept, op)
+	}
+	return kept, status
 }
 
 // queueCursor queues the cursor of a batch without parts, through outputSeq.

@@ -10,10 +10,10 @@ import (
 // no longer pass the positional arguments through.
 func TestPipelinedStatementsAreSafeForGORM(t *testing.T) {
 	for name, sql := range map[string]string{
-		"lockLeaseAndOutputSeqSQL": lockLeaseAndOutputSeqSQL, "admitInputsSQL": admitInputsSQL,
+		"lockLeasesAndOutputSeqsSQL": lockLeasesAndOutputSeqsSQL, "admitInputsSQL": admitInputsSQL,
 		"startResponseSQL": startResponseSQL, "endResponseSQL": endResponseSQL,
 		"openInteractionSQL": openInteractionSQL, "closeInteractionSQL": closeInteractionSQL,
-		"setRuntimeStatusSQL": setRuntimeStatusSQL, "appendPartsOnlySQL": appendPartsOnlySQL, "upsertCursorSQL": upsertCursorSQL,
+		"setRuntimeStatusSQL": setRuntimeStatusSQL, "appendPartsOnlySQL": appendPartsOnlySQL, "appendPartsGroupSQL": appendPartsGroupSQL, "upsertCursorSQL": upsertCursorSQL,
 		"upsertChildRunSQL": upsertChildRunSQL, "appendDiagnosticSQL": appendDiagnosticSQL,
 	} {
 		if strings.Contains(sql, "@") {
