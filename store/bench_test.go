@@ -260,25 +260,16 @@ func BenchmarkConcurrentRelayTurns(b *testing.B) {
 				}
 				before := counter.n.Load()
 				b.StartTimer()
-				errs := make(chan error, n)
-				for i, s := range sessions {
-					go func() {
-						for j, ops := range turnBatches(fmt.Sprintf("r%d", turn), inputs[i]) {
-							_, err := st.ApplyRelayBatch(ctx, store.RelayBatch{SessionID: s.ID, LeaseGeneration: gens[i], Ops: ops,
-								Cursor: &store.CursorUpdate{Generation: "g", Position: json.RawMessage(fmt.Sprintf(`{"offset":%d}`, 2*turn+j))}})
-							if err != nil {
-								errs <- err
-								return
-							}
+				relayAtOnce(b, n, func(i int) error {
+					for j, ops := range turnBatches(fmt.Sprintf("r%d", turn), inputs[i]) {
+						_, err := st.ApplyRelayBatch(ctx, store.RelayBatch{SessionID: sessions[i].ID, LeaseGeneration: gens[i], Ops: ops,
+							Cursor: &store.CursorUpdate{Generation: "g", Position: json.RawMessage(fmt.Sprintf(`{"offset":%d}`, 2*turn+j))}})
+						if err != nil {
+							return err
 						}
-						errs <- nil
-					}()
-				}
-				for range sessions {
-					if err := <-errs; err != nil {
-						b.Fatal(err)
 					}
-				}
+					return nil
+				})
 				roundTrips += counter.n.Load() - before
 				batches += int64(2 * n)
 			}
@@ -318,24 +309,30 @@ func BenchmarkConcurrentRelayParts(b *testing.B) {
 		ops[k] = store.RelayOp{Part: &store.NewPart{ResponseID: &resp, Frame: json.RawMessage(fmt.Sprintf(`{"type":"text-delta","id":"t","delta":"word %d "}`, k))}}
 	}
 	for round := 0; b.Loop(); round++ {
-		errs := make(chan error, len(sessions))
-		for i, s := range sessions {
-			go func() {
-				for j := range 10 {
-					_, err := st.ApplyRelayBatch(ctx, store.RelayBatch{SessionID: s.ID, LeaseGeneration: gens[i], Ops: ops,
-						Cursor: &store.CursorUpdate{Generation: "g", Position: json.RawMessage(fmt.Sprintf(`{"offset":%d}`, 10*round+j))}})
-					if err != nil {
-						errs <- err
-						return
-					}
+		relayAtOnce(b, len(sessions), func(i int) error {
+			for j := range 10 {
+				_, err := st.ApplyRelayBatch(ctx, store.RelayBatch{SessionID: sessions[i].ID, LeaseGeneration: gens[i], Ops: ops,
+					Cursor: &store.CursorUpdate{Generation: "g", Position: json.RawMessage(fmt.Sprintf(`{"offset":%d}`, 10*round+j))}})
+				if err != nil {
+					return err
 				}
-				errs <- nil
-			}()
-		}
-		for range sessions {
-			if err := <-errs; err != nil {
-				b.Fatal(err)
 			}
+			return nil
+		})
+	}
+}
+
+// relayAtOnce runs relay for each of n Sessions at once, as a worker's Relays run,
+// and fails b when one fails.
+func relayAtOnce(b *testing.B, n int, relay func(i int) error) {
+	b.Helper()
+	errs := make(chan error, n)
+	for i := range n {
+		go func() { errs <- relay(i) }()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			b.Fatal(err)
 		}
 	}
 }

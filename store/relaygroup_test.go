@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/astrabox/astrabox/store"
@@ -20,18 +21,7 @@ func TestPartsGroupCommitsEachSessionUnderItsOwnFence(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	ctx, st := f.ctx, f.st
-	sessions := []string{f.session.ID}
-	for range 2 {
-		s, _, err := st.CreateSessionIdempotent(ctx, store.NewSession{UserID: f.user.ID, AgentID: f.agent.ID})
-		require.NoError(t, err)
-		sessions = append(sessions, s.ID)
-	}
-	leases := make([]int64, len(sessions))
-	for i, id := range sessions {
-		l, err := st.AcquireReaderLease(ctx, store.LeaseRequest{SessionID: id, Holder: "r", TTL: time.Minute})
-		require.NoError(t, err)
-		leases[i] = l.Generation
-	}
+	sessions, _, leases := groupSessions(t, f, 3)
 	// The first Session already has two parts.
 	_, err := st.ApplyRelayBatch(ctx, store.RelayBatch{SessionID: sessions[0], LeaseGeneration: leases[0],
 		Ops: []store.RelayOp{{Part: ptr(textPart("r1", "a"))}, {Part: ptr(textPart("r1", "b"))}}})
@@ -39,12 +29,7 @@ func TestPartsGroupCommitsEachSessionUnderItsOwnFence(t *testing.T) {
 	// The third Session's lease moves on: its old generation is fenced off.
 	_, err = st.AcquireReaderLease(ctx, store.LeaseRequest{SessionID: sessions[2], Holder: "r2", TTL: time.Minute, Steal: true})
 	require.NoError(t, err)
-
-	channels := make([]string, len(sessions))
-	for i, id := range sessions {
-		channels[i] = pubsub.SessionOutputChannel(id)
-	}
-	conn := f.listen(t, channels...)
+	conn, channels := f.listenToOutput(t, sessions)
 	batch := func(i int, texts ...string) store.RelayBatch {
 		b := store.RelayBatch{SessionID: sessions[i], LeaseGeneration: leases[i], Cursor: cursorAt(fmt.Sprintf("g%d", i), len(texts))}
 		for _, text := range texts {
@@ -84,9 +69,9 @@ func TestPartsGroupCommitsEachSessionUnderItsOwnFence(t *testing.T) {
 		require.NoError(t, err)
 		got[n.Channel] = notice
 	}
-	require.Equal(t, int64(4), got[pubsub.SessionOutputChannel(sessions[0])].Seq)
-	require.Len(t, got[pubsub.SessionOutputChannel(sessions[0])].Frames, 2, "each notification carries its own Session's frames")
-	require.Len(t, got[pubsub.SessionOutputChannel(sessions[1])].Frames, 1)
+	require.Equal(t, int64(4), got[channels[0]].Seq)
+	require.Len(t, got[channels[0]].Frames, 2, "each notification carries its own Session's frames")
+	require.Len(t, got[channels[1]].Frames, 1)
 }
 
 // TestConcurrentRelaysCommitEveryPartOnce: Relays of many Sessions recording parts at
@@ -152,6 +137,16 @@ func groupSessions(t *testing.T, f *fixture, n int) (ids, inputs []string, lease
 	return ids, inputs, leases
 }
 
+// listenToOutput listens on the Sessions' output channels, which it returns.
+func (f *fixture) listenToOutput(t *testing.T, sessions []string) (*pgx.Conn, []string) {
+	t.Helper()
+	channels := make([]string, len(sessions))
+	for i, id := range sessions {
+		channels[i] = pubsub.SessionOutputChannel(id)
+	}
+	return f.listen(t, channels...), channels
+}
+
 // replyStart is a batch that admits input and starts the reply resp with two parts.
 func replyStart(session string, lease int64, input, resp string) store.RelayBatch {
 	return store.RelayBatch{SessionID: session, LeaseGeneration: lease, Cursor: relayCursor(2),
@@ -182,11 +177,7 @@ func TestFactsGroupCommitsEachSessionUnderItsOwnFence(t *testing.T) {
 	// The third Session's lease moves on: its old generation is fenced off.
 	_, err = st.AcquireReaderLease(ctx, store.LeaseRequest{SessionID: sessions[2], Holder: "r2", TTL: time.Minute, Steal: true})
 	require.NoError(t, err)
-	channels := make([]string, len(sessions))
-	for i, id := range sessions {
-		channels[i] = pubsub.SessionOutputChannel(id)
-	}
-	conn := f.listen(t, channels...)
+	conn, channels := f.listenToOutput(t, sessions)
 
 	batches := make([]store.RelayBatch, len(sessions))
 	for i := range sessions {
