@@ -149,19 +149,26 @@ func (c *roundTripCounter) TraceBatchQuery(context.Context, *pgx.Conn, pgx.Trace
 
 func (c *roundTripCounter) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
 
+// countingStore opens a store on a new test database that counts its round trips.
+func countingStore(b *testing.B) (*store.Store, *roundTripCounter) {
+	b.Helper()
+	_, dsn := testutil.NewDB(b)
+	counter := &roundTripCounter{}
+	st, err := store.Open(testutil.Context(b), dsn, testutil.Logger(b), store.Options{Tracer: counter})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = st.Close() })
+	return st, counter
+}
+
 // BenchmarkRelayBatchesOfATurn measures the Relay's two batches with facts of one
 // conversational turn: the input's admission, the program's status and the reply's
 // start with its first parts, then its last parts, its end and the status again
 // (ApplyRelayBatch; an op is one turn). It reports the round trips per batch.
 func BenchmarkRelayBatchesOfATurn(b *testing.B) {
 	ctx := testutil.Context(b)
-	_, dsn := testutil.NewDB(b)
-	counter := &roundTripCounter{}
-	st, err := store.Open(ctx, dsn, testutil.Logger(b), store.Options{Tracer: counter})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = st.Close() })
+	st, counter := countingStore(b)
 	s, gen := benchSession(b, st)
 	delta := func(resp string, i int) store.RelayOp {
 		return store.RelayOp{Part: &store.NewPart{ResponseID: &resp, Frame: json.RawMessage(fmt.Sprintf(`{"type":"text-delta","id":"t","delta":"word %d "}`, i))}}
@@ -235,13 +242,7 @@ func BenchmarkConcurrentRelayTurns(b *testing.B) {
 	for _, n := range []int{20, 100} {
 		b.Run(fmt.Sprintf("sessions=%d", n), func(b *testing.B) {
 			ctx := testutil.Context(b)
-			_, dsn := testutil.NewDB(b)
-			counter := &roundTripCounter{}
-			st, err := store.Open(ctx, dsn, testutil.Logger(b), store.Options{Tracer: counter})
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(func() { _ = st.Close() })
+			st, counter := countingStore(b)
 			sessions := make([]store.Session, n)
 			gens := make([]int64, n)
 			for i := range sessions {

@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"testing"
@@ -22,14 +23,7 @@ func TestPartsGroupCommitsEachSessionUnderItsOwnFence(t *testing.T) {
 	f := newFixture(t)
 	ctx, st := f.ctx, f.st
 	sessions, _, leases := groupSessions(t, f, 3)
-	// The first Session already has two parts.
-	_, err := st.ApplyRelayBatch(ctx, store.RelayBatch{SessionID: sessions[0], LeaseGeneration: leases[0],
-		Ops: []store.RelayOp{{Part: ptr(textPart("r1", "a"))}, {Part: ptr(textPart("r1", "b"))}}})
-	require.NoError(t, err)
-	// The third Session's lease moves on: its old generation is fenced off.
-	_, err = st.AcquireReaderLease(ctx, store.LeaseRequest{SessionID: sessions[2], Holder: "r2", TTL: time.Minute, Steal: true})
-	require.NoError(t, err)
-	conn, channels := f.listenToOutput(t, sessions)
+	conn, channels := fenceOffTheThirdAndListen(t, f, sessions, leases, "r1")
 	batch := func(i int, texts ...string) store.RelayBatch {
 		b := store.RelayBatch{SessionID: sessions[i], LeaseGeneration: leases[i], Cursor: cursorAt(fmt.Sprintf("g%d", i), len(texts))}
 		for _, text := range texts {
@@ -61,14 +55,7 @@ func TestPartsGroupCommitsEachSessionUnderItsOwnFence(t *testing.T) {
 	_, err = st.GetRuntimeCursorBySession(ctx, sessions[2])
 	require.ErrorIs(t, err, store.ErrNotFound, "a fenced-off batch writes no cursor")
 
-	got := map[string]pubsub.OutputNotice{}
-	for range 2 {
-		n, err := conn.WaitForNotification(ctx)
-		require.NoError(t, err)
-		notice, err := pubsub.ParseOutputNotice(n.Payload)
-		require.NoError(t, err)
-		got[n.Channel] = notice
-	}
+	got := outputNotices(t, ctx, conn, 2)
 	require.Equal(t, int64(4), got[channels[0]].Seq)
 	require.Len(t, got[channels[0]].Frames, 2, "each notification carries its own Session's frames")
 	require.Len(t, got[channels[1]].Frames, 1)
@@ -137,6 +124,34 @@ func groupSessions(t *testing.T, f *fixture, n int) (ids, inputs []string, lease
 	return ids, inputs, leases
 }
 
+// fenceOffTheThirdAndListen readies a group test's Sessions: the first gets two
+// parts of the reply resp, the third's lease moves on (its old generation is fenced
+// off), and every Session's output channel is listened on (returned).
+func fenceOffTheThirdAndListen(t *testing.T, f *fixture, sessions []string, leases []int64, resp string) (*pgx.Conn, []string) {
+	t.Helper()
+	_, err := f.st.ApplyRelayBatch(f.ctx, store.RelayBatch{SessionID: sessions[0], LeaseGeneration: leases[0],
+		Ops: []store.RelayOp{{Part: ptr(textPart(resp, "a"))}, {Part: ptr(textPart(resp, "b"))}}})
+	require.NoError(t, err)
+	_, err = f.st.AcquireReaderLease(f.ctx, store.LeaseRequest{SessionID: sessions[2], Holder: "r2", TTL: time.Minute, Steal: true})
+	require.NoError(t, err)
+	return f.listenToOutput(t, sessions)
+}
+
+// outputNotices waits for n output notifications on conn and returns the last of
+// each channel.
+func outputNotices(t *testing.T, ctx context.Context, conn *pgx.Conn, n int) map[string]pubsub.OutputNotice {
+	t.Helper()
+	got := map[string]pubsub.OutputNotice{}
+	for range n {
+		note, err := conn.WaitForNotification(ctx)
+		require.NoError(t, err)
+		notice, err := pubsub.ParseOutputNotice(note.Payload)
+		require.NoError(t, err)
+		got[note.Channel] = notice
+	}
+	return got
+}
+
 // listenToOutput listens on the Sessions' output channels, which it returns.
 func (f *fixture) listenToOutput(t *testing.T, sessions []string) (*pgx.Conn, []string) {
 	t.Helper()
@@ -170,14 +185,7 @@ func TestFactsGroupCommitsEachSessionUnderItsOwnFence(t *testing.T) {
 	f := newFixture(t)
 	ctx, st := f.ctx, f.st
 	sessions, inputs, leases := groupSessions(t, f, 4)
-	// The first Session already has two parts.
-	_, err := st.ApplyRelayBatch(ctx, store.RelayBatch{SessionID: sessions[0], LeaseGeneration: leases[0],
-		Ops: []store.RelayOp{{Part: ptr(textPart("r0", "a"))}, {Part: ptr(textPart("r0", "b"))}}})
-	require.NoError(t, err)
-	// The third Session's lease moves on: its old generation is fenced off.
-	_, err = st.AcquireReaderLease(ctx, store.LeaseRequest{SessionID: sessions[2], Holder: "r2", TTL: time.Minute, Steal: true})
-	require.NoError(t, err)
-	conn, channels := f.listenToOutput(t, sessions)
+	conn, channels := fenceOffTheThirdAndListen(t, f, sessions, leases, "r0")
 
 	batches := make([]store.RelayBatch, len(sessions))
 	for i := range sessions {
@@ -229,14 +237,7 @@ func TestFactsGroupCommitsEachSessionUnderItsOwnFence(t *testing.T) {
 	require.Zero(t, sess.OutputSeq)
 	require.Nil(t, sess.RuntimeStatus)
 
-	got := map[string]pubsub.OutputNotice{}
-	for range 2 {
-		n, err := conn.WaitForNotification(ctx)
-		require.NoError(t, err)
-		notice, err := pubsub.ParseOutputNotice(n.Payload)
-		require.NoError(t, err)
-		got[n.Channel] = notice
-	}
+	got := outputNotices(t, ctx, conn, 2)
 	require.Equal(t, int64(4), got[channels[0]].Seq)
 	require.Equal(t, int64(2), got[channels[1]].Seq)
 }
