@@ -11,7 +11,7 @@ import (
 )
 
 // relayGroup commits the batches that concurrent Relays of this process hand in
-// together (group commit): one writer goroutine takes every batch waiting, one per
+// together (group commit): a writer goroutine takes the batches waiting, one per
 // Session, and writes them at once, each under its own lease fence. A Relay records
 // one Session's events per batch and its reply streams in small batches (a delta
 // every few milliseconds); alone, each was a transaction of its own, and
@@ -36,10 +36,12 @@ type relayGroup struct {
 // relayCommit is one Relay's batch waiting for its group.
 type relayCommit struct {
 	batch RelayBatch
-	// parts are the batch's parts when it holds nothing else, or in a group of
-	// batches with facts, which writes them after every fact with status (the
-	// program's status the batch reports last, if any).
-	parts  []NewPart
+	// parts are the batch's parts, which its group writes in one statement: set
+	// by ApplyRelayBatch for a batch of parts alone, by writeRelayBatches after a
+	// batch's facts.
+	parts []NewPart
+	// status is the program's status a batch with parts and facts reports last,
+	// which the same statement sets.
 	status string
 	done   chan struct{}
 	res    AppendResult
@@ -162,9 +164,10 @@ func (s *Store) writeFactsGroup(ctx context.Context, group []*relayCommit) {
 // locks the batches' reader leases in Session order (two groups never wait on each
 // other in a cycle: each takes every lease before any Session row) and keeps those
 // whose generation is the batch's (the fence); for each of them it advances the
-// Session's output_seq, inserts the parts at the seqs after the previous one, upserts
-// the cursor and queues the notification with the frames as jsonb stores them when
-// they fit. A batch with no row back was fenced off.
+// Session's output_seq (and sets the program's status when the batch gives one),
+// inserts the parts at the seqs after the previous one, upserts the cursor and queues
+// the notification with the frames as jsonb stores them when they fit. A batch with
+// no row back was fenced off.
 const appendPartsGroupSQL = `
 WITH b AS (
 	SELECT * FROM jsonb_to_recordset(CAST(CAST($1 AS text) AS jsonb)) AS b(i int, session uuid, lease bigint, n bigint,
