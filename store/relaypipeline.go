@@ -184,8 +184,8 @@ func rollBack(ctx context.Context, tx pgx.Tx) {
 
 // queueFactStatements queues on facts the batch's facts other than its parts, in
 // order, each part numbered after outputSeq, and returns the parts, which
-// writeRelayBatches writes after them. It sets result's seqs to outputSeq (a batch without parts) and
-// its admissions as their answers are read.
+// writeRelayBatches writes after them. It sets result's seqs to outputSeq (a batch
+// without parts) and its admissions as their answers are read.
 func queueFactStatements(facts *pgx.Batch, b RelayBatch, outputSeq int64, result *AppendResult) ([]NewPart, error) {
 	*result = AppendResult{FirstSeq: outputSeq, LastSeq: outputSeq}
 	next := outputSeq + 1 // the seq the next part of this batch gets
