@@ -96,8 +96,16 @@ func writeRelayBatches(ctx context.Context, c *pgx.Conn, group []*relayCommit) e
 		})
 		return mapError("lock reader leases and sessions", err)
 	})
-	tx, err := beginBatch(ctx, c, begin)
-	defer rollBack(ctx, tx)
+	results := c.SendBatch(ctx, begin)
+	tx := results.Tx()
+	err := results.Close()
+	defer func() {
+		// After a commit this does nothing; otherwise it ends what the batch began,
+		// whatever ctx says now.
+		rollbackCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
+		defer cancel()
+		_ = tx.Rollback(rollbackCtx)
+	}()
 	if err != nil {
 		return mapError("begin relay batches", err)
 	}
@@ -164,22 +172,6 @@ func writeRelayBatches(ctx context.Context, c *pgx.Conn, group []*relayCommit) e
 		rc.err = nil
 	}
 	return nil
-}
-
-// beginBatch sends begin, a pgx batch that begins a transaction, and returns the
-// transaction, which the caller rolls back (rollBack) whatever the error.
-func beginBatch(ctx context.Context, c *pgx.Conn, begin *pgx.Batch) (pgx.Tx, error) {
-	results := c.SendBatch(ctx, begin)
-	tx := results.Tx()
-	return tx, results.Close()
-}
-
-// rollBack ends what a batch began, whatever ctx says now; after a commit it does
-// nothing.
-func rollBack(ctx context.Context, tx pgx.Tx) {
-	rollbackCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
-	defer cancel()
-	_ = tx.Rollback(rollbackCtx)
 }
 
 // queueFactStatements queues on facts the batch's facts other than its parts, in
