@@ -36,6 +36,10 @@ const (
 	// save before a release failed. The box must be kept and the next attempt made in
 	// it.
 	ErrTypeRuntimeStateSaveRequired = "RuntimeStateSaveRequired"
+	// ErrTypeRelayWorkerLost: the worker running the Relay stopped marking itself alive
+	// and another worker failed the Relay for it (worker/hostwatch); like any Relay's
+	// end, the workflow reconnects.
+	ErrTypeRelayWorkerLost = "RelayWorkerLost"
 )
 
 // SessionRef names a Session.

@@ -29,6 +29,7 @@ import (
 	"github.com/astrabox/astrabox/titles"
 	"github.com/astrabox/astrabox/web"
 	"github.com/astrabox/astrabox/worker"
+	"github.com/astrabox/astrabox/worker/hostwatch"
 	"github.com/astrabox/astrabox/worker/resignal"
 	"github.com/astrabox/astrabox/workflows"
 )
@@ -206,9 +207,9 @@ func (p *platform) serveAPI(ctx context.Context, ln net.Listener) error {
 	return srv.Serve(ctx, ln, p.cfg.HTTP.ShutdownTimeout)
 }
 
-// runWorker runs the Temporal workers, with SessionWorkflow and its activities, and
-// the sweep that signals Sessions whose pending inputs lost their signal, until ctx is
-// done.
+// runWorker runs the Temporal workers, with SessionWorkflow and its activities, the
+// sweep that signals Sessions whose pending inputs lost their signal, and the watch
+// that marks this worker alive and fails the Relays of dead ones, until ctx is done.
 func (p *platform) runWorker(ctx context.Context) error {
 	hostID := worker.NewHostID()
 	backends := map[string]sandbox.Backend{}
@@ -309,7 +310,17 @@ func (p *platform) runWorker(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	parts := []func(context.Context) error{w.Run, sweeper.Run}
+	watch, err := hostwatch.New(hostwatch.Options{
+		Store:         p.store,
+		Activities:    p.temporal,
+		Namespace:     p.cfg.Temporal.Namespace,
+		HostTaskQueue: w.HostTaskQueue(),
+		Logger:        p.log.Named("hostwatch"),
+	})
+	if err != nil {
+		return err
+	}
+	parts := []func(context.Context) error{w.Run, sweeper.Run, watch.Run}
 	if backend != nil {
 		parts = append(parts, func(ctx context.Context) error { return p.syncPrewarmPools(ctx, backend) })
 		p.tel.Metrics.WatchBackend(backend, poolDepths(backend))

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/astrabox/astrabox/activities"
 	"github.com/astrabox/astrabox/engines/claude"
 	"github.com/astrabox/astrabox/internal/faultstack"
 	"github.com/astrabox/astrabox/internal/testutil"
@@ -222,6 +223,11 @@ func (f *fixture) workerKilledMidReply(t *testing.T) {
 	f.requireReply(t, ctx, tr, turn)
 	a := f.requireAudit(t, ctx, sid, 1)
 	assert.Equal(t, map[string]int{faultstack.OutcomeComplete: 1}, a.Outcomes)
+	// The new worker found the dead one silent and failed its Relay: the Session did
+	// not wait for the Relay's heartbeat timeout.
+	ends, err := f.s.RelayEnds(ctx, sid)
+	require.NoError(t, err)
+	assert.Equal(t, []string{activities.ErrTypeRelayWorkerLost}, ends, "how the Relays that did not complete ended")
 }
 
 // committedChunks makes one reply write more journal lines than the Claude

@@ -10,10 +10,13 @@ import (
 	"strconv"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+	"go.uber.org/zap"
+
 	"github.com/astrabox/astrabox/internal/freeport"
 	"github.com/astrabox/astrabox/internal/temporaldev"
 	"github.com/astrabox/astrabox/workflows"
-	"go.uber.org/zap"
 )
 
 // temporalStartAttempts bounds the starts of the Temporal dev server that die
@@ -107,3 +110,51 @@ func poll(ctx context.Context, interval time.Duration, what string, cond func() 
 		}
 	}
 }
+
+// RelayEnds reads the Session workflow's current run and returns how each of its
+// Relays that did not complete ended: the failure's application error type (such as
+// activities.ErrTypeRelayWorkerLost), "canceled", or "timeout:" and the timeout's kind
+// (a Relay whose worker Temporal gave up on at its heartbeat timeout).
+func (s *Stack) RelayEnds(ctx context.Context, sessionID string) ([]string, error) {
+	tc, err := client.Dial(client.Options{HostPort: s.TemporalAddress(), Logger: quietTemporal{}})
+	if err != nil {
+		return nil, fmt.Errorf("dial temporal: %w", err)
+	}
+	defer tc.Close()
+	relays := map[int64]bool{}
+	var ends []string
+	it := tc.GetWorkflowHistory(ctx, workflows.SessionWorkflowID(sessionID), "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		e, err := it.Next()
+		if err != nil {
+			return nil, fmt.Errorf("read the history of session %s: %w", sessionID, err)
+		}
+		switch {
+		case e.GetActivityTaskScheduledEventAttributes() != nil:
+			relays[e.GetEventId()] = e.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName() == "Relay"
+		case e.GetActivityTaskFailedEventAttributes() != nil:
+			a := e.GetActivityTaskFailedEventAttributes()
+			if relays[a.GetScheduledEventId()] {
+				ends = append(ends, a.GetFailure().GetApplicationFailureInfo().GetType())
+			}
+		case e.GetActivityTaskTimedOutEventAttributes() != nil:
+			a := e.GetActivityTaskTimedOutEventAttributes()
+			if relays[a.GetScheduledEventId()] {
+				ends = append(ends, "timeout:"+a.GetFailure().GetTimeoutFailureInfo().GetTimeoutType().String())
+			}
+		case e.GetActivityTaskCanceledEventAttributes() != nil:
+			if relays[e.GetActivityTaskCanceledEventAttributes().GetScheduledEventId()] {
+				ends = append(ends, "canceled")
+			}
+		}
+	}
+	return ends, nil
+}
+
+// quietTemporal keeps a Temporal client's own log out of the test's output.
+type quietTemporal struct{}
+
+func (quietTemporal) Debug(string, ...any) {}
+func (quietTemporal) Info(string, ...any)  {}
+func (quietTemporal) Warn(string, ...any)  {}
+func (quietTemporal) Error(string, ...any) {}

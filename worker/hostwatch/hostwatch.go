@@ -1,0 +1,232 @@
+// Package hostwatch owns a worker's liveness record and the failing of a dead
+// worker's Relays. A Relay runs on the host task queue of the worker holding its
+// Session's runtime connection; when that worker dies, Temporal learns of it only at
+// the Relay's heartbeat timeout, and the Session's stream stalls until then. Every
+// worker therefore marks itself alive in PostgreSQL each beat, and claims the workers
+// that stopped: it fails each of their Relays by its activity id, and the Session's
+// workflow reconnects at once, as it does after any Relay's end.
+//
+// A worker claims only after its own beats went through without a break for as long
+// as the silence that marks a worker dead, so after an outage of PostgreSQL every live
+// worker has had the time to mark itself alive again before anyone is judged. Failing
+// a Relay whose worker was only slow is safe: the reader lease's generation fences
+// it, and it ends at its next heartbeat.
+package hostwatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/temporal"
+	"go.uber.org/zap"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/astrabox/astrabox/activities"
+	"github.com/astrabox/astrabox/store"
+)
+
+// Defaults for Options left zero.
+const (
+	// DefaultEvery is the time between two beats of a worker.
+	DefaultEvery = time.Second
+	// DefaultSilence is how long a worker may go without marking itself alive before
+	// it is judged dead: several beats, so a slow statement or a busy machine is not
+	// taken for a death.
+	DefaultSilence = 6 * time.Second
+	// DefaultGiveUp is how long a claimed Relay is tried again while Temporal refuses
+	// its failure; by then its heartbeat timeout has ended it anyway.
+	DefaultGiveUp = time.Minute
+	// failTimeout bounds one call failing a Relay.
+	failTimeout = 5 * time.Second
+	// failAtOnce bounds the calls failing a dead worker's Relays at once.
+	failAtOnce = 16
+)
+
+// Store records liveness and hands out dead workers (store.Store).
+type Store interface {
+	MarkWorkerAlive(ctx context.Context, hostTaskQueue string) error
+	ClaimDeadWorkers(ctx context.Context, silence time.Duration) ([]store.DeadWorker, error)
+}
+
+var _ Store = (*store.Store)(nil)
+
+// ActivityCompleter completes a running activity by its id
+// (go.temporal.io/sdk/client.Client).
+type ActivityCompleter interface {
+	CompleteActivityByID(ctx context.Context, namespace, workflowID, runID, activityID string, result interface{}, err error) error
+}
+
+// Options configures a Watch.
+type Options struct {
+	Store      Store
+	Activities ActivityCompleter
+	// Namespace is the Temporal namespace of the Session workflows.
+	Namespace string
+	// HostTaskQueue names this worker (worker.Worker.HostTaskQueue).
+	HostTaskQueue string
+	// Every is the time between beats; zero is DefaultEvery.
+	Every time.Duration
+	// Silence is how long a silent worker is judged dead after; zero is DefaultSilence.
+	Silence time.Duration
+	// GiveUp bounds how long a claimed Relay is tried again; zero is DefaultGiveUp.
+	GiveUp time.Duration
+	// Now is the clock; nil is time.Now.
+	Now    func() time.Time
+	Logger *zap.Logger
+}
+
+// Watch beats for its worker and fails the Relays of dead ones. Every worker runs one.
+type Watch struct {
+	opts Options
+	// aliveSince is when this worker's unbroken run of beats began (zero after a
+	// failed or late beat), and lastBeat when its last beat went through.
+	aliveSince, lastBeat time.Time
+	// pending are claimed Relays whose failure Temporal has not taken yet.
+	pending []claimedRelay
+}
+
+// claimedRelay is a dead worker's Relay to fail.
+type claimedRelay struct {
+	store.OrphanedRelay
+	claimedAt time.Time
+}
+
+// New validates opts and returns a Watch.
+func New(opts Options) (*Watch, error) {
+	switch {
+	case opts.Store == nil || opts.Activities == nil || opts.Logger == nil:
+		return nil, errors.New("hostwatch: store, activities and logger are required")
+	case opts.Namespace == "" || opts.HostTaskQueue == "":
+		return nil, errors.New("hostwatch: namespace and host task queue are required")
+	case opts.Every < 0 || opts.Silence < 0 || opts.GiveUp < 0:
+		return nil, fmt.Errorf("hostwatch: every %s, silence %s and give-up %s must not be negative", opts.Every, opts.Silence, opts.GiveUp)
+	}
+	if opts.Every == 0 {
+		opts.Every = DefaultEvery
+	}
+	if opts.Silence == 0 {
+		opts.Silence = DefaultSilence
+	}
+	if opts.Silence < 2*opts.Every {
+		return nil, fmt.Errorf("hostwatch: silence %s must be at least two beats (%s each)", opts.Silence, opts.Every)
+	}
+	if opts.GiveUp == 0 {
+		opts.GiveUp = DefaultGiveUp
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Watch{opts: opts}, nil
+}
+
+// Run beats every Every until ctx is done.
+func (w *Watch) Run(ctx context.Context) error {
+	tick := time.NewTicker(w.opts.Every)
+	defer tick.Stop()
+	for {
+		w.Beat(ctx)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+	}
+}
+
+// Beat marks this worker alive, claims the dead workers once its own beats have gone
+// through unbroken for the silence, and fails the Relays claimed so far. Each step's
+// failure is logged; the next beat tries again.
+func (w *Watch) Beat(ctx context.Context) {
+	now := w.opts.Now()
+	if err := w.opts.Store.MarkWorkerAlive(ctx, w.opts.HostTaskQueue); err != nil {
+		if ctx.Err() == nil {
+			w.opts.Logger.Warn("mark this worker alive", zap.Error(err))
+		}
+		w.aliveSince = time.Time{}
+		return
+	}
+	if w.aliveSince.IsZero() || now.Sub(w.lastBeat) > 2*w.opts.Every {
+		w.aliveSince = now
+	}
+	w.lastBeat = now
+	if now.Sub(w.aliveSince) >= w.opts.Silence {
+		w.claim(ctx, now)
+	}
+	w.failClaimed(ctx, now)
+}
+
+// claim takes the dead workers and queues their Relays to fail.
+func (w *Watch) claim(ctx context.Context, now time.Time) {
+	dead, err := w.opts.Store.ClaimDeadWorkers(ctx, w.opts.Silence)
+	if err != nil {
+		if ctx.Err() == nil {
+			w.opts.Logger.Warn("claim dead workers", zap.Error(err))
+		}
+		return
+	}
+	for _, d := range dead {
+		w.opts.Logger.Info("worker stopped marking itself alive; failing its Relays",
+			zap.String("dead_host_task_queue", d.HostTaskQueue), zap.Time("seen_at", d.SeenAt), zap.Int("relays", len(d.Relays)))
+		for _, r := range d.Relays {
+			w.pending = append(w.pending, claimedRelay{OrphanedRelay: r, claimedAt: now})
+		}
+	}
+}
+
+// failClaimed fails each claimed Relay with ErrTypeRelayWorkerLost. A Relay Temporal
+// no longer knows has ended already; one whose failure Temporal refused is tried at
+// the next beat, until GiveUp.
+func (w *Watch) failClaimed(ctx context.Context, now time.Time) {
+	if len(w.pending) == 0 {
+		return
+	}
+	kept := make([]bool, len(w.pending))
+	var g errgroup.Group
+	g.SetLimit(failAtOnce)
+	for i, r := range w.pending {
+		g.Go(func() error {
+			kept[i] = !w.fail(ctx, r, now)
+			return nil
+		})
+	}
+	_ = g.Wait()
+	left := w.pending[:0]
+	for i, r := range w.pending {
+		if kept[i] {
+			left = append(left, r)
+		}
+	}
+	clear(w.pending[len(left):])
+	w.pending = left
+}
+
+// fail fails one Relay and reports whether it is settled (failed, already ended, or
+// given up on).
+func (w *Watch) fail(ctx context.Context, r claimedRelay, now time.Time) bool {
+	log := w.opts.Logger.With(zap.String("session_id", r.SessionID), zap.String("activity_id", r.ActivityID),
+		zap.String("dead_host_task_queue", r.HostTaskQueue))
+	lost := temporal.NewNonRetryableApplicationError(
+		fmt.Sprintf("the Relay's worker %s stopped marking itself alive", r.HostTaskQueue), activities.ErrTypeRelayWorkerLost, nil)
+	fctx, cancel := context.WithTimeout(ctx, failTimeout)
+	err := w.opts.Activities.CompleteActivityByID(fctx, w.opts.Namespace, r.WorkflowID, r.RunID, r.ActivityID, nil, lost)
+	cancel()
+	var notFound *serviceerror.NotFound
+	switch {
+	case err == nil:
+		log.Info("failed the Relay of a dead worker")
+		return true
+	case errors.As(err, &notFound):
+		return true
+	case now.Sub(r.claimedAt) >= w.opts.GiveUp:
+		log.Warn("gave up failing the Relay of a dead worker", zap.Error(err))
+		return true
+	default:
+		if ctx.Err() == nil {
+			log.Info("fail the Relay of a dead worker; trying again", zap.Error(err))
+		}
+		return false
+	}
+}

@@ -1,0 +1,139 @@
+package hostwatch_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/temporal"
+	"go.uber.org/zap"
+
+	"github.com/astrabox/astrabox/activities"
+	"github.com/astrabox/astrabox/store"
+	"github.com/astrabox/astrabox/worker/hostwatch"
+)
+
+// fakeStore is a PostgreSQL that can be down and hands out dead workers once.
+type fakeStore struct {
+	down   bool
+	beats  int
+	claims int
+	dead   []store.DeadWorker
+}
+
+func (s *fakeStore) MarkWorkerAlive(context.Context, string) error {
+	if s.down {
+		return errors.New("connection refused")
+	}
+	s.beats++
+	return nil
+}
+
+func (s *fakeStore) ClaimDeadWorkers(context.Context, time.Duration) ([]store.DeadWorker, error) {
+	s.claims++
+	dead := s.dead
+	s.dead = nil
+	return dead, nil
+}
+
+// fakeTemporal records the activities failed and answers with the next scripted
+// error for each.
+type fakeTemporal struct {
+	mu      sync.Mutex
+	answers map[string][]error
+	failed  map[string][]error
+}
+
+func (c *fakeTemporal) CompleteActivityByID(_ context.Context, namespace, workflowID, runID, activityID string, result interface{}, err error) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if result != nil || namespace != "ns" || runID == "" {
+		return errors.New("unexpected call")
+	}
+	c.failed[workflowID+"/"+activityID] = append(c.failed[workflowID+"/"+activityID], err)
+	answers := c.answers[workflowID]
+	if len(answers) == 0 {
+		return nil
+	}
+	c.answers[workflowID] = answers[1:]
+	return answers[0]
+}
+
+func relay(session, activityID string) store.OrphanedRelay {
+	return store.OrphanedRelay{SessionID: session, Generation: 3, RelayActivity: store.RelayActivity{
+		HostTaskQueue: "q/host/dead", WorkflowID: "session/" + session, RunID: "run-" + session, ActivityID: activityID,
+	}}
+}
+
+// TestWatchClaimsOnlyAfterItsOwnBeatsWentThroughForTheSilence: after PostgreSQL was
+// down, a worker judges no other before it has beaten without a break for as long as
+// the silence, so every live worker had the time to beat again. A dead worker's
+// Relays are failed with ErrTypeRelayWorkerLost; one Temporal refused is tried again
+// at the next beat, and one Temporal no longer knows is settled.
+func TestWatchClaimsOnlyAfterItsOwnBeatsWentThroughForTheSilence(t *testing.T) {
+	now := time.Unix(1_000_000, 0)
+	st := &fakeStore{}
+	tc := &fakeTemporal{
+		answers: map[string][]error{
+			"session/b": {errors.New("frontend unavailable")},
+			"session/c": {serviceerror.NewNotFound("activity not found")},
+		},
+		failed: map[string][]error{},
+	}
+	w, err := hostwatch.New(hostwatch.Options{
+		Store: st, Activities: tc, Namespace: "ns", HostTaskQueue: "q/host/me",
+		Every: time.Second, Silence: 3 * time.Second, Now: func() time.Time { return now }, Logger: zap.NewNop(),
+	})
+	require.NoError(t, err)
+	ctx := context.Background()
+	beat := func() {
+		w.Beat(ctx)
+		now = now.Add(time.Second)
+	}
+
+	beat()
+	beat()
+	st.down = true
+	beat()
+	st.down = false
+	beat() // the unbroken run starts again here
+	beat()
+	beat()
+	assert.Zero(t, st.claims, "three beats of one second each since the outage are not yet the silence")
+	st.dead = []store.DeadWorker{{HostTaskQueue: "q/host/dead", Relays: []store.OrphanedRelay{relay("a", "12"), relay("b", "7"), relay("c", "9")}}}
+	beat()
+	assert.Equal(t, 1, st.claims)
+	require.Len(t, tc.failed, 3, "every Relay of the dead worker was failed")
+	for id, errs := range tc.failed {
+		var app *temporal.ApplicationError
+		require.ErrorAs(t, errs[0], &app, id)
+		assert.Equal(t, activities.ErrTypeRelayWorkerLost, app.Type(), id)
+		assert.True(t, app.NonRetryable(), id)
+	}
+
+	beat()
+	assert.Len(t, tc.failed["session/a/12"], 1, "a failed Relay is settled")
+	assert.Len(t, tc.failed["session/c/9"], 1, "a Relay Temporal no longer knows is settled")
+	assert.Len(t, tc.failed["session/b/7"], 2, "a Relay whose failure Temporal refused is tried again")
+	beat()
+	assert.Len(t, tc.failed["session/b/7"], 2, "and settled once Temporal took it")
+
+	// A beat that comes late (the process was stopped) starts the run again too.
+	claims := st.claims
+	now = now.Add(10 * time.Second)
+	beat()
+	assert.Equal(t, claims, st.claims)
+}
+
+func TestNewRefusesASilenceShorterThanTwoBeats(t *testing.T) {
+	_, err := hostwatch.New(hostwatch.Options{
+		Store: &fakeStore{}, Activities: &fakeTemporal{}, Namespace: "ns", HostTaskQueue: "q",
+		Every: time.Second, Silence: time.Second, Logger: zap.NewNop(),
+	})
+	require.ErrorContains(t, err, "at least two beats")
+}
