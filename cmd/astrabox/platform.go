@@ -312,7 +312,7 @@ func (p *platform) runWorker(ctx context.Context) error {
 	}
 	watch, err := hostwatch.New(hostwatch.Options{
 		Store:         p.store,
-		Activities:    p.temporal,
+		Temporal:      hostwatch.Client(p.temporal),
 		Namespace:     p.cfg.Temporal.Namespace,
 		HostTaskQueue: w.HostTaskQueue(),
 		Logger:        p.log.Named("hostwatch"),

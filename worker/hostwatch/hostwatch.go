@@ -19,7 +19,10 @@ import (
 	"fmt"
 	"time"
 
+	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
@@ -53,16 +56,31 @@ type Store interface {
 
 var _ Store = (*store.Store)(nil)
 
-// ActivityCompleter completes a running activity by its id
-// (go.temporal.io/sdk/client.Client).
-type ActivityCompleter interface {
+// Temporal is what the watch asks of Temporal (Client adapts a client.Client).
+type Temporal interface {
+	// ResetStickyTaskQueue sends the workflow's next tasks to its task queue instead
+	// of the sticky queue of the worker that last ran it.
+	ResetStickyTaskQueue(ctx context.Context, namespace, workflowID, runID string) error
+	// CompleteActivityByID completes (with err: fails) a running activity by its id.
 	CompleteActivityByID(ctx context.Context, namespace, workflowID, runID, activityID string, result interface{}, err error) error
+}
+
+// Client adapts a Temporal client to Temporal.
+func Client(c client.Client) Temporal { return temporalClient{c} }
+
+type temporalClient struct{ client.Client }
+
+func (c temporalClient) ResetStickyTaskQueue(ctx context.Context, namespace, workflowID, runID string) error {
+	_, err := c.WorkflowService().ResetStickyTaskQueue(ctx, &workflowservice.ResetStickyTaskQueueRequest{
+		Namespace: namespace, Execution: &commonpb.WorkflowExecution{WorkflowId: workflowID, RunId: runID},
+	})
+	return err
 }
 
 // Options configures a Watch.
 type Options struct {
-	Store      Store
-	Activities ActivityCompleter
+	Store    Store
+	Temporal Temporal
 	// Namespace is the Temporal namespace of the Session workflows.
 	Namespace string
 	// HostTaskQueue names this worker (worker.Worker.HostTaskQueue).
@@ -97,8 +115,8 @@ type claimedRelay struct {
 // New validates opts and returns a Watch.
 func New(opts Options) (*Watch, error) {
 	switch {
-	case opts.Store == nil || opts.Activities == nil || opts.Logger == nil:
-		return nil, errors.New("hostwatch: store, activities and logger are required")
+	case opts.Store == nil || opts.Temporal == nil || opts.Logger == nil:
+		return nil, errors.New("hostwatch: store, temporal and logger are required")
 	case opts.Namespace == "" || opts.HostTaskQueue == "":
 		return nil, errors.New("hostwatch: namespace and host task queue are required")
 	case opts.Every < 0 || opts.Silence < 0 || opts.GiveUp < 0:
@@ -204,15 +222,22 @@ func (w *Watch) failClaimed(ctx context.Context, now time.Time) {
 }
 
 // fail fails one Relay and reports whether it is settled (failed, already ended, or
-// given up on).
+// given up on). The workflow's stickiness is reset first: the dead worker may be the
+// one that last ran the workflow, and Temporal would offer the task the failure
+// schedules to that worker's sticky queue, waiting for its sticky timeout (5 s)
+// before another worker gets it. On a live worker the reset costs one replay.
 func (w *Watch) fail(ctx context.Context, r claimedRelay, now time.Time) bool {
 	log := w.opts.Logger.With(zap.String("session_id", r.SessionID), zap.String("activity_id", r.ActivityID),
 		zap.String("dead_host_task_queue", r.HostTaskQueue))
 	lost := temporal.NewNonRetryableApplicationError(
 		fmt.Sprintf("the Relay's worker %s stopped marking itself alive", r.HostTaskQueue), activities.ErrTypeRelayWorkerLost, nil)
 	fctx, cancel := context.WithTimeout(ctx, failTimeout)
-	err := w.opts.Activities.CompleteActivityByID(fctx, w.opts.Namespace, r.WorkflowID, r.RunID, r.ActivityID, nil, lost)
-	cancel()
+	defer cancel()
+	if err := w.opts.Temporal.ResetStickyTaskQueue(fctx, w.opts.Namespace, r.WorkflowID, r.RunID); err != nil {
+		// Only the wait for the sticky timeout is at stake: fail the Relay anyway.
+		log.Info("reset the stickiness of a dead worker's workflow", zap.Error(err))
+	}
+	err := w.opts.Temporal.CompleteActivityByID(fctx, w.opts.Namespace, r.WorkflowID, r.RunID, r.ActivityID, nil, lost)
 	var notFound *serviceerror.NotFound
 	switch {
 	case err == nil:

@@ -47,6 +47,17 @@ type fakeTemporal struct {
 	mu      sync.Mutex
 	answers map[string][]error
 	failed  map[string][]error
+	reset   []string
+}
+
+func (c *fakeTemporal) ResetStickyTaskQueue(_ context.Context, namespace, workflowID, runID string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if namespace != "ns" || runID == "" {
+		return errors.New("unexpected call")
+	}
+	c.reset = append(c.reset, workflowID)
+	return nil
 }
 
 func (c *fakeTemporal) CompleteActivityByID(_ context.Context, namespace, workflowID, runID, activityID string, result interface{}, err error) error {
@@ -86,7 +97,7 @@ func TestWatchClaimsOnlyAfterItsOwnBeatsWentThroughForTheSilence(t *testing.T) {
 		failed: map[string][]error{},
 	}
 	w, err := hostwatch.New(hostwatch.Options{
-		Store: st, Activities: tc, Namespace: "ns", HostTaskQueue: "q/host/me",
+		Store: st, Temporal: tc, Namespace: "ns", HostTaskQueue: "q/host/me",
 		Every: time.Second, Silence: 3 * time.Second, Now: func() time.Time { return now }, Logger: zap.NewNop(),
 	})
 	require.NoError(t, err)
@@ -109,6 +120,8 @@ func TestWatchClaimsOnlyAfterItsOwnBeatsWentThroughForTheSilence(t *testing.T) {
 	beat()
 	assert.Equal(t, 1, st.claims)
 	require.Len(t, tc.failed, 3, "every Relay of the dead worker was failed")
+	assert.ElementsMatch(t, []string{"session/a", "session/b", "session/c"}, tc.reset,
+		"each workflow's next task goes to the task queue, not to the dead worker's sticky queue")
 	for id, errs := range tc.failed {
 		var app *temporal.ApplicationError
 		require.ErrorAs(t, errs[0], &app, id)
@@ -132,7 +145,7 @@ func TestWatchClaimsOnlyAfterItsOwnBeatsWentThroughForTheSilence(t *testing.T) {
 
 func TestNewRefusesASilenceShorterThanTwoBeats(t *testing.T) {
 	_, err := hostwatch.New(hostwatch.Options{
-		Store: &fakeStore{}, Activities: &fakeTemporal{}, Namespace: "ns", HostTaskQueue: "q",
+		Store: &fakeStore{}, Temporal: &fakeTemporal{}, Namespace: "ns", HostTaskQueue: "q",
 		Every: time.Second, Silence: time.Second, Logger: zap.NewNop(),
 	})
 	require.ErrorContains(t, err, "at least two beats")
