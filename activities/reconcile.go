@@ -128,23 +128,25 @@ func (a *Activities) settlement(ctx context.Context, sessionID string, lease int
 // close as expired (no runtime is left to hold a receipt), delivered but unadmitted
 // inputs return to custody for the replacement, and the runtime is recorded
 // unavailable. It takes the reader lease first, fencing any reader still running.
-func (a *Activities) ReconcileLostRuntime(ctx context.Context, req ReconcileRequest) error {
+func (a *Activities) ReconcileLostRuntime(ctx context.Context, req ReconcileRequest) (ReconcileResult, error) {
 	lease, err := a.deps.Store.AcquireReaderLease(ctx, store.LeaseRequest{
 		SessionID: req.SessionID, Holder: a.deps.HostTaskQueue + "/reconcile", TTL: a.set.LeaseTTL, Steal: true,
 	})
 	if err != nil {
-		return fmt.Errorf("acquire reader lease: %w", err)
+		return ReconcileResult{}, fmt.Errorf("acquire reader lease: %w", err)
 	}
 	rec, err := a.settlement(ctx, req.SessionID, lease.Generation, nil)
 	if err != nil {
-		return err
+		return ReconcileResult{}, err
 	}
 	if _, err := a.deps.Store.ReconcileRuntime(ctx, rec); err != nil {
-		return err
+		return ReconcileResult{}, err
 	}
 	a.live.removeSession(req.SessionID)
 	// The stolen lease ended any Relay's hand-over on notice; the held inputs go to
-	// the replacement runtime, which the workflow brings up next.
-	_, err = a.deps.Store.ReleaseSessionRuntime(ctx, req.SessionID)
-	return err
+	// the replacement runtime, which the workflow brings up next. Those accepted while
+	// a Relay took them on notice came without a signal: when no Release cleared the
+	// record first (it failed), only this count tells the workflow of them.
+	held, err := a.deps.Store.ReleaseSessionRuntime(ctx, req.SessionID)
+	return ReconcileResult{HeldOnNotice: held}, err
 }

@@ -257,7 +257,7 @@ func (a *Activities) MarkTerminated(ctx context.Context, ref SessionRef) error {
 	if err := a.releaseForTermination(ctx, ref.SessionID); err != nil {
 		return err
 	}
-	if err := a.ReconcileLostRuntime(ctx, ReconcileRequest{SessionID: ref.SessionID}); err != nil {
+	if _, err := a.ReconcileLostRuntime(ctx, ReconcileRequest{SessionID: ref.SessionID}); err != nil {
 		return fmt.Errorf("settle the terminated runtime: %w", err)
 	}
 	_, err := a.deps.Store.SetSessionLifecycle(ctx, ref.SessionID, store.LifecycleTerminated)
@@ -438,6 +438,13 @@ type ReleaseResult struct {
 	// HeldOnNotice counts the held inputs accepted while a Relay handed inputs over
 	// on notice: the workflow was not signalled for them, and brings a runtime up
 	// for them as for a signalled input.
+	HeldOnNotice int `json:"held_on_notice,omitempty"`
+}
+
+// ReconcileResult is what settling a lost runtime leaves for the workflow to do.
+type ReconcileResult struct {
+	// HeldOnNotice counts, as ReleaseResult's does, the held inputs accepted while a
+	// Relay handed inputs over on notice, when no release had counted them before.
 	HeldOnNotice int `json:"held_on_notice,omitempty"`
 }
 

@@ -170,13 +170,15 @@ func (w *sessionWorkflow) terminate(ctx workflow.Context) {
 }
 
 // reconcileLost settles the records of a runtime confirmed lost.
-func (w *sessionWorkflow) reconcileLost(ctx workflow.Context) {
+func (w *sessionWorkflow) reconcileLost(ctx workflow.Context) (heldOnNotice int) {
 	w.stopRelay(ctx)
-	err := workflow.ExecuteActivity(summarized(withShared(ctx), "Settle the records of a lost runtime"), act.ReconcileLostRuntime, activities.ReconcileRequest{SessionID: w.s.SessionID}).Get(ctx, nil)
+	var res activities.ReconcileResult
+	err := workflow.ExecuteActivity(summarized(withShared(ctx), "Settle the records of a lost runtime"), act.ReconcileLostRuntime, activities.ReconcileRequest{SessionID: w.s.SessionID}).Get(ctx, &res)
 	if err != nil {
 		workflow.GetLogger(ctx).Warn("reconcile lost runtime", "error", err)
 	}
 	w.s.Placement.SandboxID, w.s.Placement.HostTaskQueue = "", ""
+	return res.HeldOnNotice
 }
 
 // startRelay starts the Session's reader on the host queue holding its connection.
@@ -328,14 +330,15 @@ func (w *sessionWorkflow) releaseBox(ctx workflow.Context, ending bool) {
 	if err != nil {
 		workflow.GetLogger(ctx).Warn("release box", "error", err)
 	}
-	w.reconcileLost(ctx)
+	heldOnNotice := released.HeldOnNotice + w.reconcileLost(ctx)
 	w.s.Need = NeedNone
 	w.s.Observed = activities.SessionObservation{State: stateReady, HeldInputs: w.s.Observed.HeldInputs, Title: w.s.Observed.Title}
 	w.setPhase(ctx, PhaseReleased)
 	// Inputs accepted while the Relay took them on notice came without a signal; they
-	// want a runtime as a signalled one does (histories recorded before the result
-	// existed read zero).
-	if released.HeldOnNotice > 0 && !ending {
+	// want a runtime as a signalled one does. The release counts them, or, when it
+	// failed, the reconciliation that clears the record after it (histories recorded
+	// before the results existed read zero).
+	if heldOnNotice > 0 && !ending {
 		w.s.Work.inputAccepted(InputAccepted{})
 	}
 }

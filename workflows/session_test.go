@@ -39,6 +39,8 @@ type harness struct {
 	answer  func(context.Context, activities.AnswerRequest) error
 	stop    func(context.Context, activities.StopChildRunRequest) error
 	release func(context.Context, activities.ReleaseRequest) (activities.ReleaseResult, error)
+	// reconciled is what ReconcileLostRuntime returns.
+	reconciled activities.ReconcileResult
 	// activate, applyMode and storeMode override the permission-mode mocks.
 	activate  func(context.Context, activities.ActivateRequest) (activities.ActivateResult, error)
 	applyMode func(context.Context, activities.PermissionModeRequest) error
@@ -157,9 +159,9 @@ func newHarness(t *testing.T) *harness {
 		}
 		return activities.ReleaseResult{}, nil
 	}).Maybe()
-	h.env.OnActivity(act.ReconcileLostRuntime, mock.Anything, mock.Anything).Return(func(context.Context, activities.ReconcileRequest) error {
+	h.env.OnActivity(act.ReconcileLostRuntime, mock.Anything, mock.Anything).Return(func(context.Context, activities.ReconcileRequest) (activities.ReconcileResult, error) {
 		h.record("ReconcileLostRuntime")
-		return nil
+		return h.reconciled, nil
 	}).Maybe()
 	h.env.OnActivity(act.CheckIdle, mock.Anything, mock.Anything).Return(func(context.Context, activities.SessionRef) (activities.IdleResult, error) {
 		h.record("CheckIdle")

@@ -202,6 +202,35 @@ func TestAReleaseThatFindsInputsTakenOnNoticeStartsANewBox(t *testing.T) {
 	require.Equal(t, 2, count(calls, "PrepareRuntime:"), "an archive's release brings nothing up")
 }
 
+// TestAFailedReleaseWhoseReconciliationFindsInputsTakenOnNoticeStartsANewBox: when the
+// release fails, the reconciliation after it is what clears the record of a Relay
+// taking inputs on notice, and the inputs it finds held bring a runtime up.
+func TestAFailedReleaseWhoseReconciliationFindsInputsTakenOnNoticeStartsANewBox(t *testing.T) {
+	h := newHarness(t)
+	releases := 0
+	h.release = func(context.Context, activities.ReleaseRequest) (activities.ReleaseResult, error) {
+		releases++
+		if releases == 1 {
+			h.reconciled = activities.ReconcileResult{HeldOnNotice: 1}
+			return activities.ReleaseResult{}, nonRetryable("BackendUnavailable")
+		}
+		h.reconciled = activities.ReconcileResult{}
+		return activities.ReleaseResult{}, nil
+	}
+	h.at(step, h.signal(SignalLifecycle, Lifecycle{Action: LifecycleRelease}))
+	h.at(3*step, func() {
+		s := h.state()
+		require.Equal(t, PhaseActive, s.Phase, "the held input brought a runtime up")
+		require.Equal(t, "box-2", s.Placement.SandboxID)
+	})
+	h.at(4*step, h.signal(SignalLifecycle, Lifecycle{Action: LifecycleArchive}))
+	h.run(SessionStart{SessionID: "s-held-on-notice-failed-release"})
+	require.NoError(t, h.env.GetWorkflowError())
+	calls := h.recorded()
+	requireInOrder(t, calls, "Relay:1", "Release:box-1", "ReconcileLostRuntime", "PrepareRuntime:fresh",
+		"ActivateRuntime:box-2:2:restore", "Deliver", "Release:box-2", "EndConversation:delete=false")
+}
+
 func TestReleaseSignalReleasesTheBox(t *testing.T) {
 	h := newHarness(t)
 	h.at(step, h.signal(SignalLifecycle, Lifecycle{Action: LifecycleRelease}))
