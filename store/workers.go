@@ -2,18 +2,64 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"time"
 )
 
-// MarkWorkerAlive records that the worker of hostTaskQueue is alive now. A worker
-// calls it every beat; a row left unwritten longer than ClaimDeadWorkers' silence
-// marks a dead worker.
-func (s *Store) MarkWorkerAlive(ctx context.Context, hostTaskQueue string) error {
-	err := s.conn(ctx).Exec(`
-		INSERT INTO workers (host_task_queue) VALUES (?)
-		ON CONFLICT (host_task_queue) DO UPDATE SET seen_at = now()`, hostTaskQueue).Error
-	return mapError("mark worker alive", err)
+// markWorkerAliveSQL records the worker alive now, with the server process of the
+// connection it runs on.
+const markWorkerAliveSQL = `
+INSERT INTO workers AS w (host_task_queue, backend_pid, backend_start)
+SELECT $1, a.pid, a.backend_start FROM pg_stat_activity a WHERE a.pid = pg_backend_pid()
+ON CONFLICT (host_task_queue) DO UPDATE
+SET seen_at = now(), backend_pid = excluded.backend_pid, backend_start = excluded.backend_start`
+
+// WorkerBeat marks one worker alive, every call, through a connection of its own that
+// it holds out of the pool for the worker's life. The connection's server process then
+// lives exactly as long as the worker process: when the process dies, its operating
+// system closes the connection and the server process ends at once, so
+// ClaimDeadWorkers tells a dead worker by its server process being gone, long before
+// its silence would. (A machine that loses power closes nothing; then the silence
+// tells.) A WorkerBeat is used by one goroutine.
+type WorkerBeat struct {
+	db            *sql.DB
+	hostTaskQueue string
+	conn          *sql.Conn
+}
+
+// NewWorkerBeat returns the beat of the worker of hostTaskQueue; it connects on its
+// first Mark.
+func (s *Store) NewWorkerBeat(hostTaskQueue string) *WorkerBeat {
+	return &WorkerBeat{db: s.sqlDB, hostTaskQueue: hostTaskQueue}
+}
+
+// Mark records the worker alive now. A failed mark drops the connection; the next
+// one connects again and records the new server process.
+func (b *WorkerBeat) Mark(ctx context.Context) error {
+	if b.conn == nil {
+		conn, err := b.db.Conn(ctx)
+		if err != nil {
+			return mapError("mark worker alive: connect", err)
+		}
+		b.conn = conn
+	}
+	if _, err := b.conn.ExecContext(ctx, markWorkerAliveSQL, b.hostTaskQueue); err != nil {
+		_ = b.Close()
+		return mapError("mark worker alive", err)
+	}
+	return nil
+}
+
+// Close gives the connection back. The worker's row stays: the other workers claim it
+// once it is silent, and fail whatever Relay was left on it.
+func (b *WorkerBeat) Close() error {
+	if b.conn == nil {
+		return nil
+	}
+	err := b.conn.Close()
+	b.conn = nil
+	return err
 }
 
 // DeadWorker is a worker that stopped marking itself alive, and the Relays that still
@@ -31,13 +77,17 @@ type OrphanedRelay struct {
 	RelayActivity
 }
 
-// claimDeadWorkersSQL removes the rows of the workers silent for $1 seconds and
-// returns each with the leases its Relays still hold (a Session's newer reader
-// elsewhere has replaced the holder). Deleting is the claim: of two workers claiming
-// at once, the second waits on the row lock and then finds the row gone.
+// claimDeadWorkersSQL removes the rows of the dead workers, those silent for $1
+// seconds, and those silent for $2 whose beat's server process is gone, and returns
+// each with the leases its Relays still hold (a Session's newer reader elsewhere has
+// replaced the holder). Deleting is the claim: of two workers claiming at once, the
+// second waits on the row lock and then finds the row gone.
 const claimDeadWorkersSQL = `
 WITH gone AS (
-	DELETE FROM workers WHERE seen_at < now() - make_interval(secs => $1)
+	DELETE FROM workers w
+	WHERE w.seen_at < now() - make_interval(secs => $1)
+	   OR (w.seen_at < now() - make_interval(secs => $2) AND NOT EXISTS (
+		SELECT 1 FROM pg_stat_activity a WHERE a.pid = w.backend_pid AND a.backend_start = w.backend_start))
 	RETURNING host_task_queue, seen_at
 )
 SELECT g.host_task_queue AS dead_queue, g.seen_at, l.session_id::text, l.generation,
@@ -45,12 +95,13 @@ SELECT g.host_task_queue AS dead_queue, g.seen_at, l.session_id::text, l.generat
 FROM gone g LEFT JOIN reader_leases l ON l.host_task_queue = g.host_task_queue
 ORDER BY g.host_task_queue, l.session_id`
 
-// ClaimDeadWorkers takes the workers that have not marked themselves alive for
-// silence, each with the Relays that held leases on it, and forgets them: each dead
-// worker is returned to one caller once. The caller fails those Relays so their
+// ClaimDeadWorkers takes the dead workers, each with the Relays that held leases on
+// it, and forgets them: each dead worker is returned to one caller once. A worker is
+// dead when it has not marked itself alive for silence, or for grace while the server
+// process of its beat's connection is gone. The caller fails those Relays so their
 // Sessions recover without waiting for Temporal to time them out.
-func (s *Store) ClaimDeadWorkers(ctx context.Context, silence time.Duration) ([]DeadWorker, error) {
-	rows, err := s.conn(ctx).Raw(claimDeadWorkersSQL, silence.Seconds()).Rows()
+func (s *Store) ClaimDeadWorkers(ctx context.Context, silence, grace time.Duration) ([]DeadWorker, error) {
+	rows, err := s.conn(ctx).Raw(claimDeadWorkersSQL, silence.Seconds(), grace.Seconds()).Rows()
 	if err != nil {
 		return nil, mapError("claim dead workers", err)
 	}

@@ -18,9 +18,11 @@ import (
 func TestClaimDeadWorkersHandsEachDeadWorkersRelaysOut(t *testing.T) {
 	f := newFixture(t)
 	const dead, live = "astrabox/host/dead", "astrabox/host/live"
-	require.NoError(t, f.st.MarkWorkerAlive(f.ctx, dead))
-	require.NoError(t, f.st.MarkWorkerAlive(f.ctx, live))
-	require.NoError(t, f.st.MarkWorkerAlive(f.ctx, live), "a second beat updates the row")
+	deadBeat, liveBeat := f.st.NewWorkerBeat(dead), f.st.NewWorkerBeat(live)
+	t.Cleanup(func() { _ = deadBeat.Close(); _ = liveBeat.Close() })
+	require.NoError(t, deadBeat.Mark(f.ctx))
+	require.NoError(t, liveBeat.Mark(f.ctx))
+	require.NoError(t, liveBeat.Mark(f.ctx), "a second beat updates the row")
 
 	relayOn := func(sessionID, queue, activityID string) store.ReaderLease {
 		l, err := f.st.AcquireReaderLease(f.ctx, store.LeaseRequest{
@@ -39,7 +41,7 @@ func TestClaimDeadWorkersHandsEachDeadWorkersRelaysOut(t *testing.T) {
 	_, err := f.st.AcquireReaderLease(f.ctx, store.LeaseRequest{SessionID: sessions[3], Holder: "reconcile", TTL: time.Minute, Steal: true})
 	require.NoError(t, err)
 
-	claimed, err := f.st.ClaimDeadWorkers(f.ctx, time.Hour)
+	claimed, err := f.st.ClaimDeadWorkers(f.ctx, time.Hour, time.Hour)
 	require.NoError(t, err)
 	assert.Empty(t, claimed, "no worker has been silent for an hour")
 
@@ -49,7 +51,7 @@ func TestClaimDeadWorkersHandsEachDeadWorkersRelaysOut(t *testing.T) {
 	for i := range results {
 		wg.Go(func() {
 			var err error
-			results[i], err = f.st.ClaimDeadWorkers(f.ctx, 30*time.Second)
+			results[i], err = f.st.ClaimDeadWorkers(f.ctx, 30*time.Second, 30*time.Second)
 			assert.NoError(t, err)
 		})
 	}
@@ -64,8 +66,45 @@ func TestClaimDeadWorkersHandsEachDeadWorkersRelaysOut(t *testing.T) {
 		HostTaskQueue: dead, WorkflowID: "session/" + sessions[0], RunID: "run-" + sessions[0], ActivityID: "12",
 	}}}, got[0].Relays)
 
-	require.NoError(t, f.st.MarkWorkerAlive(f.ctx, dead), "a worker that was only slow marks itself alive again")
-	claimed, err = f.st.ClaimDeadWorkers(f.ctx, 30*time.Second)
+	require.NoError(t, deadBeat.Mark(f.ctx), "a worker that was only slow marks itself alive again")
+	claimed, err = f.st.ClaimDeadWorkers(f.ctx, 30*time.Second, 30*time.Second)
 	require.NoError(t, err)
 	assert.Empty(t, claimed)
+}
+
+// TestAWorkerWhoseBeatsConnectionIsGoneIsDeadAfterTheGrace: a worker process that
+// died closed its beat's connection, and is claimed once the grace has passed,
+// long before the silence; a worker as silent that keeps its connection (a slow one)
+// is not, and neither is one whose connection broke but that marked itself alive
+// again on a new one.
+func TestAWorkerWhoseBeatsConnectionIsGoneIsDeadAfterTheGrace(t *testing.T) {
+	f := newFixture(t)
+	const gone, slow, back = "astrabox/host/gone", "astrabox/host/slow", "astrabox/host/back"
+	beats := map[string]*store.WorkerBeat{}
+	for _, q := range []string{gone, slow, back} {
+		beats[q] = f.st.NewWorkerBeat(q)
+		t.Cleanup(func() { _ = beats[q].Close() })
+		require.NoError(t, beats[q].Mark(f.ctx))
+	}
+	closeServerProcess := func(q string) {
+		var pid int
+		require.NoError(t, store.QueryRowForTest(f.ctx, f.st, `SELECT backend_pid FROM workers WHERE host_task_queue = $1`, q, &pid))
+		var ended bool
+		require.NoError(t, store.QueryRowForTest(f.ctx, f.st, `SELECT pg_terminate_backend($1, 10000)`, pid, &ended))
+		require.True(t, ended, "the beat's server process of %s ended", q)
+	}
+	closeServerProcess(gone)
+	closeServerProcess(back)
+	require.Error(t, beats[back].Mark(f.ctx), "the beat's connection is gone")
+	require.NoError(t, beats[back].Mark(f.ctx), "the next beat connects again")
+	require.NoError(t, store.ExecForTest(f.ctx, f.st, `UPDATE workers SET seen_at = now() - interval '5 seconds'`))
+
+	claimed, err := f.st.ClaimDeadWorkers(f.ctx, time.Minute, 10*time.Second)
+	require.NoError(t, err)
+	assert.Empty(t, claimed, "within the grace")
+	claimed, err = f.st.ClaimDeadWorkers(f.ctx, time.Minute, 2*time.Second)
+	require.NoError(t, err)
+	require.Len(t, claimed, 1, "only the worker whose connection is gone, after the grace")
+	assert.Equal(t, gone, claimed[0].HostTaskQueue)
+	assert.Empty(t, claimed[0].Relays)
 }

@@ -310,12 +310,14 @@ func (p *platform) runWorker(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	beat := p.store.NewWorkerBeat(w.HostTaskQueue())
+	defer beat.Close()
 	watch, err := hostwatch.New(hostwatch.Options{
-		Store:         p.store,
-		Temporal:      hostwatch.Client(p.temporal),
-		Namespace:     p.cfg.Temporal.Namespace,
-		HostTaskQueue: w.HostTaskQueue(),
-		Logger:        p.log.Named("hostwatch"),
+		Beat:      beat,
+		Store:     p.store,
+		Temporal:  hostwatch.Client(p.temporal),
+		Namespace: p.cfg.Temporal.Namespace,
+		Logger:    p.log.Named("hostwatch"),
 	})
 	if err != nil {
 		return err

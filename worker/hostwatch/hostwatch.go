@@ -2,18 +2,23 @@
 // worker's Relays. A Relay runs on the host task queue of the worker holding its
 // Session's runtime connection; when that worker dies, Temporal learns of it only at
 // the Relay's heartbeat timeout, and the Session's stream stalls until then. Every
-// worker therefore marks itself alive in PostgreSQL each beat, and claims the workers
-// that stopped: it fails each of their Relays by its activity id, and the Session's
-// workflow reconnects at once, as it does after any Relay's end.
+// worker therefore marks itself alive in PostgreSQL each beat, through a connection it
+// holds for its life (store.WorkerBeat), and claims the workers that stopped: those
+// whose beat's connection is gone (the process died: its operating system closed the
+// connection) after a short grace, and those silent for longer (a hung process, or a
+// machine gone without closing anything). It fails each of their Relays by its
+// activity id, and the Session's workflow reconnects at once, as it does after any
+// Relay's end.
 //
-// A worker claims only after its own beats went through without a break for as long
-// as the silence that marks a worker dead, so after an outage of PostgreSQL every live
-// worker has had the time to mark itself alive again before anyone is judged. Failing
-// a Relay whose worker was only slow is safe: the reader lease's generation fences
-// it, and it ends at its next heartbeat.
+// A worker claims only after its own beats went through without a break for a while
+// (the settling time), so after an outage of PostgreSQL, which ends every connection,
+// every live worker has had the time to mark itself alive again, on a new connection,
+// before anyone is judged. Failing a Relay whose worker was only slow is safe: the
+// reader lease's generation fences it, and it ends at its next heartbeat.
 package hostwatch
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -35,10 +40,17 @@ import (
 const (
 	// DefaultEvery is the time between two beats of a worker.
 	DefaultEvery = time.Second
-	// DefaultSilence is how long a worker may go without marking itself alive before
-	// it is judged dead: several beats, so a slow statement or a busy machine is not
-	// taken for a death.
+	// DefaultGrace is how long a worker whose beat's connection is gone may go without
+	// marking itself alive before it is judged dead: a live worker whose connection
+	// broke connects again at its next beat.
+	DefaultGrace = 2 * time.Second
+	// DefaultSilence is how long a worker that keeps its connection may go without
+	// marking itself alive before it is judged dead: several beats, so a slow
+	// statement or a busy machine is not taken for a death.
 	DefaultSilence = 6 * time.Second
+	// DefaultSettle is how long a worker's own beats must have gone through without a
+	// break before it judges others.
+	DefaultSettle = 3 * time.Second
 	// DefaultGiveUp is how long a claimed Relay is tried again while Temporal refuses
 	// its failure; by then its heartbeat timeout has ended it anyway.
 	DefaultGiveUp = time.Minute
@@ -48,13 +60,20 @@ const (
 	failAtOnce = 16
 )
 
-// Store records liveness and hands out dead workers (store.Store).
-type Store interface {
-	MarkWorkerAlive(ctx context.Context, hostTaskQueue string) error
-	ClaimDeadWorkers(ctx context.Context, silence time.Duration) ([]store.DeadWorker, error)
+// Beat marks this worker alive (store.WorkerBeat).
+type Beat interface {
+	Mark(ctx context.Context) error
 }
 
-var _ Store = (*store.Store)(nil)
+// Store hands out dead workers (store.Store).
+type Store interface {
+	ClaimDeadWorkers(ctx context.Context, silence, grace time.Duration) ([]store.DeadWorker, error)
+}
+
+var (
+	_ Beat  = (*store.WorkerBeat)(nil)
+	_ Store = (*store.Store)(nil)
+)
 
 // Temporal is what the watch asks of Temporal (Client adapts a client.Client).
 type Temporal interface {
@@ -79,16 +98,22 @@ func (c temporalClient) ResetStickyTaskQueue(ctx context.Context, namespace, wor
 
 // Options configures a Watch.
 type Options struct {
+	Beat     Beat
 	Store    Store
 	Temporal Temporal
 	// Namespace is the Temporal namespace of the Session workflows.
 	Namespace string
-	// HostTaskQueue names this worker (worker.Worker.HostTaskQueue).
-	HostTaskQueue string
 	// Every is the time between beats; zero is DefaultEvery.
 	Every time.Duration
-	// Silence is how long a silent worker is judged dead after; zero is DefaultSilence.
+	// Grace is how long a worker whose beat's connection is gone is judged dead
+	// after; zero is DefaultGrace.
+	Grace time.Duration
+	// Silence is how long any silent worker is judged dead after; zero is
+	// DefaultSilence.
 	Silence time.Duration
+	// Settle is how long this worker's own beats must have gone through before it
+	// judges others; zero is DefaultSettle.
+	Settle time.Duration
 	// GiveUp bounds how long a claimed Relay is tried again; zero is DefaultGiveUp.
 	GiveUp time.Duration
 	// Now is the clock; nil is time.Now.
@@ -115,25 +140,23 @@ type claimedRelay struct {
 // New validates opts and returns a Watch.
 func New(opts Options) (*Watch, error) {
 	switch {
-	case opts.Store == nil || opts.Temporal == nil || opts.Logger == nil:
-		return nil, errors.New("hostwatch: store, temporal and logger are required")
-	case opts.Namespace == "" || opts.HostTaskQueue == "":
-		return nil, errors.New("hostwatch: namespace and host task queue are required")
-	case opts.Every < 0 || opts.Silence < 0 || opts.GiveUp < 0:
-		return nil, fmt.Errorf("hostwatch: every %s, silence %s and give-up %s must not be negative", opts.Every, opts.Silence, opts.GiveUp)
+	case opts.Beat == nil || opts.Store == nil || opts.Temporal == nil || opts.Logger == nil:
+		return nil, errors.New("hostwatch: beat, store, temporal and logger are required")
+	case opts.Namespace == "":
+		return nil, errors.New("hostwatch: namespace is required")
+	case opts.Every < 0 || opts.Grace < 0 || opts.Silence < 0 || opts.Settle < 0 || opts.GiveUp < 0:
+		return nil, fmt.Errorf("hostwatch: every %s, grace %s, silence %s, settle %s and give-up %s must not be negative",
+			opts.Every, opts.Grace, opts.Silence, opts.Settle, opts.GiveUp)
 	}
-	if opts.Every == 0 {
-		opts.Every = DefaultEvery
+	opts.Every = cmp.Or(opts.Every, DefaultEvery)
+	opts.Grace = cmp.Or(opts.Grace, DefaultGrace)
+	opts.Silence = cmp.Or(opts.Silence, DefaultSilence)
+	opts.Settle = cmp.Or(opts.Settle, DefaultSettle)
+	if opts.Grace < 2*opts.Every || opts.Settle < 2*opts.Every || opts.Silence < opts.Grace {
+		return nil, fmt.Errorf("hostwatch: grace %s and settle %s must be at least two beats (%s each), and silence %s at least the grace",
+			opts.Grace, opts.Settle, opts.Every, opts.Silence)
 	}
-	if opts.Silence == 0 {
-		opts.Silence = DefaultSilence
-	}
-	if opts.Silence < 2*opts.Every {
-		return nil, fmt.Errorf("hostwatch: silence %s must be at least two beats (%s each)", opts.Silence, opts.Every)
-	}
-	if opts.GiveUp == 0 {
-		opts.GiveUp = DefaultGiveUp
-	}
+	opts.GiveUp = cmp.Or(opts.GiveUp, DefaultGiveUp)
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -155,11 +178,11 @@ func (w *Watch) Run(ctx context.Context) error {
 }
 
 // Beat marks this worker alive, claims the dead workers once its own beats have gone
-// through unbroken for the silence, and fails the Relays claimed so far. Each step's
-// failure is logged; the next beat tries again.
+// through unbroken for the settling time, and fails the Relays claimed so far. Each
+// step's failure is logged; the next beat tries again.
 func (w *Watch) Beat(ctx context.Context) {
 	now := w.opts.Now()
-	if err := w.opts.Store.MarkWorkerAlive(ctx, w.opts.HostTaskQueue); err != nil {
+	if err := w.opts.Beat.Mark(ctx); err != nil {
 		if ctx.Err() == nil {
 			w.opts.Logger.Warn("mark this worker alive", zap.Error(err))
 		}
@@ -170,7 +193,7 @@ func (w *Watch) Beat(ctx context.Context) {
 		w.aliveSince = now
 	}
 	w.lastBeat = now
-	if now.Sub(w.aliveSince) >= w.opts.Silence {
+	if now.Sub(w.aliveSince) >= w.opts.Settle {
 		w.claim(ctx, now)
 	}
 	w.failClaimed(ctx, now)
@@ -178,7 +201,7 @@ func (w *Watch) Beat(ctx context.Context) {
 
 // claim takes the dead workers and queues their Relays to fail.
 func (w *Watch) claim(ctx context.Context, now time.Time) {
-	dead, err := w.opts.Store.ClaimDeadWorkers(ctx, w.opts.Silence)
+	dead, err := w.opts.Store.ClaimDeadWorkers(ctx, w.opts.Silence, w.opts.Grace)
 	if err != nil {
 		if ctx.Err() == nil {
 			w.opts.Logger.Warn("claim dead workers", zap.Error(err))

@@ -26,7 +26,7 @@ type fakeStore struct {
 	dead   []store.DeadWorker
 }
 
-func (s *fakeStore) MarkWorkerAlive(context.Context, string) error {
+func (s *fakeStore) Mark(context.Context) error {
 	if s.down {
 		return errors.New("connection refused")
 	}
@@ -34,7 +34,10 @@ func (s *fakeStore) MarkWorkerAlive(context.Context, string) error {
 	return nil
 }
 
-func (s *fakeStore) ClaimDeadWorkers(context.Context, time.Duration) ([]store.DeadWorker, error) {
+func (s *fakeStore) ClaimDeadWorkers(_ context.Context, silence, grace time.Duration) ([]store.DeadWorker, error) {
+	if silence != 6*time.Second || grace != 2*time.Second {
+		return nil, errors.New("unexpected silence or grace")
+	}
 	s.claims++
 	dead := s.dead
 	s.dead = nil
@@ -81,12 +84,12 @@ func relay(session, activityID string) store.OrphanedRelay {
 	}}
 }
 
-// TestWatchClaimsOnlyAfterItsOwnBeatsWentThroughForTheSilence: after PostgreSQL was
-// down, a worker judges no other before it has beaten without a break for as long as
-// the silence, so every live worker had the time to beat again. A dead worker's
+// TestWatchClaimsOnlyAfterItsOwnBeatsWentThroughForTheSettlingTime: after PostgreSQL
+// was down, a worker judges no other before it has beaten without a break for the
+// settling time, so every live worker had the time to beat again. A dead worker's
 // Relays are failed with ErrTypeRelayWorkerLost; one Temporal refused is tried again
 // at the next beat, and one Temporal no longer knows is settled.
-func TestWatchClaimsOnlyAfterItsOwnBeatsWentThroughForTheSilence(t *testing.T) {
+func TestWatchClaimsOnlyAfterItsOwnBeatsWentThroughForTheSettlingTime(t *testing.T) {
 	now := time.Unix(1_000_000, 0)
 	st := &fakeStore{}
 	tc := &fakeTemporal{
@@ -97,8 +100,8 @@ func TestWatchClaimsOnlyAfterItsOwnBeatsWentThroughForTheSilence(t *testing.T) {
 		failed: map[string][]error{},
 	}
 	w, err := hostwatch.New(hostwatch.Options{
-		Store: st, Temporal: tc, Namespace: "ns", HostTaskQueue: "q/host/me",
-		Every: time.Second, Silence: 3 * time.Second, Now: func() time.Time { return now }, Logger: zap.NewNop(),
+		Beat: st, Store: st, Temporal: tc, Namespace: "ns",
+		Every: time.Second, Settle: 3 * time.Second, Now: func() time.Time { return now }, Logger: zap.NewNop(),
 	})
 	require.NoError(t, err)
 	ctx := context.Background()
@@ -115,7 +118,7 @@ func TestWatchClaimsOnlyAfterItsOwnBeatsWentThroughForTheSilence(t *testing.T) {
 	beat() // the unbroken run starts again here
 	beat()
 	beat()
-	assert.Zero(t, st.claims, "three beats of one second each since the outage are not yet the silence")
+	assert.Zero(t, st.claims, "three beats of one second each since the outage are not yet the settling time")
 	st.dead = []store.DeadWorker{{HostTaskQueue: "q/host/dead", Relays: []store.OrphanedRelay{relay("a", "12"), relay("b", "7"), relay("c", "9")}}}
 	beat()
 	assert.Equal(t, 1, st.claims)
@@ -143,10 +146,11 @@ func TestWatchClaimsOnlyAfterItsOwnBeatsWentThroughForTheSilence(t *testing.T) {
 	assert.Equal(t, claims, st.claims)
 }
 
-func TestNewRefusesASilenceShorterThanTwoBeats(t *testing.T) {
-	_, err := hostwatch.New(hostwatch.Options{
-		Store: &fakeStore{}, Temporal: &fakeTemporal{}, Namespace: "ns", HostTaskQueue: "q",
-		Every: time.Second, Silence: time.Second, Logger: zap.NewNop(),
-	})
-	require.ErrorContains(t, err, "at least two beats")
+func TestNewRefusesAGraceOrSettlingTimeShorterThanTwoBeats(t *testing.T) {
+	for _, o := range []hostwatch.Options{{Grace: time.Second}, {Settle: time.Second}, {Grace: 4 * time.Second, Silence: 3 * time.Second}} {
+		o.Beat, o.Store, o.Temporal, o.Namespace, o.Logger = &fakeStore{}, &fakeStore{}, &fakeTemporal{}, "ns", zap.NewNop()
+		o.Every = time.Second
+		_, err := hostwatch.New(o)
+		require.ErrorContains(t, err, "at least two beats", "%+v", o)
+	}
 }
