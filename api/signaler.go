@@ -52,10 +52,13 @@ type TemporalSignaler struct {
 
 var _ SessionSignaler = (*TemporalSignaler)(nil)
 
-// startOptions places the workflow, with its summary for operators; SignalWithStart
-// already joins a running one.
+// startOptions places the workflow, with its workflow task timeout (continue-as-new
+// carries it to the next runs) and its summary for operators; SignalWithStart already
+// joins a running one.
 func (t *TemporalSignaler) startOptions(ctx context.Context, sessionID string) client.StartWorkflowOptions {
-	opts := client.StartWorkflowOptions{ID: workflows.SessionWorkflowID(sessionID), TaskQueue: t.TaskQueue}
+	opts := client.StartWorkflowOptions{
+		ID: workflows.SessionWorkflowID(sessionID), TaskQueue: t.TaskQueue, WorkflowTaskTimeout: workflows.TaskTimeout,
+	}
 	if t.Describe != nil {
 		if summary, err := t.Describe(ctx, sessionID); err == nil {
 			opts.StaticSummary = summary

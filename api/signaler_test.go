@@ -68,6 +68,7 @@ func TestSignalsReachTheSessionWorkflow(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, workflows.SessionWorkflowName, desc.WorkflowExecutionInfo.Type.Name)
 	assert.Equal(t, queue, desc.WorkflowExecutionInfo.TaskQueue)
+	assert.Equal(t, workflows.TaskTimeout, desc.GetExecutionConfig().GetDefaultWorkflowTaskTimeout().AsDuration())
 	// Operators read whose Session it is in the Temporal UI: its Agent and owner.
 	var summary string
 	require.NoError(t, converter.GetDefaultDataConverter().FromPayload(desc.GetExecutionConfig().GetUserMetadata().GetSummary(), &summary))
@@ -90,6 +91,7 @@ func TestSignalsReachTheSessionWorkflow(t *testing.T) {
 	assert.Equal(t, receivedInput{SessionID: id, InputID: receipt.InputID}, got, "a signal to an ended workflow starts it again")
 	desc, err = c.DescribeWorkflowExecution(f.ctx, workflows.SessionWorkflowID(id), "")
 	require.NoError(t, err)
+	assert.Equal(t, workflows.TaskTimeout, desc.GetExecutionConfig().GetDefaultWorkflowTaskTimeout().AsDuration(), "a start by SignalWithStart")
 	require.NoError(t, converter.GetDefaultDataConverter().FromPayload(desc.GetExecutionConfig().GetUserMetadata().GetSummary(), &summary))
 	assert.Equal(t, "Session of Agent "+agent.Name+" · owner "+sess.UserID, summary)
 }

@@ -48,6 +48,12 @@ var (
 		MaximumInterval:    10 * time.Second,
 		MaximumAttempts:    3,
 	}
+	// TaskTimeout is the Session workflow's workflow task timeout, half the SDK's 10 s:
+	// a task a worker had started when it died goes to another worker only when it runs
+	// out, and meanwhile the Session's stream stalls (a Relay failed for the dead worker
+	// waits for it). The workflow's tasks take milliseconds; a replay of a whole history,
+	// which continue-as-new bounds, well under a second on two busy cores.
+	TaskTimeout = 5 * time.Second
 	// HostScheduleToStart is how long a host-queue activity may wait for its worker.
 	HostScheduleToStart = 30 * time.Second
 	// RelayHeartbeatTimeout is how long a Relay may go without a heartbeat.
