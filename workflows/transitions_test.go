@@ -174,61 +174,47 @@ func TestAnIdleTimerArmedBeforeTheLastWakeIsArmedAgainForTheRest(t *testing.T) {
 	require.Less(t, timers[1], 2*time.Second)
 }
 
-// TestAReleaseThatFindsInputsTakenOnNoticeStartsANewBox: inputs accepted while the
+// TestInputsTakenOnNoticeAndFoundHeldAtAReleaseStartANewBox: inputs accepted while the
 // Relay took them on notice come without a signal; the release that finds them held
-// brings a runtime up for them as a signal would.
-func TestAReleaseThatFindsInputsTakenOnNoticeStartsANewBox(t *testing.T) {
-	h := newHarness(t)
-	releases := 0
-	h.release = func(context.Context, activities.ReleaseRequest) (activities.ReleaseResult, error) {
-		releases++
-		if releases == 1 {
+// brings a runtime up for them as a signal would. When the release fails, the
+// reconciliation after it is what clears the record of a Relay taking inputs on
+// notice, and what finds them.
+func TestInputsTakenOnNoticeAndFoundHeldAtAReleaseStartANewBox(t *testing.T) {
+	for name, firstRelease := range map[string]func(h *harness) (activities.ReleaseResult, error){
+		"by the release": func(*harness) (activities.ReleaseResult, error) {
 			return activities.ReleaseResult{HeldOnNotice: 1}, nil
-		}
-		return activities.ReleaseResult{HeldOnNotice: 2}, nil
-	}
-	h.at(step, h.signal(SignalLifecycle, Lifecycle{Action: LifecycleRelease}))
-	h.at(3*step, func() {
-		s := h.state()
-		require.Equal(t, PhaseActive, s.Phase, "the held input brought a runtime up")
-		require.Equal(t, "box-2", s.Placement.SandboxID)
-	})
-	h.at(4*step, h.signal(SignalLifecycle, Lifecycle{Action: LifecycleArchive}))
-	h.run(SessionStart{SessionID: "s-held-on-notice"})
-	require.NoError(t, h.env.GetWorkflowError())
-	calls := h.recorded()
-	requireInOrder(t, calls, "Relay:1", "Release:box-1", "PrepareRuntime:fresh", "ActivateRuntime:box-2:2:restore", "Deliver",
-		"Release:box-2", "EndConversation:delete=false")
-	require.Equal(t, 2, count(calls, "PrepareRuntime:"), "an archive's release brings nothing up")
-}
-
-// TestAFailedReleaseWhoseReconciliationFindsInputsTakenOnNoticeStartsANewBox: when the
-// release fails, the reconciliation after it is what clears the record of a Relay
-// taking inputs on notice, and the inputs it finds held bring a runtime up.
-func TestAFailedReleaseWhoseReconciliationFindsInputsTakenOnNoticeStartsANewBox(t *testing.T) {
-	h := newHarness(t)
-	releases := 0
-	h.release = func(context.Context, activities.ReleaseRequest) (activities.ReleaseResult, error) {
-		releases++
-		if releases == 1 {
+		},
+		"by the reconciliation after a failed release": func(h *harness) (activities.ReleaseResult, error) {
 			h.reconciled = activities.ReconcileResult{HeldOnNotice: 1}
 			return activities.ReleaseResult{}, nonRetryable("BackendUnavailable")
-		}
-		h.reconciled = activities.ReconcileResult{}
-		return activities.ReleaseResult{}, nil
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			h := newHarness(t)
+			releases := 0
+			h.release = func(context.Context, activities.ReleaseRequest) (activities.ReleaseResult, error) {
+				releases++
+				if releases == 1 {
+					return firstRelease(h)
+				}
+				h.reconciled = activities.ReconcileResult{}
+				return activities.ReleaseResult{HeldOnNotice: 2}, nil
+			}
+			h.at(step, h.signal(SignalLifecycle, Lifecycle{Action: LifecycleRelease}))
+			h.at(3*step, func() {
+				s := h.state()
+				require.Equal(t, PhaseActive, s.Phase, "the held input brought a runtime up")
+				require.Equal(t, "box-2", s.Placement.SandboxID)
+			})
+			h.at(4*step, h.signal(SignalLifecycle, Lifecycle{Action: LifecycleArchive}))
+			h.run(SessionStart{SessionID: "s-held-on-notice"})
+			require.NoError(t, h.env.GetWorkflowError())
+			calls := h.recorded()
+			requireInOrder(t, calls, "Relay:1", "Release:box-1", "ReconcileLostRuntime", "PrepareRuntime:fresh",
+				"ActivateRuntime:box-2:2:restore", "Deliver", "Release:box-2", "EndConversation:delete=false")
+			require.Equal(t, 2, count(calls, "PrepareRuntime:"), "an archive's release brings nothing up")
+		})
 	}
-	h.at(step, h.signal(SignalLifecycle, Lifecycle{Action: LifecycleRelease}))
-	h.at(3*step, func() {
-		s := h.state()
-		require.Equal(t, PhaseActive, s.Phase, "the held input brought a runtime up")
-		require.Equal(t, "box-2", s.Placement.SandboxID)
-	})
-	h.at(4*step, h.signal(SignalLifecycle, Lifecycle{Action: LifecycleArchive}))
-	h.run(SessionStart{SessionID: "s-held-on-notice-failed-release"})
-	require.NoError(t, h.env.GetWorkflowError())
-	calls := h.recorded()
-	requireInOrder(t, calls, "Relay:1", "Release:box-1", "ReconcileLostRuntime", "PrepareRuntime:fresh",
-		"ActivateRuntime:box-2:2:restore", "Deliver", "Release:box-2", "EndConversation:delete=false")
 }
 
 func TestReleaseSignalReleasesTheBox(t *testing.T) {
