@@ -318,6 +318,7 @@ func (p *platform) runWorker(ctx context.Context) error {
 		Temporal:  hostwatch.Client(p.temporal),
 		Namespace: p.cfg.Temporal.Namespace,
 		Logger:    p.log.Named("hostwatch"),
+		Metrics:   p.tel.Metrics,
 	})
 	if err != nil {
 		return err

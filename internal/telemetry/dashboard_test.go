@@ -69,7 +69,8 @@ func TestDashboardQueriesNameExistingMetrics(t *testing.T) {
 	// Every platform series is on the dashboard.
 	for _, name := range []string{telemetry.MetricHTTPDuration, telemetry.MetricInputsAccepted, telemetry.MetricInputsAdmitted,
 		telemetry.MetricCustodyHeld, telemetry.MetricCustodyAge, telemetry.MetricCustodyDuration, telemetry.MetricPartsCommitted, telemetry.MetricRelayLag,
-		telemetry.MetricSSEFollowers, telemetry.MetricBoxes, telemetry.MetricPrewarmReady, telemetry.MetricActivityFailures} {
+		telemetry.MetricSSEFollowers, telemetry.MetricBoxes, telemetry.MetricPrewarmReady, telemetry.MetricActivityFailures,
+		telemetry.MetricDeadWorkers, telemetry.MetricDeadWorkerRelays} {
 		assert.Contains(t, string(raw), name)
 	}
 }

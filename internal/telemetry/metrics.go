@@ -27,6 +27,8 @@ const (
 	MetricBoxes            = "astrabox_boxes"
 	MetricPrewarmReady     = "astrabox_prewarm_pool_ready"
 	MetricActivityFailures = "astrabox_activity_failures_total"
+	MetricDeadWorkers      = "astrabox_dead_workers_total"
+	MetricDeadWorkerRelays = "astrabox_dead_worker_relays_failed_total"
 )
 
 // scrapeTimeout bounds what a scrape waits for a collector that asks the database
@@ -66,6 +68,12 @@ type Metrics struct {
 	StreamCatchUps *prometheus.CounterVec
 	// ActivityFailures counts activity attempts that returned an error, by activity type.
 	ActivityFailures *prometheus.CounterVec
+	// DeadWorkers counts the workers this worker found dead and claimed
+	// (worker/hostwatch).
+	DeadWorkers prometheus.Counter
+	// DeadWorkerRelays counts the Relays of dead workers this worker failed, so that
+	// their Sessions reconnected.
+	DeadWorkerRelays prometheus.Counter
 }
 
 // NewMetrics returns a fresh registry with the platform's series and the Go runtime
@@ -120,12 +128,20 @@ func NewMetrics(log *zap.Logger) *Metrics {
 			Name: MetricActivityFailures,
 			Help: "Activity attempts that returned an error, by activity type.",
 		}, []string{"activity_type"}),
+		DeadWorkers: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: MetricDeadWorkers,
+			Help: "Workers this worker found dead (their beat stopped) and claimed.",
+		}),
+		DeadWorkerRelays: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: MetricDeadWorkerRelays,
+			Help: "Relays of dead workers this worker failed so that their Sessions reconnected.",
+		}),
 	}
 	m.registry.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.HTTPDuration, m.InputsAccepted, m.InputsAdmitted, m.InputsHandedOver, m.CustodyDuration, m.PartsCommitted,
-		m.RelayLag, m.SSEFollowers, m.StreamCatchUps, m.ActivityFailures,
+		m.RelayLag, m.SSEFollowers, m.StreamCatchUps, m.ActivityFailures, m.DeadWorkers, m.DeadWorkerRelays,
 	)
 	for _, source := range []string{"notice", "log"} {
 		m.StreamCatchUps.WithLabelValues(source)

@@ -33,6 +33,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/astrabox/astrabox/activities"
+	"github.com/astrabox/astrabox/internal/telemetry"
 	"github.com/astrabox/astrabox/store"
 )
 
@@ -119,6 +120,9 @@ type Options struct {
 	// Now is the clock; nil is time.Now.
 	Now    func() time.Time
 	Logger *zap.Logger
+	// Metrics counts the dead workers claimed and their Relays failed; nil keeps them
+	// in a registry of the watch's own.
+	Metrics *telemetry.Metrics
 }
 
 // Watch beats for its worker and fails the Relays of dead ones. Every worker runs one.
@@ -159,6 +163,9 @@ func New(opts Options) (*Watch, error) {
 	opts.GiveUp = cmp.Or(opts.GiveUp, DefaultGiveUp)
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.Metrics == nil {
+		opts.Metrics = telemetry.NewMetrics(opts.Logger)
 	}
 	return &Watch{opts: opts}, nil
 }
@@ -208,6 +215,7 @@ func (w *Watch) claim(ctx context.Context, now time.Time) {
 		}
 		return
 	}
+	w.opts.Metrics.DeadWorkers.Add(float64(len(dead)))
 	for _, d := range dead {
 		w.opts.Logger.Info("worker stopped marking itself alive; failing its Relays",
 			zap.String("dead_host_task_queue", d.HostTaskQueue), zap.Time("seen_at", d.SeenAt), zap.Int("relays", len(d.Relays)))
@@ -265,6 +273,7 @@ func (w *Watch) fail(ctx context.Context, r claimedRelay, now time.Time) bool {
 	switch {
 	case err == nil:
 		log.Info("failed the Relay of a dead worker")
+		w.opts.Metrics.DeadWorkerRelays.Inc()
 		return true
 	case errors.As(err, &notFound):
 		return true

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	promtest "github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/serviceerror"
@@ -14,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/astrabox/astrabox/activities"
+	"github.com/astrabox/astrabox/internal/telemetry"
 	"github.com/astrabox/astrabox/store"
 	"github.com/astrabox/astrabox/worker/hostwatch"
 )
@@ -99,9 +101,10 @@ func TestWatchClaimsOnlyAfterItsOwnBeatsWentThroughForTheSettlingTime(t *testing
 		},
 		failed: map[string][]error{},
 	}
+	metrics := telemetry.NewMetrics(zap.NewNop())
 	w, err := hostwatch.New(hostwatch.Options{
 		Beat: st, Store: st, Temporal: tc, Namespace: "ns",
-		Every: time.Second, Settle: 3 * time.Second, Now: func() time.Time { return now }, Logger: zap.NewNop(),
+		Every: time.Second, Settle: 3 * time.Second, Now: func() time.Time { return now }, Logger: zap.NewNop(), Metrics: metrics,
 	})
 	require.NoError(t, err)
 	ctx := context.Background()
@@ -122,6 +125,8 @@ func TestWatchClaimsOnlyAfterItsOwnBeatsWentThroughForTheSettlingTime(t *testing
 	st.dead = []store.DeadWorker{{HostTaskQueue: "q/host/dead", Relays: []store.OrphanedRelay{relay("a", "12"), relay("b", "7"), relay("c", "9")}}}
 	beat()
 	assert.Equal(t, 1, st.claims)
+	assert.Equal(t, 1.0, promtest.ToFloat64(metrics.DeadWorkers))
+	assert.Equal(t, 1.0, promtest.ToFloat64(metrics.DeadWorkerRelays), "the failure Temporal took; the one it refused is tried again, the one it no longer knew had ended")
 	require.Len(t, tc.failed, 3, "every Relay of the dead worker was failed")
 	assert.ElementsMatch(t, []string{"session/a", "session/b", "session/c"}, tc.reset,
 		"each workflow's next task goes to the task queue, not to the dead worker's sticky queue")
@@ -138,6 +143,7 @@ func TestWatchClaimsOnlyAfterItsOwnBeatsWentThroughForTheSettlingTime(t *testing
 	assert.Len(t, tc.failed["session/b/7"], 2, "a Relay whose failure Temporal refused is tried again")
 	beat()
 	assert.Len(t, tc.failed["session/b/7"], 2, "and settled once Temporal took it")
+	assert.Equal(t, 2.0, promtest.ToFloat64(metrics.DeadWorkerRelays))
 
 	// A beat that comes late (the process was stopped) starts the run again too.
 	claims := st.claims
