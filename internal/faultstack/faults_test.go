@@ -5,11 +5,14 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -115,6 +118,94 @@ func TestReleasedSessions(t *testing.T) {
 	require.NoError(t, err)
 	require.NotNil(t, view.PermissionMode)
 	assert.Equal(t, "acceptEdits", *view.PermissionMode, "the mode set while the Session had no box")
+}
+
+// TestTwoWorkersThroughAPostgresRestart: a restart of PostgreSQL ends every
+// connection and silences every worker's beat at once, here for longer than the
+// grace after which a worker whose connection is gone counts as dead. Once it is
+// back, no live worker may be taken for dead by the other: each worker's liveness row
+// is still the one it started with (a claim deletes it), no Relay was failed for its
+// worker, and each Session's reply, one of them in flight through the restart, is
+// read whole.
+func TestTwoWorkersThroughAPostgresRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the whole platform with real boxes")
+	}
+	f := startFixture(t, faultstack.Options{})
+	ctx := f.begin(t)
+	require.NoError(t, f.s.StartExtra("worker", "worker-2", nil))
+	var sessions []string
+	for i := range 4 {
+		sid := f.newSession(t, ctx, fmt.Sprintf("two-workers-%d", i))
+		f.converse(t, ctx, sid, faultstack.TextTurn(fmt.Sprintf("two-workers-%d-before", i)))
+		sessions = append(sessions, sid)
+	}
+	before := f.workerRows(t, ctx)
+	require.Len(t, before, 2, "both workers beat")
+	turn := faultstack.SlowTurn("two-workers", slowWords, slowChunks, slowChunkDelay)
+	tr := f.midReply(t, ctx, sessions[0], turn, func() error {
+		if err := f.s.StopPostgres(ctx); err != nil {
+			return err
+		}
+		// Down until each worker has missed three beats: longer than the grace.
+		for _, name := range []string{"worker", "worker-2"} {
+			if err := waitForLogLines(ctx, filepath.Join(f.s.LogDir(), name+".log"), "mark this worker alive", 3); err != nil {
+				return err
+			}
+		}
+		return f.s.StartPostgres(ctx)
+	})
+	f.requireReply(t, ctx, tr, turn)
+	for i, sid := range sessions {
+		f.converse(t, ctx, sid, faultstack.TextTurn(fmt.Sprintf("two-workers-%d-after", i)))
+		ends, err := f.s.RelayEnds(ctx, sid)
+		require.NoError(t, err)
+		assert.NotContains(t, ends, activities.ErrTypeRelayWorkerLost, "no live worker was taken for dead (Session %d)", i)
+	}
+	assert.Equal(t, before, f.workerRows(t, ctx), "each worker's liveness row is the one it started with")
+	a := f.requireAudit(t, ctx, sessions[0], 3)
+	assert.Equal(t, map[string]int{faultstack.OutcomeComplete: 3}, a.Outcomes)
+}
+
+// workerRows reads when each worker's liveness row was written first, by its host
+// task queue.
+func (f *fixture) workerRows(t *testing.T, ctx context.Context) map[string]time.Time {
+	t.Helper()
+	conn, err := pgx.Connect(ctx, f.s.DSN())
+	require.NoError(t, err)
+	defer conn.Close(context.WithoutCancel(ctx))
+	rows, err := conn.Query(ctx, `SELECT host_task_queue, started_at FROM workers`)
+	require.NoError(t, err)
+	defer rows.Close()
+	started := map[string]time.Time{}
+	for rows.Next() {
+		var queue string
+		var at time.Time
+		require.NoError(t, rows.Scan(&queue, &at))
+		started[queue] = at
+	}
+	require.NoError(t, rows.Err())
+	return started
+}
+
+// waitForLogLines waits until the log at path has n lines holding substr.
+func waitForLogLines(ctx context.Context, path, substr string, n int) error {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			return fmt.Errorf("read %s: %w", path, err)
+		}
+		if strings.Count(string(raw), substr) >= n {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%d lines of %q in %s: %w", n, substr, path, ctx.Err())
+		case <-tick.C:
+		}
+	}
 }
 
 type fixture struct {
