@@ -16,6 +16,7 @@ import (
 // leases on it; a Relay whose lease moved on (a newer Relay elsewhere, or the
 // reconciliation of a lost box) is not one of them, and a live worker is not claimed.
 func TestClaimDeadWorkersHandsEachDeadWorkersRelaysOut(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	const dead, live = "astrabox/host/dead", "astrabox/host/live"
 	deadBeat, liveBeat := f.st.NewWorkerBeat(dead), f.st.NewWorkerBeat(live)
@@ -78,6 +79,7 @@ func TestClaimDeadWorkersHandsEachDeadWorkersRelaysOut(t *testing.T) {
 // is not, and neither is one whose connection broke but that marked itself alive
 // again on a new one.
 func TestAWorkerWhoseBeatsConnectionIsGoneIsDeadAfterTheGrace(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	const gone, slow, back = "astrabox/host/gone", "astrabox/host/slow", "astrabox/host/back"
 	beats := map[string]*store.WorkerBeat{}

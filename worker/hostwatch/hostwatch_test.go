@@ -92,6 +92,7 @@ func relay(session, activityID string) store.OrphanedRelay {
 // Relays are failed with ErrTypeRelayWorkerLost; one Temporal refused is tried again
 // at the next beat, and one Temporal no longer knows is settled.
 func TestWatchClaimsOnlyAfterItsOwnBeatsWentThroughForTheSettlingTime(t *testing.T) {
+	t.Parallel()
 	now := time.Unix(1_000_000, 0)
 	st := &fakeStore{}
 	tc := &fakeTemporal{
@@ -153,6 +154,7 @@ func TestWatchClaimsOnlyAfterItsOwnBeatsWentThroughForTheSettlingTime(t *testing
 }
 
 func TestNewRefusesAGraceOrSettlingTimeShorterThanTwoBeats(t *testing.T) {
+	t.Parallel()
 	for _, o := range []hostwatch.Options{{Grace: time.Second}, {Settle: time.Second}, {Grace: 4 * time.Second, Silence: 3 * time.Second}} {
 		o.Beat, o.Store, o.Temporal, o.Namespace, o.Logger = &fakeStore{}, &fakeStore{}, &fakeTemporal{}, "ns", zap.NewNop()
 		o.Every = time.Second
