@@ -185,30 +185,42 @@ func (w *Watch) Run(ctx context.Context) error {
 }
 
 // Beat marks this worker alive, claims the dead workers once its own beats have gone
-// through unbroken for the settling time, and fails the Relays claimed so far. Each
-// step's failure is logged; the next beat tries again.
+// through unbroken for the settling time, and fails the Relays claimed so far (which
+// needs Temporal only, so it goes on while PostgreSQL is down). Each step's failure is
+// logged; the next beat tries again.
 func (w *Watch) Beat(ctx context.Context) {
 	now := w.opts.Now()
-	if err := w.opts.Beat.Mark(ctx); err != nil {
-		if ctx.Err() == nil {
-			w.opts.Logger.Warn("mark this worker alive", zap.Error(err))
+	if w.mark(ctx) {
+		if w.aliveSince.IsZero() || now.Sub(w.lastBeat) > 2*w.opts.Every {
+			w.aliveSince = now
 		}
+		w.lastBeat = now
+		if now.Sub(w.aliveSince) >= w.opts.Settle {
+			w.claim(ctx, now)
+		}
+	} else {
 		w.aliveSince = time.Time{}
-		return
-	}
-	if w.aliveSince.IsZero() || now.Sub(w.lastBeat) > 2*w.opts.Every {
-		w.aliveSince = now
-	}
-	w.lastBeat = now
-	if now.Sub(w.aliveSince) >= w.opts.Settle {
-		w.claim(ctx, now)
 	}
 	w.failClaimed(ctx, now)
 }
 
+// mark marks this worker alive and reports whether it went through. A mark slower than
+// the silence is as good as none: the others may have judged this worker already.
+func (w *Watch) mark(ctx context.Context) bool {
+	mctx, cancel := context.WithTimeout(ctx, w.opts.Silence)
+	defer cancel()
+	err := w.opts.Beat.Mark(mctx)
+	if err != nil && ctx.Err() == nil {
+		w.opts.Logger.Warn("mark this worker alive", zap.Error(err))
+	}
+	return err == nil
+}
+
 // claim takes the dead workers and queues their Relays to fail.
 func (w *Watch) claim(ctx context.Context, now time.Time) {
-	dead, err := w.opts.Store.ClaimDeadWorkers(ctx, w.opts.Silence, w.opts.Grace)
+	cctx, cancel := context.WithTimeout(ctx, w.opts.Silence)
+	defer cancel()
+	dead, err := w.opts.Store.ClaimDeadWorkers(cctx, w.opts.Silence, w.opts.Grace)
 	if err != nil {
 		if ctx.Err() == nil {
 			w.opts.Logger.Warn("claim dead workers", zap.Error(err))

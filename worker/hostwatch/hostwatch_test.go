@@ -138,16 +138,20 @@ func TestWatchClaimsOnlyAfterItsOwnBeatsWentThroughForTheSettlingTime(t *testing
 		assert.True(t, app.NonRetryable(), id)
 	}
 
+	st.down = true
+	claims := st.claims
 	beat()
+	st.down = false
+	assert.Equal(t, claims, st.claims, "no claim without a beat of its own")
 	assert.Len(t, tc.failed["session/a/12"], 1, "a failed Relay is settled")
 	assert.Len(t, tc.failed["session/c/9"], 1, "a Relay Temporal no longer knows is settled")
-	assert.Len(t, tc.failed["session/b/7"], 2, "a Relay whose failure Temporal refused is tried again")
+	assert.Len(t, tc.failed["session/b/7"], 2, "a Relay whose failure Temporal refused is tried again, with PostgreSQL down too")
 	beat()
 	assert.Len(t, tc.failed["session/b/7"], 2, "and settled once Temporal took it")
 	assert.Equal(t, 2.0, promtest.ToFloat64(metrics.DeadWorkerRelays))
 
 	// A beat that comes late (the process was stopped) starts the run again too.
-	claims := st.claims
+	claims = st.claims
 	now = now.Add(10 * time.Second)
 	beat()
 	assert.Equal(t, claims, st.claims)
