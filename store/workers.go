@@ -34,8 +34,9 @@ func (s *Store) NewWorkerBeat(hostTaskQueue string) *WorkerBeat {
 	return &WorkerBeat{db: s.sqlDB, hostTaskQueue: hostTaskQueue}
 }
 
-// Mark records the worker alive now. A failed mark drops the connection; the next
-// one connects again and records the new server process.
+// Mark records the worker alive now. A failed mark gives the connection back (the
+// pool discards a broken one); the next takes one again and records its server
+// process.
 func (b *WorkerBeat) Mark(ctx context.Context) error {
 	if b.conn == nil {
 		conn, err := b.db.Conn(ctx)
@@ -80,8 +81,10 @@ type OrphanedRelay struct {
 // claimDeadWorkersSQL removes the rows of the dead workers, those silent for $1
 // seconds, and those silent for $2 whose beat's server process is gone, and returns
 // each with the leases its Relays still hold (a Session's newer reader elsewhere has
-// replaced the holder). Deleting is the claim: of two workers claiming at once, the
-// second waits on the row lock and then finds the row gone.
+// replaced the holder) and held at its last beat: a lease that ran out before it
+// belongs to a Relay that had ended, such as a released Session's last one. Deleting
+// is the claim: of two workers claiming at once, the second waits on the row lock and
+// then finds the row gone.
 const claimDeadWorkersSQL = `
 WITH gone AS (
 	DELETE FROM workers w
@@ -92,7 +95,7 @@ WITH gone AS (
 )
 SELECT g.host_task_queue AS dead_queue, g.seen_at, l.session_id::text, l.generation,
 	l.workflow_id, l.workflow_run_id, l.activity_id
-FROM gone g LEFT JOIN reader_leases l ON l.host_task_queue = g.host_task_queue
+FROM gone g LEFT JOIN reader_leases l ON l.host_task_queue = g.host_task_queue AND l.expires_at > g.seen_at
 ORDER BY g.host_task_queue, l.session_id`
 
 // ClaimDeadWorkers takes the dead workers, each with the Relays that held leases on

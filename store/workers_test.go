@@ -14,7 +14,8 @@ import (
 // TestClaimDeadWorkersHandsEachDeadWorkersRelaysOut: a worker silent longer than
 // the silence is claimed once, with the Relays that still hold their Sessions'
 // leases on it; a Relay whose lease moved on (a newer Relay elsewhere, or the
-// reconciliation of a lost box) is not one of them, and a live worker is not claimed.
+// reconciliation of a lost box) or ran out before the worker's last beat (a Relay
+// that had ended) is not one of them, and a live worker is not claimed.
 func TestClaimDeadWorkersHandsEachDeadWorkersRelaysOut(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
@@ -33,7 +34,7 @@ func TestClaimDeadWorkersHandsEachDeadWorkersRelaysOut(t *testing.T) {
 		require.NoError(t, err)
 		return l
 	}
-	sessions, _, _ := groupSessions(t, f, 4)
+	sessions, _, _ := groupSessions(t, f, 5)
 	orphaned := relayOn(sessions[0], dead, "12")
 	relayOn(sessions[1], live, "7")
 	relayOn(sessions[2], dead, "9")
@@ -41,6 +42,8 @@ func TestClaimDeadWorkersHandsEachDeadWorkersRelaysOut(t *testing.T) {
 	relayOn(sessions[3], dead, "4")
 	_, err := f.st.AcquireReaderLease(f.ctx, store.LeaseRequest{SessionID: sessions[3], Holder: "reconcile", TTL: time.Minute, Steal: true})
 	require.NoError(t, err)
+	relayOn(sessions[4], dead, "3") // a Relay that ended: its lease ran out long ago
+	require.NoError(t, store.ExecForTest(f.ctx, f.st, `UPDATE reader_leases SET expires_at = now() - interval '1 hour' WHERE session_id = ?`, sessions[4]))
 
 	claimed, err := f.st.ClaimDeadWorkers(f.ctx, time.Hour, time.Hour)
 	require.NoError(t, err)
