@@ -55,8 +55,6 @@ const (
 	// DefaultGiveUp is how long a claimed Relay is tried again while Temporal refuses
 	// its failure; by then its heartbeat timeout has ended it anyway.
 	DefaultGiveUp = time.Minute
-	// failTimeout bounds one call failing a Relay.
-	failTimeout = 5 * time.Second
 	// failAtOnce bounds the calls failing a dead worker's Relays at once.
 	failAtOnce = 16
 )
@@ -187,7 +185,9 @@ func (w *Watch) Run(ctx context.Context) error {
 // Beat marks this worker alive, claims the dead workers once its own beats have gone
 // through unbroken for the settling time, and fails the Relays claimed so far (which
 // needs Temporal only, so it goes on while PostgreSQL is down). Each step's failure is
-// logged; the next beat tries again.
+// logged; the next beat tries again. The claim and the failing take a beat's time at
+// most, whatever Temporal and PostgreSQL do: a worker that stopped beating to fail a
+// thousand Relays on a Temporal that does not answer would be judged dead itself.
 func (w *Watch) Beat(ctx context.Context) {
 	now := w.opts.Now()
 	if w.mark(ctx) {
@@ -201,7 +201,9 @@ func (w *Watch) Beat(ctx context.Context) {
 	} else {
 		w.aliveSince = time.Time{}
 	}
-	w.failClaimed(ctx, now)
+	fctx, cancel := context.WithTimeout(ctx, w.opts.Every)
+	defer cancel()
+	w.failClaimed(fctx, now)
 }
 
 // mark marks this worker alive and reports whether it went through. A mark slower than
@@ -218,7 +220,7 @@ func (w *Watch) mark(ctx context.Context) bool {
 
 // claim takes the dead workers and queues their Relays to fail.
 func (w *Watch) claim(ctx context.Context, now time.Time) {
-	cctx, cancel := context.WithTimeout(ctx, w.opts.Silence)
+	cctx, cancel := context.WithTimeout(ctx, w.opts.Every)
 	defer cancel()
 	dead, err := w.opts.Store.ClaimDeadWorkers(cctx, w.opts.Silence, w.opts.Grace)
 	if err != nil {
@@ -237,9 +239,9 @@ func (w *Watch) claim(ctx context.Context, now time.Time) {
 	}
 }
 
-// failClaimed fails each claimed Relay with ErrTypeRelayWorkerLost. A Relay Temporal
-// no longer knows has ended already; one whose failure Temporal refused is tried at
-// the next beat, until GiveUp.
+// failClaimed fails each claimed Relay with ErrTypeRelayWorkerLost, until ctx ends.
+// A Relay Temporal no longer knows has ended already; one whose failure Temporal
+// refused, or that ctx left untried, is tried at the next beat, until GiveUp.
 func (w *Watch) failClaimed(ctx context.Context, now time.Time) {
 	if len(w.pending) == 0 {
 		return
@@ -274,13 +276,11 @@ func (w *Watch) fail(ctx context.Context, r claimedRelay, now time.Time) bool {
 		zap.String("dead_host_task_queue", r.HostTaskQueue))
 	lost := temporal.NewNonRetryableApplicationError(
 		fmt.Sprintf("the Relay's worker %s stopped marking itself alive", r.HostTaskQueue), activities.ErrTypeRelayWorkerLost, nil)
-	fctx, cancel := context.WithTimeout(ctx, failTimeout)
-	defer cancel()
-	if err := w.opts.Temporal.ResetStickyTaskQueue(fctx, w.opts.Namespace, r.WorkflowID, r.RunID); err != nil {
+	if err := w.opts.Temporal.ResetStickyTaskQueue(ctx, w.opts.Namespace, r.WorkflowID, r.RunID); err != nil && ctx.Err() == nil {
 		// Only the wait for the sticky timeout is at stake: fail the Relay anyway.
 		log.Info("reset the stickiness of a dead worker's workflow", zap.Error(err))
 	}
-	err := w.opts.Temporal.CompleteActivityByID(fctx, w.opts.Namespace, r.WorkflowID, r.RunID, r.ActivityID, nil, lost)
+	err := w.opts.Temporal.CompleteActivityByID(ctx, w.opts.Namespace, r.WorkflowID, r.RunID, r.ActivityID, nil, lost)
 	var notFound *serviceerror.NotFound
 	switch {
 	case err == nil:

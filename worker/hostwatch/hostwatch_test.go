@@ -3,7 +3,9 @@ package hostwatch_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,6 +18,7 @@ import (
 
 	"github.com/astrabox/astrabox/activities"
 	"github.com/astrabox/astrabox/internal/telemetry"
+	"github.com/astrabox/astrabox/internal/testutil"
 	"github.com/astrabox/astrabox/store"
 	"github.com/astrabox/astrabox/worker/hostwatch"
 )
@@ -26,6 +29,8 @@ type fakeStore struct {
 	beats  int
 	claims int
 	dead   []store.DeadWorker
+	// silence and grace are what the last claim asked with.
+	silence, grace time.Duration
 }
 
 func (s *fakeStore) Mark(context.Context) error {
@@ -37,9 +42,7 @@ func (s *fakeStore) Mark(context.Context) error {
 }
 
 func (s *fakeStore) ClaimDeadWorkers(_ context.Context, silence, grace time.Duration) ([]store.DeadWorker, error) {
-	if silence != 6*time.Second || grace != 2*time.Second {
-		return nil, errors.New("unexpected silence or grace")
-	}
+	s.silence, s.grace = silence, grace
 	s.claims++
 	dead := s.dead
 	s.dead = nil
@@ -126,6 +129,7 @@ func TestWatchClaimsOnlyAfterItsOwnBeatsWentThroughForTheSettlingTime(t *testing
 	st.dead = []store.DeadWorker{{HostTaskQueue: "q/host/dead", Relays: []store.OrphanedRelay{relay("a", "12"), relay("b", "7"), relay("c", "9")}}}
 	beat()
 	assert.Equal(t, 1, st.claims)
+	assert.Equal(t, []time.Duration{hostwatch.DefaultSilence, hostwatch.DefaultGrace}, []time.Duration{st.silence, st.grace})
 	assert.Equal(t, 1.0, promtest.ToFloat64(metrics.DeadWorkers))
 	assert.Equal(t, 1.0, promtest.ToFloat64(metrics.DeadWorkerRelays), "the failure Temporal took; the one it refused is tried again, the one it no longer knew had ended")
 	require.Len(t, tc.failed, 3, "every Relay of the dead worker was failed")
@@ -165,4 +169,56 @@ func TestNewRefusesAGraceOrSettlingTimeShorterThanTwoBeats(t *testing.T) {
 		_, err := hostwatch.New(o)
 		require.ErrorContains(t, err, "at least two beats", "%+v", o)
 	}
+}
+
+// stuckTemporal answers no call until the caller gives up, and counts the calls made
+// before that.
+type stuckTemporal struct{ calls atomic.Int64 }
+
+func (c *stuckTemporal) ResetStickyTaskQueue(ctx context.Context, _, _, _ string) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	c.calls.Add(1)
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+func (c *stuckTemporal) CompleteActivityByID(ctx context.Context, _, _, _, _ string, _ interface{}, _ error) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// TestABeatTakesABeatsTimeWhenTemporalDoesNotAnswer: failing a dead worker's many
+// Relays on a Temporal that does not answer must not stop this worker's own beats, or
+// the others would judge it dead too. Each beat gives the failing a beat's time, and
+// the next beat tries again.
+func TestABeatTakesABeatsTimeWhenTemporalDoesNotAnswer(t *testing.T) {
+	t.Parallel()
+	const every = 20 * time.Millisecond
+	now := time.Unix(1_000_000, 0)
+	st := &fakeStore{}
+	tc := &stuckTemporal{}
+	w, err := hostwatch.New(hostwatch.Options{
+		Beat: st, Store: st, Temporal: tc, Namespace: "ns",
+		Every: every, Grace: 2 * every, Settle: 2 * every, Silence: 6 * every,
+		Now: func() time.Time { return now }, Logger: zap.NewNop(),
+	})
+	require.NoError(t, err)
+	var relays []store.OrphanedRelay
+	for i := range 1000 {
+		relays = append(relays, relay(fmt.Sprint(i), "5"))
+	}
+	st.dead = []store.DeadWorker{{HostTaskQueue: "q/host/dead", Relays: relays}}
+	ctx, cancel := context.WithTimeout(testutil.Context(t), time.Minute)
+	defer cancel()
+	for range 4 {
+		w.Beat(ctx)
+		now = now.Add(every)
+	}
+	assert.Equal(t, 4, st.beats, "every beat marked this worker alive")
+	assert.Equal(t, 2, st.claims, "the third and fourth beats claimed, after the settling time")
+	// The third and fourth beats each began 16 calls at once, which Temporal left
+	// unanswered until the beat's time ran out; the rest waited for the next beat.
+	assert.Equal(t, int64(2*16), tc.calls.Load())
 }
