@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/astrabox/astrabox/internal/freeport"
+	"github.com/astrabox/astrabox/internal/logging"
 	"github.com/astrabox/astrabox/internal/temporaldev"
 	"github.com/astrabox/astrabox/workflows"
 )
@@ -116,7 +117,7 @@ func poll(ctx context.Context, interval time.Duration, what string, cond func() 
 // activities.ErrTypeRelayWorkerLost), "canceled", or "timeout:" and the timeout's kind
 // (a Relay whose worker Temporal gave up on at its heartbeat timeout).
 func (s *Stack) RelayEnds(ctx context.Context, sessionID string) ([]string, error) {
-	tc, err := client.Dial(client.Options{HostPort: s.TemporalAddress(), Logger: quietTemporal{}})
+	tc, err := client.Dial(client.Options{HostPort: s.TemporalAddress(), Logger: logging.NewTemporal(zap.NewNop())})
 	if err != nil {
 		return nil, fmt.Errorf("dial temporal: %w", err)
 	}
@@ -150,11 +151,3 @@ func (s *Stack) RelayEnds(ctx context.Context, sessionID string) ([]string, erro
 	}
 	return ends, nil
 }
-
-// quietTemporal keeps a Temporal client's own log out of the test's output.
-type quietTemporal struct{}
-
-func (quietTemporal) Debug(string, ...any) {}
-func (quietTemporal) Info(string, ...any)  {}
-func (quietTemporal) Warn(string, ...any)  {}
-func (quietTemporal) Error(string, ...any) {}
