@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"fmt"
 	"time"
 )
 
@@ -93,9 +92,11 @@ WITH gone AS (
 		SELECT 1 FROM pg_stat_activity a WHERE a.pid = w.backend_pid AND a.backend_start = w.backend_start))
 	RETURNING host_task_queue, seen_at
 )
-SELECT g.host_task_queue AS dead_queue, g.seen_at, l.session_id::text, l.generation,
-	l.workflow_id, l.workflow_run_id, l.activity_id
-FROM gone g LEFT JOIN reader_leases l ON l.host_task_queue = g.host_task_queue AND l.expires_at > g.seen_at
+SELECT g.host_task_queue AS dead_queue, g.seen_at, COALESCE(l.session_id::text, '') AS session_id,
+	COALESCE(l.generation, 0) AS generation, COALESCE(l.workflow_id, '') AS workflow_id,
+	COALESCE(l.workflow_run_id, '') AS workflow_run_id, COALESCE(l.activity_id, '') AS activity_id
+FROM gone g LEFT JOIN reader_leases l ON l.host_task_queue = g.host_task_queue
+	AND l.activity_id IS NOT NULL AND l.expires_at > g.seen_at
 ORDER BY g.host_task_queue, l.session_id`
 
 // ClaimDeadWorkers takes the dead workers, each with the Relays that held leases on
@@ -104,35 +105,34 @@ ORDER BY g.host_task_queue, l.session_id`
 // process of its beat's connection is gone. The caller fails those Relays so their
 // Sessions recover without waiting for Temporal to time them out.
 func (s *Store) ClaimDeadWorkers(ctx context.Context, silence, grace time.Duration) ([]DeadWorker, error) {
-	rows, err := s.conn(ctx).Raw(claimDeadWorkersSQL, silence.Seconds(), grace.Seconds()).Rows()
-	if err != nil {
+	var rows []deadWorkerRow
+	if err := scanRaw(s.conn(ctx), &rows, claimDeadWorkersSQL, silence.Seconds(), grace.Seconds()); err != nil {
 		return nil, mapError("claim dead workers", err)
 	}
-	defer rows.Close()
 	var dead []DeadWorker
-	for rows.Next() {
-		var (
-			queue                                  string
-			seenAt                                 time.Time
-			sessionID, workflowID, runID, activity *string
-			generation                             *int64
-		)
-		if err := rows.Scan(&queue, &seenAt, &sessionID, &generation, &workflowID, &runID, &activity); err != nil {
-			return nil, fmt.Errorf("claim dead workers: %w", err)
+	for _, r := range rows {
+		if len(dead) == 0 || dead[len(dead)-1].HostTaskQueue != r.DeadQueue {
+			dead = append(dead, DeadWorker{HostTaskQueue: r.DeadQueue, SeenAt: r.SeenAt})
 		}
-		if len(dead) == 0 || dead[len(dead)-1].HostTaskQueue != queue {
-			dead = append(dead, DeadWorker{HostTaskQueue: queue, SeenAt: seenAt})
-		}
-		if sessionID == nil || workflowID == nil || runID == nil || activity == nil {
-			continue
+		if r.ActivityID == "" {
+			continue // a dead worker that held no Relay
 		}
 		w := &dead[len(dead)-1]
-		w.Relays = append(w.Relays, OrphanedRelay{SessionID: *sessionID, Generation: *generation, RelayActivity: RelayActivity{
-			HostTaskQueue: queue, WorkflowID: *workflowID, RunID: *runID, ActivityID: *activity,
+		w.Relays = append(w.Relays, OrphanedRelay{SessionID: r.SessionID, Generation: r.Generation, RelayActivity: RelayActivity{
+			HostTaskQueue: r.DeadQueue, WorkflowID: r.WorkflowID, RunID: r.WorkflowRunID, ActivityID: r.ActivityID,
 		}})
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("claim dead workers: %w", err)
-	}
 	return dead, nil
+}
+
+// deadWorkerRow is a row claimDeadWorkersSQL returns: a dead worker, with one of its
+// Relays or (ActivityID empty) none.
+type deadWorkerRow struct {
+	DeadQueue     string    `gorm:"column:dead_queue"`
+	SeenAt        time.Time `gorm:"column:seen_at"`
+	SessionID     string    `gorm:"column:session_id"`
+	Generation    int64     `gorm:"column:generation"`
+	WorkflowID    string    `gorm:"column:workflow_id"`
+	WorkflowRunID string    `gorm:"column:workflow_run_id"`
+	ActivityID    string    `gorm:"column:activity_id"`
 }
