@@ -37,16 +37,7 @@ func (a *Activities) Relay(ctx context.Context, ref RuntimeRef) (RelayResult, er
 	holder := fmt.Sprintf("%s/%s/%d", a.deps.HostTaskQueue, info.ActivityID, info.Attempt)
 	// The workflow starts a Relay only when the previous one ended or timed out, so
 	// it steals: the generation bump fences a reader that is still running somewhere.
-	// The activity's name lets another worker fail it at once should this one die.
-	lease, err := a.deps.Store.AcquireReaderLease(ctx, store.LeaseRequest{
-		SessionID: ref.SessionID, Holder: holder, TTL: a.set.LeaseTTL, Steal: true,
-		Relay: &store.RelayActivity{
-			HostTaskQueue: a.deps.HostTaskQueue,
-			WorkflowID:    info.WorkflowExecution.ID,
-			RunID:         info.WorkflowExecution.RunID,
-			ActivityID:    info.ActivityID,
-		},
-	})
+	lease, err := a.deps.Store.AcquireReaderLease(ctx, store.LeaseRequest{SessionID: ref.SessionID, Holder: holder, TTL: a.set.LeaseTTL, Steal: true})
 	if err != nil {
 		return RelayResult{}, fmt.Errorf("acquire reader lease: %w", err)
 	}

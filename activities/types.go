@@ -36,10 +36,12 @@ const (
 	// save before a release failed. The box must be kept and the next attempt made in
 	// it.
 	ErrTypeRuntimeStateSaveRequired = "RuntimeStateSaveRequired"
-	// ErrTypeRelayWorkerLost: the worker running the Relay stopped marking itself alive
-	// and another worker failed the Relay for it (worker/hostwatch); like any Relay's
-	// end, the workflow reconnects.
-	ErrTypeRelayWorkerLost = "RelayWorkerLost"
+	// ErrTypeWorkerLost: the worker running the activity stopped marking itself alive
+	// and another worker failed the attempt for it (worker/hostwatch). An activity
+	// taken from a host task queue fails for good, since its retry would wait on the
+	// dead worker's queue, and the workflow reconnects through a live worker; any
+	// other is retried.
+	ErrTypeWorkerLost = "WorkerLost"
 )
 
 // SessionRef names a Session.

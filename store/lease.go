@@ -18,18 +18,6 @@ type LeaseRequest struct {
 	// Steal takes the lease even from an unexpired holder: the workflow does this when
 	// it knows the previous reader is gone. The generation bump fences that reader.
 	Steal bool
-	// Relay names the Relay activity taking the lease, so that another worker can fail
-	// it should its worker die (ClaimDeadWorkers); nil for any other reader.
-	Relay *RelayActivity
-}
-
-// RelayActivity is the Temporal activity of a Relay: its worker's host task queue, and
-// the workflow execution and activity id that name it to Temporal.
-type RelayActivity struct {
-	HostTaskQueue string
-	WorkflowID    string
-	RunID         string
-	ActivityID    string
 }
 
 // AcquireReaderLease gives the Session's reader lease to req.Holder with a new, higher
@@ -39,31 +27,20 @@ func (s *Store) AcquireReaderLease(ctx context.Context, req LeaseRequest) (Reade
 	if req.TTL <= 0 {
 		return ReaderLease{}, fmt.Errorf("acquire reader lease: ttl must be positive")
 	}
-	relay := RelayActivity{}
-	if req.Relay != nil {
-		relay = *req.Relay
-	}
 	var leases []ReaderLease
 	// One statement: insert generation 1, or bump the generation where the lease is
 	// free (expired, same holder, or stolen). A held lease matches no row.
 	err := scanRaw(s.conn(ctx), &leases, `
-		INSERT INTO reader_leases AS l (session_id, holder, generation, acquired_at, expires_at,
-			host_task_queue, workflow_id, workflow_run_id, activity_id)
-		VALUES (?, ?, 1, now(), now() + make_interval(secs => ?),
-			NULLIF(?, ''), NULLIF(?, ''), NULLIF(?, ''), NULLIF(?, ''))
+		INSERT INTO reader_leases AS l (session_id, holder, generation, acquired_at, expires_at)
+		VALUES (?, ?, 1, now(), now() + make_interval(secs => ?))
 		ON CONFLICT (session_id) DO UPDATE
 		SET holder = excluded.holder,
 		    generation = l.generation + 1,
 		    acquired_at = excluded.acquired_at,
-		    expires_at = excluded.expires_at,
-		    host_task_queue = excluded.host_task_queue,
-		    workflow_id = excluded.workflow_id,
-		    workflow_run_id = excluded.workflow_run_id,
-		    activity_id = excluded.activity_id
+		    expires_at = excluded.expires_at
 		WHERE ? OR l.expires_at <= now() OR l.holder = excluded.holder
 		RETURNING l.*`,
-		req.SessionID, req.Holder, req.TTL.Seconds(),
-		relay.HostTaskQueue, relay.WorkflowID, relay.RunID, relay.ActivityID, req.Steal)
+		req.SessionID, req.Holder, req.TTL.Seconds(), req.Steal)
 	if err != nil {
 		return ReaderLease{}, mapError("acquire reader lease", err)
 	}

@@ -62,28 +62,62 @@ func (b *WorkerBeat) Close() error {
 	return err
 }
 
-// DeadWorker is a worker that stopped marking itself alive, and the Relays that still
-// held their Sessions' leases on it.
+// WorkerActivity is a Temporal activity attempt a worker runs, recorded while it runs
+// so that another worker can fail it should this one die (ClaimDeadWorkers).
+type WorkerActivity struct {
+	// HostTaskQueue names the worker running the attempt; TaskQueue is the queue it
+	// was taken from, the same for a host activity.
+	HostTaskQueue string `gorm:"column:host_task_queue"`
+	TaskQueue     string `gorm:"column:task_queue"`
+	WorkflowID    string `gorm:"column:workflow_id"`
+	RunID         string `gorm:"column:workflow_run_id"`
+	ActivityID    string `gorm:"column:activity_id"`
+	ActivityType  string `gorm:"column:activity_type"`
+	Attempt       int32  `gorm:"column:attempt"`
+}
+
+// OnHostQueue reports whether the attempt was taken from its worker's own host task
+// queue, where its retry would wait for a worker that is gone.
+func (a WorkerActivity) OnHostQueue() bool { return a.TaskQueue == a.HostTaskQueue }
+
+// RecordWorkerActivity records an activity attempt as running on its worker; a row
+// left by an earlier attempt of the same activity is replaced.
+func (s *Store) RecordWorkerActivity(ctx context.Context, a WorkerActivity) error {
+	err := s.conn(ctx).Exec(`
+		INSERT INTO worker_activities AS w (workflow_id, workflow_run_id, activity_id, attempt,
+			activity_type, host_task_queue, task_queue)
+		VALUES (?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (workflow_id, workflow_run_id, activity_id) DO UPDATE
+		SET attempt = excluded.attempt, activity_type = excluded.activity_type,
+		    host_task_queue = excluded.host_task_queue, task_queue = excluded.task_queue,
+		    started_at = now()`,
+		a.WorkflowID, a.RunID, a.ActivityID, a.Attempt, a.ActivityType, a.HostTaskQueue, a.TaskQueue).Error
+	return mapError("record a worker's activity", err)
+}
+
+// ForgetWorkerActivity removes the record of an attempt that ended; a later attempt's
+// record, on this worker or another, stays.
+func (s *Store) ForgetWorkerActivity(ctx context.Context, a WorkerActivity) error {
+	err := s.conn(ctx).Exec(`
+		DELETE FROM worker_activities
+		WHERE workflow_id = ? AND workflow_run_id = ? AND activity_id = ? AND attempt = ? AND host_task_queue = ?`,
+		a.WorkflowID, a.RunID, a.ActivityID, a.Attempt, a.HostTaskQueue).Error
+	return mapError("forget a worker's activity", err)
+}
+
+// DeadWorker is a worker that stopped marking itself alive, and the activity attempts
+// it was running then.
 type DeadWorker struct {
 	HostTaskQueue string
 	SeenAt        time.Time
-	Relays        []OrphanedRelay
-}
-
-// OrphanedRelay is a Relay whose worker died while it held its Session's lease.
-type OrphanedRelay struct {
-	SessionID  string
-	Generation int64
-	RelayActivity
+	Activities    []WorkerActivity
 }
 
 // claimDeadWorkersSQL removes the rows of the dead workers, those silent for $1
-// seconds, and those silent for $2 whose beat's server process is gone, and returns
-// each with the leases its Relays still hold (a Session's newer reader elsewhere has
-// replaced the holder) and held at its last beat: a lease that ran out before it
-// belongs to a Relay that had ended, such as a released Session's last one. Deleting
-// is the claim: of two workers claiming at once, the second waits on the row lock and
-// then finds the row gone.
+// seconds and those silent for $2 whose beat's server process is gone, and the records
+// of the activities they were running, and returns both. Deleting is the claim: of two
+// workers claiming at once, the second waits on the row lock and then finds the row
+// gone.
 const claimDeadWorkersSQL = `
 WITH gone AS (
 	DELETE FROM workers w
@@ -91,19 +125,22 @@ WITH gone AS (
 	   OR (w.seen_at < now() - make_interval(secs => $2) AND NOT EXISTS (
 		SELECT 1 FROM pg_stat_activity a WHERE a.pid = w.backend_pid AND a.backend_start = w.backend_start))
 	RETURNING host_task_queue, seen_at
+), running AS (
+	DELETE FROM worker_activities r USING gone g WHERE r.host_task_queue = g.host_task_queue
+	RETURNING r.*
 )
-SELECT g.host_task_queue AS dead_queue, g.seen_at, COALESCE(l.session_id::text, '') AS session_id,
-	COALESCE(l.generation, 0) AS generation, COALESCE(l.workflow_id, '') AS workflow_id,
-	COALESCE(l.workflow_run_id, '') AS workflow_run_id, COALESCE(l.activity_id, '') AS activity_id
-FROM gone g LEFT JOIN reader_leases l ON l.host_task_queue = g.host_task_queue
-	AND l.activity_id IS NOT NULL AND l.expires_at > g.seen_at
-ORDER BY g.host_task_queue, l.session_id`
+SELECT g.host_task_queue AS dead_queue, g.seen_at,
+	COALESCE(r.task_queue, '') AS task_queue, COALESCE(r.workflow_id, '') AS workflow_id,
+	COALESCE(r.workflow_run_id, '') AS workflow_run_id, COALESCE(r.activity_id, '') AS activity_id,
+	COALESCE(r.activity_type, '') AS activity_type, COALESCE(r.attempt, 0) AS attempt
+FROM gone g LEFT JOIN running r ON r.host_task_queue = g.host_task_queue
+ORDER BY g.host_task_queue, r.started_at, r.workflow_id`
 
-// ClaimDeadWorkers takes the dead workers, each with the Relays that held leases on
-// it, and forgets them: each dead worker is returned to one caller once. A worker is
-// dead when it has not marked itself alive for silence, or for grace while the server
-// process of its beat's connection is gone. The caller fails those Relays so their
-// Sessions recover without waiting for Temporal to time them out.
+// ClaimDeadWorkers takes the dead workers, each with the activity attempts it was
+// running, and forgets them: each dead worker is returned to one caller once. A worker
+// is dead when it has not marked itself alive for silence, or for grace while the
+// server process of its beat's connection is gone. The caller fails those attempts so
+// their Sessions recover without waiting for Temporal to time them out.
 func (s *Store) ClaimDeadWorkers(ctx context.Context, silence, grace time.Duration) ([]DeadWorker, error) {
 	var rows []deadWorkerRow
 	if err := scanRaw(s.conn(ctx), &rows, claimDeadWorkersSQL, silence.Seconds(), grace.Seconds()); err != nil {
@@ -115,24 +152,20 @@ func (s *Store) ClaimDeadWorkers(ctx context.Context, silence, grace time.Durati
 			dead = append(dead, DeadWorker{HostTaskQueue: r.DeadQueue, SeenAt: r.SeenAt})
 		}
 		if r.ActivityID == "" {
-			continue // a dead worker that held no Relay
+			continue // a dead worker that was running nothing recorded
 		}
 		w := &dead[len(dead)-1]
-		w.Relays = append(w.Relays, OrphanedRelay{SessionID: r.SessionID, Generation: r.Generation, RelayActivity: RelayActivity{
-			HostTaskQueue: r.DeadQueue, WorkflowID: r.WorkflowID, RunID: r.WorkflowRunID, ActivityID: r.ActivityID,
-		}})
+		a := r.WorkerActivity
+		a.HostTaskQueue = r.DeadQueue
+		w.Activities = append(w.Activities, a)
 	}
 	return dead, nil
 }
 
 // deadWorkerRow is a row claimDeadWorkersSQL returns: a dead worker, with one of its
-// Relays or (ActivityID empty) none.
+// activities or (ActivityID empty) none.
 type deadWorkerRow struct {
-	DeadQueue     string    `gorm:"column:dead_queue"`
-	SeenAt        time.Time `gorm:"column:seen_at"`
-	SessionID     string    `gorm:"column:session_id"`
-	Generation    int64     `gorm:"column:generation"`
-	WorkflowID    string    `gorm:"column:workflow_id"`
-	WorkflowRunID string    `gorm:"column:workflow_run_id"`
-	ActivityID    string    `gorm:"column:activity_id"`
+	DeadQueue string    `gorm:"column:dead_queue"`
+	SeenAt    time.Time `gorm:"column:seen_at"`
+	WorkerActivity
 }

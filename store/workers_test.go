@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -11,39 +12,38 @@ import (
 	"github.com/astrabox/astrabox/store"
 )
 
-// TestClaimDeadWorkersHandsEachDeadWorkersRelaysOut: a worker silent longer than
-// the silence is claimed once, with the Relays that still hold their Sessions'
-// leases on it; a Relay whose lease moved on (a newer Relay elsewhere, or the
-// reconciliation of a lost box) or ran out before the worker's last beat (a Relay
-// that had ended) is not one of them, and a live worker is not claimed.
-func TestClaimDeadWorkersHandsEachDeadWorkersRelaysOut(t *testing.T) {
+// TestClaimDeadWorkersHandsEachDeadWorkersActivitiesOut: a worker silent longer than
+// the silence is claimed once, with the activity attempts it recorded and has not
+// forgotten; an attempt that ended, or whose activity's later attempt runs on another
+// worker, is not one of them, and a live worker is not claimed.
+func TestClaimDeadWorkersHandsEachDeadWorkersActivitiesOut(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	const dead, live = "astrabox/host/dead", "astrabox/host/live"
+	const dead, live, shared = "astrabox/host/dead", "astrabox/host/live", "astrabox"
 	deadBeat, liveBeat := f.st.NewWorkerBeat(dead), f.st.NewWorkerBeat(live)
 	t.Cleanup(func() { _ = deadBeat.Close(); _ = liveBeat.Close() })
 	require.NoError(t, deadBeat.Mark(f.ctx))
 	require.NoError(t, liveBeat.Mark(f.ctx))
 	require.NoError(t, liveBeat.Mark(f.ctx), "a second beat updates the row")
 
-	relayOn := func(sessionID, queue, activityID string) store.ReaderLease {
-		l, err := f.st.AcquireReaderLease(f.ctx, store.LeaseRequest{
-			SessionID: sessionID, Holder: queue + "/" + activityID + "/1", TTL: time.Minute, Steal: true,
-			Relay: &store.RelayActivity{HostTaskQueue: queue, WorkflowID: "session/" + sessionID, RunID: "run-" + sessionID, ActivityID: activityID},
-		})
-		require.NoError(t, err)
-		return l
+	run := func(worker, queue, workflow, activityID, activityType string, attempt int32) store.WorkerActivity {
+		a := store.WorkerActivity{
+			HostTaskQueue: worker, TaskQueue: queue, WorkflowID: "session/" + workflow, RunID: "run-" + workflow,
+			ActivityID: activityID, ActivityType: activityType, Attempt: attempt,
+		}
+		require.NoError(t, f.st.RecordWorkerActivity(f.ctx, a))
+		return a
 	}
-	sessions, _, _ := groupSessions(t, f, 5)
-	orphaned := relayOn(sessions[0], dead, "12")
-	relayOn(sessions[1], live, "7")
-	relayOn(sessions[2], dead, "9")
-	relayOn(sessions[2], live, "15") // the Session's newer Relay runs elsewhere
-	relayOn(sessions[3], dead, "4")
-	_, err := f.st.AcquireReaderLease(f.ctx, store.LeaseRequest{SessionID: sessions[3], Holder: "reconcile", TTL: time.Minute, Steal: true})
-	require.NoError(t, err)
-	relayOn(sessions[4], dead, "3") // a Relay that ended: its lease ran out long ago
-	require.NoError(t, store.ExecForTest(f.ctx, f.st, `UPDATE reader_leases SET expires_at = now() - interval '1 hour' WHERE session_id = ?`, sessions[4]))
+	relay := run(dead, dead, "a", "12", "Relay", 1)
+	prepare := run(dead, shared, "b", "5", "PrepareRuntime", 2)
+	run(live, live, "c", "7", "Relay", 1)
+	ended := run(dead, dead, "d", "9", "Deliver", 1)
+	require.NoError(t, f.st.ForgetWorkerActivity(f.ctx, ended))
+	run(dead, shared, "e", "3", "PrepareRuntime", 1)
+	retried := run(live, shared, "e", "3", "PrepareRuntime", 2) // its retry runs elsewhere
+	require.NoError(t, f.st.ForgetWorkerActivity(f.ctx, store.WorkerActivity{
+		HostTaskQueue: dead, WorkflowID: "session/e", RunID: "run-e", ActivityID: "3", Attempt: 1,
+	}), "the dead attempt's own end leaves the retry's record")
 
 	claimed, err := f.st.ClaimDeadWorkers(f.ctx, time.Hour, time.Hour)
 	require.NoError(t, err)
@@ -66,9 +66,16 @@ func TestClaimDeadWorkersHandsEachDeadWorkersRelaysOut(t *testing.T) {
 	}
 	require.Len(t, got, 1, "the dead worker is claimed once among claims at once")
 	assert.Equal(t, dead, got[0].HostTaskQueue)
-	assert.Equal(t, []store.OrphanedRelay{{SessionID: sessions[0], Generation: orphaned.Generation, RelayActivity: store.RelayActivity{
-		HostTaskQueue: dead, WorkflowID: "session/" + sessions[0], RunID: "run-" + sessions[0], ActivityID: "12",
-	}}}, got[0].Relays)
+	assert.Equal(t, []store.WorkerActivity{relay, prepare}, got[0].Activities)
+	assert.True(t, got[0].Activities[0].OnHostQueue())
+	assert.False(t, got[0].Activities[1].OnHostQueue())
+
+	var onDead int
+	require.NoError(t, store.QueryRowForTest(f.ctx, f.st, `SELECT count(*) FROM worker_activities WHERE host_task_queue = $1`, dead, &onDead))
+	assert.Zero(t, onDead, "the claim took the dead worker's records")
+	var onLive string
+	require.NoError(t, store.QueryRowForTest(f.ctx, f.st, `SELECT string_agg(workflow_id || '/' || attempt, ',' ORDER BY workflow_id) FROM worker_activities WHERE host_task_queue = $1`, live, &onLive))
+	assert.Equal(t, "session/c/1,session/e/"+fmt.Sprint(retried.Attempt), onLive, "the live worker's records stay")
 
 	require.NoError(t, deadBeat.Mark(f.ctx), "a worker that was only slow marks itself alive again")
 	claimed, err = f.st.ClaimDeadWorkers(f.ctx, 30*time.Second, 30*time.Second)
@@ -111,5 +118,5 @@ func TestAWorkerWhoseBeatsConnectionIsGoneIsDeadAfterTheGrace(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, claimed, 1, "only the worker whose connection is gone, after the grace")
 	assert.Equal(t, gone, claimed[0].HostTaskQueue)
-	assert.Empty(t, claimed[0].Relays)
+	assert.Empty(t, claimed[0].Activities)
 }

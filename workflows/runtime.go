@@ -100,6 +100,13 @@ func (w *sessionWorkflow) bringUp(ctx workflow.Context) {
 		w.reconcileLost(ctx)
 		w.s.Need = NeedFresh
 		return
+	case activities.ErrTypeWorkerLost:
+		// The worker activating the runtime died; the box may live on. Reconnect
+		// through a live worker: not a failure of the runtime's.
+		log.Info("activate runtime: its worker died; reconnecting", "error", err)
+		w.s.Placement = prep.Placement
+		w.s.Need = NeedReconnect
+		return
 	case activities.ErrTypeRuntimeStateSaveRequired:
 		// The box holds native state not yet in custody: the next attempt is made in
 		// it, never in a replacement, and a Session that keeps failing is terminated
@@ -298,7 +305,7 @@ func (w *sessionWorkflow) hostGone(ctx workflow.Context, err error) bool {
 	switch errorType(err) {
 	case "":
 		return false
-	case activities.ErrTypeNoLiveRuntime, "Timeout":
+	case activities.ErrTypeNoLiveRuntime, activities.ErrTypeWorkerLost, "Timeout":
 		w.stopRelay(ctx)
 		w.s.Need = NeedReconnect
 		w.setPhase(ctx, PhaseCreating)

@@ -258,6 +258,32 @@ func TestRepeatedPrepareFailureTerminatesUntilRecover(t *testing.T) {
 	require.Equal(t, 1, count(calls, "Relay:9"))
 }
 
+// TestAnActivationWhoseWorkerDiedReconnectsWithoutCountingAFailure: the worker
+// activating the runtime died and another worker failed the activation for it. The
+// box may live on, so the workflow reconnects to it through a live worker, and a
+// worker's death is not the runtime's failure: more of them than maxFailures in a
+// row do not terminate the runtime.
+func TestAnActivationWhoseWorkerDiedReconnectsWithoutCountingAFailure(t *testing.T) {
+	h := newHarness(t)
+	lost := maxFailures + 1
+	h.activate = func(context.Context, activities.ActivateRequest) (activities.ActivateResult, error) {
+		if lost > 0 {
+			lost--
+			return activities.ActivateResult{}, nonRetryable(activities.ErrTypeWorkerLost)
+		}
+		return activities.ActivateResult{HostTaskQueue: testHostQueue}, nil
+	}
+	h.at(step, func() { require.Equal(t, PhaseActive, h.state().Phase) })
+	h.at(2*step, h.signal(SignalLifecycle, Lifecycle{Action: LifecycleDelete}))
+	h.run(SessionStart{SessionID: "s-worker-lost"})
+	require.NoError(t, h.env.GetWorkflowError())
+	calls := h.recorded()
+	require.Zero(t, count(calls, "MarkTerminated"))
+	require.Equal(t, 1, count(calls, "PrepareRuntime:fresh"), "one box")
+	require.Equal(t, maxFailures+1, count(calls, "PrepareRuntime:reconnect"))
+	requireInOrder(t, calls, "ActivateRuntime:box-1:1:", "PrepareRuntime:reconnect", "ActivateRuntime:box-1:1:reconnect", "Relay:1", "Deliver")
+}
+
 // TestPreparationRefusalFailsTheHeldInputsAndTerminatesAtOnce: a configuration
 // failure is not tried again: the held inputs fail with its reason and the runtime is
 // terminated until recovered.
@@ -406,22 +432,29 @@ func TestContinuedRunResumesRelayAndHandsOverCarriedWork(t *testing.T) {
 	require.Equal(t, 0, count(calls, "PrepareRuntime:"))
 }
 
+// TestHostTimeoutReconnects: a host activity that finds no live runtime, or whose
+// worker died (failed by another worker's host watch), means the connection is gone:
+// the workflow reconnects through a live worker and hands the work over again.
 func TestHostTimeoutReconnects(t *testing.T) {
-	h := newHarness(t)
-	delivered := 0
-	h.deliver = func(ctx context.Context, ref activities.RuntimeRef) (activities.DeliverResult, error) {
-		h.record("Deliver")
-		delivered++
-		if delivered == 2 {
-			return activities.DeliverResult{}, nonRetryable(activities.ErrTypeNoLiveRuntime)
-		}
-		return activities.DeliverResult{}, nil
+	for _, errType := range []string{activities.ErrTypeNoLiveRuntime, activities.ErrTypeWorkerLost} {
+		t.Run(errType, func(t *testing.T) {
+			h := newHarness(t)
+			delivered := 0
+			h.deliver = func(ctx context.Context, ref activities.RuntimeRef) (activities.DeliverResult, error) {
+				h.record("Deliver")
+				delivered++
+				if delivered == 2 {
+					return activities.DeliverResult{}, nonRetryable(errType)
+				}
+				return activities.DeliverResult{}, nil
+			}
+			h.at(step, h.signal(SignalInputAccepted, InputAccepted{InputID: "in-5"}))
+			h.at(5*step, h.signal(SignalLifecycle, Lifecycle{Action: LifecycleDelete}))
+			h.run(SessionStart{SessionID: "s-13"})
+			require.NoError(t, h.env.GetWorkflowError())
+			requireInOrder(t, h.recorded(), "Deliver", "Deliver", "PrepareRuntime:reconnect", "ActivateRuntime:box-1:1:reconnect", "Deliver")
+		})
 	}
-	h.at(step, h.signal(SignalInputAccepted, InputAccepted{InputID: "in-5"}))
-	h.at(5*step, h.signal(SignalLifecycle, Lifecycle{Action: LifecycleDelete}))
-	h.run(SessionStart{SessionID: "s-13"})
-	require.NoError(t, h.env.GetWorkflowError())
-	requireInOrder(t, h.recorded(), "Deliver", "Deliver", "PrepareRuntime:reconnect", "ActivateRuntime:box-1:1:reconnect", "Deliver")
 }
 
 // TestInputsAreLeftToARelayThatDeliversOnNotice: once the running Relay observes that

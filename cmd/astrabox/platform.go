@@ -212,6 +212,7 @@ func (p *platform) serveAPI(ctx context.Context, ln net.Listener) error {
 // that marks this worker alive and fails the Relays of dead ones, until ctx is done.
 func (p *platform) runWorker(ctx context.Context) error {
 	hostID := worker.NewHostID()
+	hostTaskQueue := worker.HostTaskQueue(p.cfg.Temporal.TaskQueue, hostID)
 	backends := map[string]sandbox.Backend{}
 	var backend interface {
 		sandbox.Backend
@@ -275,7 +276,7 @@ func (p *platform) runWorker(ctx context.Context) error {
 		Backends:      backends,
 		OpenBox:       func(_ context.Context, h sandbox.Handle) (engines.Box, error) { return enginebox.New(h), nil },
 		Notices:       notices,
-		HostTaskQueue: worker.HostTaskQueue(p.cfg.Temporal.TaskQueue, hostID),
+		HostTaskQueue: hostTaskQueue,
 		PlatformSecrets: func(name string) (string, bool) {
 			v, ok := p.cfg.Secrets.Platform[strings.ToLower(name)]
 			return v.Reveal(), ok && v.IsSet()
@@ -287,6 +288,11 @@ func (p *platform) runWorker(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// The host watch fails a dead worker's activities from their records.
+	recorder, err := hostwatch.NewRecorder(p.store, hostTaskQueue, p.log.Named("hostwatch"))
+	if err != nil {
+		return err
+	}
 	w, err := worker.New(p.temporal, worker.Options{
 		SharedTaskQueue:   p.cfg.Temporal.TaskQueue,
 		HostID:            hostID,
@@ -294,7 +300,7 @@ func (p *platform) runWorker(ctx context.Context) error {
 		Host:              []worker.Registrar{acts.RegisterHost},
 		WorkflowCacheSize: p.cfg.Temporal.WorkflowCacheSize,
 		Logger:            p.log.Named("worker"),
-		Interceptors:      p.tel.WorkerInterceptors(),
+		Interceptors:      append(p.tel.WorkerInterceptors(), recorder),
 		Version:           workerVersion(p.cfg.Temporal.Versioning),
 	})
 	if err != nil {
@@ -310,7 +316,7 @@ func (p *platform) runWorker(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	beat := p.store.NewWorkerBeat(w.HostTaskQueue())
+	beat := p.store.NewWorkerBeat(hostTaskQueue)
 	defer beat.Close()
 	watch, err := hostwatch.New(hostwatch.Options{
 		Beat:      beat,

@@ -48,6 +48,8 @@ func TestFaults(t *testing.T) {
 	f := startFixture(t, faultstack.Options{})
 
 	t.Run("worker killed mid-reply", f.workerKilledMidReply)
+	t.Run("worker killed while it makes the box", f.workerKilledWhileItMakesTheBox)
+	t.Run("worker killed while it starts the runtime", f.workerKilledWhileItStartsTheRuntime)
 	t.Run("worker killed after the program's output was committed", f.workerKilledAfterCommit)
 	t.Run("api killed mid-stream", f.apiKilledMidStream)
 	t.Run("box killed mid-reply", f.boxKilledMidReply)
@@ -158,9 +160,9 @@ func TestTwoWorkersThroughAPostgresRestart(t *testing.T) {
 	f.requireReply(t, ctx, tr, turn)
 	for i, sid := range sessions {
 		f.converse(t, ctx, sid, faultstack.TextTurn(fmt.Sprintf("two-workers-%d-after", i)))
-		ends, err := f.s.RelayEnds(ctx, sid)
+		ends, err := f.s.ActivityEnds(ctx, sid, "Relay")
 		require.NoError(t, err)
-		assert.NotContains(t, ends, activities.ErrTypeRelayWorkerLost, "no live worker was taken for dead (Session %d)", i)
+		assert.NotContains(t, ends, activities.ErrTypeWorkerLost, "no live worker was taken for dead (Session %d)", i)
 	}
 	assert.Equal(t, before, f.workerRows(t, ctx), "each worker's liveness row is the one it started with")
 	a := f.requireAudit(t, ctx, sessions[0], 3)
@@ -316,9 +318,61 @@ func (f *fixture) workerKilledMidReply(t *testing.T) {
 	assert.Equal(t, map[string]int{faultstack.OutcomeComplete: 1}, a.Outcomes)
 	// The new worker found the dead one silent and failed its Relay: the Session did
 	// not wait for the Relay's heartbeat timeout.
-	ends, err := f.s.RelayEnds(ctx, sid)
+	ends, err := f.s.ActivityEnds(ctx, sid, "Relay")
 	require.NoError(t, err)
-	assert.Equal(t, []string{activities.ErrTypeRelayWorkerLost}, ends, "how the Relays that did not complete ended")
+	assert.Equal(t, []string{activities.ErrTypeWorkerLost}, ends, "how the Relays that did not complete ended")
+}
+
+// workerKilledWhileItMakesTheBox: the worker preparing a new Session's box dies, with
+// the Session's first message held. The new worker fails the preparation for it, and
+// Temporal retries it on the new worker at once instead of after the preparation's
+// heartbeat timeout; the message is answered once.
+func (f *fixture) workerKilledWhileItMakesTheBox(t *testing.T) {
+	ctx := f.begin(t)
+	sid := f.newSession(t, ctx, "preparing")
+	turn := faultstack.TextTurn("preparing")
+	receipt, err := f.c.Send(ctx, sid, turn.Content, "m-"+randomHex())
+	require.NoError(t, err)
+	_, err = f.s.WaitActivityRunning(ctx, sid, "PrepareRuntime")
+	require.NoError(t, err)
+	require.NoError(t, f.s.RestartWorker(ctx))
+	tr, err := f.c.Follow(ctx, sid, receipt.OutputSeq, faultstack.FollowOptions{WatchSession: true})
+	require.NoError(t, err, "read the reply (parts so far %v)", tr.Types())
+	f.requireReply(t, ctx, tr, turn)
+	a := f.requireAudit(t, ctx, sid, 1)
+	assert.Equal(t, map[string]int{faultstack.OutcomeComplete: 1}, a.Outcomes)
+	ends, err := f.s.ActivityEnds(ctx, sid, "PrepareRuntime")
+	require.NoError(t, err)
+	assert.Equal(t, []string{activities.ErrTypeWorkerLost}, ends, "how the preparations that did not complete ended")
+}
+
+// workerKilledWhileItStartsTheRuntime: the worker starting a new Session's program
+// in its box dies, with the Session's first message held. The new worker fails the
+// activation for it instead of the Session waiting for the activation's heartbeat
+// timeout and then for its retry on the dead worker's queue; the workflow reconnects
+// to the same box through the new worker, and the message is answered once.
+func (f *fixture) workerKilledWhileItStartsTheRuntime(t *testing.T) {
+	ctx := f.begin(t)
+	sid := f.newSession(t, ctx, "activating")
+	turn := faultstack.TextTurn("activating")
+	receipt, err := f.c.Send(ctx, sid, turn.Content, "m-"+randomHex())
+	require.NoError(t, err)
+	_, err = f.s.WaitActivityRunning(ctx, sid, "ActivateRuntime")
+	require.NoError(t, err)
+	box, err := f.s.SessionBox(ctx, sid)
+	require.NoError(t, err)
+	require.NoError(t, f.s.RestartWorker(ctx))
+	tr, err := f.c.Follow(ctx, sid, receipt.OutputSeq, faultstack.FollowOptions{WatchSession: true})
+	require.NoError(t, err, "read the reply (parts so far %v)", tr.Types())
+	f.requireReply(t, ctx, tr, turn)
+	a := f.requireAudit(t, ctx, sid, 1)
+	assert.Equal(t, map[string]int{faultstack.OutcomeComplete: 1}, a.Outcomes)
+	after, err := f.s.SessionBox(ctx, sid)
+	require.NoError(t, err)
+	assert.Equal(t, box, after, "the same box")
+	ends, err := f.s.ActivityEnds(ctx, sid, "ActivateRuntime")
+	require.NoError(t, err)
+	assert.Equal(t, []string{activities.ErrTypeWorkerLost}, ends, "how the activations that did not complete ended")
 }
 
 // committedChunks makes one reply write more journal lines than the Claude

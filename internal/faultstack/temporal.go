@@ -11,6 +11,7 @@ import (
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	failurepb "go.temporal.io/api/failure/v1"
 	"go.temporal.io/sdk/client"
 	"go.uber.org/zap"
 
@@ -112,17 +113,19 @@ func poll(ctx context.Context, interval time.Duration, what string, cond func() 
 	}
 }
 
-// RelayEnds reads the Session workflow's current run and returns how each of its
-// Relays that did not complete ended: the failure's application error type (such as
-// activities.ErrTypeRelayWorkerLost), "canceled", or "timeout:" and the timeout's kind
-// (a Relay whose worker Temporal gave up on at its heartbeat timeout).
-func (s *Stack) RelayEnds(ctx context.Context, sessionID string) ([]string, error) {
-	tc, err := client.Dial(client.Options{HostPort: s.TemporalAddress(), Logger: logging.NewTemporal(zap.NewNop())})
+// ActivityEnds reads the Session workflow's current run and returns how each attempt
+// of its activityType activities that did not complete ended, in order: the failure's
+// application error type (such as activities.ErrTypeWorkerLost), "canceled", or
+// "timeout:" and the timeout's kind (an attempt whose worker Temporal gave up on at a
+// timeout). An attempt Temporal retried is read from its retry's start, which carries
+// its failure.
+func (s *Stack) ActivityEnds(ctx context.Context, sessionID, activityType string) ([]string, error) {
+	tc, err := s.dialTemporal()
 	if err != nil {
-		return nil, fmt.Errorf("dial temporal: %w", err)
+		return nil, err
 	}
 	defer tc.Close()
-	relays := map[int64]bool{}
+	ours := map[int64]bool{}
 	var ends []string
 	it := tc.GetWorkflowHistory(ctx, workflows.SessionWorkflowID(sessionID), "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	for it.HasNext() {
@@ -132,22 +135,71 @@ func (s *Stack) RelayEnds(ctx context.Context, sessionID string) ([]string, erro
 		}
 		switch {
 		case e.GetActivityTaskScheduledEventAttributes() != nil:
-			relays[e.GetEventId()] = e.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName() == "Relay"
+			ours[e.GetEventId()] = e.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName() == activityType
+		case e.GetActivityTaskStartedEventAttributes() != nil:
+			a := e.GetActivityTaskStartedEventAttributes()
+			if ours[a.GetScheduledEventId()] && a.GetLastFailure() != nil {
+				ends = append(ends, failureEnd(a.GetLastFailure()))
+			}
 		case e.GetActivityTaskFailedEventAttributes() != nil:
 			a := e.GetActivityTaskFailedEventAttributes()
-			if relays[a.GetScheduledEventId()] {
-				ends = append(ends, a.GetFailure().GetApplicationFailureInfo().GetType())
+			if ours[a.GetScheduledEventId()] {
+				ends = append(ends, failureEnd(a.GetFailure()))
 			}
 		case e.GetActivityTaskTimedOutEventAttributes() != nil:
 			a := e.GetActivityTaskTimedOutEventAttributes()
-			if relays[a.GetScheduledEventId()] {
-				ends = append(ends, "timeout:"+a.GetFailure().GetTimeoutFailureInfo().GetTimeoutType().String())
+			if ours[a.GetScheduledEventId()] {
+				ends = append(ends, failureEnd(a.GetFailure()))
 			}
 		case e.GetActivityTaskCanceledEventAttributes() != nil:
-			if relays[e.GetActivityTaskCanceledEventAttributes().GetScheduledEventId()] {
+			if ours[e.GetActivityTaskCanceledEventAttributes().GetScheduledEventId()] {
 				ends = append(ends, "canceled")
 			}
 		}
 	}
 	return ends, nil
+}
+
+// failureEnd names an attempt's failure as ActivityEnds does.
+func failureEnd(f *failurepb.Failure) string {
+	if t := f.GetTimeoutFailureInfo(); t != nil {
+		return "timeout:" + t.GetTimeoutType().String()
+	}
+	return f.GetApplicationFailureInfo().GetType()
+}
+
+// WaitActivityRunning waits until a worker runs an activityType activity of the
+// Session's workflow (Temporal lists it pending and started), and returns its
+// attempt.
+func (s *Stack) WaitActivityRunning(ctx context.Context, sessionID, activityType string) (int32, error) {
+	tc, err := s.dialTemporal()
+	if err != nil {
+		return 0, err
+	}
+	defer tc.Close()
+	var attempt int32
+	// Often: an activation lasts about a second.
+	err = poll(ctx, 20*time.Millisecond, activityType+" to run for session "+sessionID, func() (bool, error) {
+		d, err := tc.DescribeWorkflowExecution(ctx, workflows.SessionWorkflowID(sessionID), "")
+		if err != nil {
+			return false, nil // not started yet
+		}
+		for _, p := range d.GetPendingActivities() {
+			if p.GetActivityType().GetName() == activityType && p.GetState() == enumspb.PENDING_ACTIVITY_STATE_STARTED {
+				attempt = p.GetAttempt()
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	return attempt, err
+}
+
+// dialTemporal connects a client to the stack's Temporal; the caller closes it.
+func (s *Stack) dialTemporal() (client.Client, error) {
+	tc, err := client.Dial(client.Options{HostPort: s.TemporalAddress(), Logger: logging.NewTemporal(zap.NewNop())})
+	if err != nil {
+		return nil, fmt.Errorf("dial temporal: %w", err)
+	}
+	return tc, nil
 }

@@ -70,7 +70,7 @@ func TestDashboardQueriesNameExistingMetrics(t *testing.T) {
 	for _, name := range []string{telemetry.MetricHTTPDuration, telemetry.MetricInputsAccepted, telemetry.MetricInputsAdmitted,
 		telemetry.MetricCustodyHeld, telemetry.MetricCustodyAge, telemetry.MetricCustodyDuration, telemetry.MetricPartsCommitted, telemetry.MetricRelayLag,
 		telemetry.MetricSSEFollowers, telemetry.MetricBoxes, telemetry.MetricPrewarmReady, telemetry.MetricActivityFailures,
-		telemetry.MetricDeadWorkers, telemetry.MetricDeadWorkerRelays} {
+		telemetry.MetricDeadWorkers, telemetry.MetricDeadWorkerActivities} {
 		assert.Contains(t, string(raw), name)
 	}
 }

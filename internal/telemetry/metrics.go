@@ -13,22 +13,22 @@ import (
 
 // Metric names the dashboard (deploy/grafana) and docs/observability.md refer to.
 const (
-	MetricHTTPDuration     = "astrabox_http_request_duration_seconds"
-	MetricInputsAccepted   = "astrabox_inputs_accepted_total"
-	MetricInputsAdmitted   = "astrabox_inputs_admitted_total"
-	MetricInputsHandedOver = "astrabox_inputs_handed_over_total"
-	MetricCustodyHeld      = "astrabox_custody_inputs"
-	MetricCustodyAge       = "astrabox_custody_oldest_age_seconds"
-	MetricCustodyDuration  = "astrabox_custody_duration_seconds"
-	MetricPartsCommitted   = "astrabox_parts_committed_total"
-	MetricRelayLag         = "astrabox_relay_lag_seconds"
-	MetricSSEFollowers     = "astrabox_sse_followers"
-	MetricStreamCatchUps   = "astrabox_stream_catchups_total"
-	MetricBoxes            = "astrabox_boxes"
-	MetricPrewarmReady     = "astrabox_prewarm_pool_ready"
-	MetricActivityFailures = "astrabox_activity_failures_total"
-	MetricDeadWorkers      = "astrabox_dead_workers_total"
-	MetricDeadWorkerRelays = "astrabox_dead_worker_relays_failed_total"
+	MetricHTTPDuration         = "astrabox_http_request_duration_seconds"
+	MetricInputsAccepted       = "astrabox_inputs_accepted_total"
+	MetricInputsAdmitted       = "astrabox_inputs_admitted_total"
+	MetricInputsHandedOver     = "astrabox_inputs_handed_over_total"
+	MetricCustodyHeld          = "astrabox_custody_inputs"
+	MetricCustodyAge           = "astrabox_custody_oldest_age_seconds"
+	MetricCustodyDuration      = "astrabox_custody_duration_seconds"
+	MetricPartsCommitted       = "astrabox_parts_committed_total"
+	MetricRelayLag             = "astrabox_relay_lag_seconds"
+	MetricSSEFollowers         = "astrabox_sse_followers"
+	MetricStreamCatchUps       = "astrabox_stream_catchups_total"
+	MetricBoxes                = "astrabox_boxes"
+	MetricPrewarmReady         = "astrabox_prewarm_pool_ready"
+	MetricActivityFailures     = "astrabox_activity_failures_total"
+	MetricDeadWorkers          = "astrabox_dead_workers_total"
+	MetricDeadWorkerActivities = "astrabox_dead_worker_activities_failed_total"
 )
 
 // scrapeTimeout bounds what a scrape waits for a collector that asks the database
@@ -71,9 +71,9 @@ type Metrics struct {
 	// DeadWorkers counts the workers this worker found dead and claimed
 	// (worker/hostwatch).
 	DeadWorkers prometheus.Counter
-	// DeadWorkerRelays counts the Relays of dead workers this worker failed, so that
-	// their Sessions reconnected.
-	DeadWorkerRelays prometheus.Counter
+	// DeadWorkerActivities counts the activity attempts of dead workers this worker
+	// failed, so that their Sessions went on at once, by activity type.
+	DeadWorkerActivities *prometheus.CounterVec
 }
 
 // NewMetrics returns a fresh registry with the platform's series and the Go runtime
@@ -132,22 +132,26 @@ func NewMetrics(log *zap.Logger) *Metrics {
 			Name: MetricDeadWorkers,
 			Help: "Workers this worker found dead (their beat stopped) and claimed.",
 		}),
-		DeadWorkerRelays: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: MetricDeadWorkerRelays,
-			Help: "Relays of dead workers this worker failed so that their Sessions reconnected.",
-		}),
+		DeadWorkerActivities: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: MetricDeadWorkerActivities,
+			Help: "Activity attempts of dead workers this worker failed so that their Sessions went on at once, by activity type.",
+		}, []string{"activity_type"}),
 	}
 	m.registry.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.HTTPDuration, m.InputsAccepted, m.InputsAdmitted, m.InputsHandedOver, m.CustodyDuration, m.PartsCommitted,
-		m.RelayLag, m.SSEFollowers, m.StreamCatchUps, m.ActivityFailures, m.DeadWorkers, m.DeadWorkerRelays,
+		m.RelayLag, m.SSEFollowers, m.StreamCatchUps, m.ActivityFailures, m.DeadWorkers, m.DeadWorkerActivities,
 	)
 	for _, source := range []string{"notice", "log"} {
 		m.StreamCatchUps.WithLabelValues(source)
 	}
 	for _, source := range []string{"notice", "read"} {
 		m.InputsHandedOver.WithLabelValues(source)
+	}
+	// The activities that heartbeat, whose loss Temporal notices latest.
+	for _, activityType := range []string{"Relay", "PrepareRuntime", "ActivateRuntime"} {
+		m.DeadWorkerActivities.WithLabelValues(activityType)
 	}
 	return m
 }

@@ -1,20 +1,27 @@
 // Package hostwatch owns a worker's liveness record and the failing of a dead
-// worker's Relays. A Relay runs on the host task queue of the worker holding its
-// Session's runtime connection; when that worker dies, Temporal learns of it only at
-// the Relay's heartbeat timeout, and the Session's stream stalls until then. Every
-// worker therefore marks itself alive in PostgreSQL each beat, through a connection it
-// holds for its life (store.WorkerBeat), and claims the workers that stopped: those
-// whose beat's connection is gone (the process died: its operating system closed the
+// worker's activities. When a worker dies, Temporal learns of it only at the timeouts
+// of the activity attempts it was running: a Relay's or a runtime's activation's
+// heartbeat timeout (20 s), a host activity's start-to-close timeout, after which its
+// retry waits on the dead worker's host task queue until its schedule-to-start timeout.
+// The Session waits meanwhile: its stream stalls, or its first reply does not start.
+//
+// Every worker therefore marks itself alive in PostgreSQL each beat, through a
+// connection it holds for its life (store.WorkerBeat), and records the attempts whose
+// loss Temporal would notice late while they run (Recorder): those taken from its host
+// task queue and those that heartbeat. It claims the workers that stopped: those whose
+// beat's connection is gone (the process died: its operating system closed the
 // connection) after a short grace, and those silent for longer (a hung process, or a
-// machine gone without closing anything). It fails each of their Relays by its
-// activity id, and the Session's workflow reconnects at once, as it does after any
-// Relay's end.
+// machine gone without closing anything). It fails each attempt they were running, by
+// its activity id, once Temporal says that attempt is still the one running: a host
+// activity for good (the workflow reconnects through a live worker, as after any
+// Relay's end), any other so that Temporal retries it on a live worker.
 //
 // A worker claims only after its own beats went through without a break for a while
 // (the settling time), so after an outage of PostgreSQL, which ends every connection,
 // every live worker has had the time to mark itself alive again, on a new connection,
-// before anyone is judged. Failing a Relay whose worker was only slow is safe: the
-// reader lease's generation fences it, and it ends at its next heartbeat.
+// before anyone is judged. Failing an attempt whose worker was only slow is safe: the
+// reader lease's generation fences a Relay, which ends at its next heartbeat, and the
+// activities the watch fails are ones the workflow already retries or reconnects after.
 package hostwatch
 
 import (
@@ -25,6 +32,7 @@ import (
 	"time"
 
 	commonpb "go.temporal.io/api/common/v1"
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
@@ -52,10 +60,10 @@ const (
 	// DefaultSettle is how long a worker's own beats must have gone through without a
 	// break before it judges others.
 	DefaultSettle = 3 * time.Second
-	// DefaultGiveUp is how long a claimed Relay is tried again while Temporal refuses
-	// its failure; by then its heartbeat timeout has ended it anyway.
+	// DefaultGiveUp is how long a claimed attempt is tried again while Temporal refuses
+	// its failure; by then its own timeouts have ended it anyway.
 	DefaultGiveUp = time.Minute
-	// failAtOnce bounds the calls failing a dead worker's Relays at once.
+	// failAtOnce bounds the attempts of dead workers failed at once.
 	failAtOnce = 16
 )
 
@@ -81,6 +89,11 @@ type Temporal interface {
 	ResetStickyTaskQueue(ctx context.Context, namespace, workflowID, runID string) error
 	// CompleteActivityByID completes (with err: fails) a running activity by its id.
 	CompleteActivityByID(ctx context.Context, namespace, workflowID, runID, activityID string, result interface{}, err error) error
+	// RunningAttempt is the attempt of the workflow's activity that a worker runs now,
+	// or 0 when none does (the activity ended, or waits to be retried). An id names
+	// only the activity, so the watch fails it only while its attempt is the one the
+	// dead worker ran.
+	RunningAttempt(ctx context.Context, namespace, workflowID, runID, activityID string) (int32, error)
 }
 
 // Client adapts a Temporal client to Temporal.
@@ -93,6 +106,27 @@ func (c temporalClient) ResetStickyTaskQueue(ctx context.Context, namespace, wor
 		Namespace: namespace, Execution: &commonpb.WorkflowExecution{WorkflowId: workflowID, RunId: runID},
 	})
 	return err
+}
+
+func (c temporalClient) RunningAttempt(ctx context.Context, namespace, workflowID, runID, activityID string) (int32, error) {
+	d, err := c.WorkflowService().DescribeWorkflowExecution(ctx, &workflowservice.DescribeWorkflowExecutionRequest{
+		Namespace: namespace, Execution: &commonpb.WorkflowExecution{WorkflowId: workflowID, RunId: runID},
+	})
+	if err != nil {
+		return 0, err
+	}
+	for _, p := range d.GetPendingActivities() {
+		if p.GetActivityId() != activityID {
+			continue
+		}
+		// A cancellation asked of a started attempt leaves it running until its
+		// worker answers; an attempt not started yet is cancelled by Temporal itself.
+		switch p.GetState() {
+		case enumspb.PENDING_ACTIVITY_STATE_STARTED, enumspb.PENDING_ACTIVITY_STATE_CANCEL_REQUESTED:
+			return p.GetAttempt(), nil
+		}
+	}
+	return 0, nil
 }
 
 // Options configures a Watch.
@@ -113,29 +147,30 @@ type Options struct {
 	// Settle is how long this worker's own beats must have gone through before it
 	// judges others; zero is DefaultSettle.
 	Settle time.Duration
-	// GiveUp bounds how long a claimed Relay is tried again; zero is DefaultGiveUp.
+	// GiveUp bounds how long a claimed attempt is tried again; zero is DefaultGiveUp.
 	GiveUp time.Duration
 	// Now is the clock; nil is time.Now.
 	Now    func() time.Time
 	Logger *zap.Logger
-	// Metrics counts the dead workers claimed and their Relays failed; nil keeps them
-	// in a registry of the watch's own.
+	// Metrics counts the dead workers claimed and their attempts failed; nil keeps
+	// them in a registry of the watch's own.
 	Metrics *telemetry.Metrics
 }
 
-// Watch beats for its worker and fails the Relays of dead ones. Every worker runs one.
+// Watch beats for its worker and fails the activities of dead ones. Every worker runs
+// one.
 type Watch struct {
 	opts Options
 	// aliveSince is when this worker's unbroken run of beats began (zero after a
 	// failed or late beat), and lastBeat when its last beat went through.
 	aliveSince, lastBeat time.Time
-	// pending are claimed Relays whose failure Temporal has not taken yet.
-	pending []claimedRelay
+	// pending are claimed attempts whose failure Temporal has not taken yet.
+	pending []claimedActivity
 }
 
-// claimedRelay is a dead worker's Relay to fail.
-type claimedRelay struct {
-	store.OrphanedRelay
+// claimedActivity is a dead worker's activity attempt to fail.
+type claimedActivity struct {
+	store.WorkerActivity
 	claimedAt time.Time
 }
 
@@ -183,7 +218,7 @@ func (w *Watch) Run(ctx context.Context) error {
 }
 
 // Beat marks this worker alive, claims the dead workers once its own beats have gone
-// through unbroken for the settling time, and fails the Relays claimed so far (which
+// through unbroken for the settling time, and fails the attempts claimed so far (which
 // needs Temporal only, so it goes on while PostgreSQL is down). Each step's failure is
 // logged; the next beat tries again. The claim and the failing take a beat's time at
 // most, whatever Temporal and PostgreSQL do: a worker that stopped beating to fail a
@@ -218,7 +253,7 @@ func (w *Watch) mark(ctx context.Context) bool {
 	return err == nil
 }
 
-// claim takes the dead workers and queues their Relays to fail.
+// claim takes the dead workers and queues their attempts to fail.
 func (w *Watch) claim(ctx context.Context, now time.Time) {
 	cctx, cancel := context.WithTimeout(ctx, w.opts.Every)
 	defer cancel()
@@ -231,16 +266,16 @@ func (w *Watch) claim(ctx context.Context, now time.Time) {
 	}
 	w.opts.Metrics.DeadWorkers.Add(float64(len(dead)))
 	for _, d := range dead {
-		w.opts.Logger.Info("worker stopped marking itself alive; failing its Relays",
-			zap.String("dead_host_task_queue", d.HostTaskQueue), zap.Time("seen_at", d.SeenAt), zap.Int("relays", len(d.Relays)))
-		for _, r := range d.Relays {
-			w.pending = append(w.pending, claimedRelay{OrphanedRelay: r, claimedAt: now})
+		w.opts.Logger.Info("worker stopped marking itself alive; failing its activities",
+			zap.String("dead_host_task_queue", d.HostTaskQueue), zap.Time("seen_at", d.SeenAt), zap.Int("activities", len(d.Activities)))
+		for _, a := range d.Activities {
+			w.pending = append(w.pending, claimedActivity{WorkerActivity: a, claimedAt: now})
 		}
 	}
 }
 
-// failClaimed fails each claimed Relay with ErrTypeRelayWorkerLost, until ctx ends.
-// A Relay Temporal no longer knows has ended already; one whose failure Temporal
+// failClaimed fails each claimed attempt with ErrTypeWorkerLost, until ctx ends. An
+// attempt Temporal no longer runs has ended already; one whose failure Temporal
 // refused, or that ctx left untried, is tried at the next beat, until GiveUp.
 func (w *Watch) failClaimed(ctx context.Context, now time.Time) {
 	if len(w.pending) == 0 {
@@ -249,53 +284,71 @@ func (w *Watch) failClaimed(ctx context.Context, now time.Time) {
 	kept := make([]bool, len(w.pending))
 	var g errgroup.Group
 	g.SetLimit(failAtOnce)
-	for i, r := range w.pending {
+	for i, a := range w.pending {
 		g.Go(func() error {
-			kept[i] = !w.fail(ctx, r, now)
+			kept[i] = !w.fail(ctx, a, now)
 			return nil
 		})
 	}
 	_ = g.Wait()
 	left := w.pending[:0]
-	for i, r := range w.pending {
+	for i, a := range w.pending {
 		if kept[i] {
-			left = append(left, r)
+			left = append(left, a)
 		}
 	}
 	clear(w.pending[len(left):])
 	w.pending = left
 }
 
-// fail fails one Relay and reports whether it is settled (failed, already ended, or
-// given up on). The workflow's stickiness is reset first: the dead worker may be the
-// one that last ran the workflow, and Temporal would offer the task the failure
-// schedules to that worker's sticky queue, waiting for its sticky timeout (5 s)
-// before another worker gets it. On a live worker the reset costs one replay.
-func (w *Watch) fail(ctx context.Context, r claimedRelay, now time.Time) bool {
-	log := w.opts.Logger.With(zap.String("session_id", r.SessionID), zap.String("activity_id", r.ActivityID),
-		zap.String("dead_host_task_queue", r.HostTaskQueue))
-	lost := temporal.NewNonRetryableApplicationError(
-		fmt.Sprintf("the Relay's worker %s stopped marking itself alive", r.HostTaskQueue), activities.ErrTypeRelayWorkerLost, nil)
-	if err := w.opts.Temporal.ResetStickyTaskQueue(ctx, w.opts.Namespace, r.WorkflowID, r.RunID); err != nil && ctx.Err() == nil {
-		// Only the wait for the sticky timeout is at stake: fail the Relay anyway.
-		log.Info("reset the stickiness of a dead worker's workflow", zap.Error(err))
-	}
-	err := w.opts.Temporal.CompleteActivityByID(ctx, w.opts.Namespace, r.WorkflowID, r.RunID, r.ActivityID, nil, lost)
+// fail fails one attempt and reports whether it is settled (failed, no longer the one
+// running, or given up on). The workflow's stickiness is reset first: the dead worker
+// may be the one that last ran the workflow, and Temporal would offer the task the
+// failure schedules to that worker's sticky queue, waiting for its sticky timeout (5
+// s) before another worker gets it. On a live worker the reset costs one replay.
+func (w *Watch) fail(ctx context.Context, a claimedActivity, now time.Time) bool {
+	log := w.opts.Logger.With(zap.String("workflow_id", a.WorkflowID), zap.String("activity", a.ActivityType),
+		zap.String("activity_id", a.ActivityID), zap.Int32("attempt", a.Attempt), zap.String("dead_host_task_queue", a.HostTaskQueue))
+	err := w.failAttempt(ctx, a)
 	var notFound *serviceerror.NotFound
 	switch {
 	case err == nil:
-		log.Info("failed the Relay of a dead worker")
-		w.opts.Metrics.DeadWorkerRelays.Inc()
 		return true
 	case errors.As(err, &notFound):
-		return true
-	case now.Sub(r.claimedAt) >= w.opts.GiveUp:
-		log.Warn("gave up failing the Relay of a dead worker", zap.Error(err))
+		return true // the workflow or the attempt ended meanwhile
+	case now.Sub(a.claimedAt) >= w.opts.GiveUp:
+		log.Warn("gave up failing the activity of a dead worker", zap.Error(err))
 		return true
 	default:
 		if ctx.Err() == nil {
-			log.Info("fail the Relay of a dead worker; trying again", zap.Error(err))
+			log.Info("fail the activity of a dead worker; trying again", zap.Error(err))
 		}
 		return false
 	}
+}
+
+// failAttempt fails the attempt if it is still the one running. A host activity
+// fails for good: its retry would go to the dead worker's own queue. Any other is
+// retried by Temporal on a live worker.
+func (w *Watch) failAttempt(ctx context.Context, a claimedActivity) error {
+	running, err := w.opts.Temporal.RunningAttempt(ctx, w.opts.Namespace, a.WorkflowID, a.RunID, a.ActivityID)
+	if err != nil || running != a.Attempt {
+		return err
+	}
+	if err := w.opts.Temporal.ResetStickyTaskQueue(ctx, w.opts.Namespace, a.WorkflowID, a.RunID); err != nil && ctx.Err() == nil {
+		// Only the wait for the sticky timeout is at stake: fail the attempt anyway.
+		w.opts.Logger.Info("reset the stickiness of a dead worker's workflow", zap.String("workflow_id", a.WorkflowID), zap.Error(err))
+	}
+	reason := fmt.Sprintf("the worker %s running attempt %d of %s stopped marking itself alive", a.HostTaskQueue, a.Attempt, a.ActivityType)
+	lost := temporal.NewApplicationError(reason, activities.ErrTypeWorkerLost)
+	if a.OnHostQueue() {
+		lost = temporal.NewNonRetryableApplicationError(reason, activities.ErrTypeWorkerLost, nil)
+	}
+	if err := w.opts.Temporal.CompleteActivityByID(ctx, w.opts.Namespace, a.WorkflowID, a.RunID, a.ActivityID, nil, lost); err != nil {
+		return err
+	}
+	w.opts.Logger.Info("failed the activity of a dead worker", zap.String("workflow_id", a.WorkflowID),
+		zap.String("activity", a.ActivityType), zap.String("activity_id", a.ActivityID), zap.Bool("retried", !a.OnHostQueue()))
+	w.opts.Metrics.DeadWorkerActivities.WithLabelValues(a.ActivityType).Inc()
+	return nil
 }

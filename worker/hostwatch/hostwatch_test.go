@@ -50,12 +50,25 @@ func (s *fakeStore) ClaimDeadWorkers(_ context.Context, silence, grace time.Dura
 }
 
 // fakeTemporal records the activities failed and answers with the next scripted
-// error for each.
+// error for each. An activity runs its first attempt unless attempts says otherwise.
 type fakeTemporal struct {
-	mu      sync.Mutex
-	answers map[string][]error
-	failed  map[string][]error
-	reset   []string
+	mu       sync.Mutex
+	answers  map[string][]error
+	attempts map[string]int32
+	failed   map[string][]error
+	reset    []string
+}
+
+func (c *fakeTemporal) RunningAttempt(_ context.Context, namespace, workflowID, runID, activityID string) (int32, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if namespace != "ns" || runID == "" {
+		return 0, errors.New("unexpected call")
+	}
+	if attempt, ok := c.attempts[workflowID+"/"+activityID]; ok {
+		return attempt, nil
+	}
+	return 1, nil
 }
 
 func (c *fakeTemporal) ResetStickyTaskQueue(_ context.Context, namespace, workflowID, runID string) error {
@@ -83,17 +96,28 @@ func (c *fakeTemporal) CompleteActivityByID(_ context.Context, namespace, workfl
 	return answers[0]
 }
 
-func relay(session, activityID string) store.OrphanedRelay {
-	return store.OrphanedRelay{SessionID: session, Generation: 3, RelayActivity: store.RelayActivity{
-		HostTaskQueue: "q/host/dead", WorkflowID: "session/" + session, RunID: "run-" + session, ActivityID: activityID,
-	}}
+const deadQueue = "q/host/dead"
+
+// relay is a Relay the dead worker ran, taken from its host task queue.
+func relay(session, activityID string) store.WorkerActivity {
+	return running(session, activityID, "Relay", deadQueue, 1)
+}
+
+// running is an attempt the dead worker ran, taken from queue.
+func running(session, activityID, activityType, queue string, attempt int32) store.WorkerActivity {
+	return store.WorkerActivity{
+		HostTaskQueue: deadQueue, TaskQueue: queue, WorkflowID: "session/" + session, RunID: "run-" + session,
+		ActivityID: activityID, ActivityType: activityType, Attempt: attempt,
+	}
 }
 
 // TestWatchClaimsOnlyAfterItsOwnBeatsWentThroughForTheSettlingTime: after PostgreSQL
 // was down, a worker judges no other before it has beaten without a break for the
 // settling time, so every live worker had the time to beat again. A dead worker's
-// Relays are failed with ErrTypeRelayWorkerLost; one Temporal refused is tried again
-// at the next beat, and one Temporal no longer knows is settled.
+// attempts are failed with ErrTypeWorkerLost, for good when taken from its host task
+// queue and retryably when not, once Temporal says they are still the ones running;
+// one whose failure Temporal refused is tried again at the next beat, and one Temporal
+// no longer knows is settled.
 func TestWatchClaimsOnlyAfterItsOwnBeatsWentThroughForTheSettlingTime(t *testing.T) {
 	t.Parallel()
 	now := time.Unix(1_000_000, 0)
@@ -102,6 +126,11 @@ func TestWatchClaimsOnlyAfterItsOwnBeatsWentThroughForTheSettlingTime(t *testing
 		answers: map[string][]error{
 			"session/b": {errors.New("frontend unavailable")},
 			"session/c": {serviceerror.NewNotFound("activity not found")},
+		},
+		attempts: map[string]int32{
+			"session/d/5": 2, // this attempt, on the shared queue
+			"session/e/5": 3, // retried since, on another worker
+			"session/f/8": 0, // ended since
 		},
 		failed: map[string][]error{},
 	}
@@ -126,20 +155,26 @@ func TestWatchClaimsOnlyAfterItsOwnBeatsWentThroughForTheSettlingTime(t *testing
 	beat()
 	beat()
 	assert.Zero(t, st.claims, "three beats of one second each since the outage are not yet the settling time")
-	st.dead = []store.DeadWorker{{HostTaskQueue: "q/host/dead", Relays: []store.OrphanedRelay{relay("a", "12"), relay("b", "7"), relay("c", "9")}}}
+	st.dead = []store.DeadWorker{{HostTaskQueue: deadQueue, Activities: []store.WorkerActivity{
+		relay("a", "12"), relay("b", "7"), relay("c", "9"),
+		running("d", "5", "PrepareRuntime", "q", 2),
+		running("e", "5", "PrepareRuntime", "q", 2),
+		running("f", "8", "Deliver", deadQueue, 1),
+	}}}
 	beat()
 	assert.Equal(t, 1, st.claims)
 	assert.Equal(t, []time.Duration{hostwatch.DefaultSilence, hostwatch.DefaultGrace}, []time.Duration{st.silence, st.grace})
 	assert.Equal(t, 1.0, promtest.ToFloat64(metrics.DeadWorkers))
-	assert.Equal(t, 1.0, promtest.ToFloat64(metrics.DeadWorkerRelays), "the failure Temporal took; the one it refused is tried again, the one it no longer knew had ended")
-	require.Len(t, tc.failed, 3, "every Relay of the dead worker was failed")
-	assert.ElementsMatch(t, []string{"session/a", "session/b", "session/c"}, tc.reset,
+	assert.Equal(t, 1.0, promtest.ToFloat64(metrics.DeadWorkerActivities.WithLabelValues("Relay")), "the failure Temporal took; the one it refused is tried again, the one it no longer knew had ended")
+	assert.Equal(t, 1.0, promtest.ToFloat64(metrics.DeadWorkerActivities.WithLabelValues("PrepareRuntime")))
+	require.Len(t, tc.failed, 4, "every attempt the dead worker was running still was failed")
+	assert.ElementsMatch(t, []string{"session/a", "session/b", "session/c", "session/d"}, tc.reset,
 		"each workflow's next task goes to the task queue, not to the dead worker's sticky queue")
 	for id, errs := range tc.failed {
 		var app *temporal.ApplicationError
 		require.ErrorAs(t, errs[0], &app, id)
-		assert.Equal(t, activities.ErrTypeRelayWorkerLost, app.Type(), id)
-		assert.True(t, app.NonRetryable(), id)
+		assert.Equal(t, activities.ErrTypeWorkerLost, app.Type(), id)
+		assert.Equal(t, id != "session/d/5", app.NonRetryable(), "%s: a host activity fails for good, one from the shared queue is retried", id)
 	}
 
 	st.down = true
@@ -149,10 +184,13 @@ func TestWatchClaimsOnlyAfterItsOwnBeatsWentThroughForTheSettlingTime(t *testing
 	assert.Equal(t, claims, st.claims, "no claim without a beat of its own")
 	assert.Len(t, tc.failed["session/a/12"], 1, "a failed Relay is settled")
 	assert.Len(t, tc.failed["session/c/9"], 1, "a Relay Temporal no longer knows is settled")
+	assert.Len(t, tc.failed["session/d/5"], 1, "a failed preparation is settled")
 	assert.Len(t, tc.failed["session/b/7"], 2, "a Relay whose failure Temporal refused is tried again, with PostgreSQL down too")
 	beat()
 	assert.Len(t, tc.failed["session/b/7"], 2, "and settled once Temporal took it")
-	assert.Equal(t, 2.0, promtest.ToFloat64(metrics.DeadWorkerRelays))
+	assert.Equal(t, 2.0, promtest.ToFloat64(metrics.DeadWorkerActivities.WithLabelValues("Relay")))
+	assert.NotContains(t, tc.failed, "session/e/5", "an attempt retried elsewhere is left to run")
+	assert.NotContains(t, tc.failed, "session/f/8", "an attempt that ended is left")
 
 	// A beat that comes late (the process was stopped) starts the run again too.
 	claims = st.claims
@@ -175,11 +213,16 @@ func TestNewRefusesAGraceOrSettlingTimeShorterThanTwoBeats(t *testing.T) {
 // before that.
 type stuckTemporal struct{ calls atomic.Int64 }
 
-func (c *stuckTemporal) ResetStickyTaskQueue(ctx context.Context, _, _, _ string) error {
+func (c *stuckTemporal) RunningAttempt(ctx context.Context, _, _, _, _ string) (int32, error) {
 	if ctx.Err() != nil {
-		return ctx.Err()
+		return 0, ctx.Err()
 	}
 	c.calls.Add(1)
+	<-ctx.Done()
+	return 0, ctx.Err()
+}
+
+func (c *stuckTemporal) ResetStickyTaskQueue(ctx context.Context, _, _, _ string) error {
 	<-ctx.Done()
 	return ctx.Err()
 }
@@ -205,11 +248,11 @@ func TestABeatTakesABeatsTimeWhenTemporalDoesNotAnswer(t *testing.T) {
 		Now: func() time.Time { return now }, Logger: zap.NewNop(),
 	})
 	require.NoError(t, err)
-	var relays []store.OrphanedRelay
+	var relays []store.WorkerActivity
 	for i := range 1000 {
 		relays = append(relays, relay(fmt.Sprint(i), "5"))
 	}
-	st.dead = []store.DeadWorker{{HostTaskQueue: "q/host/dead", Relays: relays}}
+	st.dead = []store.DeadWorker{{HostTaskQueue: deadQueue, Activities: relays}}
 	ctx, cancel := context.WithTimeout(testutil.Context(t), time.Minute)
 	defer cancel()
 	for range 4 {

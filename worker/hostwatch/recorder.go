@@ -1,0 +1,93 @@
+package hostwatch
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/interceptor"
+	"go.uber.org/zap"
+
+	"github.com/astrabox/astrabox/store"
+)
+
+// recordTimeout bounds each of the record's statements: the record only shortens
+// the wait after a death, so an activity does not wait long on a slow database for it.
+const recordTimeout = 2 * time.Second
+
+// Records keeps the record of the activity attempts a worker runs (store.Store).
+type Records interface {
+	RecordWorkerActivity(ctx context.Context, a store.WorkerActivity) error
+	ForgetWorkerActivity(ctx context.Context, a store.WorkerActivity) error
+}
+
+var _ Records = (*store.Store)(nil)
+
+// Recorder is the worker interceptor that records, while they run, the activity
+// attempts of this worker whose loss Temporal would notice late: those taken from its
+// host task queue (a Relay, a runtime's activation, the hand-over of work to a live
+// runtime) and those that heartbeat (a runtime's preparation). The others, short
+// activities on the shared queue, cost no statement: their start-to-close timeouts
+// are short and their retries reach any worker.
+type Recorder struct {
+	interceptor.WorkerInterceptorBase
+	records       Records
+	hostTaskQueue string
+	log           *zap.Logger
+}
+
+// NewRecorder returns the recorder of the worker whose host task queue is
+// hostTaskQueue.
+func NewRecorder(records Records, hostTaskQueue string, log *zap.Logger) (*Recorder, error) {
+	if records == nil || hostTaskQueue == "" || log == nil {
+		return nil, errors.New("hostwatch: a recorder needs its records, its host task queue and a logger")
+	}
+	return &Recorder{records: records, hostTaskQueue: hostTaskQueue, log: log}, nil
+}
+
+// InterceptActivity wraps each activity's execution with its record.
+func (r *Recorder) InterceptActivity(ctx context.Context, next interceptor.ActivityInboundInterceptor) interceptor.ActivityInboundInterceptor {
+	i := &recordingInbound{recorder: r}
+	i.Next = next
+	return i
+}
+
+type recordingInbound struct {
+	interceptor.ActivityInboundInterceptorBase
+	recorder *Recorder
+}
+
+// ExecuteActivity records the attempt before it runs and forgets it once it ended. A
+// record that failed only leaves the attempt to Temporal's timeouts, should this
+// worker die: the activity runs anyway.
+func (i *recordingInbound) ExecuteActivity(ctx context.Context, in *interceptor.ExecuteActivityInput) (interface{}, error) {
+	r := i.recorder
+	info := activity.GetInfo(ctx)
+	if info.IsLocalActivity || (info.TaskQueue != r.hostTaskQueue && info.HeartbeatTimeout == 0) {
+		return i.Next.ExecuteActivity(ctx, in)
+	}
+	a := store.WorkerActivity{
+		HostTaskQueue: r.hostTaskQueue, TaskQueue: info.TaskQueue,
+		WorkflowID: info.WorkflowExecution.ID, RunID: info.WorkflowExecution.RunID,
+		ActivityID: info.ActivityID, ActivityType: info.ActivityType.Name, Attempt: info.Attempt,
+	}
+	rctx, cancel := context.WithTimeout(ctx, recordTimeout)
+	err := r.records.RecordWorkerActivity(rctx, a)
+	cancel()
+	if err != nil {
+		r.log.Warn("record a running activity", zap.String("workflow_id", a.WorkflowID), zap.String("activity", a.ActivityType), zap.Error(err))
+		return i.Next.ExecuteActivity(ctx, in)
+	}
+	defer func() {
+		// The activity's context may be cancelled by now; the record must still go.
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+		defer cancel()
+		if err := r.records.ForgetWorkerActivity(fctx, a); err != nil {
+			// A record left behind is harmless: should this worker die, the attempt it
+			// names is not running, and the watch leaves it.
+			r.log.Info("forget an ended activity", zap.String("workflow_id", a.WorkflowID), zap.String("activity", a.ActivityType), zap.Error(err))
+		}
+	}()
+	return i.Next.ExecuteActivity(ctx, in)
+}

@@ -1,0 +1,102 @@
+package hostwatch_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/interceptor"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+	"go.uber.org/zap"
+
+	"github.com/astrabox/astrabox/internal/testutil"
+	"github.com/astrabox/astrabox/store"
+	"github.com/astrabox/astrabox/worker/hostwatch"
+)
+
+const hostQueue = "q/host/recorder"
+
+// TestTheRecorderRecordsTheAttemptsTemporalWouldMissLate: while they run, a worker's
+// activities taken from its host task queue and those that heartbeat are recorded
+// under the worker, so that a dead worker's claim hands them out; a short activity on
+// the shared queue costs no record, and every record is gone once its attempt ended.
+func TestTheRecorderRecordsTheAttemptsTemporalWouldMissLate(t *testing.T) {
+	t.Parallel()
+	st, _ := testutil.NewDB(t)
+	rec, err := hostwatch.NewRecorder(st, hostQueue, zap.NewNop())
+	require.NoError(t, err)
+
+	// running claims this worker, as if dead, and returns the attempts it was running.
+	running := func(ctx context.Context) ([]store.WorkerActivity, error) {
+		beat := st.NewWorkerBeat(hostQueue)
+		defer beat.Close()
+		if err := beat.Mark(ctx); err != nil {
+			return nil, err
+		}
+		dead, err := st.ClaimDeadWorkers(ctx, 0, 0)
+		if err != nil || len(dead) == 0 {
+			return nil, err
+		}
+		return dead[0].Activities, nil
+	}
+	probe := func(ctx context.Context) ([]store.WorkerActivity, error) { return running(ctx) }
+	probeWorkflow := func(ctx workflow.Context) ([][]store.WorkerActivity, error) {
+		short := workflow.ActivityOptions{StartToCloseTimeout: time.Minute}
+		host := short
+		host.TaskQueue = hostQueue
+		heartbeating := short
+		heartbeating.HeartbeatTimeout = time.Minute
+		var seen [][]store.WorkerActivity
+		for _, opts := range []workflow.ActivityOptions{host, heartbeating, short} {
+			var got []store.WorkerActivity
+			if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), "Probe").Get(ctx, &got); err != nil {
+				return nil, err
+			}
+			seen = append(seen, got)
+		}
+		return seen, nil
+	}
+
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestWorkflowEnvironment()
+	env.SetWorkerOptions(worker.Options{Interceptors: []interceptor.WorkerInterceptor{rec}})
+	env.RegisterActivityWithOptions(probe, activity.RegisterOptions{Name: "Probe"})
+	env.RegisterWorkflowWithOptions(probeWorkflow, workflow.RegisterOptions{Name: "ProbeWorkflow"})
+	env.ExecuteWorkflow("ProbeWorkflow")
+	require.True(t, env.IsWorkflowCompleted())
+	require.NoError(t, env.GetWorkflowError())
+	var seen [][]store.WorkerActivity
+	require.NoError(t, env.GetWorkflowResult(&seen))
+	require.Len(t, seen, 3)
+
+	for i, name := range []string{"the host activity", "the heartbeating activity"} {
+		require.Len(t, seen[i], 1, name)
+		a := seen[i][0]
+		assert.Equal(t, "Probe", a.ActivityType, name)
+		assert.Equal(t, hostQueue, a.HostTaskQueue, name)
+		assert.NotEmpty(t, a.WorkflowID, name)
+		assert.NotEmpty(t, a.RunID, name)
+		assert.NotEmpty(t, a.ActivityID, name)
+		assert.Equal(t, int32(1), a.Attempt, name)
+	}
+	assert.True(t, seen[0][0].OnHostQueue(), "taken from the host task queue")
+	assert.False(t, seen[1][0].OnHostQueue(), "taken from the shared queue")
+	assert.Empty(t, seen[2], "a short activity on the shared queue is not recorded")
+
+	left, err := running(testutil.Context(t))
+	require.NoError(t, err)
+	assert.Empty(t, left, "every record is gone with its attempt")
+}
+
+func TestNewRecorderRefusesMissingParts(t *testing.T) {
+	t.Parallel()
+	_, err := hostwatch.NewRecorder(nil, hostQueue, zap.NewNop())
+	require.Error(t, err)
+	_, err = hostwatch.NewRecorder(&store.Store{}, "", zap.NewNop())
+	require.Error(t, err)
+}
