@@ -329,7 +329,24 @@ func (p *platform) runWorker(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	parts := []func(context.Context) error{w.Run, sweeper.Run, watch.Run}
+	// The watch beats until the Temporal workers have stopped, not only until the
+	// process is asked to stop: the others must not take this worker for dead while it
+	// finishes the activities it runs.
+	workersStopped := make(chan struct{})
+	runWorkers := func(ctx context.Context) error {
+		defer close(workersStopped)
+		return w.Run(ctx)
+	}
+	runWatch := func(ctx context.Context) error {
+		wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		defer cancel()
+		go func() {
+			<-workersStopped
+			cancel()
+		}()
+		return watch.Run(wctx)
+	}
+	parts := []func(context.Context) error{runWorkers, sweeper.Run, runWatch}
 	if backend != nil {
 		parts = append(parts, func(ctx context.Context) error { return p.syncPrewarmPools(ctx, backend) })
 		p.tel.Metrics.WatchBackend(backend, poolDepths(backend))

@@ -65,6 +65,18 @@ func (s *Stack) KillWorker(ctx context.Context) error {
 	return s.killRole(ctx, &s.worker)
 }
 
+// StopWorker asks the worker to stop (SIGTERM), as a deployment's rollout does, and
+// waits until it exited; its boxes keep running.
+func (s *Stack) StopWorker(ctx context.Context) error {
+	s.mu.Lock()
+	c := s.worker
+	s.mu.Unlock()
+	if c == nil {
+		return nil
+	}
+	return c.stop(ctx)
+}
+
 // WorkerPIDs returns the process id of each worker process the stack runs, by its
 // name in the logs ("worker", or the name StartExtra gave it). A worker's host task
 // queue names its pid, so a caller can tell which worker holds a Session.

@@ -50,6 +50,7 @@ func TestFaults(t *testing.T) {
 	t.Run("worker killed mid-reply", f.workerKilledMidReply)
 	t.Run("worker killed while it makes the box", f.workerKilledWhileItMakesTheBox)
 	t.Run("worker killed while it starts the runtime", f.workerKilledWhileItStartsTheRuntime)
+	t.Run("worker stopped while it starts the runtime", f.workerStoppedWhileItStartsTheRuntime)
 	t.Run("worker killed after the program's output was committed", f.workerKilledAfterCommit)
 	t.Run("api killed mid-stream", f.apiKilledMidStream)
 	t.Run("box killed mid-reply", f.boxKilledMidReply)
@@ -352,16 +353,29 @@ func (f *fixture) workerKilledWhileItMakesTheBox(t *testing.T) {
 // timeout and then for its retry on the dead worker's queue; the workflow reconnects
 // to the same box through the new worker, and the message is answered once.
 func (f *fixture) workerKilledWhileItStartsTheRuntime(t *testing.T) {
+	f.workerGoneWhileItStartsTheRuntime(t, "activating", f.s.KillWorker)
+}
+
+// workerStoppedWhileItStartsTheRuntime: the same with the worker asked to stop, as a
+// rollout does. The activation its stop cut short fails for good instead of being
+// retried on the stopped worker's queue, where it would wait out its schedule-to-start
+// timeout.
+func (f *fixture) workerStoppedWhileItStartsTheRuntime(t *testing.T) {
+	f.workerGoneWhileItStartsTheRuntime(t, "activating-stopped", f.s.StopWorker)
+}
+
+func (f *fixture) workerGoneWhileItStartsTheRuntime(t *testing.T, name string, gone func(context.Context) error) {
 	ctx := f.begin(t)
-	sid := f.newSession(t, ctx, "activating")
-	turn := faultstack.TextTurn("activating")
+	sid := f.newSession(t, ctx, name)
+	turn := faultstack.TextTurn(name)
 	receipt, err := f.c.Send(ctx, sid, turn.Content, "m-"+randomHex())
 	require.NoError(t, err)
 	_, err = f.s.WaitActivityRunning(ctx, sid, "ActivateRuntime")
 	require.NoError(t, err)
 	box, err := f.s.SessionBox(ctx, sid)
 	require.NoError(t, err)
-	require.NoError(t, f.s.RestartWorker(ctx))
+	require.NoError(t, gone(ctx))
+	require.NoError(t, f.s.StartWorker())
 	tr, err := f.c.Follow(ctx, sid, receipt.OutputSeq, faultstack.FollowOptions{WatchSession: true})
 	require.NoError(t, err, "read the reply (parts so far %v)", tr.Types())
 	f.requireReply(t, ctx, tr, turn)

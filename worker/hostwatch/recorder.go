@@ -3,12 +3,15 @@ package hostwatch
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/interceptor"
+	"go.temporal.io/sdk/temporal"
 	"go.uber.org/zap"
 
+	"github.com/astrabox/astrabox/activities"
 	"github.com/astrabox/astrabox/store"
 )
 
@@ -30,6 +33,11 @@ var _ Records = (*store.Store)(nil)
 // runtime) and those that heartbeat (a runtime's preparation). The others, short
 // activities on the shared queue, cost no statement: their start-to-close timeouts
 // are short and their retries reach any worker.
+//
+// It also hands back the host activities this worker's stop cut short: their retry
+// would wait on this worker's queue, which no one polls once it stopped, until its
+// schedule-to-start timeout. They fail for good with ErrTypeWorkerLost instead, as
+// the watch fails a dead worker's, and the workflow reconnects through a live worker.
 type Recorder struct {
 	interceptor.WorkerInterceptorBase
 	records       Records
@@ -64,7 +72,8 @@ type recordingInbound struct {
 func (i *recordingInbound) ExecuteActivity(ctx context.Context, in *interceptor.ExecuteActivityInput) (interface{}, error) {
 	r := i.recorder
 	info := activity.GetInfo(ctx)
-	if info.IsLocalActivity || (info.TaskQueue != r.hostTaskQueue && info.HeartbeatTimeout == 0) {
+	onHostQueue := info.TaskQueue == r.hostTaskQueue
+	if info.IsLocalActivity || (!onHostQueue && info.HeartbeatTimeout == 0) {
 		return i.Next.ExecuteActivity(ctx, in)
 	}
 	a := store.WorkerActivity{
@@ -77,17 +86,42 @@ func (i *recordingInbound) ExecuteActivity(ctx context.Context, in *interceptor.
 	cancel()
 	if err != nil {
 		r.log.Warn("record a running activity", zap.String("workflow_id", a.WorkflowID), zap.String("activity", a.ActivityType), zap.Error(err))
-		return i.Next.ExecuteActivity(ctx, in)
+		res, err := i.Next.ExecuteActivity(ctx, in)
+		return res, r.handBack(ctx, onHostQueue, &info, err)
 	}
 	defer func() {
 		// The activity's context may be cancelled by now; the record must still go.
+		// (A record left behind is harmless: should this worker die, the attempt it
+		// names is not running, and the watch leaves it.)
 		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 		defer cancel()
 		if err := r.records.ForgetWorkerActivity(fctx, a); err != nil {
-			// A record left behind is harmless: should this worker die, the attempt it
-			// names is not running, and the watch leaves it.
 			r.log.Info("forget an ended activity", zap.String("workflow_id", a.WorkflowID), zap.String("activity", a.ActivityType), zap.Error(err))
 		}
 	}()
-	return i.Next.ExecuteActivity(ctx, in)
+	res, err := i.Next.ExecuteActivity(ctx, in)
+	return res, r.handBack(ctx, onHostQueue, &info, err)
+}
+
+// handBack is the error an attempt ends with: its own, or, for a host activity that
+// failed while this worker stops, ErrTypeWorkerLost for good.
+func (r *Recorder) handBack(ctx context.Context, onHostQueue bool, info *activity.Info, err error) error {
+	if err == nil || !onHostQueue || !stopping(ctx) {
+		return err
+	}
+	r.log.Info("handing back a host activity this worker's stop cut short", zap.String("workflow_id", info.WorkflowExecution.ID),
+		zap.String("activity", info.ActivityType.Name), zap.Error(err))
+	return temporal.NewNonRetryableApplicationError(
+		fmt.Sprintf("the worker %s running attempt %d of %s stopped", r.hostTaskQueue, info.Attempt, info.ActivityType.Name),
+		activities.ErrTypeWorkerLost, err)
+}
+
+// stopping reports whether the worker running the activity of ctx is stopping.
+func stopping(ctx context.Context) bool {
+	select {
+	case <-activity.GetWorkerStopChannel(ctx):
+		return true
+	default:
+		return false
+	}
 }

@@ -9,11 +9,13 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/interceptor"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 	"go.uber.org/zap"
 
+	"github.com/astrabox/astrabox/activities"
 	"github.com/astrabox/astrabox/internal/testutil"
 	"github.com/astrabox/astrabox/store"
 	"github.com/astrabox/astrabox/worker/hostwatch"
@@ -91,6 +93,53 @@ func TestTheRecorderRecordsTheAttemptsTemporalWouldMissLate(t *testing.T) {
 	left, err := running(testutil.Context(t))
 	require.NoError(t, err)
 	assert.Empty(t, left, "every record is gone with its attempt")
+}
+
+// TestAHostActivityThisWorkersStopCutShortFailsForGood: a host activity that fails
+// while its worker stops would be retried on that worker's queue, which no one polls
+// any more, so it fails for good with ErrTypeWorkerLost and the workflow reconnects;
+// an activity of the shared queue keeps its own error, which Temporal retries on
+// another worker, and a host activity that fails while its worker runs keeps its own.
+func TestAHostActivityThisWorkersStopCutShortFailsForGood(t *testing.T) {
+	t.Parallel()
+	st, _ := testutil.NewDB(t)
+	rec, err := hostwatch.NewRecorder(st, hostQueue, zap.NewNop())
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name     string
+		queue    string
+		stopping bool
+		wantType string
+	}{
+		{"host activity, worker stopping", hostQueue, true, activities.ErrTypeWorkerLost},
+		{"shared heartbeating activity, worker stopping", "", true, "Cut"},
+		{"host activity, worker running", hostQueue, false, "Cut"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cut := func(context.Context) error { return temporal.NewApplicationError("cut short", "Cut") }
+			wf := func(ctx workflow.Context) error {
+				opts := workflow.ActivityOptions{StartToCloseTimeout: time.Minute, TaskQueue: tc.queue, HeartbeatTimeout: time.Minute,
+					RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 1}}
+				return workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), "Cut").Get(ctx, nil)
+			}
+			var suite testsuite.WorkflowTestSuite
+			env := suite.NewTestWorkflowEnvironment()
+			env.SetWorkerOptions(worker.Options{Interceptors: []interceptor.WorkerInterceptor{rec}})
+			stop := make(chan struct{})
+			if tc.stopping {
+				close(stop)
+			}
+			env.SetWorkerStopChannel(stop)
+			env.RegisterActivityWithOptions(cut, activity.RegisterOptions{Name: "Cut"})
+			env.RegisterWorkflowWithOptions(wf, workflow.RegisterOptions{Name: "CutWorkflow"})
+			env.ExecuteWorkflow("CutWorkflow")
+			require.True(t, env.IsWorkflowCompleted())
+			var app *temporal.ApplicationError
+			require.ErrorAs(t, env.GetWorkflowError(), &app)
+			assert.Equal(t, tc.wantType, app.Type())
+			assert.Equal(t, tc.wantType == activities.ErrTypeWorkerLost, app.NonRetryable())
+		})
+	}
 }
 
 func TestNewRecorderRefusesMissingParts(t *testing.T) {
