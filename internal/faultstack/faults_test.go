@@ -48,6 +48,7 @@ func TestFaults(t *testing.T) {
 	f := startFixture(t, faultstack.Options{})
 
 	t.Run("worker killed mid-reply", f.workerKilledMidReply)
+	t.Run("worker stopped mid-reply", f.workerStoppedMidReply)
 	t.Run("worker killed while it makes the box", f.workerKilledWhileItMakesTheBox)
 	t.Run("worker killed while it starts the runtime", f.workerKilledWhileItStartsTheRuntime)
 	t.Run("worker stopped while it starts the runtime", f.workerStoppedWhileItStartsTheRuntime)
@@ -319,6 +320,28 @@ func (f *fixture) workerKilledMidReply(t *testing.T) {
 	assert.Equal(t, map[string]int{faultstack.OutcomeComplete: 1}, a.Outcomes)
 	// The new worker found the dead one silent and failed its Relay: the Session did
 	// not wait for the Relay's heartbeat timeout.
+	ends, err := f.s.ActivityEnds(ctx, sid, "Relay")
+	require.NoError(t, err)
+	assert.Equal(t, []string{activities.ErrTypeWorkerLost}, ends, "how the Relays that did not complete ended")
+}
+
+// workerStoppedMidReply: a rollout stops the worker (SIGTERM) while it relays a reply,
+// and starts a new one. The stopping worker's Relay ends and the workflow reconnects
+// through the new worker, which reads on from the recorded cursor: the reply arrives
+// whole and once.
+func (f *fixture) workerStoppedMidReply(t *testing.T) {
+	ctx := f.begin(t)
+	sid := f.newSession(t, ctx, "stopped")
+	turn := faultstack.SlowTurn("stopped", slowWords, slowChunks, slowChunkDelay)
+	tr := f.midReply(t, ctx, sid, turn, func() error {
+		if err := f.s.StopWorker(ctx); err != nil {
+			return err
+		}
+		return f.s.StartWorker()
+	})
+	f.requireReply(t, ctx, tr, turn)
+	a := f.requireAudit(t, ctx, sid, 1)
+	assert.Equal(t, map[string]int{faultstack.OutcomeComplete: 1}, a.Outcomes)
 	ends, err := f.s.ActivityEnds(ctx, sid, "Relay")
 	require.NoError(t, err)
 	assert.Equal(t, []string{activities.ErrTypeWorkerLost}, ends, "how the Relays that did not complete ended")
