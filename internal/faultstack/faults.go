@@ -95,18 +95,33 @@ func (s *Stack) WorkerPIDs() map[string]int {
 // Kill SIGKILLs the platform process named name ("serve", "worker", or a name
 // StartExtra gave), as a crash would; a worker's boxes keep running.
 func (s *Stack) Kill(ctx context.Context, name string) error {
+	c, err := s.named(name)
+	if err != nil {
+		return err
+	}
+	return c.kill(ctx)
+}
+
+// Stop asks the platform process named name to stop (SIGTERM), as a rollout does, and
+// waits until it exited; a worker's boxes keep running.
+func (s *Stack) Stop(ctx context.Context, name string) error {
+	c, err := s.named(name)
+	if err != nil {
+		return err
+	}
+	return c.stop(ctx)
+}
+
+// named is the platform process named name.
+func (s *Stack) named(name string) (*child, error) {
 	s.mu.Lock()
-	var target *child
+	defer s.mu.Unlock()
 	for _, c := range append([]*child{s.api, s.worker}, s.extras...) {
 		if c != nil && c.name == name {
-			target = c
+			return c, nil
 		}
 	}
-	s.mu.Unlock()
-	if target == nil {
-		return fmt.Errorf("faultstack: no process named %q", name)
-	}
-	return target.kill(ctx)
+	return nil, fmt.Errorf("faultstack: no process named %q", name)
 }
 
 // RestartWorker SIGKILLs the worker and starts a new one.

@@ -63,7 +63,7 @@ type Options struct {
 	ProfileSeconds int
 	// Replicas is how many API and how many worker processes run (1 or 2); with two,
 	// Sessions alternate between the APIs and Temporal spreads them over the workers,
-	// and a last phase kills one worker mid-reply (workerStop).
+	// and the last phases stop one worker mid-reply, then kill one (workerGone).
 	Replicas int
 	// ClaudeSessions, when positive, adds a phase of that many Sessions of the real
 	// Claude Code (the pinned release, against the stack's scripted model server)
@@ -253,9 +253,17 @@ func Run(ctx context.Context, opts Options, out io.Writer) (err error) {
 		rep.CPU = append(rep.CPU, cpu)
 	}
 	if opts.Replicas == 2 {
-		// Last: it kills a worker, whose figures the phases read.
-		rows, err := b.workerStop(ctx, slices.Min(opts.Sessions))
+		// Last: they end workers, whose figures the phases read. A rollout's stop
+		// first, then a replacement starts, as a rollout's does, and a crash.
+		rows, err := b.workerGone(ctx, slices.Min(opts.Sessions), stopped)
 		if err != nil {
+			return err
+		}
+		rep.Rows = append(rep.Rows, rows...)
+		if err := b.stack.StartExtra("worker", "worker-3", nil); err != nil {
+			return err
+		}
+		if rows, err = b.workerGone(ctx, slices.Min(opts.Sessions), killed); err != nil {
 			return err
 		}
 		rep.Rows = append(rep.Rows, rows...)

@@ -47,16 +47,19 @@ func TestSmoke(t *testing.T) {
 	assert.Contains(t, table, "cores used by the program floor (Claude Code) @2: boxes ")
 }
 
-// TestTwoReplicasKeepEveryReplyWholeThroughAWorkersKill runs the load generator
-// with two API and two worker processes: its last phase SIGKILLs the worker holding
-// the most Sessions mid-reply, and every follower of every Session, on either API,
-// must still read its reply whole through the other worker.
-func TestTwoReplicasKeepEveryReplyWholeThroughAWorkersKill(t *testing.T) {
+// TestTwoReplicasKeepEveryReplyWholeThroughAWorkersStopAndKill runs the load
+// generator with two API and two worker processes: its last phases stop (SIGTERM), then
+// SIGKILL, the worker holding the most Sessions mid-reply, and every follower of every
+// Session, on either API, must still read its reply whole through the other worker.
+func TestTwoReplicasKeepEveryReplyWholeThroughAWorkersStopAndKill(t *testing.T) {
 	table := runSmall(t, loadbench.Options{Sessions: []int{3}, Replicas: 2})
-	assert.Regexp(t, `^replies whole through a worker's kill @3 +every reply whole +3 of 3 \([1-3] on the killed worker\) .* yes$`,
-		lineOf(table, "replies whole through a worker's kill @3"))
-	assert.Regexp(t, `^stream stall through a worker's kill @3 +report +[1-9][0-9]{3,}\.[0-9] ms `, lineOf(table, "stream stall through a worker's kill @3"),
-		"the killed worker's Sessions' streams stalled (seconds: until the Relay's heartbeat timeout) and resumed")
+	for _, end := range []struct{ noun, participle string }{{"stop", "stopped"}, {"kill", "killed"}} {
+		whole := "replies whole through a worker's " + end.noun + " @3"
+		assert.Regexp(t, `^`+whole+` +every reply whole +3 of 3 \([1-3] on the `+end.participle+` worker\) .* yes$`, lineOf(table, whole))
+		stall := "stream stall through a worker's " + end.noun + " @3"
+		assert.Regexp(t, `^`+stall+` +report +[1-9][0-9]*\.[0-9] ms `, lineOf(table, stall),
+			"the ended worker's Sessions' streams stalled and resumed")
+	}
 }
 
 // runSmall runs the load generator with opts' Sessions and replicas and the smallest

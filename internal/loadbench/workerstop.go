@@ -14,30 +14,44 @@ import (
 	"golang.org/x/sync/errgroup"
 )
 
-// The reply each Session streams while a worker is killed: long enough (400 deltas
-// 25 ms apart, ten seconds) that the kill lands in the middle of every one, also when
-// the Sessions' replies start seconds apart on a loaded machine.
+// The reply each Session streams while a worker ends: long enough (400 deltas 25 ms
+// apart, ten seconds) that the end lands in the middle of every one, also when the
+// Sessions' replies start seconds apart on a loaded machine.
 const (
 	stopReplyDeltas = 400
 	stopReplyGapMS  = 25
-	// stopUnderWay is how many parts every reply has committed before the kill.
+	// stopUnderWay is how many parts every reply has committed before the end.
 	stopUnderWay = 5
 )
 
 var stopReply = fmt.Sprintf("slow:%d:%d", stopReplyDeltas, stopReplyGapMS)
 
-// workerStop checks that streams survive a worker's death while another runs: n new
+// workerEnd is how a phase ends a worker: the words its figures use, and the stack's
+// call.
+type workerEnd struct {
+	noun, participle string
+	end              func(b *bench, ctx context.Context, name string) error
+}
+
+var (
+	// killed is a crash: SIGKILL.
+	killed = workerEnd{"kill", "killed", func(b *bench, ctx context.Context, name string) error { return b.stack.Kill(ctx, name) }}
+	// stopped is a rollout's stop: SIGTERM, and the worker finishes what it can.
+	stopped = workerEnd{"stop", "stopped", func(b *bench, ctx context.Context, name string) error { return b.stack.Stop(ctx, name) }}
+)
+
+// workerGone checks that streams survive a worker's end while another runs: n new
 // Sessions each stream a long reply to their followers, the worker holding the most
-// of them is SIGKILLed once every reply is under way, and every follower must still
-// read its reply whole (each part once, in order, to its finish) through the API it
-// follows, the killed worker's Sessions resumed by the other. It reports the replies
-// read whole and, for the killed worker's Sessions, the longest their followers waited
-// between two parts.
-func (b *bench) workerStop(ctx context.Context, n int) ([]Row, error) {
+// of them is ended (killed or stopped) once every reply is under way, and every
+// follower must still read its reply whole (each part once, in order, to its finish)
+// through the API it follows, the ended worker's Sessions resumed by the other. It
+// reports the replies read whole and, for the ended worker's Sessions, the longest
+// their followers waited between two parts.
+func (b *bench) workerGone(ctx context.Context, n int, how workerEnd) ([]Row, error) {
 	tag := fmt.Sprintf("@%d", n)
 	followers := b.opts.followersOf(n)
-	b.log.Info("worker stop", zap.Int("sessions", n), zap.Int("followers", followers))
-	sessions, err := b.newSessions(ctx, b.agentID, n, fmt.Sprintf("stop-%d", n))
+	b.log.Info("worker "+how.noun, zap.Int("sessions", n), zap.Int("followers", followers))
+	sessions, err := b.newSessions(ctx, b.agentID, n, fmt.Sprintf("%s-%d", how.noun, n))
 	if err != nil {
 		return nil, err
 	}
@@ -46,7 +60,7 @@ func (b *bench) workerStop(ctx context.Context, n int) ([]Row, error) {
 	}
 	conn, err := pgx.Connect(ctx, b.stack.DSN())
 	if err != nil {
-		return nil, fmt.Errorf("worker stop: connect: %w", err)
+		return nil, fmt.Errorf("worker %s: connect: %w", how.noun, err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	hosts, err := hostQueues(ctx, conn, sessions)
@@ -78,22 +92,22 @@ func (b *bench) workerStop(ctx context.Context, n int) ([]Row, error) {
 			return nil
 		})
 	}
-	// The kill waits until every reply is under way; a reply lasts ten seconds, so
+	// The end waits until every reply is under way; a reply lasts ten seconds, so
 	// none has ended by then.
 	if err := waitUnderWay(gctx, conn, from); err != nil {
 		_ = g.Wait()
 		return nil, err
 	}
-	if err := b.stack.Kill(ctx, victim); err != nil {
+	if err := how.end(b, ctx, victim); err != nil {
 		_ = g.Wait()
-		return nil, fmt.Errorf("worker stop: kill %s: %w", victim, err)
+		return nil, fmt.Errorf("worker %s: end %s: %w", how.noun, victim, err)
 	}
-	b.log.Info("worker killed", zap.String("worker", victim), zap.Int("its_sessions", count(onVictim)))
+	b.log.Info("worker ended", zap.String("how", how.noun), zap.String("worker", victim), zap.Int("its_sessions", count(onVictim)))
 	if err := g.Wait(); err != nil {
-		return nil, fmt.Errorf("worker stop: a reply after %s was killed: %w", victim, err)
+		return nil, fmt.Errorf("worker %s: a reply after %s ended: %w", how.noun, victim, err)
 	}
 
-	whole, killedHeld := 0, 0
+	whole, endedHeld := 0, 0
 	var stalls samples
 	for _, s := range sessions {
 		r := results[s.id]
@@ -104,22 +118,22 @@ func (b *bench) workerStop(ctx context.Context, n int) ([]Row, error) {
 		if broken == "" {
 			whole++
 		} else {
-			b.log.Warn("a reply was not read whole through a worker's kill", zap.String("session_id", s.id),
-				zap.Bool("on_the_killed_worker", onVictim[s.id]), zap.String("why", broken))
+			b.log.Warn("a reply was not read whole through a worker's end", zap.String("how", how.noun), zap.String("session_id", s.id),
+				zap.Bool("on_the_ended_worker", onVictim[s.id]), zap.String("why", broken))
 		}
 		if !onVictim[s.id] {
 			continue
 		}
-		killedHeld++
+		endedHeld++
 		stalls = append(stalls, longestStall(r.arrivals[0]))
 	}
 	if err := b.archive(ctx, sessions); err != nil {
 		return nil, err
 	}
 	return []Row{
-		{Figure: "replies whole through a worker's kill " + tag, Goal: "every reply whole",
-			P50: fmt.Sprintf("%d of %d (%d on the killed worker)", whole, n, killedHeld), Met: met(whole == n && killedHeld > 0)},
-		{Figure: "stream stall through a worker's kill " + tag, Goal: "report", P50: msString(stalls.pct(50)), P99: msString(stalls.pct(99))},
+		{Figure: "replies whole through a worker's " + how.noun + " " + tag, Goal: "every reply whole",
+			P50: fmt.Sprintf("%d of %d (%d on the %s worker)", whole, n, endedHeld, how.participle), Met: met(whole == n && endedHeld > 0)},
+		{Figure: "stream stall through a worker's " + how.noun + " " + tag, Goal: "report", P50: msString(stalls.pct(50)), P99: msString(stalls.pct(99))},
 	}, nil
 }
 
@@ -228,8 +242,8 @@ func replyWhole(ctx context.Context, conn *pgx.Conn, sessionID string, from int6
 }
 
 // longestStall is the longest wait between two parts arriving one after the other on
-// a follower: the kill's, for a Session of the killed worker, since its parts committed
-// before the kill may still arrive after it.
+// a follower: the end's, for a Session of the ended worker, since its parts committed
+// before the end may still arrive after it.
 func longestStall(arrivals map[int64]time.Time) time.Duration {
 	times := make([]time.Time, 0, len(arrivals))
 	for _, at := range arrivals {

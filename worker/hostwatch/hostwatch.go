@@ -14,7 +14,8 @@
 // machine gone without closing anything). It fails each attempt they were running, by
 // its activity id, once Temporal says that attempt is still the one running: a host
 // activity for good (the workflow reconnects through a live worker, as after any
-// Relay's end), any other so that Temporal retries it on a live worker.
+// Relay's end), any other so that Temporal retries it on a live worker. A worker asked
+// to stop hands back the host activities its stop cut short the same way (Recorder).
 //
 // A worker claims only after its own beats went through without a break for a while
 // (the settling time), so after an outage of PostgreSQL, which ends every connection,
