@@ -38,6 +38,8 @@ var _ Records = (*store.Store)(nil)
 // would wait on this worker's queue, which no one polls once it stopped, until its
 // schedule-to-start timeout. They fail for good with ErrTypeWorkerLost instead, as
 // the watch fails a dead worker's, and the workflow reconnects through a live worker.
+// The SDK may not report an end once its worker stops, so an attempt that ends then
+// keeps its record, and the others' watch fails it too should Temporal still run it.
 type Recorder struct {
 	interceptor.WorkerInterceptorBase
 	records       Records
@@ -90,9 +92,15 @@ func (i *recordingInbound) ExecuteActivity(ctx context.Context, in *interceptor.
 		return res, r.handBack(ctx, onHostQueue, &info, err)
 	}
 	defer func() {
+		// An attempt that ends while this worker stops keeps its record: the SDK may
+		// not report its end to Temporal any more, and then only the others' watch,
+		// which fails the attempts of this worker that Temporal still runs once it is
+		// gone, ends it before its timeouts. (A record left behind is harmless: should
+		// this worker die, an attempt Temporal no longer runs is left alone.)
+		if stopping(ctx) {
+			return
+		}
 		// The activity's context may be cancelled by now; the record must still go.
-		// (A record left behind is harmless: should this worker die, the attempt it
-		// names is not running, and the watch leaves it.)
 		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 		defer cancel()
 		if err := r.records.ForgetWorkerActivity(fctx, a); err != nil {

@@ -33,20 +33,7 @@ func TestTheRecorderRecordsTheAttemptsTemporalWouldMissLate(t *testing.T) {
 	rec, err := hostwatch.NewRecorder(st, hostQueue, zap.NewNop())
 	require.NoError(t, err)
 
-	// running claims this worker, as if dead, and returns the attempts it was running.
-	running := func(ctx context.Context) ([]store.WorkerActivity, error) {
-		beat := st.NewWorkerBeat(hostQueue)
-		defer beat.Close()
-		if err := beat.Mark(ctx); err != nil {
-			return nil, err
-		}
-		dead, err := st.ClaimDeadWorkers(ctx, 0, 0)
-		if err != nil || len(dead) == 0 {
-			return nil, err
-		}
-		return dead[0].Activities, nil
-	}
-	probe := func(ctx context.Context) ([]store.WorkerActivity, error) { return running(ctx) }
+	probe := func(ctx context.Context) ([]store.WorkerActivity, error) { return claimAsDead(ctx, st) }
 	probeWorkflow := func(ctx workflow.Context) ([][]store.WorkerActivity, error) {
 		short := workflow.ActivityOptions{StartToCloseTimeout: time.Minute}
 		host := short
@@ -90,9 +77,24 @@ func TestTheRecorderRecordsTheAttemptsTemporalWouldMissLate(t *testing.T) {
 	assert.False(t, seen[1][0].OnHostQueue(), "taken from the shared queue")
 	assert.Empty(t, seen[2], "a short activity on the shared queue is not recorded")
 
-	left, err := running(testutil.Context(t))
+	left, err := claimAsDead(testutil.Context(t), st)
 	require.NoError(t, err)
 	assert.Empty(t, left, "every record is gone with its attempt")
+}
+
+// claimAsDead claims the recorder's worker, as if dead, and returns the attempts it
+// was running.
+func claimAsDead(ctx context.Context, st *store.Store) ([]store.WorkerActivity, error) {
+	beat := st.NewWorkerBeat(hostQueue)
+	defer beat.Close()
+	if err := beat.Mark(ctx); err != nil {
+		return nil, err
+	}
+	dead, err := st.ClaimDeadWorkers(ctx, 0, 0)
+	if err != nil || len(dead) == 0 {
+		return nil, err
+	}
+	return dead[0].Activities, nil
 }
 
 // TestAHostActivityThisWorkersStopCutShortFailsForGood: a host activity that fails
@@ -100,6 +102,8 @@ func TestTheRecorderRecordsTheAttemptsTemporalWouldMissLate(t *testing.T) {
 // any more, so it fails for good with ErrTypeWorkerLost and the workflow reconnects;
 // an activity of the shared queue keeps its own error, which Temporal retries on
 // another worker, and a host activity that fails while its worker runs keeps its own.
+// An attempt that ended while its worker stops keeps its record, for the others'
+// watch, since the SDK may not report its end any more.
 func TestAHostActivityThisWorkersStopCutShortFailsForGood(t *testing.T) {
 	t.Parallel()
 	st, _ := testutil.NewDB(t)
@@ -115,6 +119,7 @@ func TestAHostActivityThisWorkersStopCutShortFailsForGood(t *testing.T) {
 		{"shared heartbeating activity, worker stopping", "", true, "Cut"},
 		{"host activity, worker running", hostQueue, false, "Cut"},
 	} {
+		// Subtests share the database, so they run one after another.
 		t.Run(tc.name, func(t *testing.T) {
 			cut := func(context.Context) error { return temporal.NewApplicationError("cut short", "Cut") }
 			wf := func(ctx workflow.Context) error {
@@ -138,6 +143,14 @@ func TestAHostActivityThisWorkersStopCutShortFailsForGood(t *testing.T) {
 			require.ErrorAs(t, env.GetWorkflowError(), &app)
 			assert.Equal(t, tc.wantType, app.Type())
 			assert.Equal(t, tc.wantType == activities.ErrTypeWorkerLost, app.NonRetryable())
+			kept, err := claimAsDead(testutil.Context(t), st)
+			require.NoError(t, err)
+			if tc.stopping {
+				require.Len(t, kept, 1, "the record stays for the others' watch")
+				assert.Equal(t, "Cut", kept[0].ActivityType)
+			} else {
+				assert.Empty(t, kept)
+			}
 		})
 	}
 }
