@@ -43,6 +43,6 @@ everything it started. It needs the checkout (make deps).`,
 	f.IntVar(&opts.ProfileSeconds, "profile-seconds", 15, "length of the CPU profiles")
 	f.DurationVar(&opts.IdleRelease, "idle-release", 45*time.Second, "the worker's sandbox.idle_release; each phase waits for every box's release and measures a released Session (outlast the slowest cold start)")
 	f.IntVar(&opts.ClaudeSessions, "claude-sessions", 20, "Sessions of the real Claude Code whose time to first part is measured beside the program's own (0: none)")
-	f.IntVar(&opts.Replicas, "replicas", 1, "API and worker processes each (1 or 2; with 2, Sessions are spread over both, and a last phase kills a worker mid-reply)")
+	f.IntVar(&opts.Replicas, "replicas", 1, "API and worker processes each (1 or 2; with 2, Sessions are spread over both, and the last phases stop, then kill, a worker mid-reply)")
 	return cmd
 }

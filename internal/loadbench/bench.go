@@ -260,7 +260,9 @@ func Run(ctx context.Context, opts Options, out io.Writer) (err error) {
 			return err
 		}
 		rep.Rows = append(rep.Rows, rows...)
-		if err := b.stack.StartExtra("worker", "worker-3", nil); err != nil {
+		// The replacement serves neither profiles nor metrics on the first worker's
+		// addresses, which its role's environment names.
+		if err := b.stack.StartExtra("worker", "worker-3", []string{"ASTRABOX_DEBUG_PPROF_ADDR=", "ASTRABOX_METRICS_LISTEN=127.0.0.1:0"}); err != nil {
 			return err
 		}
 		if rows, err = b.workerGone(ctx, slices.Min(opts.Sessions), killed); err != nil {
