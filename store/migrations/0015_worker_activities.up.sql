@@ -1,8 +1,8 @@
--- The Temporal activity attempts each worker is running that Temporal would notice
--- late should the worker die: those taken from its host task queue (a retry goes back
--- to that queue, where no one polls) and those that heartbeat (they run long). A
--- worker records each as it starts and forgets it as it ends; when the worker dies,
--- another claims its rows with its liveness row and fails each attempt at once.
+-- The Temporal activity attempts each worker is running, which Temporal would notice
+-- only at their timeouts should the worker die (and a host activity's retry goes back
+-- to its dead worker's queue, where no one polls). A worker records each as it starts
+-- and forgets it as it ends; when the worker dies, another claims its rows with its
+-- liveness row and fails each attempt at once.
 -- This replaces the Relay's record on its reader lease: a Relay is one of them.
 CREATE TABLE worker_activities (
     workflow_id     text NOT NULL,

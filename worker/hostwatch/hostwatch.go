@@ -6,9 +6,8 @@
 // The Session waits meanwhile: its stream stalls, or its first reply does not start.
 //
 // Every worker therefore marks itself alive in PostgreSQL each beat, through a
-// connection it holds for its life (store.WorkerBeat), and records the attempts whose
-// loss Temporal would notice late while they run (Recorder): those taken from its host
-// task queue and those that heartbeat. It claims the workers that stopped: those whose
+// connection it holds for its life (store.WorkerBeat), and records its activity
+// attempts while they run (Recorder). It claims the workers that stopped: those whose
 // beat's connection is gone (the process died: its operating system closed the
 // connection) after a short grace, and those silent for longer (a hung process, or a
 // machine gone without closing anything). It fails each attempt they were running, by

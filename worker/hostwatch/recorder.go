@@ -27,12 +27,13 @@ type Records interface {
 
 var _ Records = (*store.Store)(nil)
 
-// Recorder is the worker interceptor that records, while they run, the activity
-// attempts of this worker whose loss Temporal would notice late: those taken from its
-// host task queue (a Relay, a runtime's activation, the hand-over of work to a live
-// runtime) and those that heartbeat (a runtime's preparation). The others, short
-// activities on the shared queue, cost no statement: their start-to-close timeouts
-// are short and their retries reach any worker.
+// Recorder is the worker interceptor that records every activity attempt of this
+// worker while it runs, so that the others' watch can fail it should this worker die:
+// Temporal would otherwise learn of the death only at the attempt's timeouts (a
+// Relay's or an activation's heartbeat timeout; a short activity's start-to-close
+// timeout, after which a host activity's retry also waits out its schedule-to-start on
+// this worker's queue). No activity runs for every turn of a conversation, so the two
+// statements an attempt costs are spent on bring-ups, releases and people's actions.
 //
 // It also hands back the host activities this worker's stop cut short: their retry
 // would wait on this worker's queue, which no one polls once it stopped, until its
@@ -75,8 +76,8 @@ func (i *recordingInbound) ExecuteActivity(ctx context.Context, in *interceptor.
 	r := i.recorder
 	info := activity.GetInfo(ctx)
 	onHostQueue := info.TaskQueue == r.hostTaskQueue
-	if info.IsLocalActivity || (!onHostQueue && info.HeartbeatTimeout == 0) {
-		return i.Next.ExecuteActivity(ctx, in)
+	if info.IsLocalActivity {
+		return i.Next.ExecuteActivity(ctx, in) // its workflow task stands for it
 	}
 	a := store.WorkerActivity{
 		HostTaskQueue: r.hostTaskQueue, TaskQueue: info.TaskQueue,

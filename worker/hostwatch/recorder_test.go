@@ -23,11 +23,11 @@ import (
 
 const hostQueue = "q/host/recorder"
 
-// TestTheRecorderRecordsTheAttemptsTemporalWouldMissLate: while they run, a worker's
-// activities taken from its host task queue and those that heartbeat are recorded
-// under the worker, so that a dead worker's claim hands them out; a short activity on
-// the shared queue costs no record, and every record is gone once its attempt ended.
-func TestTheRecorderRecordsTheAttemptsTemporalWouldMissLate(t *testing.T) {
+// TestTheRecorderRecordsEveryAttemptWhileItRuns: while they run, a worker's activity
+// attempts, taken from its host task queue or from the shared one, are recorded under
+// the worker, so that a dead worker's claim hands them out, and every record is gone
+// once its attempt ended.
+func TestTheRecorderRecordsEveryAttemptWhileItRuns(t *testing.T) {
 	t.Parallel()
 	st, _ := testutil.NewDB(t)
 	rec, err := hostwatch.NewRecorder(st, hostQueue, zap.NewNop())
@@ -38,10 +38,8 @@ func TestTheRecorderRecordsTheAttemptsTemporalWouldMissLate(t *testing.T) {
 		short := workflow.ActivityOptions{StartToCloseTimeout: time.Minute}
 		host := short
 		host.TaskQueue = hostQueue
-		heartbeating := short
-		heartbeating.HeartbeatTimeout = time.Minute
 		var seen [][]store.WorkerActivity
-		for _, opts := range []workflow.ActivityOptions{host, heartbeating, short} {
+		for _, opts := range []workflow.ActivityOptions{host, short} {
 			var got []store.WorkerActivity
 			if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), "Probe").Get(ctx, &got); err != nil {
 				return nil, err
@@ -61,9 +59,9 @@ func TestTheRecorderRecordsTheAttemptsTemporalWouldMissLate(t *testing.T) {
 	require.NoError(t, env.GetWorkflowError())
 	var seen [][]store.WorkerActivity
 	require.NoError(t, env.GetWorkflowResult(&seen))
-	require.Len(t, seen, 3)
+	require.Len(t, seen, 2)
 
-	for i, name := range []string{"the host activity", "the heartbeating activity"} {
+	for i, name := range []string{"the host activity", "the shared activity"} {
 		require.Len(t, seen[i], 1, name)
 		a := seen[i][0]
 		assert.Equal(t, "Probe", a.ActivityType, name)
@@ -75,7 +73,6 @@ func TestTheRecorderRecordsTheAttemptsTemporalWouldMissLate(t *testing.T) {
 	}
 	assert.True(t, seen[0][0].OnHostQueue(), "taken from the host task queue")
 	assert.False(t, seen[1][0].OnHostQueue(), "taken from the shared queue")
-	assert.Empty(t, seen[2], "a short activity on the shared queue is not recorded")
 
 	left, err := claimAsDead(testutil.Context(t), st)
 	require.NoError(t, err)
@@ -116,14 +113,14 @@ func TestAHostActivityThisWorkersStopCutShortFailsForGood(t *testing.T) {
 		wantType string
 	}{
 		{"host activity, worker stopping", hostQueue, true, activities.ErrTypeWorkerLost},
-		{"shared heartbeating activity, worker stopping", "", true, "Cut"},
+		{"shared activity, worker stopping", "", true, "Cut"},
 		{"host activity, worker running", hostQueue, false, "Cut"},
 	} {
 		// Subtests share the database, so they run one after another.
 		t.Run(tc.name, func(t *testing.T) {
 			cut := func(context.Context) error { return temporal.NewApplicationError("cut short", "Cut") }
 			wf := func(ctx workflow.Context) error {
-				opts := workflow.ActivityOptions{StartToCloseTimeout: time.Minute, TaskQueue: tc.queue, HeartbeatTimeout: time.Minute,
+				opts := workflow.ActivityOptions{StartToCloseTimeout: time.Minute, TaskQueue: tc.queue,
 					RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 1}}
 				return workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), "Cut").Get(ctx, nil)
 			}
