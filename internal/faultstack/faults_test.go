@@ -311,18 +311,7 @@ func (f *fixture) requireAudit(t *testing.T, ctx context.Context, sessionID stri
 }
 
 func (f *fixture) workerKilledMidReply(t *testing.T) {
-	ctx := f.begin(t)
-	sid := f.newSession(t, ctx, "worker")
-	turn := faultstack.SlowTurn("worker", slowWords, slowChunks, slowChunkDelay)
-	tr := f.midReply(t, ctx, sid, turn, func() error { return f.s.RestartWorker(ctx) })
-	f.requireReply(t, ctx, tr, turn)
-	a := f.requireAudit(t, ctx, sid, 1)
-	assert.Equal(t, map[string]int{faultstack.OutcomeComplete: 1}, a.Outcomes)
-	// The new worker found the dead one silent and failed its Relay: the Session did
-	// not wait for the Relay's heartbeat timeout.
-	ends, err := f.s.ActivityEnds(ctx, sid, "Relay")
-	require.NoError(t, err)
-	assert.Equal(t, []string{activities.ErrTypeWorkerLost}, ends, "how the Relays that did not complete ended")
+	f.workerGoneMidReply(t, "worker", func(ctx context.Context) error { return f.s.RestartWorker(ctx) })
 }
 
 // workerStoppedMidReply: a rollout stops the worker (SIGTERM) while it relays a reply,
@@ -330,15 +319,23 @@ func (f *fixture) workerKilledMidReply(t *testing.T) {
 // through the new worker, which reads on from the recorded cursor: the reply arrives
 // whole and once.
 func (f *fixture) workerStoppedMidReply(t *testing.T) {
-	ctx := f.begin(t)
-	sid := f.newSession(t, ctx, "stopped")
-	turn := faultstack.SlowTurn("stopped", slowWords, slowChunks, slowChunkDelay)
-	tr := f.midReply(t, ctx, sid, turn, func() error {
+	f.workerGoneMidReply(t, "stopped", func(ctx context.Context) error {
 		if err := f.s.StopWorker(ctx); err != nil {
 			return err
 		}
 		return f.s.StartWorker()
 	})
+}
+
+// workerGoneMidReply replaces the worker (replace) once the reply's first delta is on
+// the stream, and checks the reply whole and once, and that the new worker, or the
+// stopping one, failed its Relay: the Session did not wait for the Relay's heartbeat
+// timeout.
+func (f *fixture) workerGoneMidReply(t *testing.T, name string, replace func(context.Context) error) {
+	ctx := f.begin(t)
+	sid := f.newSession(t, ctx, name)
+	turn := faultstack.SlowTurn(name, slowWords, slowChunks, slowChunkDelay)
+	tr := f.midReply(t, ctx, sid, turn, func() error { return replace(ctx) })
 	f.requireReply(t, ctx, tr, turn)
 	a := f.requireAudit(t, ctx, sid, 1)
 	assert.Equal(t, map[string]int{faultstack.OutcomeComplete: 1}, a.Outcomes)
@@ -352,22 +349,7 @@ func (f *fixture) workerStoppedMidReply(t *testing.T) {
 // Temporal retries it on the new worker at once instead of after the preparation's
 // heartbeat timeout; the message is answered once.
 func (f *fixture) workerKilledWhileItMakesTheBox(t *testing.T) {
-	ctx := f.begin(t)
-	sid := f.newSession(t, ctx, "preparing")
-	turn := faultstack.TextTurn("preparing")
-	receipt, err := f.c.Send(ctx, sid, turn.Content, "m-"+randomHex())
-	require.NoError(t, err)
-	_, err = f.s.WaitActivityRunning(ctx, sid, "PrepareRuntime")
-	require.NoError(t, err)
-	require.NoError(t, f.s.RestartWorker(ctx))
-	tr, err := f.c.Follow(ctx, sid, receipt.OutputSeq, faultstack.FollowOptions{WatchSession: true})
-	require.NoError(t, err, "read the reply (parts so far %v)", tr.Types())
-	f.requireReply(t, ctx, tr, turn)
-	a := f.requireAudit(t, ctx, sid, 1)
-	assert.Equal(t, map[string]int{faultstack.OutcomeComplete: 1}, a.Outcomes)
-	ends, err := f.s.ActivityEnds(ctx, sid, "PrepareRuntime")
-	require.NoError(t, err)
-	assert.Equal(t, []string{activities.ErrTypeWorkerLost}, ends, "how the preparations that did not complete ended")
+	f.workerGoneWhile(t, "preparing", "PrepareRuntime", false, f.s.KillWorker)
 }
 
 // workerKilledWhileItStartsTheRuntime: the worker starting a new Session's program
@@ -376,7 +358,7 @@ func (f *fixture) workerKilledWhileItMakesTheBox(t *testing.T) {
 // timeout and then for its retry on the dead worker's queue; the workflow reconnects
 // to the same box through the new worker, and the message is answered once.
 func (f *fixture) workerKilledWhileItStartsTheRuntime(t *testing.T) {
-	f.workerGoneWhileItStartsTheRuntime(t, "activating", f.s.KillWorker)
+	f.workerGoneWhile(t, "activating", "ActivateRuntime", true, f.s.KillWorker)
 }
 
 // workerStoppedWhileItStartsTheRuntime: the same with the worker asked to stop, as a
@@ -384,19 +366,26 @@ func (f *fixture) workerKilledWhileItStartsTheRuntime(t *testing.T) {
 // retried on the stopped worker's queue, where it would wait out its schedule-to-start
 // timeout.
 func (f *fixture) workerStoppedWhileItStartsTheRuntime(t *testing.T) {
-	f.workerGoneWhileItStartsTheRuntime(t, "activating-stopped", f.s.StopWorker)
+	f.workerGoneWhile(t, "activating-stopped", "ActivateRuntime", true, f.s.StopWorker)
 }
 
-func (f *fixture) workerGoneWhileItStartsTheRuntime(t *testing.T, name string, gone func(context.Context) error) {
+// workerGoneWhile sends a new Session its first message, ends the worker (gone) while
+// it runs the Session's activityType, and starts a new one. The message is answered
+// once, in the box placed before the end when the activity runs in one (placed), and
+// the attempt the end cut short was failed for the worker (WorkerLost), not timed out.
+func (f *fixture) workerGoneWhile(t *testing.T, name, activityType string, placed bool, gone func(context.Context) error) {
 	ctx := f.begin(t)
 	sid := f.newSession(t, ctx, name)
 	turn := faultstack.TextTurn(name)
 	receipt, err := f.c.Send(ctx, sid, turn.Content, "m-"+randomHex())
 	require.NoError(t, err)
-	_, err = f.s.WaitActivityRunning(ctx, sid, "ActivateRuntime")
+	_, err = f.s.WaitActivityRunning(ctx, sid, activityType)
 	require.NoError(t, err)
-	box, err := f.s.SessionBox(ctx, sid)
-	require.NoError(t, err)
+	var box string
+	if placed {
+		box, err = f.s.SessionBox(ctx, sid)
+		require.NoError(t, err)
+	}
 	require.NoError(t, gone(ctx))
 	require.NoError(t, f.s.StartWorker())
 	tr, err := f.c.Follow(ctx, sid, receipt.OutputSeq, faultstack.FollowOptions{WatchSession: true})
@@ -404,12 +393,14 @@ func (f *fixture) workerGoneWhileItStartsTheRuntime(t *testing.T, name string, g
 	f.requireReply(t, ctx, tr, turn)
 	a := f.requireAudit(t, ctx, sid, 1)
 	assert.Equal(t, map[string]int{faultstack.OutcomeComplete: 1}, a.Outcomes)
-	after, err := f.s.SessionBox(ctx, sid)
+	if placed {
+		after, err := f.s.SessionBox(ctx, sid)
+		require.NoError(t, err)
+		assert.Equal(t, box, after, "the same box")
+	}
+	ends, err := f.s.ActivityEnds(ctx, sid, activityType)
 	require.NoError(t, err)
-	assert.Equal(t, box, after, "the same box")
-	ends, err := f.s.ActivityEnds(ctx, sid, "ActivateRuntime")
-	require.NoError(t, err)
-	assert.Equal(t, []string{activities.ErrTypeWorkerLost}, ends, "how the activations that did not complete ended")
+	assert.Equal(t, []string{activities.ErrTypeWorkerLost}, ends, "how the %s attempts that did not complete ended", activityType)
 }
 
 // committedChunks makes one reply write more journal lines than the Claude
