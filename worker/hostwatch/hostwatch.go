@@ -309,7 +309,7 @@ func (w *Watch) failClaimed(ctx context.Context, now time.Time) {
 func (w *Watch) fail(ctx context.Context, a claimedActivity, now time.Time) bool {
 	log := w.opts.Logger.With(zap.String("workflow_id", a.WorkflowID), zap.String("activity", a.ActivityType),
 		zap.String("activity_id", a.ActivityID), zap.Int32("attempt", a.Attempt), zap.String("dead_host_task_queue", a.HostTaskQueue))
-	err := w.failAttempt(ctx, a)
+	err := w.failAttempt(ctx, a, log)
 	var notFound *serviceerror.NotFound
 	switch {
 	case err == nil:
@@ -330,14 +330,14 @@ func (w *Watch) fail(ctx context.Context, a claimedActivity, now time.Time) bool
 // failAttempt fails the attempt if it is still the one running. A host activity
 // fails for good: its retry would go to the dead worker's own queue. Any other is
 // retried by Temporal on a live worker.
-func (w *Watch) failAttempt(ctx context.Context, a claimedActivity) error {
+func (w *Watch) failAttempt(ctx context.Context, a claimedActivity, log *zap.Logger) error {
 	running, err := w.opts.Temporal.RunningAttempt(ctx, w.opts.Namespace, a.WorkflowID, a.RunID, a.ActivityID)
 	if err != nil || running != a.Attempt {
 		return err
 	}
 	if err := w.opts.Temporal.ResetStickyTaskQueue(ctx, w.opts.Namespace, a.WorkflowID, a.RunID); err != nil && ctx.Err() == nil {
 		// Only the wait for the sticky timeout is at stake: fail the attempt anyway.
-		w.opts.Logger.Info("reset the stickiness of a dead worker's workflow", zap.String("workflow_id", a.WorkflowID), zap.Error(err))
+		log.Info("reset the stickiness of a dead worker's workflow", zap.Error(err))
 	}
 	reason := fmt.Sprintf("the worker %s running attempt %d of %s stopped marking itself alive", a.HostTaskQueue, a.Attempt, a.ActivityType)
 	lost := temporal.NewApplicationError(reason, activities.ErrTypeWorkerLost)
@@ -347,8 +347,7 @@ func (w *Watch) failAttempt(ctx context.Context, a claimedActivity) error {
 	if err := w.opts.Temporal.CompleteActivityByID(ctx, w.opts.Namespace, a.WorkflowID, a.RunID, a.ActivityID, nil, lost); err != nil {
 		return err
 	}
-	w.opts.Logger.Info("failed the activity of a dead worker", zap.String("workflow_id", a.WorkflowID),
-		zap.String("activity", a.ActivityType), zap.String("activity_id", a.ActivityID), zap.Bool("retried", !a.OnHostQueue()))
+	log.Info("failed the activity of a dead worker", zap.Bool("retried", !a.OnHostQueue()))
 	w.opts.Metrics.DeadWorkerActivities.WithLabelValues(a.ActivityType).Inc()
 	return nil
 }
