@@ -49,6 +49,7 @@ func TestFaults(t *testing.T) {
 
 	t.Run("worker killed mid-reply", f.workerKilledMidReply)
 	t.Run("worker stopped mid-reply", f.workerStoppedMidReply)
+	t.Run("worker killed while it makes the box", f.workerKilledWhileItMakesTheBox)
 	t.Run("worker killed while it starts the runtime", f.workerKilledWhileItStartsTheRuntime)
 	t.Run("worker stopped while it starts the runtime", f.workerStoppedWhileItStartsTheRuntime)
 	t.Run("worker killed after the program's output was committed", f.workerKilledAfterCommit)
@@ -347,9 +348,6 @@ func (f *fixture) workerGoneMidReply(t *testing.T, name string, replace func(con
 // the Session's first message held. The new worker fails the preparation for it, and
 // Temporal retries it on the new worker at once instead of after the preparation's
 // heartbeat timeout; the message is answered once.
-//
-// Not in the suite yet: the kill can land between Temporal starting the attempt and
-// its record, and the attempt then times out (one run in six).
 func (f *fixture) workerKilledWhileItMakesTheBox(t *testing.T) {
 	f.workerGoneWhile(t, "preparing", "PrepareRuntime", false, f.s.KillWorker)
 }

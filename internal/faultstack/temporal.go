@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	enumspb "go.temporal.io/api/enums/v1"
 	failurepb "go.temporal.io/api/failure/v1"
 	"go.temporal.io/sdk/client"
@@ -169,26 +170,43 @@ func failureEnd(f *failurepb.Failure) string {
 }
 
 // WaitActivityRunning waits until a worker runs an activityType activity of the
-// Session's workflow (Temporal lists it pending and started), and returns its
-// attempt.
+// Session's workflow and has recorded the attempt for the host watch, and returns
+// the attempt. Temporal lists an attempt started as soon as a worker takes its
+// task, before the worker's recorder has written it down; a worker that dies in
+// between leaves an attempt no other worker knows to fail, which only its timeout
+// ends, so a fault meant to test the watch waits for the record too.
 func (s *Stack) WaitActivityRunning(ctx context.Context, sessionID, activityType string) (int32, error) {
 	tc, err := s.dialTemporal()
 	if err != nil {
 		return 0, err
 	}
 	defer tc.Close()
+	conn, err := pgx.Connect(ctx, s.DSN())
+	if err != nil {
+		return 0, fmt.Errorf("connect to read the recorded activities: %w", err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	workflowID := workflows.SessionWorkflowID(sessionID)
 	var attempt int32
 	// Often: an activation lasts about a second.
 	err = poll(ctx, 20*time.Millisecond, activityType+" to run for session "+sessionID, func() (bool, error) {
-		d, err := tc.DescribeWorkflowExecution(ctx, workflows.SessionWorkflowID(sessionID), "")
+		d, err := tc.DescribeWorkflowExecution(ctx, workflowID, "")
 		if err != nil {
 			return false, nil // not started yet
 		}
 		for _, p := range d.GetPendingActivities() {
-			if p.GetActivityType().GetName() == activityType && p.GetState() == enumspb.PENDING_ACTIVITY_STATE_STARTED {
-				attempt = p.GetAttempt()
-				return true, nil
+			if p.GetActivityType().GetName() != activityType || p.GetState() != enumspb.PENDING_ACTIVITY_STATE_STARTED {
+				continue
 			}
+			var recorded bool
+			err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM worker_activities
+				WHERE workflow_id = $1 AND activity_id = $2 AND attempt = $3)`,
+				workflowID, p.GetActivityId(), p.GetAttempt()).Scan(&recorded)
+			if err != nil {
+				return false, fmt.Errorf("read the record of %s attempt %d: %w", activityType, p.GetAttempt(), err)
+			}
+			attempt = p.GetAttempt()
+			return recorded, nil
 		}
 		return false, nil
 	})
