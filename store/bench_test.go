@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -335,5 +337,68 @@ func relayAtOnce(b *testing.B, n int, relay func(i int) error) {
 		if err := <-errs; err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkInputReceiptBesideRelays measures an input's acceptance (AcceptInput)
+// while 100 Sessions' Relays stream replies (batches of five text deltas, one after
+// another), for an input to one of the streaming Sessions and for one to a Session
+// no Relay writes to. An op is one acceptance; it reports the p50 and p99.
+func BenchmarkInputReceiptBesideRelays(b *testing.B) {
+	for _, target := range []string{"streaming", "quiet"} {
+		b.Run("session="+target, func(b *testing.B) {
+			ctx := testutil.Context(b)
+			st, _ := testutil.NewDB(b)
+			sessions := make([]store.Session, 100)
+			gens := make([]int64, len(sessions))
+			for i := range sessions {
+				sessions[i], gens[i] = benchSession(b, st)
+			}
+			quiet := make([]store.Session, 20)
+			for i := range quiet {
+				quiet[i], _ = benchSession(b, st)
+			}
+			resp := "r"
+			ops := make([]store.RelayOp, 5)
+			for k := range ops {
+				ops[k] = store.RelayOp{Part: &store.NewPart{ResponseID: &resp, Frame: json.RawMessage(fmt.Sprintf(`{"type":"text-delta","id":"t","delta":"word %d "}`, k))}}
+			}
+			stop := make(chan struct{})
+			var wg sync.WaitGroup
+			for i := range sessions {
+				wg.Go(func() {
+					for j := 0; ; j++ {
+						select {
+						case <-stop:
+							return
+						default:
+						}
+						_, err := st.ApplyRelayBatch(ctx, store.RelayBatch{SessionID: sessions[i].ID, LeaseGeneration: gens[i], Ops: ops,
+							Cursor: &store.CursorUpdate{Generation: "g", Position: json.RawMessage(fmt.Sprintf(`{"offset":%d}`, j))}})
+						if err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+			}
+			var took []time.Duration
+			for i := 0; b.Loop(); i++ {
+				sid := sessions[i%len(sessions)].ID
+				if target == "quiet" {
+					sid = quiet[i%len(quiet)].ID
+				}
+				start := time.Now()
+				if _, err := st.AcceptInput(ctx, store.NewInput{SessionID: sid, Content: "hello"}); err != nil {
+					b.Fatal(err)
+				}
+				took = append(took, time.Since(start))
+			}
+			close(stop)
+			wg.Wait()
+			slices.Sort(took)
+			b.ReportMetric(float64(took[len(took)/2].Microseconds())/1000, "p50-ms")
+			b.ReportMetric(float64(took[len(took)*99/100].Microseconds())/1000, "p99-ms")
+		})
 	}
 }

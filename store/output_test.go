@@ -368,3 +368,49 @@ func (f *fixture) listen(t *testing.T, channels ...string) *pgx.Conn {
 	}
 	return conn
 }
+
+// TestTheOutputLogHoldsOnlyLiveSessionsParts: the output log has no foreign key (it
+// cost a check per part), yet it holds parts of existing Sessions only. A batch for a
+// Session that does not exist writes nothing, and a deleted Session takes its parts
+// with it.
+func TestTheOutputLogHoldsOnlyLiveSessionsParts(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx, st := f.ctx, f.st
+	conn, err := pgx.Connect(ctx, f.dsn)
+	require.NoError(t, err)
+	defer conn.Close(context.WithoutCancel(ctx))
+	countParts := func(sessionID string) int {
+		var n int
+		require.NoError(t, conn.QueryRow(ctx, `SELECT count(*) FROM output_parts WHERE session_id = $1`, sessionID).Scan(&n))
+		return n
+	}
+	appendTwo := func(sessionID string) {
+		lease, err := st.AcquireReaderLease(ctx, store.LeaseRequest{SessionID: sessionID, Holder: "r", TTL: time.Minute})
+		require.NoError(t, err)
+		_, err = st.ApplyRelayBatch(ctx, store.RelayBatch{SessionID: sessionID, LeaseGeneration: lease.Generation,
+			Ops: []store.RelayOp{{Part: ptr(textPart("r1", "a"))}, {Part: ptr(textPart("r1", "b"))}}})
+		require.NoError(t, err)
+		require.Equal(t, 2, countParts(sessionID))
+	}
+
+	missing := "00000000-0000-4000-8000-000000000001"
+	_, err = st.ApplyRelayBatch(ctx, store.RelayBatch{SessionID: missing, LeaseGeneration: 1,
+		Ops: []store.RelayOp{{Part: ptr(textPart("r1", "a"))}}})
+	require.Error(t, err, "a batch for a Session that does not exist")
+	require.Zero(t, countParts(missing))
+
+	appendTwo(f.session.ID)
+	other, _, err := st.CreateSessionIdempotent(ctx, store.NewSession{UserID: f.user.ID, AgentID: f.agent.ID})
+	require.NoError(t, err)
+	appendTwo(other.ID)
+
+	_, err = conn.Exec(ctx, `DELETE FROM sessions WHERE id = $1`, f.session.ID)
+	require.NoError(t, err)
+	require.Zero(t, countParts(f.session.ID), "a deleted Session's parts")
+	require.Equal(t, 2, countParts(other.ID), "another Session's parts stay")
+
+	_, err = conn.Exec(ctx, `DELETE FROM sessions WHERE agent_id = $1`, f.agent.ID)
+	require.NoError(t, err)
+	require.Zero(t, countParts(other.ID), "the parts of Sessions deleted together")
+}
