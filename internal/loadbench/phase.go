@@ -577,10 +577,15 @@ type heapFigures struct {
 	goroutines          int
 }
 
-// perSession is each of n Sessions' share of what h holds above base, in KiB.
+// perSession is each of n Sessions' share of what h holds above base, in KiB. The
+// spans in use are never fewer than the live objects they hold, but the two readings
+// come from different moments of the worker's life, and the base can hold more free
+// slots than h (spans the turns before it left partly used): the share of the spans
+// is then taken as the live objects' share, the least the Sessions hold.
 func (h heapFigures) perSession(base heapFigures, n int) (inUse, live float64) {
-	return (float64(h.inUse) - float64(base.inUse)) / float64(n) / 1024,
-		(float64(h.live) - float64(base.live)) / float64(n) / 1024
+	inUse = (float64(h.inUse) - float64(base.inUse)) / float64(n) / 1024
+	live = (float64(h.live) - float64(base.live)) / float64(n) / 1024
+	return max(inUse, live), live
 }
 
 // goroutinesPerSession is each of n Sessions' share of the goroutines and stack
