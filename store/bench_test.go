@@ -86,7 +86,7 @@ func BenchmarkInsertInput(b *testing.B) {
 
 // BenchmarkSessionReads measures the two reads of a Session on the API's hot paths:
 // with its held inputs (every input's receipt) and at a stream position (every
-// stream's opening).
+// stream's opening), and the Relay's read of its facts (every observation).
 func BenchmarkSessionReads(b *testing.B) {
 	st, s, _ := benchFixture(b)
 	ctx := testutil.Context(b)
@@ -102,6 +102,14 @@ func BenchmarkSessionReads(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			if _, _, err := st.GetSessionAtStreamPosition(ctx, s.ID, 0); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("facts", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := st.GetSessionFactsByID(ctx, s.ID); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -46,23 +46,31 @@ func (f SessionFacts) State() sessionstate.State {
 	})
 }
 
-// sessionFactsSelect reads sessions s with the correlated counts of SessionFacts.
-const sessionFactsSelect = `SELECT s.*,
+// sessionFactsCounts are the correlated counts of SessionFacts, for sessions s.
+const sessionFactsCounts = `
 	(SELECT count(*) FROM responses r WHERE r.session_id = s.id AND r.outcome IS NULL) AS open_responses,
 	(SELECT count(*) FROM interactions i WHERE i.session_id = s.id AND i.state = 'open') AS open_interactions,
-	(SELECT count(*) FROM inputs n WHERE n.session_id = s.id AND n.state IN ('pending', 'delivered')) AS held_inputs
+	(SELECT count(*) FROM inputs n WHERE n.session_id = s.id AND n.state IN ('pending', 'delivered')) AS held_inputs`
+
+// sessionFactsSelect reads sessions s with the correlated counts of SessionFacts.
+const sessionFactsSelect = `SELECT s.*,` + sessionFactsCounts + `
 	FROM sessions s`
 
-// GetSessionFactsByID reads a Session and the counts its state is derived from.
+// GetSessionFactsByID reads a Session and the counts its state is derived from. A
+// Relay reads it at every observation it sends, so it scans the columns itself
+// rather than through GORM's reflection (getSessionWith).
 func (s *Store) GetSessionFactsByID(ctx context.Context, sessionID string) (SessionFacts, error) {
-	var rows []SessionFacts
-	if err := scanRaw(s.conn(ctx), &rows, sessionFactsSelect+" WHERE s.id = ?", sessionID); err != nil {
+	var f SessionFacts
+	sess, found, err := s.getSessionWith(ctx, `SELECT `+sessionColumns+`,`+sessionFactsCounts+` FROM sessions s WHERE s.id = ?`,
+		[]any{sessionID}, &f.OpenResponses, &f.OpenInteractions, &f.HeldInputs)
+	if err != nil {
 		return SessionFacts{}, mapError("get session facts", err)
 	}
-	if len(rows) == 0 {
+	if !found {
 		return SessionFacts{}, fmt.Errorf("get session facts %s: %w", sessionID, ErrNotFound)
 	}
-	return rows[0], nil
+	f.Session = sess
+	return f, nil
 }
 
 // SessionListCursor is the position after the last Session of a page.
