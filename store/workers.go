@@ -113,17 +113,41 @@ type DeadWorker struct {
 	Activities    []WorkerActivity
 }
 
-// claimDeadWorkersSQL removes the rows of the dead workers, those silent for $1
-// seconds and those silent for $2 whose beat's server process is gone, and the records
-// of the activities they were running, and returns both. Deleting is the claim: of two
-// workers claiming at once, the second waits on the row lock and then finds the row
-// gone.
+// DeadWorkerClaim says which workers a claimer takes for dead.
+type DeadWorkerClaim struct {
+	// Claimer is the claiming worker's host task queue; its own row names the
+	// connection its beats go through.
+	Claimer string
+	// Silence: a worker silent this long is dead, once the claimer is Settled.
+	Silence time.Duration
+	// Grace: a worker silent this long whose beat's server process is gone is dead,
+	// once the claimer is Settled or when that worker beat while the claimer's own beat
+	// connection was up. Its connection then ended alone, not in an outage of
+	// PostgreSQL (or a failover) that ended every connection, the claimer's too.
+	Grace time.Duration
+	// Settled: the claimer's beats have gone through without a break for long enough
+	// that every live worker has beaten since any outage.
+	Settled bool
+}
+
+// claimDeadWorkersSQL removes the rows of the dead workers (DeadWorkerClaim) and the
+// records of the activities they were running, and returns both. Deleting is the
+// claim: of two workers claiming at once, the second waits on the row lock and then
+// finds the row gone. Its arguments are the silence and the grace in seconds, the
+// claimer and whether it is settled.
 const claimDeadWorkersSQL = `
-WITH gone AS (
+WITH me AS (
+	SELECT m.backend_start FROM workers m
+	JOIN pg_stat_activity a ON a.pid = m.backend_pid AND a.backend_start = m.backend_start
+	WHERE m.host_task_queue = $3
+), gone AS (
 	DELETE FROM workers w
-	WHERE w.seen_at < now() - make_interval(secs => $1)
-	   OR (w.seen_at < now() - make_interval(secs => $2) AND NOT EXISTS (
-		SELECT 1 FROM pg_stat_activity a WHERE a.pid = w.backend_pid AND a.backend_start = w.backend_start))
+	WHERE w.host_task_queue <> $3 AND (
+	   ($4 AND w.seen_at < now() - make_interval(secs => $1))
+	   OR (w.seen_at < now() - make_interval(secs => $2)
+	       AND ($4 OR w.seen_at > (SELECT backend_start FROM me))
+	       AND NOT EXISTS (
+		SELECT 1 FROM pg_stat_activity a WHERE a.pid = w.backend_pid AND a.backend_start = w.backend_start)))
 	RETURNING host_task_queue, seen_at
 ), running AS (
 	DELETE FROM worker_activities r USING gone g WHERE r.host_task_queue = g.host_task_queue
@@ -138,12 +162,13 @@ ORDER BY g.host_task_queue, r.started_at, r.workflow_id`
 
 // ClaimDeadWorkers takes the dead workers, each with the activity attempts it was
 // running, and forgets them: each dead worker is returned to one caller once. A worker
-// is dead when it has not marked itself alive for silence, or for grace while the
-// server process of its beat's connection is gone. The caller fails those attempts so
-// their Sessions recover without waiting for Temporal to time them out.
-func (s *Store) ClaimDeadWorkers(ctx context.Context, silence, grace time.Duration) ([]DeadWorker, error) {
+// is dead when it has not marked itself alive for the silence, or for the grace while
+// the server process of its beat's connection is gone (DeadWorkerClaim). The caller
+// fails those attempts so their Sessions recover without waiting for Temporal to time
+// them out.
+func (s *Store) ClaimDeadWorkers(ctx context.Context, c DeadWorkerClaim) ([]DeadWorker, error) {
 	var rows []deadWorkerRow
-	if err := scanRaw(s.conn(ctx), &rows, claimDeadWorkersSQL, silence.Seconds(), grace.Seconds()); err != nil {
+	if err := scanRaw(s.conn(ctx), &rows, claimDeadWorkersSQL, c.Silence.Seconds(), c.Grace.Seconds(), c.Claimer, c.Settled); err != nil {
 		return nil, mapError("claim dead workers", err)
 	}
 	var dead []DeadWorker

@@ -45,7 +45,7 @@ func TestClaimDeadWorkersHandsEachDeadWorkersActivitiesOut(t *testing.T) {
 		HostTaskQueue: dead, WorkflowID: "session/e", RunID: "run-e", ActivityID: "3", Attempt: 1,
 	}), "the dead attempt's own end leaves the retry's record")
 
-	claimed, err := f.st.ClaimDeadWorkers(f.ctx, time.Hour, time.Hour)
+	claimed, err := f.st.ClaimDeadWorkers(f.ctx, settled(time.Hour, time.Hour))
 	require.NoError(t, err)
 	assert.Empty(t, claimed, "no worker has been silent for an hour")
 
@@ -55,7 +55,7 @@ func TestClaimDeadWorkersHandsEachDeadWorkersActivitiesOut(t *testing.T) {
 	for i := range results {
 		wg.Go(func() {
 			var err error
-			results[i], err = f.st.ClaimDeadWorkers(f.ctx, 30*time.Second, 30*time.Second)
+			results[i], err = f.st.ClaimDeadWorkers(f.ctx, settled(30*time.Second, 30*time.Second))
 			assert.NoError(t, err)
 		})
 	}
@@ -78,7 +78,7 @@ func TestClaimDeadWorkersHandsEachDeadWorkersActivitiesOut(t *testing.T) {
 	assert.Equal(t, "session/c/1,session/e/"+fmt.Sprint(retried.Attempt), onLive, "the live worker's records stay")
 
 	require.NoError(t, deadBeat.Mark(f.ctx), "a worker that was only slow marks itself alive again")
-	claimed, err = f.st.ClaimDeadWorkers(f.ctx, 30*time.Second, 30*time.Second)
+	claimed, err = f.st.ClaimDeadWorkers(f.ctx, settled(30*time.Second, 30*time.Second))
 	require.NoError(t, err)
 	assert.Empty(t, claimed)
 }
@@ -111,12 +111,75 @@ func TestAWorkerWhoseBeatsConnectionIsGoneIsDeadAfterTheGrace(t *testing.T) {
 	require.NoError(t, beats[back].Mark(f.ctx), "the next beat connects again")
 	require.NoError(t, store.ExecForTest(f.ctx, f.st, `UPDATE workers SET seen_at = now() - interval '5 seconds'`))
 
-	claimed, err := f.st.ClaimDeadWorkers(f.ctx, time.Minute, 10*time.Second)
+	claimed, err := f.st.ClaimDeadWorkers(f.ctx, settled(time.Minute, 10*time.Second))
 	require.NoError(t, err)
 	assert.Empty(t, claimed, "within the grace")
-	claimed, err = f.st.ClaimDeadWorkers(f.ctx, time.Minute, 2*time.Second)
+	claimed, err = f.st.ClaimDeadWorkers(f.ctx, settled(time.Minute, 2*time.Second))
 	require.NoError(t, err)
 	require.Len(t, claimed, 1, "only the worker whose connection is gone, after the grace")
 	assert.Equal(t, gone, claimed[0].HostTaskQueue)
 	assert.Empty(t, claimed[0].Activities)
+}
+
+// settled is a claim by a worker whose beats went through for the settling time.
+func settled(silence, grace time.Duration) store.DeadWorkerClaim {
+	return store.DeadWorkerClaim{Claimer: "astrabox/host/claimer", Silence: silence, Grace: grace, Settled: true}
+}
+
+// TestAWorkerThatJustStartedClaimsOnlyWorkersWhoseConnectionEndedWhileItsOwnWasUp: a
+// claimer that has not beaten for the settling time yet (it just started, or
+// PostgreSQL just came back) takes no worker for dead by its silence, and takes one
+// whose beat's connection is gone only if that worker beat while the claimer's own
+// connection was up: its connection then ended alone. A worker whose last beat came
+// before the claimer's connection began may only have lost its connection to the same
+// outage, and is left to the settled claim.
+func TestAWorkerThatJustStartedClaimsOnlyWorkersWhoseConnectionEndedWhileItsOwnWasUp(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	const claimer, crashed, outage, slow = "astrabox/host/claimer", "astrabox/host/crashed", "astrabox/host/outage", "astrabox/host/slow"
+	beats := map[string]*store.WorkerBeat{}
+	for _, q := range []string{outage, claimer, crashed, slow} {
+		beats[q] = f.st.NewWorkerBeat(q)
+		t.Cleanup(func() { _ = beats[q].Close() })
+		require.NoError(t, beats[q].Mark(f.ctx))
+	}
+	closeServerProcess := func(q string) {
+		var pid int
+		require.NoError(t, store.QueryRowForTest(f.ctx, f.st, `SELECT backend_pid FROM workers WHERE host_task_queue = $1`, q, &pid))
+		var ended bool
+		require.NoError(t, store.QueryRowForTest(f.ctx, f.st, `SELECT pg_terminate_backend($1, 10000)`, pid, &ended))
+		require.True(t, ended, "the beat's server process of %s ended", q)
+	}
+	closeServerProcess(crashed)
+	closeServerProcess(outage)
+	// The crashed worker beat after the claimer connected (it marked itself alive
+	// after the claimer did); the outage worker's last beat came before that. The slow
+	// worker, whose connection lives, is past the silence.
+	require.NoError(t, store.ExecForTest(f.ctx, f.st, `UPDATE workers w SET seen_at = me.backend_start - interval '1 second'
+		FROM workers me WHERE me.host_task_queue = ? AND w.host_task_queue = ?`, claimer, outage))
+	require.NoError(t, store.ExecForTest(f.ctx, f.st, `UPDATE workers SET seen_at = now() - interval '2 minutes' WHERE host_task_queue = ?`, slow))
+
+	unsettled := store.DeadWorkerClaim{Claimer: claimer, Silence: time.Minute}
+	claimed, err := f.st.ClaimDeadWorkers(f.ctx, unsettled)
+	require.NoError(t, err)
+	require.Len(t, claimed, 1, "only the worker whose connection ended while the claimer's was up")
+	assert.Equal(t, crashed, claimed[0].HostTaskQueue)
+
+	closeServerProcess(claimer)
+	// The crashed worker beats again, after the claimer connected, and its connection
+	// ends: claimable unsettled by a claimer whose connection is up, as above.
+	require.NoError(t, beats[crashed].Close())
+	require.NoError(t, beats[crashed].Mark(f.ctx))
+	closeServerProcess(crashed)
+	claimed, err = f.st.ClaimDeadWorkers(f.ctx, unsettled)
+	require.NoError(t, err)
+	assert.Empty(t, claimed, "a claimer whose own beat connection is gone claims nothing unsettled")
+
+	claimed, err = f.st.ClaimDeadWorkers(f.ctx, settled(time.Minute, 0))
+	require.NoError(t, err)
+	var got []string
+	for _, d := range claimed {
+		got = append(got, d.HostTaskQueue)
+	}
+	assert.ElementsMatch(t, []string{outage, slow, crashed}, got, "settled, by their closed connections and by the silence; never the claimer")
 }

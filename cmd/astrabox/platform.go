@@ -319,12 +319,13 @@ func (p *platform) runWorker(ctx context.Context) error {
 	beat := p.store.NewWorkerBeat(hostTaskQueue)
 	defer beat.Close()
 	watch, err := hostwatch.New(hostwatch.Options{
-		Beat:      beat,
-		Store:     p.store,
-		Temporal:  hostwatch.Client(p.temporal),
-		Namespace: p.cfg.Temporal.Namespace,
-		Logger:    p.log.Named("hostwatch"),
-		Metrics:   p.tel.Metrics,
+		Beat:          beat,
+		Store:         p.store,
+		Temporal:      hostwatch.Client(p.temporal),
+		Namespace:     p.cfg.Temporal.Namespace,
+		HostTaskQueue: hostTaskQueue,
+		Logger:        p.log.Named("hostwatch"),
+		Metrics:       p.tel.Metrics,
 	})
 	if err != nil {
 		return err

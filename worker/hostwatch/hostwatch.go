@@ -47,12 +47,13 @@ import (
 
 // Defaults for Options left zero.
 const (
-	// DefaultEvery is the time between two beats of a worker.
-	DefaultEvery = time.Second
+	// DefaultEvery is the time between two beats of a worker. A dead worker's
+	// Sessions wait up to a beat of the others for its claim.
+	DefaultEvery = 500 * time.Millisecond
 	// DefaultGrace is how long a worker whose beat's connection is gone may go without
-	// marking itself alive before it is judged dead: a live worker whose connection
-	// broke connects again at its next beat.
-	DefaultGrace = 2 * time.Second
+	// marking itself alive before it is judged dead: two beats, and a live worker whose
+	// connection broke connects again at its next one.
+	DefaultGrace = time.Second
 	// DefaultSilence is how long a worker that keeps its connection may go without
 	// marking itself alive before it is judged dead: several beats, so a slow
 	// statement or a busy machine is not taken for a death.
@@ -74,7 +75,7 @@ type Beat interface {
 
 // Store hands out dead workers (store.Store).
 type Store interface {
-	ClaimDeadWorkers(ctx context.Context, silence, grace time.Duration) ([]store.DeadWorker, error)
+	ClaimDeadWorkers(ctx context.Context, c store.DeadWorkerClaim) ([]store.DeadWorker, error)
 }
 
 var (
@@ -136,6 +137,8 @@ type Options struct {
 	Temporal Temporal
 	// Namespace is the Temporal namespace of the Session workflows.
 	Namespace string
+	// HostTaskQueue is this worker's host task queue, which names its liveness row.
+	HostTaskQueue string
 	// Every is the time between beats; zero is DefaultEvery.
 	Every time.Duration
 	// Grace is how long a worker whose beat's connection is gone is judged dead
@@ -179,8 +182,8 @@ func New(opts Options) (*Watch, error) {
 	switch {
 	case opts.Beat == nil || opts.Store == nil || opts.Temporal == nil || opts.Logger == nil:
 		return nil, errors.New("hostwatch: beat, store, temporal and logger are required")
-	case opts.Namespace == "":
-		return nil, errors.New("hostwatch: namespace is required")
+	case opts.Namespace == "" || opts.HostTaskQueue == "":
+		return nil, errors.New("hostwatch: namespace and host task queue are required")
 	case opts.Every < 0 || opts.Grace < 0 || opts.Silence < 0 || opts.Settle < 0 || opts.GiveUp < 0:
 		return nil, fmt.Errorf("hostwatch: every %s, grace %s, silence %s, settle %s and give-up %s must not be negative",
 			opts.Every, opts.Grace, opts.Silence, opts.Settle, opts.GiveUp)
@@ -217,8 +220,10 @@ func (w *Watch) Run(ctx context.Context) error {
 	}
 }
 
-// Beat marks this worker alive, claims the dead workers once its own beats have gone
-// through unbroken for the settling time, and fails the attempts claimed so far (which
+// Beat marks this worker alive, claims the dead workers (by their silence only once its
+// own beats have gone through unbroken for the settling time; by their closed
+// connection at once when they beat while its own connection was up, see
+// store.DeadWorkerClaim), and fails the attempts claimed so far (which
 // needs Temporal only, so it goes on while PostgreSQL is down). Each step's failure is
 // logged; the next beat tries again. The claim and the failing take a beat's time at
 // most, whatever Temporal and PostgreSQL do: a worker that stopped beating to fail a
@@ -230,9 +235,7 @@ func (w *Watch) Beat(ctx context.Context) {
 			w.aliveSince = now
 		}
 		w.lastBeat = now
-		if now.Sub(w.aliveSince) >= w.opts.Settle {
-			w.claim(ctx, now)
-		}
+		w.claim(ctx, now, now.Sub(w.aliveSince) >= w.opts.Settle)
 	} else {
 		w.aliveSince = time.Time{}
 	}
@@ -254,10 +257,12 @@ func (w *Watch) mark(ctx context.Context) bool {
 }
 
 // claim takes the dead workers and queues their attempts to fail.
-func (w *Watch) claim(ctx context.Context, now time.Time) {
+func (w *Watch) claim(ctx context.Context, now time.Time, settled bool) {
 	cctx, cancel := context.WithTimeout(ctx, w.opts.Every)
 	defer cancel()
-	dead, err := w.opts.Store.ClaimDeadWorkers(cctx, w.opts.Silence, w.opts.Grace)
+	dead, err := w.opts.Store.ClaimDeadWorkers(cctx, store.DeadWorkerClaim{
+		Claimer: w.opts.HostTaskQueue, Silence: w.opts.Silence, Grace: w.opts.Grace, Settled: settled,
+	})
 	if err != nil {
 		if ctx.Err() == nil {
 			w.opts.Logger.Warn("claim dead workers", zap.Error(err))

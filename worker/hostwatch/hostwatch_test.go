@@ -27,10 +27,11 @@ import (
 type fakeStore struct {
 	down   bool
 	beats  int
+	// claims counts the settled claims, the ones that may judge a worker by its silence.
 	claims int
 	dead   []store.DeadWorker
-	// silence and grace are what the last claim asked with.
-	silence, grace time.Duration
+	// last is the last claim asked.
+	last store.DeadWorkerClaim
 }
 
 func (s *fakeStore) Mark(context.Context) error {
@@ -41,8 +42,13 @@ func (s *fakeStore) Mark(context.Context) error {
 	return nil
 }
 
-func (s *fakeStore) ClaimDeadWorkers(_ context.Context, silence, grace time.Duration) ([]store.DeadWorker, error) {
-	s.silence, s.grace = silence, grace
+// ClaimDeadWorkers hands out the dead workers to a settled claim: they are silent
+// ones, whose claim waits for the settling time.
+func (s *fakeStore) ClaimDeadWorkers(_ context.Context, c store.DeadWorkerClaim) ([]store.DeadWorker, error) {
+	s.last = c
+	if !c.Settled {
+		return nil, nil
+	}
 	s.claims++
 	dead := s.dead
 	s.dead = nil
@@ -136,8 +142,8 @@ func TestWatchClaimsOnlyAfterItsOwnBeatsWentThroughForTheSettlingTime(t *testing
 	}
 	metrics := telemetry.NewMetrics(zap.NewNop())
 	w, err := hostwatch.New(hostwatch.Options{
-		Beat: st, Store: st, Temporal: tc, Namespace: "ns",
-		Every: time.Second, Settle: 3 * time.Second, Now: func() time.Time { return now }, Logger: zap.NewNop(), Metrics: metrics,
+		Beat: st, Store: st, Temporal: tc, Namespace: "ns", HostTaskQueue: "astrabox/host/me",
+		Every: time.Second, Grace: 2 * time.Second, Settle: 3 * time.Second, Now: func() time.Time { return now }, Logger: zap.NewNop(), Metrics: metrics,
 	})
 	require.NoError(t, err)
 	ctx := context.Background()
@@ -163,7 +169,7 @@ func TestWatchClaimsOnlyAfterItsOwnBeatsWentThroughForTheSettlingTime(t *testing
 	}}}
 	beat()
 	assert.Equal(t, 1, st.claims)
-	assert.Equal(t, []time.Duration{hostwatch.DefaultSilence, hostwatch.DefaultGrace}, []time.Duration{st.silence, st.grace})
+	assert.Equal(t, store.DeadWorkerClaim{Claimer: "astrabox/host/me", Silence: hostwatch.DefaultSilence, Grace: 2 * time.Second, Settled: true}, st.last)
 	assert.Equal(t, 1.0, promtest.ToFloat64(metrics.DeadWorkers))
 	assert.Equal(t, 1.0, promtest.ToFloat64(metrics.DeadWorkerActivities.WithLabelValues("Relay")), "the failure Temporal took; the one it refused is tried again, the one it no longer knew had ended")
 	assert.Equal(t, 1.0, promtest.ToFloat64(metrics.DeadWorkerActivities.WithLabelValues("PrepareRuntime")))
@@ -202,11 +208,13 @@ func TestWatchClaimsOnlyAfterItsOwnBeatsWentThroughForTheSettlingTime(t *testing
 func TestNewRefusesAGraceOrSettlingTimeShorterThanTwoBeats(t *testing.T) {
 	t.Parallel()
 	for _, o := range []hostwatch.Options{{Grace: time.Second}, {Settle: time.Second}, {Grace: 4 * time.Second, Silence: 3 * time.Second}} {
-		o.Beat, o.Store, o.Temporal, o.Namespace, o.Logger = &fakeStore{}, &fakeStore{}, &fakeTemporal{}, "ns", zap.NewNop()
+		o.Beat, o.Store, o.Temporal, o.Namespace, o.HostTaskQueue, o.Logger = &fakeStore{}, &fakeStore{}, &fakeTemporal{}, "ns", "astrabox/host/me", zap.NewNop()
 		o.Every = time.Second
 		_, err := hostwatch.New(o)
 		require.ErrorContains(t, err, "at least two beats", "%+v", o)
 	}
+	_, err := hostwatch.New(hostwatch.Options{Beat: &fakeStore{}, Store: &fakeStore{}, Temporal: &fakeTemporal{}, Namespace: "ns", HostTaskQueue: "astrabox/host/me", Logger: zap.NewNop()})
+	require.NoError(t, err, "the defaults")
 }
 
 // stuckTemporal answers no call until the caller gives up, and counts the calls made
@@ -243,7 +251,7 @@ func TestABeatTakesABeatsTimeWhenTemporalDoesNotAnswer(t *testing.T) {
 	st := &fakeStore{}
 	tc := &stuckTemporal{}
 	w, err := hostwatch.New(hostwatch.Options{
-		Beat: st, Store: st, Temporal: tc, Namespace: "ns",
+		Beat: st, Store: st, Temporal: tc, Namespace: "ns", HostTaskQueue: "astrabox/host/me",
 		Every: every, Grace: 2 * every, Settle: 2 * every, Silence: 6 * every,
 		Now: func() time.Time { return now }, Logger: zap.NewNop(),
 	})

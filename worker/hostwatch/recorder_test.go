@@ -87,7 +87,7 @@ func claimAsDead(ctx context.Context, st *store.Store) ([]store.WorkerActivity, 
 	if err := beat.Mark(ctx); err != nil {
 		return nil, err
 	}
-	dead, err := st.ClaimDeadWorkers(ctx, 0, 0)
+	dead, err := st.ClaimDeadWorkers(ctx, store.DeadWorkerClaim{Claimer: "astrabox/host/watcher", Settled: true})
 	if err != nil || len(dead) == 0 {
 		return nil, err
 	}
