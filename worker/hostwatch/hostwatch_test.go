@@ -25,8 +25,8 @@ import (
 
 // fakeStore is a PostgreSQL that can be down and hands out dead workers once.
 type fakeStore struct {
-	down   bool
-	beats  int
+	down  bool
+	beats int
 	// claims counts the settled claims, the ones that may judge a worker by its silence.
 	claims int
 	dead   []store.DeadWorker
