@@ -23,6 +23,28 @@ func benchFixture(b *testing.B) (*store.Store, store.Session, int64) {
 	return st, s, gen
 }
 
+// benchSessions makes n Sessions with benchSession and returns them with their lease
+// generations.
+func benchSessions(b *testing.B, st *store.Store, n int) ([]store.Session, []int64) {
+	b.Helper()
+	sessions := make([]store.Session, n)
+	gens := make([]int64, n)
+	for i := range sessions {
+		sessions[i], gens[i] = benchSession(b, st)
+	}
+	return sessions, gens
+}
+
+// fiveDeltas is a Relay batch of five text deltas of the response resp, as a reply's
+// middle is.
+func fiveDeltas(resp string) []store.RelayOp {
+	ops := make([]store.RelayOp, 5)
+	for k := range ops {
+		ops[k] = store.RelayOp{Part: &store.NewPart{ResponseID: &resp, Frame: json.RawMessage(fmt.Sprintf(`{"type":"text-delta","id":"t","delta":"word %d "}`, k))}}
+	}
+	return ops
+}
+
 // benchSession makes a user, an Agent and a Session on st, and takes the Session's
 // reader lease.
 func benchSession(b *testing.B, st *store.Store) (store.Session, int64) {
@@ -309,16 +331,8 @@ func turnBatches(resp, input string) [][]store.RelayOp {
 func BenchmarkConcurrentRelayParts(b *testing.B) {
 	ctx := testutil.Context(b)
 	st, _ := testutil.NewDB(b)
-	sessions := make([]store.Session, 100)
-	gens := make([]int64, len(sessions))
-	for i := range sessions {
-		sessions[i], gens[i] = benchSession(b, st)
-	}
-	resp := "r"
-	ops := make([]store.RelayOp, 5)
-	for k := range ops {
-		ops[k] = store.RelayOp{Part: &store.NewPart{ResponseID: &resp, Frame: json.RawMessage(fmt.Sprintf(`{"type":"text-delta","id":"t","delta":"word %d "}`, k))}}
-	}
+	sessions, gens := benchSessions(b, st, 100)
+	ops := fiveDeltas("r")
 	for round := 0; b.Loop(); round++ {
 		relayAtOnce(b, len(sessions), func(i int) error {
 			for j := range 10 {
@@ -357,20 +371,9 @@ func BenchmarkInputReceiptBesideRelays(b *testing.B) {
 		b.Run("session="+target, func(b *testing.B) {
 			ctx := testutil.Context(b)
 			st, _ := testutil.NewDB(b)
-			sessions := make([]store.Session, 100)
-			gens := make([]int64, len(sessions))
-			for i := range sessions {
-				sessions[i], gens[i] = benchSession(b, st)
-			}
-			quiet := make([]store.Session, 20)
-			for i := range quiet {
-				quiet[i], _ = benchSession(b, st)
-			}
-			resp := "r"
-			ops := make([]store.RelayOp, 5)
-			for k := range ops {
-				ops[k] = store.RelayOp{Part: &store.NewPart{ResponseID: &resp, Frame: json.RawMessage(fmt.Sprintf(`{"type":"text-delta","id":"t","delta":"word %d "}`, k))}}
-			}
+			sessions, gens := benchSessions(b, st, 100)
+			quiet, _ := benchSessions(b, st, 20)
+			ops := fiveDeltas("r")
 			stop := make(chan struct{})
 			var wg sync.WaitGroup
 			for i := range sessions {

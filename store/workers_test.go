@@ -98,15 +98,8 @@ func TestAWorkerWhoseBeatsConnectionIsGoneIsDeadAfterTheGrace(t *testing.T) {
 		t.Cleanup(func() { _ = beats[q].Close() })
 		require.NoError(t, beats[q].Mark(f.ctx))
 	}
-	closeServerProcess := func(q string) {
-		var pid int
-		require.NoError(t, store.QueryRowForTest(f.ctx, f.st, `SELECT backend_pid FROM workers WHERE host_task_queue = $1`, q, &pid))
-		var ended bool
-		require.NoError(t, store.QueryRowForTest(f.ctx, f.st, `SELECT pg_terminate_backend($1, 10000)`, pid, &ended))
-		require.True(t, ended, "the beat's server process of %s ended", q)
-	}
-	closeServerProcess(gone)
-	closeServerProcess(back)
+	endBeatServerProcess(t, f, gone)
+	endBeatServerProcess(t, f, back)
 	require.Error(t, beats[back].Mark(f.ctx), "the beat's connection is gone")
 	require.NoError(t, beats[back].Mark(f.ctx), "the next beat connects again")
 	require.NoError(t, store.ExecForTest(f.ctx, f.st, `UPDATE workers SET seen_at = now() - interval '5 seconds'`))
@@ -143,15 +136,8 @@ func TestAWorkerThatJustStartedClaimsOnlyWorkersWhoseConnectionEndedWhileItsOwnW
 		t.Cleanup(func() { _ = beats[q].Close() })
 		require.NoError(t, beats[q].Mark(f.ctx))
 	}
-	closeServerProcess := func(q string) {
-		var pid int
-		require.NoError(t, store.QueryRowForTest(f.ctx, f.st, `SELECT backend_pid FROM workers WHERE host_task_queue = $1`, q, &pid))
-		var ended bool
-		require.NoError(t, store.QueryRowForTest(f.ctx, f.st, `SELECT pg_terminate_backend($1, 10000)`, pid, &ended))
-		require.True(t, ended, "the beat's server process of %s ended", q)
-	}
-	closeServerProcess(crashed)
-	closeServerProcess(outage)
+	endBeatServerProcess(t, f, crashed)
+	endBeatServerProcess(t, f, outage)
 	// The crashed worker beat after the claimer connected (it marked itself alive
 	// after the claimer did); the outage worker's last beat came before that. The slow
 	// worker, whose connection lives, is past the silence.
@@ -165,12 +151,12 @@ func TestAWorkerThatJustStartedClaimsOnlyWorkersWhoseConnectionEndedWhileItsOwnW
 	require.Len(t, claimed, 1, "only the worker whose connection ended while the claimer's was up")
 	assert.Equal(t, crashed, claimed[0].HostTaskQueue)
 
-	closeServerProcess(claimer)
+	endBeatServerProcess(t, f, claimer)
 	// The crashed worker beats again, after the claimer connected, and its connection
 	// ends: claimable unsettled by a claimer whose connection is up, as above.
 	require.NoError(t, beats[crashed].Close())
 	require.NoError(t, beats[crashed].Mark(f.ctx))
-	closeServerProcess(crashed)
+	endBeatServerProcess(t, f, crashed)
 	claimed, err = f.st.ClaimDeadWorkers(f.ctx, unsettled)
 	require.NoError(t, err)
 	assert.Empty(t, claimed, "a claimer whose own beat connection is gone claims nothing unsettled")
@@ -182,4 +168,15 @@ func TestAWorkerThatJustStartedClaimsOnlyWorkersWhoseConnectionEndedWhileItsOwnW
 		got = append(got, d.HostTaskQueue)
 	}
 	assert.ElementsMatch(t, []string{outage, slow, crashed}, got, "settled, by their closed connections and by the silence; never the claimer")
+}
+
+// endBeatServerProcess ends the server process of the connection the worker of host
+// task queue q last beat through, as PostgreSQL does when the worker's process dies.
+func endBeatServerProcess(t *testing.T, f *fixture, q string) {
+	t.Helper()
+	var pid int
+	require.NoError(t, store.QueryRowForTest(f.ctx, f.st, `SELECT backend_pid FROM workers WHERE host_task_queue = $1`, q, &pid))
+	var ended bool
+	require.NoError(t, store.QueryRowForTest(f.ctx, f.st, `SELECT pg_terminate_backend($1, 10000)`, pid, &ended))
+	require.True(t, ended, "the beat's server process of %s ended", q)
 }

@@ -222,8 +222,8 @@ func (w *Watch) Run(ctx context.Context) error {
 
 // Beat marks this worker alive, claims the dead workers (by their silence only once its
 // own beats have gone through unbroken for the settling time; by their closed
-// connection at once when they beat while its own connection was up, see
-// store.DeadWorkerClaim), and fails the attempts claimed so far (which
+// connection after the grace, before that time too when they beat while its own
+// connection was up: store.DeadWorkerClaim), and fails the attempts claimed so far (which
 // needs Temporal only, so it goes on while PostgreSQL is down). Each step's failure is
 // logged; the next beat tries again. The claim and the failing take a beat's time at
 // most, whatever Temporal and PostgreSQL do: a worker that stopped beating to fail a
