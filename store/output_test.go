@@ -377,12 +377,9 @@ func TestTheOutputLogHoldsOnlyLiveSessionsParts(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	ctx, st := f.ctx, f.st
-	conn, err := pgx.Connect(ctx, f.dsn)
-	require.NoError(t, err)
-	defer conn.Close(context.WithoutCancel(ctx))
 	countParts := func(sessionID string) int {
 		var n int
-		require.NoError(t, conn.QueryRow(ctx, `SELECT count(*) FROM output_parts WHERE session_id = $1`, sessionID).Scan(&n))
+		require.NoError(t, store.QueryRowForTest(ctx, st, `SELECT count(*) FROM output_parts WHERE session_id = $1`, sessionID, &n))
 		return n
 	}
 	appendTwo := func(sessionID string) {
@@ -395,7 +392,7 @@ func TestTheOutputLogHoldsOnlyLiveSessionsParts(t *testing.T) {
 	}
 
 	missing := "00000000-0000-4000-8000-000000000001"
-	_, err = st.ApplyRelayBatch(ctx, store.RelayBatch{SessionID: missing, LeaseGeneration: 1,
+	_, err := st.ApplyRelayBatch(ctx, store.RelayBatch{SessionID: missing, LeaseGeneration: 1,
 		Ops: []store.RelayOp{{Part: ptr(textPart("r1", "a"))}}})
 	require.Error(t, err, "a batch for a Session that does not exist")
 	require.Zero(t, countParts(missing))
@@ -405,12 +402,10 @@ func TestTheOutputLogHoldsOnlyLiveSessionsParts(t *testing.T) {
 	require.NoError(t, err)
 	appendTwo(other.ID)
 
-	_, err = conn.Exec(ctx, `DELETE FROM sessions WHERE id = $1`, f.session.ID)
-	require.NoError(t, err)
+	require.NoError(t, store.ExecForTest(ctx, st, `DELETE FROM sessions WHERE id = ?`, f.session.ID))
 	require.Zero(t, countParts(f.session.ID), "a deleted Session's parts")
 	require.Equal(t, 2, countParts(other.ID), "another Session's parts stay")
 
-	_, err = conn.Exec(ctx, `DELETE FROM sessions WHERE agent_id = $1`, f.agent.ID)
-	require.NoError(t, err)
+	require.NoError(t, store.ExecForTest(ctx, st, `DELETE FROM sessions WHERE agent_id = ?`, f.agent.ID))
 	require.Zero(t, countParts(other.ID), "the parts of Sessions deleted together")
 }
