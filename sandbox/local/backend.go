@@ -35,6 +35,10 @@ type Backend struct {
 	pidfds bool
 	// reaper waits for the boxes' and their forwarders' exits, all on one goroutine.
 	reaper procwait.Reaper
+	// beforeLaunch, when set, runs in Create after the box is recorded and before
+	// bubblewrap starts: tests hold a creation there, where another worker process
+	// starting on the machine finds a box without its init.
+	beforeLaunch func(id string)
 
 	mu      sync.Mutex
 	boxes   map[string]*box

@@ -75,6 +75,9 @@ func (b *Backend) create(ctx context.Context, spec sandbox.Spec, pool string) (s
 			return fail(err)
 		}
 	}
+	if b.beforeLaunch != nil {
+		b.beforeLaunch(id)
+	}
 	bootID, err := b.launch(ctx, x)
 	if err != nil {
 		return fail(err)

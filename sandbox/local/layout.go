@@ -80,16 +80,19 @@ func workspaceDir(dir string, spec sandbox.Spec, volumes func(string) string) st
 	return filepath.Join(dir, "workspace")
 }
 
+// recordName is the file in a box's folder that records it (record).
+const recordName = "box.json"
+
 func writeRecord(dir string, rec record) error {
 	raw, err := json.MarshalIndent(rec, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode box record: %w", err)
 	}
-	tmp := filepath.Join(dir, "box.json.tmp")
+	tmp := filepath.Join(dir, recordName+".tmp")
 	if err := os.WriteFile(tmp, raw, 0o600); err != nil {
 		return fmt.Errorf("write box record: %w", err)
 	}
-	if err := os.Rename(tmp, filepath.Join(dir, "box.json")); err != nil {
+	if err := os.Rename(tmp, filepath.Join(dir, recordName)); err != nil {
 		return fmt.Errorf("commit box record: %w", err)
 	}
 	return nil
@@ -97,7 +100,7 @@ func writeRecord(dir string, rec record) error {
 
 func readRecord(dir string) (record, error) {
 	var rec record
-	raw, err := os.ReadFile(filepath.Join(dir, "box.json"))
+	raw, err := os.ReadFile(filepath.Join(dir, recordName))
 	if err != nil {
 		return rec, fmt.Errorf("read box record: %w", err)
 	}

@@ -19,7 +19,8 @@ import (
 )
 
 // adoptAll loads every recorded box: running ones are watched again, boxes
-// that died while no worker watched are noted as lost.
+// that died while no worker watched are noted as lost. A box another worker
+// process is still making is left to it (makingElsewhere); Get adopts it once made.
 func (b *Backend) adoptAll(ctx context.Context) error {
 	entries, err := os.ReadDir(filepath.Join(b.opts.StateDir, "boxes"))
 	if err != nil {
@@ -33,6 +34,10 @@ func (b *Backend) adoptAll(ctx context.Context) error {
 			b.log.Warn("local sandbox: skip box without record", zap.String("dir", dir), zap.Error(err))
 			continue
 		}
+		if b.makingElsewhere(dir, rec) {
+			b.log.Info("local sandbox: box still being made by another worker", zap.String("box", rec.ID))
+			continue
+		}
 		if rec.Pool != "" {
 			// A prewarmed box of an earlier worker: nobody will claim it.
 			rec.Pool = "orphaned"
@@ -42,6 +47,21 @@ func (b *Backend) adoptAll(ctx context.Context) error {
 		b.watchAdopted(ctx, x)
 	}
 	return nil
+}
+
+// makingElsewhere reports whether the box's maker may still be making it: its
+// init is not recorded yet and its record was written less than ReadyTimeout ago
+// (a creation records its box before it starts bubblewrap, and its init at the
+// latest ReadyTimeout after that). Taken for dead then, the box would be ended
+// under its maker (its cgroup killed) or reported lost to its Session by this
+// worker later. A record older than that is a creation whose maker died: adopted
+// as any other box, it is cleaned up or watched.
+func (b *Backend) makingElsewhere(dir string, rec record) bool {
+	if rec.InitPID != 0 {
+		return false
+	}
+	info, err := os.Stat(filepath.Join(dir, recordName))
+	return err == nil && time.Since(info.ModTime()) < b.opts.ReadyTimeout
 }
 
 // adopt takes on a box another worker process made in the same state folder since
@@ -385,7 +405,7 @@ func (b *Backend) Reap(ctx context.Context, keep func(id string) bool) ([]string
 		if known[e.Name()] {
 			continue
 		}
-		if _, err := os.Stat(filepath.Join(b.opts.StateDir, "boxes", e.Name(), "box.json")); err == nil {
+		if _, err := os.Stat(filepath.Join(b.opts.StateDir, "boxes", e.Name(), recordName)); err == nil {
 			continue // created meanwhile by another worker process
 		}
 		if info, err := e.Info(); err == nil && time.Since(info.ModTime()) < b.opts.ReadyTimeout {

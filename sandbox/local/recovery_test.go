@@ -282,3 +282,50 @@ func TestAnotherWorkerOnTheMachineAdoptsABoxItDidNotMake(t *testing.T) {
 		require.ErrorIs(t, err, sandbox.ErrNotFound, "id %q", id)
 	}
 }
+
+// TestAWorkerStartedWhileAnotherMakesABoxLeavesItToItsMaker starts a second backend
+// on the state folder while the first one's Create holds between recording the box
+// and starting bubblewrap, as a worker process starting on the machine does while
+// its neighbour makes a box: the newcomer neither takes the box for dead nor ends
+// it, and once it is made finds it running and drives its program.
+func TestAWorkerStartedWhileAnotherMakesABoxLeavesItToItsMaker(t *testing.T) {
+	t.Parallel()
+	opts := testOptions(t)
+	maker := newBackend(t, opts)
+	ctx := testContext(t)
+	held, resume := make(chan string, 1), make(chan struct{})
+	maker.beforeLaunch = func(id string) {
+		held <- id
+		<-resume
+	}
+	type made struct {
+		h   sandbox.Handle
+		err error
+	}
+	done := make(chan made, 1)
+	go func() {
+		h, err := maker.Create(ctx, sandbox.Spec{})
+		done <- made{h, err}
+	}()
+	id := <-held
+	other := newBackend(t, opts)
+	close(resume)
+	m := <-done
+	require.NoError(t, m.err, "the maker finishes its box")
+	defer m.h.Close()
+	_, err := m.h.StartProcess(ctx, sandbox.ProcessSpec{ID: "agent", Argv: []string{"/bin/sh", "-c", `while read l; do echo "in=$l"; done`}})
+	require.NoError(t, err, "the box the newcomer found half made still runs")
+
+	h, err := other.Get(ctx, id)
+	require.NoError(t, err)
+	defer h.Close()
+	info, err := h.Info(ctx)
+	require.NoError(t, err)
+	require.Equal(t, sandbox.StateRunning, info.State, "the newcomer did not take the box for dead: %+v", info.Death)
+	s, err := h.ReadOutput(ctx, "agent", 0, true)
+	require.NoError(t, err)
+	defer s.Close()
+	_, err = h.WriteStdin(ctx, "agent", "w1", []byte("hello\n"))
+	require.NoError(t, err)
+	require.Equal(t, "in=hello", string(readLines(t, s, 1)[0].Data))
+}
