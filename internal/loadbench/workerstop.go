@@ -1,8 +1,11 @@
 package loadbench
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -119,7 +122,8 @@ func (b *bench) workerGone(ctx context.Context, n int, how workerEnd) ([]Row, er
 			whole++
 		} else {
 			b.log.Warn("a reply was not read whole through a worker's end", zap.String("how", how.noun), zap.String("session_id", s.id),
-				zap.Bool("on_the_ended_worker", onVictim[s.id]), zap.String("why", broken))
+				zap.Bool("on_the_ended_worker", onVictim[s.id]), zap.String("why", broken),
+				zap.Strings("worker_log", workerLogLines(b.stack.LogDir(), s.id, workerLogLinesShown)))
 		}
 		if !onVictim[s.id] {
 			continue
@@ -265,4 +269,44 @@ func count(set map[string]bool) int {
 		}
 	}
 	return n
+}
+
+// workerLogLinesShown is how many of the workers' log lines about a Session a
+// warning about its reply carries.
+const workerLogLinesShown = 12
+
+// workerLogLines returns the last most lines, by time, of the stack's worker logs in
+// dir that name the Session, each after its log's name, cut to a readable length: where a
+// test's output is all a failed run leaves (CI keeps no stack logs), they say what
+// the workers saw of the Session (an activity's error names its cause).
+func workerLogLines(dir, sessionID string, most int) []string {
+	logs, _ := filepath.Glob(filepath.Join(dir, "worker*.log"))
+	type logLine struct{ at, text string }
+	var found []logLine
+	for _, name := range logs {
+		f, err := os.Open(name)
+		if err != nil {
+			continue
+		}
+		sc := bufio.NewScanner(f)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			if line := sc.Text(); strings.Contains(line, sessionID) {
+				const keep = 400
+				if len(line) > keep {
+					line = line[:keep] + "..."
+				}
+				// A line starts with its time of day: the logs interleave by it.
+				at, _, _ := strings.Cut(line, "\t")
+				found = append(found, logLine{at, filepath.Base(name) + ": " + line})
+			}
+		}
+		f.Close()
+	}
+	slices.SortStableFunc(found, func(a, b logLine) int { return strings.Compare(a.at, b.at) })
+	lines := make([]string, 0, min(most, len(found)))
+	for _, l := range found[max(0, len(found)-most):] {
+		lines = append(lines, l.text)
+	}
+	return lines
 }
