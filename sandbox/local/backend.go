@@ -35,10 +35,16 @@ type Backend struct {
 	pidfds bool
 	// reaper waits for the boxes' and their forwarders' exits, all on one goroutine.
 	reaper procwait.Reaper
-	// beforeLaunch, when set, runs in Create after the box is recorded and before
-	// bubblewrap starts: tests hold a creation there, where another worker process
-	// starting on the machine finds a box without its init.
-	beforeLaunch func(id string)
+	// self is this worker process (pid and start time), which the boxes it makes
+	// record as their maker.
+	self struct {
+		pid   int
+		start uint64
+	}
+	// makingHook, when set, runs at the stages of a Create ("recorded": before
+	// bubblewrap starts; "launched": before the egress forwarder does): tests hold a
+	// creation there, where another worker process starting on the machine finds it.
+	makingHook func(id, stage string)
 
 	mu      sync.Mutex
 	boxes   map[string]*box
@@ -94,6 +100,12 @@ func New(ctx context.Context, opts Options) (*Backend, error) {
 	}
 	b := &Backend{opts: opts, log: opts.Logger, cg: detectCgroups(opts.CgroupRoot, opts.CgroupParent),
 		instance: newID("pool-"), boxes: map[string]*box{}, done: make(chan struct{}), pidfds: procwait.Supported()}
+	b.self.pid = os.Getpid()
+	if start, ok := procStart(b.self.pid); ok {
+		b.self.start = start
+	} else {
+		return nil, fmt.Errorf("local sandbox: read this process's start time from /proc")
+	}
 	for _, note := range b.cg.notes {
 		b.log.Warn("local sandbox: " + note)
 	}

@@ -52,7 +52,7 @@ func (b *Backend) create(ctx context.Context, spec sandbox.Spec, pool string) (s
 	}
 	dir := b.boxDir(id)
 	x := &box{dir: dir, dead: make(chan struct{}), creating: true, rec: record{ID: id, UID: uid, RunnerUID: runnerUID, Spec: spec,
-		CreatedAt: time.Now().UTC(), Pool: pool, Cgroups: len(b.cg.dirs(id)) > 0}}
+		CreatedAt: time.Now().UTC(), Pool: pool, Cgroups: len(b.cg.dirs(id)) > 0, MakerPID: b.self.pid, MakerStart: b.self.start}}
 	defer func() {
 		x.mu.Lock()
 		x.creating = false
@@ -75,13 +75,12 @@ func (b *Backend) create(ctx context.Context, spec sandbox.Spec, pool string) (s
 			return fail(err)
 		}
 	}
-	if b.beforeLaunch != nil {
-		b.beforeLaunch(id)
-	}
+	b.making(id, "recorded")
 	bootID, err := b.launch(ctx, x)
 	if err != nil {
 		return fail(err)
 	}
+	b.making(id, "launched")
 	// The forwarder watches the running box, so it starts after it; no program
 	// runs before it serves (the runner only dials the socket per connection).
 	if err := b.startEgress(ctx, x); err != nil {
@@ -98,9 +97,23 @@ func (b *Backend) create(ctx context.Context, spec sandbox.Spec, pool string) (s
 			}
 		}
 	}
+	x.mu.Lock()
+	x.rec.Made = true
+	err = writeRecord(x.dir, x.rec)
+	x.mu.Unlock()
+	if err != nil {
+		return fail(err)
+	}
 	b.expireLater(x)
 	b.log.Info("local sandbox: box ready", zap.String("box", id), zap.Int("uid", uid), zap.String("boot", bootID))
 	return h, nil
+}
+
+// making runs the test hook at a stage of a Create, if one is set.
+func (b *Backend) making(id, stage string) {
+	if b.makingHook != nil {
+		b.makingHook(id, stage)
+	}
 }
 
 // waitServiceReady waits until svc listens on its ready port. A service that exits

@@ -59,6 +59,12 @@ type record struct {
 	EgressPID    int    `json:"egress_pid,omitempty"`
 	EgressStart  uint64 `json:"egress_start,omitempty"`
 	EgressDigest string `json:"egress_digest,omitempty"`
+	// MakerPID and MakerStart are the worker process making the box, and Made is
+	// set once it has (its Create returned it): until then the box is its maker's
+	// alone (makingElsewhere). Records of earlier backends have neither.
+	MakerPID   int    `json:"maker_pid,omitempty"`
+	MakerStart uint64 `json:"maker_start,omitempty"`
+	Made       bool   `json:"made,omitempty"`
 }
 
 func newID(prefix string) string {
@@ -83,16 +89,29 @@ func workspaceDir(dir string, spec sandbox.Spec, volumes func(string) string) st
 // recordName is the file in a box's folder that records it (record).
 const recordName = "box.json"
 
+// writeRecord replaces the box's record whole. The new record is written to a file
+// of this call's own and renamed over the old one: worker processes sharing the
+// machine's boxes may write one box's record at once, and a reader must never see
+// a record half written.
 func writeRecord(dir string, rec record) error {
 	raw, err := json.MarshalIndent(rec, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode box record: %w", err)
 	}
-	tmp := filepath.Join(dir, recordName+".tmp")
-	if err := os.WriteFile(tmp, raw, 0o600); err != nil {
+	f, err := os.CreateTemp(dir, recordName+".*.tmp")
+	if err != nil {
 		return fmt.Errorf("write box record: %w", err)
 	}
-	if err := os.Rename(tmp, filepath.Join(dir, recordName)); err != nil {
+	_, err = f.Write(raw)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = os.Remove(f.Name())
+		return fmt.Errorf("write box record: %w", err)
+	}
+	if err := os.Rename(f.Name(), filepath.Join(dir, recordName)); err != nil {
+		_ = os.Remove(f.Name())
 		return fmt.Errorf("commit box record: %w", err)
 	}
 	return nil

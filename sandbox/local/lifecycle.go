@@ -34,7 +34,7 @@ func (b *Backend) adoptAll(ctx context.Context) error {
 			b.log.Warn("local sandbox: skip box without record", zap.String("dir", dir), zap.Error(err))
 			continue
 		}
-		if b.makingElsewhere(dir, rec) {
+		if makingElsewhere(rec) {
 			b.log.Info("local sandbox: box still being made by another worker", zap.String("box", rec.ID))
 			continue
 		}
@@ -49,32 +49,29 @@ func (b *Backend) adoptAll(ctx context.Context) error {
 	return nil
 }
 
-// makingElsewhere reports whether the box's maker may still be making it: its
-// init is not recorded yet and its record was written less than ReadyTimeout ago
-// (a creation records its box before it starts bubblewrap, and its init at the
-// latest ReadyTimeout after that). Taken for dead then, the box would be ended
-// under its maker (its cgroup killed) or reported lost to its Session by this
-// worker later. A record older than that is a creation whose maker died: adopted
-// as any other box, it is cleaned up or watched.
-func (b *Backend) makingElsewhere(dir string, rec record) bool {
-	if rec.InitPID != 0 {
-		return false
-	}
-	info, err := os.Stat(filepath.Join(dir, recordName))
-	return err == nil && time.Since(info.ModTime()) < b.opts.ReadyTimeout
+// makingElsewhere reports whether a live worker process, another or this one's
+// other backend, is still making the box: its Create has not recorded it made. The
+// box is its maker's until then; taken for one that died (its launcher not yet
+// started, or its forwarder not yet), it was ended under its maker (its cgroup
+// killed), given a second egress forwarder, or reported lost to its Session later
+// by this worker. A box whose maker died mid-creation is adopted as any other, to
+// be watched or cleaned up.
+func makingElsewhere(rec record) bool {
+	return !rec.Made && rec.MakerPID != 0 && alive(rec.MakerPID, rec.MakerStart)
 }
 
 // adopt takes on a box another worker process made in the same state folder since
 // this backend started: workers sharing a machine's boxes take over each other's
 // Sessions when one of them dies. A box whose creation has not finished (its init
-// not yet recorded) is not found: it is still its creator's.
+// not yet recorded, or its maker still making it) is not found: it is still its
+// maker's.
 func (b *Backend) adopt(id string) (*box, error) {
 	if id == "" || filepath.Base(id) != id || !strings.HasPrefix(id, "box-") {
 		return nil, fmt.Errorf("box %q: %w", id, sandbox.ErrNotFound)
 	}
 	dir := b.boxDir(id)
 	rec, err := readRecord(dir)
-	if err != nil || rec.ID != id || rec.InitPID == 0 {
+	if err != nil || rec.ID != id || rec.InitPID == 0 || makingElsewhere(rec) {
 		return nil, fmt.Errorf("box %q: %w", id, sandbox.ErrNotFound)
 	}
 	x := &box{dir: dir, rec: rec, dead: make(chan struct{})}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/astrabox/astrabox/sandbox"
@@ -284,48 +285,80 @@ func TestAnotherWorkerOnTheMachineAdoptsABoxItDidNotMake(t *testing.T) {
 }
 
 // TestAWorkerStartedWhileAnotherMakesABoxLeavesItToItsMaker starts a second backend
-// on the state folder while the first one's Create holds between recording the box
-// and starting bubblewrap, as a worker process starting on the machine does while
-// its neighbour makes a box: the newcomer neither takes the box for dead nor ends
-// it, and once it is made finds it running and drives its program.
+// on the state folder while the first one's Create holds at a stage, as a worker
+// process starting on the machine does while its neighbour makes a box: recorded
+// but bubblewrap not started, or started but its egress forwarder not yet. The
+// newcomer neither takes the box for dead nor ends it, and once it is made finds it
+// running and drives its program.
 func TestAWorkerStartedWhileAnotherMakesABoxLeavesItToItsMaker(t *testing.T) {
 	t.Parallel()
-	opts := testOptions(t)
-	maker := newBackend(t, opts)
-	ctx := testContext(t)
-	held, resume := make(chan string, 1), make(chan struct{})
-	maker.beforeLaunch = func(id string) {
-		held <- id
-		<-resume
-	}
-	type made struct {
-		h   sandbox.Handle
-		err error
-	}
-	done := make(chan made, 1)
-	go func() {
-		h, err := maker.Create(ctx, sandbox.Spec{})
-		done <- made{h, err}
-	}()
-	id := <-held
-	other := newBackend(t, opts)
-	close(resume)
-	m := <-done
-	require.NoError(t, m.err, "the maker finishes its box")
-	defer m.h.Close()
-	_, err := m.h.StartProcess(ctx, sandbox.ProcessSpec{ID: "agent", Argv: []string{"/bin/sh", "-c", `while read l; do echo "in=$l"; done`}})
-	require.NoError(t, err, "the box the newcomer found half made still runs")
+	for _, stage := range []string{"recorded", "launched"} {
+		t.Run(stage, func(t *testing.T) {
+			t.Parallel()
+			opts := testOptions(t)
+			maker := newBackend(t, opts)
+			ctx := testContext(t)
+			held, resume := make(chan string, 1), make(chan struct{})
+			maker.makingHook = func(id, at string) {
+				if at == stage {
+					held <- id
+					<-resume
+				}
+			}
+			type made struct {
+				h   sandbox.Handle
+				err error
+			}
+			done := make(chan made, 1)
+			go func() {
+				h, err := maker.Create(ctx, sandbox.Spec{})
+				done <- made{h, err}
+			}()
+			id := <-held
+			other := newBackend(t, opts)
+			_, err := other.Get(ctx, id)
+			require.ErrorIs(t, err, sandbox.ErrNotFound, "a box being made is its maker's")
+			close(resume)
+			m := <-done
+			require.NoError(t, m.err, "the maker finishes its box")
+			defer m.h.Close()
+			_, err = m.h.StartProcess(ctx, sandbox.ProcessSpec{ID: "agent", Argv: []string{"/bin/sh", "-c", `while read l; do echo "in=$l"; done`}})
+			require.NoError(t, err, "the box the newcomer found half made still runs")
 
-	h, err := other.Get(ctx, id)
-	require.NoError(t, err)
-	defer h.Close()
-	info, err := h.Info(ctx)
-	require.NoError(t, err)
-	require.Equal(t, sandbox.StateRunning, info.State, "the newcomer did not take the box for dead: %+v", info.Death)
-	s, err := h.ReadOutput(ctx, "agent", 0, true)
-	require.NoError(t, err)
-	defer s.Close()
-	_, err = h.WriteStdin(ctx, "agent", "w1", []byte("hello\n"))
-	require.NoError(t, err)
-	require.Equal(t, "in=hello", string(readLines(t, s, 1)[0].Data))
+			h, err := other.Get(ctx, id)
+			require.NoError(t, err)
+			defer h.Close()
+			info, err := h.Info(ctx)
+			require.NoError(t, err)
+			require.Equal(t, sandbox.StateRunning, info.State, "the newcomer did not take the box for dead: %+v", info.Death)
+			s, err := h.ReadOutput(ctx, "agent", 0, true)
+			require.NoError(t, err)
+			defer s.Close()
+			_, err = h.WriteStdin(ctx, "agent", "w1", []byte("hello\n"))
+			require.NoError(t, err)
+			require.Equal(t, "in=hello", string(readLines(t, s, 1)[0].Data))
+		})
+	}
+}
+
+// TestABoxIsItsMakersWhileItsMakerLivesAndMakesIt: a box is being made elsewhere
+// only while its record names a live maker and does not say it was made; a box
+// whose maker died mid-creation, or that an earlier backend recorded without a
+// maker, is anyone's to adopt.
+func TestABoxIsItsMakersWhileItsMakerLivesAndMakesIt(t *testing.T) {
+	self := os.Getpid()
+	selfStart, ok := procStart(self)
+	require.True(t, ok)
+	ended := exec.Command("/bin/true")
+	require.NoError(t, ended.Start())
+	endedPID := ended.Process.Pid
+	endedStart, ok := procStart(endedPID)
+	require.True(t, ok, "read the start of a process before it is reaped")
+	require.NoError(t, ended.Wait())
+
+	assert.True(t, makingElsewhere(record{MakerPID: self, MakerStart: selfStart}), "a live maker still making it")
+	assert.False(t, makingElsewhere(record{MakerPID: self, MakerStart: selfStart, Made: true}), "made")
+	assert.False(t, makingElsewhere(record{MakerPID: endedPID, MakerStart: endedStart}), "its maker died mid-creation")
+	assert.False(t, makingElsewhere(record{MakerPID: self, MakerStart: selfStart + 1}), "another process under the maker's pid")
+	assert.False(t, makingElsewhere(record{}), "recorded by an earlier backend")
 }
