@@ -253,28 +253,19 @@ func TestAnotherWorkerOnTheMachineAdoptsABoxItDidNotMake(t *testing.T) {
 
 	made, err := maker.Create(ctx, sandbox.Spec{})
 	require.NoError(t, err)
-	_, err = made.StartProcess(ctx, sandbox.ProcessSpec{ID: "agent", Argv: []string{"/bin/sh", "-c", `while read l; do echo "in=$l"; done`}})
-	require.NoError(t, err)
+	startEcho(ctx, t, made)
 
 	h, err := other.Get(ctx, made.ID())
 	require.NoError(t, err, "a box another worker made is found")
 	defer h.Close()
-	info, err := h.Info(ctx)
-	require.NoError(t, err)
-	require.Equal(t, sandbox.StateRunning, info.State)
-	s, err := h.ReadOutput(ctx, "agent", 0, true)
-	require.NoError(t, err)
-	defer s.Close()
-	_, err = h.WriteStdin(ctx, "agent", "w1", []byte("hello\n"))
-	require.NoError(t, err)
-	require.Equal(t, "in=hello", string(readLines(t, s, 1)[0].Data))
+	requireEchoes(ctx, t, h)
 
 	deaths, err := other.Watch(ctx, made.ID())
 	require.NoError(t, err)
 	require.NoError(t, maker.Destroy(ctx, made.ID()))
 	d := <-deaths
 	require.Equal(t, made.ID(), d.BoxID, "the adopter sees the box end")
-	info, err = h.Info(ctx)
+	info, err := h.Info(ctx)
 	require.NoError(t, err)
 	require.NotEqual(t, sandbox.StateRunning, info.State)
 
@@ -322,21 +313,12 @@ func TestAWorkerStartedWhileAnotherMakesABoxLeavesItToItsMaker(t *testing.T) {
 			m := <-done
 			require.NoError(t, m.err, "the maker finishes its box")
 			defer m.h.Close()
-			_, err = m.h.StartProcess(ctx, sandbox.ProcessSpec{ID: "agent", Argv: []string{"/bin/sh", "-c", `while read l; do echo "in=$l"; done`}})
-			require.NoError(t, err, "the box the newcomer found half made still runs")
+			startEcho(ctx, t, m.h)
 
 			h, err := other.Get(ctx, id)
 			require.NoError(t, err)
 			defer h.Close()
-			info, err := h.Info(ctx)
-			require.NoError(t, err)
-			require.Equal(t, sandbox.StateRunning, info.State, "the newcomer did not take the box for dead: %+v", info.Death)
-			s, err := h.ReadOutput(ctx, "agent", 0, true)
-			require.NoError(t, err)
-			defer s.Close()
-			_, err = h.WriteStdin(ctx, "agent", "w1", []byte("hello\n"))
-			require.NoError(t, err)
-			require.Equal(t, "in=hello", string(readLines(t, s, 1)[0].Data))
+			requireEchoes(ctx, t, h)
 		})
 	}
 }
@@ -361,4 +343,27 @@ func TestABoxIsItsMakersWhileItsMakerLivesAndMakesIt(t *testing.T) {
 	assert.False(t, makingElsewhere(record{MakerPID: endedPID, MakerStart: endedStart}), "its maker died mid-creation")
 	assert.False(t, makingElsewhere(record{MakerPID: self, MakerStart: selfStart + 1}), "another process under the maker's pid")
 	assert.False(t, makingElsewhere(record{}), "recorded by an earlier backend")
+}
+
+// startEcho starts the box's "agent" program, which echoes each stdin line as
+// "in=<line>".
+func startEcho(ctx context.Context, t *testing.T, h sandbox.Handle) {
+	t.Helper()
+	_, err := h.StartProcess(ctx, sandbox.ProcessSpec{ID: "agent", Argv: []string{"/bin/sh", "-c", `while read l; do echo "in=$l"; done`}})
+	require.NoError(t, err, "the box runs a program")
+}
+
+// requireEchoes requires the box running, as h sees it, and its echoing program to
+// answer a line written through h.
+func requireEchoes(ctx context.Context, t *testing.T, h sandbox.Handle) {
+	t.Helper()
+	info, err := h.Info(ctx)
+	require.NoError(t, err)
+	require.Equal(t, sandbox.StateRunning, info.State, "the box runs (not taken for dead: %+v)", info.Death)
+	s, err := h.ReadOutput(ctx, "agent", 0, true)
+	require.NoError(t, err)
+	defer s.Close()
+	_, err = h.WriteStdin(ctx, "agent", "w1", []byte("hello\n"))
+	require.NoError(t, err)
+	require.Equal(t, "in=hello", string(readLines(t, s, 1)[0].Data))
 }
