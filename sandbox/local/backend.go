@@ -41,9 +41,9 @@ type Backend struct {
 		pid   int
 		start uint64
 	}
-	// makingHook, when set, runs at the stages of a Create ("recorded": before
-	// bubblewrap starts; "launched": before the egress forwarder does): tests hold a
-	// creation there, where another worker process starting on the machine finds it.
+	// makingHook, when set, runs at the stages of a Create (stageRecorded,
+	// stageLaunched): tests hold a creation there, where another worker process
+	// starting on the machine finds it.
 	makingHook func(id, stage string)
 
 	mu      sync.Mutex

@@ -75,12 +75,12 @@ func (b *Backend) create(ctx context.Context, spec sandbox.Spec, pool string) (s
 			return fail(err)
 		}
 	}
-	b.making(id, "recorded")
+	b.making(id, stageRecorded)
 	bootID, err := b.launch(ctx, x)
 	if err != nil {
 		return fail(err)
 	}
-	b.making(id, "launched")
+	b.making(id, stageLaunched)
 	// The forwarder watches the running box, so it starts after it; no program
 	// runs before it serves (the runner only dials the socket per connection).
 	if err := b.startEgress(ctx, x); err != nil {
@@ -108,6 +108,14 @@ func (b *Backend) create(ctx context.Context, spec sandbox.Spec, pool string) (s
 	b.log.Info("local sandbox: box ready", zap.String("box", id), zap.Int("uid", uid), zap.String("boot", bootID))
 	return h, nil
 }
+
+// The stages of a Create at which tests hold it (Backend.makingHook).
+const (
+	// stageRecorded: the box is recorded, bubblewrap not started yet.
+	stageRecorded = "recorded"
+	// stageLaunched: the box runs, its egress forwarder not started yet.
+	stageLaunched = "launched"
+)
 
 // making runs the test hook at a stage of a Create, if one is set.
 func (b *Backend) making(id, stage string) {

@@ -283,7 +283,7 @@ func TestAnotherWorkerOnTheMachineAdoptsABoxItDidNotMake(t *testing.T) {
 // running and drives its program.
 func TestAWorkerStartedWhileAnotherMakesABoxLeavesItToItsMaker(t *testing.T) {
 	t.Parallel()
-	for _, stage := range []string{"recorded", "launched"} {
+	for _, stage := range []string{stageRecorded, stageLaunched} {
 		t.Run(stage, func(t *testing.T) {
 			t.Parallel()
 			opts := testOptions(t)
