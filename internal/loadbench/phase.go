@@ -558,8 +558,14 @@ func (b *bench) waitIdle(ctx context.Context, sessions []*session) error {
 }
 
 // archive archives the phase's Sessions so their boxes are released before the
-// next phase.
+// next phase. It waits for them to be READY first: the API refuses to archive a
+// Session whose program reports working (SESSION_BUSY), and a reply's finish part can
+// reach its followers before the program's idle status, a line of its own, is
+// recorded.
 func (b *bench) archive(ctx context.Context, sessions []*session) error {
+	if err := b.waitIdle(ctx, sessions); err != nil {
+		return err
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(16)
 	for _, s := range sessions {
