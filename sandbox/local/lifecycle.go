@@ -21,6 +21,9 @@ import (
 // adoptAll loads every recorded box: running ones are watched again, boxes
 // that died while no worker watched are noted as lost. A box another worker
 // process is still making is left to it (makingElsewhere); Get adopts it once made.
+// A prewarmed box of another backend never joins this one's pool (a pool's name is
+// its backend's own): a live neighbour's stays its pool's, and an earlier worker's
+// is claimed by nobody (the dev stack's reap destroys it).
 func (b *Backend) adoptAll(ctx context.Context) error {
 	entries, err := os.ReadDir(filepath.Join(b.opts.StateDir, "boxes"))
 	if err != nil {
@@ -37,10 +40,6 @@ func (b *Backend) adoptAll(ctx context.Context) error {
 		if makingElsewhere(rec) {
 			b.log.Info("local sandbox: box still being made by another worker", zap.String("box", rec.ID))
 			continue
-		}
-		if rec.Pool != "" {
-			// A prewarmed box of an earlier worker: nobody will claim it.
-			rec.Pool = "orphaned"
 		}
 		x := &box{dir: dir, rec: rec, dead: make(chan struct{})}
 		b.register(x)
