@@ -38,6 +38,10 @@ type programFloor struct {
 	rate float64
 	// firstOutput is submit to the response's first event, per response.
 	firstOutput samples
+	// eventToRead is a text delta's writing by the program (its at_us) to its
+	// reading by the consumer, per delta that carries the time: the first hop of a
+	// part, which event-to-part takes on to the part's commit.
+	eventToRead samples
 }
 
 // floorProgram is an Agent program as the program floor runs it: its adapter and
@@ -169,7 +173,7 @@ func (fb *floorBoxes) run(ctx context.Context, warm string, turns int, text stri
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	for _, r := range readers {
-		g.Go(func() error { return r.answer(gctx, warm, func(time.Duration) {}, func() {}) })
+		g.Go(func() error { return r.answer(gctx, warm, func(time.Duration) {}, func(time.Time) {}) })
 	}
 	if err := g.Wait(); err != nil {
 		return programFloor{}, err
@@ -177,6 +181,7 @@ func (fb *floorBoxes) run(ctx context.Context, warm string, turns int, text stri
 	var (
 		mu       sync.Mutex
 		first    samples
+		toRead   samples
 		total    atomic.Int64
 		start    = time.Now()
 		lastSeen atomic.Int64
@@ -186,9 +191,15 @@ func (fb *floorBoxes) run(ctx context.Context, warm string, turns int, text stri
 		first = append(first, d)
 		mu.Unlock()
 	}
-	onDelta := func() {
+	onDelta := func(written time.Time) {
+		now := time.Now()
 		total.Add(1)
-		lastSeen.Store(time.Now().UnixNano())
+		lastSeen.Store(now.UnixNano())
+		if !written.IsZero() {
+			mu.Lock()
+			toRead = append(toRead, now.Sub(written))
+			mu.Unlock()
+		}
 	}
 	g, gctx = errgroup.WithContext(ctx)
 	for _, r := range readers {
@@ -205,7 +216,7 @@ func (fb *floorBoxes) run(ctx context.Context, warm string, turns int, text stri
 		return programFloor{}, err
 	}
 	elapsed := time.Unix(0, lastSeen.Load()).Sub(start)
-	return programFloor{rate: float64(total.Load()) / elapsed.Seconds(), firstOutput: first}, nil
+	return programFloor{rate: float64(total.Load()) / elapsed.Seconds(), firstOutput: first, eventToRead: toRead}, nil
 }
 
 // floorReader is one floor box's program and the reader of its events.
@@ -216,8 +227,9 @@ type floorReader struct {
 
 // answer submits an input of text and reads the program's events to the end of its
 // response, which is the input's once its ResponseStarted names the input: it calls
-// first with the time from submit to that event, and delta at each text delta.
-func (r *floorReader) answer(ctx context.Context, text string, first func(time.Duration), delta func()) error {
+// first with the time from submit to that event, and delta at each text delta with
+// the time the program wrote it (zero when the delta does not say).
+func (r *floorReader) answer(ctx context.Context, text string, first func(time.Duration), delta func(written time.Time)) error {
 	inputID := uuid.NewString()
 	sent := time.Now()
 	if err := r.client.Submit(ctx, engines.TextInput(inputID, text)); err != nil {
@@ -239,8 +251,8 @@ func (r *floorReader) answer(ctx context.Context, text string, first func(time.D
 				first(time.Since(sent))
 			}
 		case engines.ResponseOutput:
-			if responseID != "" && e.ResponseID == responseID && isTextDelta(e.Frame) {
-				delta()
+			if responseID != "" && e.ResponseID == responseID && e.Frame.Type() == "text-delta" {
+				delta(writtenAt(e.Frame))
 			}
 		case engines.ResponseEnded:
 			if responseID != "" && e.ResponseID == responseID {
@@ -250,15 +262,22 @@ func (r *floorReader) answer(ctx context.Context, text string, first func(time.D
 	}
 }
 
-func isTextDelta(f engines.Frame) bool {
-	raw, err := f.MarshalJSON()
-	if err != nil {
-		return false
+// writtenAt is when the scripted program wrote a delta (its at_us, which the
+// platform's parts carry too); zero for a program that does not say.
+func writtenAt(f engines.Frame) time.Time {
+	raw, ok := f.Field("providerMetadata")
+	if !ok {
+		return time.Time{}
 	}
-	var t struct {
-		Type string `json:"type"`
+	var meta struct {
+		Scriptagent struct {
+			AtMicros int64 `json:"at_us"`
+		} `json:"scriptagent"`
 	}
-	return json.Unmarshal(raw, &t) == nil && t.Type == "text-delta"
+	if json.Unmarshal(raw, &meta) != nil || meta.Scriptagent.AtMicros <= 0 {
+		return time.Time{}
+	}
+	return time.UnixMicro(meta.Scriptagent.AtMicros)
 }
 
 // partFrame is a text delta of the size the scripted program's make.

@@ -37,6 +37,8 @@ func TestSmoke(t *testing.T) {
 		"a live Session holds goroutines in the worker (its Relay's at least)")
 	assert.Regexp(t, `^worker heap/released Session @2 +~0 \(live <= 10 KiB\) +-?[0-9]+ KiB \(live -?[0-9]+ KiB, -?[0-9.]+ goroutines\)`,
 		lineOf(table, "worker heap/released Session @2"), "every box was released after sandbox.idle_release and the worker measured then")
+	assert.Regexp(t, `^event-to-part @2 +p99 <= 20.0 ms +[0-9.]+ ms +[0-9.]+ ms +[0-9.]+ ms +[0-9.]+ `, lineOf(table, "event-to-part @2"),
+		"the program floor's own event-to-read is event-to-part's floor")
 	assert.Regexp(t, `^time to first part \(Claude Code\) @2 +p99 - floor <= 50 ms +[0-9.]+ ms +[0-9.]+ ms +[0-9.]+ ms +[0-9.]+ `,
 		lineOf(table, "time to first part (Claude Code) @2"), "Claude Code's own time to first output is the floor, measured in the same run")
 	// Each measured input was handed over once, from its notice or a read of custody.
@@ -46,6 +48,8 @@ func TestSmoke(t *testing.T) {
 	assert.Contains(t, table, "cores used during the measured turns @2: boxes ", "the cores each part of the machine used are reported")
 	assert.Contains(t, table, "cores used by the program floor @2: boxes ", "the cores the program floor used are reported")
 	assert.Contains(t, table, "cores used during the measured turns (Claude Code) @2: boxes ")
+	assert.Regexp(t, `(?m)^history events per measured turn @2: [0-9.]+, workflow tasks [0-9.]+, signals [0-9.]+, activities [0-9.]+, timers [0-9.]+, search attributes and memo [0-9.]+, markers [0-9.]+, other [0-9.]+$`,
+		table, "the measured turns' history events are reported by kind")
 	assert.Contains(t, table, "cores used by the program floor (Claude Code) @2: boxes ")
 }
 

@@ -228,7 +228,7 @@ func (b *bench) phase(ctx context.Context, n int, durable float64, floorOpts loc
 	if err != nil {
 		return nil, "", err
 	}
-	events, err := b.historyPerTurn(ctx, sessions, o.Turns+1)
+	events, err := b.historyPerTurn(ctx, sessions, o.Turns+1, o.Turns, start, start.Add(streamedFor))
 	if err != nil {
 		return nil, "", err
 	}
@@ -278,8 +278,9 @@ func (b *bench) phase(ctx context.Context, n int, durable float64, floorOpts loc
 	if n > 20 {
 		e2pGoal = 50 * time.Millisecond
 	}
+	ef := prog.eventToRead.pct(99)
 	rows = append(rows, Row{Figure: "event-to-part " + tag, Goal: "p99 <= " + msString(e2pGoal), P50: msString(m.eventToPart.pct(50)), P99: msString(m.eventToPart.pct(99)),
-		Met: met(m.eventToPart.pct(99) <= e2pGoal)})
+		Floor: msString(ef), Ratio: latencyRatio(ef, m.eventToPart.pct(99)), Met: met(m.eventToPart.pct(99) <= e2pGoal)})
 	rf := receiptLat.pct(99)
 	rows = append(rows, Row{Figure: "input receipt " + tag, Goal: "p99 <= 2x floor, <= 25 ms", P50: msString(receipts.pct(50)), P99: msString(receipts.pct(99)),
 		Floor: msString(rf), Ratio: latencyRatio(rf, receipts.pct(99)), Met: met(receipts.pct(99) <= 2*rf && (n < 100 || receipts.pct(99) <= 25*time.Millisecond))})
@@ -314,8 +315,8 @@ func (b *bench) phase(ctx context.Context, n int, durable float64, floorOpts loc
 	rows = append(rows, Row{Figure: "cold start (box + runtime) " + tag, Goal: "report", P50: msString(cold.pct(50)), P99: msString(cold.pct(99))})
 	// The program floor's line beside the platform's shows what each part costs
 	// per delta when the boxes are read directly and when the platform reads them.
-	return rows, fmt.Sprintf("cores used during the measured turns %s: %s (of %d)\ncores used by the program floor %s: %s (of %d)",
-		tag, cpuLine(cores), numCPU(), tag, cpuLine(floorCores), numCPU()), nil
+	return rows, fmt.Sprintf("cores used during the measured turns %s: %s (of %d)\ncores used by the program floor %s: %s (of %d)\nhistory events per measured turn %s: %s",
+		tag, cpuLine(cores), numCPU(), tag, cpuLine(floorCores), numCPU(), tag, events.byKindLine()), nil
 }
 
 // newSessions creates n Sessions of the Agent, alternating between the APIs; key
