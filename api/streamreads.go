@@ -79,15 +79,6 @@ type partReads struct {
 	reads map[string]*partRead
 }
 
-// sharedReadLinger is how long a read that succeeded stays to be joined after it
-// ended. A Session's streams wake on one notification together, but on a busy
-// machine they run one after another, many after the read or encoding the first
-// started has ended: without it, each of ten followers encoded the same parts again
-// (a fifth of the API's CPU in a 20-Session run with ten followers each). A stream
-// joins only a read started after it learned of the parts it waits for (join's
-// notBefore), so a lingering read is as current for it as a new one.
-const sharedReadLinger = time.Second
-
 // partRead is one read in flight or done; res and err are set before done closes.
 type partRead struct {
 	started time.Time
@@ -111,18 +102,11 @@ func (r *partReads) join(key string, notBefore time.Time, run func(*partRead)) *
 	r.reads[key] = c
 	go func() {
 		run(c)
-		forget := func() {
-			r.mu.Lock()
-			if r.reads[key] == c {
-				delete(r.reads, key)
-			}
-			r.mu.Unlock()
+		r.mu.Lock()
+		if r.reads[key] == c {
+			delete(r.reads, key)
 		}
-		if c.err != nil || c.res.err != nil {
-			forget() // a failed read is tried again by the next stream, not shared
-		} else {
-			time.AfterFunc(sharedReadLinger, forget)
-		}
+		r.mu.Unlock()
 		close(c.done)
 	}()
 	return c
