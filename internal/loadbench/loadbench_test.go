@@ -37,6 +37,8 @@ func TestSmoke(t *testing.T) {
 		"a live Session holds goroutines in the worker (its Relay's at least)")
 	assert.Regexp(t, `^worker heap/released Session @2 +~0 \(live <= 10 KiB\) +-?[0-9]+ KiB \(live -?[0-9]+ KiB, -?[0-9.]+ goroutines\)`,
 		lineOf(table, "worker heap/released Session @2"), "every box was released after sandbox.idle_release and the worker measured then")
+	assert.Regexp(t, `^commit-to-SSE @2 x2 +p99 <= 30 ms \(20 x10\) +[0-9.]+ ms +[0-9.]+ ms +[0-9.]+ ms +[0-9.]+ `, lineOf(table, "commit-to-SSE @2 x2"),
+		"a bare LISTEN and SSE server's delivery of committed parts is commit-to-SSE's floor")
 	assert.Regexp(t, `^event-to-part @2 +p99 <= 20.0 ms +[0-9.]+ ms +[0-9.]+ ms +[0-9.]+ ms +[0-9.]+ `, lineOf(table, "event-to-part @2"),
 		"the program floor's own event-to-read is event-to-part's floor")
 	assert.Regexp(t, `^time to first part \(Claude Code\) @2 +p99 - floor <= 50 ms +[0-9.]+ ms +[0-9.]+ ms +[0-9.]+ ms +[0-9.]+ `,
