@@ -23,8 +23,8 @@ const deliveryChannel = "bench_delivery_floor"
 // deliveryFloor is what this machine takes to carry a committed part to SSE
 // followers at all: sessions writers each commit parts rows (a part-sized frame and a
 // NOTIFY carrying it, one statement a part) gap apart, and a bare net/http server
-// with one LISTEN connection writes each notification's frame to the Session's
-// followers open streams. A sample is a part's commit (when its COMMIT returned,
+// with one LISTEN connection writes each notification's frame to the open streams
+// of the Session's followers. A sample is a part's commit (when its COMMIT returned,
 // which is after the commit itself, so the floor errs low) to its arrival on one
 // follower, as commit-to-SSE times the platform's parts.
 func deliveryFloor(ctx context.Context, dsn string, sessions, followers, parts int, gap time.Duration) (samples, error) {
