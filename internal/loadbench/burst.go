@@ -28,7 +28,7 @@ type burstFigures struct {
 // rows reports the burst.
 func (f burstFigures) rows(tag string) []Row {
 	return []Row{
-		{Figure: fmt.Sprintf("burst of %d: accepted to delivered %s", burstSize, tag), Goal: "report", P50: msString(f.toRuntime.pct(50)), P99: msString(f.toRuntime.pct(99))},
+		{Figure: fmt.Sprintf("burst of %d: accepted to delivered %s", burstSize, tag), Goal: "report", P50: pctString(f.toRuntime, 50), P99: pctString(f.toRuntime, 99)},
 		{Figure: fmt.Sprintf("burst of %d: accepted to admitted %s", burstSize, tag), Goal: "report", P50: msString(f.toAdmitted.pct(50)), P99: msString(f.toAdmitted.pct(99))},
 	}
 }

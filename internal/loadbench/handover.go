@@ -99,7 +99,7 @@ func sessionIDs(sessions []*session) []string {
 // rows reports the hand-overs.
 func (h handOvers) rows(tag string) []Row {
 	return []Row{
-		{Figure: "accepted to delivered " + tag, Goal: "report", P50: msString(h.toRuntime.pct(50)), P99: msString(h.toRuntime.pct(99))},
+		{Figure: "accepted to delivered " + tag, Goal: "report", P50: pctString(h.toRuntime, 50), P99: pctString(h.toRuntime, 99)},
 		{Figure: "accepted to first part committed " + tag, Goal: "report", P50: msString(h.toFirstPart.pct(50)), P99: msString(h.toFirstPart.pct(99))},
 		{Figure: "inputs handed over from their notice " + tag, Goal: "report", P50: fmt.Sprintf("%d of %d", h.sources.notice, h.sources.notice+h.sources.read)},
 	}

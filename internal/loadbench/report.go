@@ -80,6 +80,16 @@ func msString(d time.Duration) string {
 	return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond))
 }
 
+// pctString is a percentile of samples that may be empty: "none recorded" when no
+// event of its kind was (an input the runtime admitted before its delivery record
+// has none), where the percentile of nothing would print as a time of zero.
+func pctString(s samples, p int) string {
+	if len(s) == 0 {
+		return "none recorded"
+	}
+	return msString(s.pct(p))
+}
+
 func rateString(r float64) string { return fmt.Sprintf("%.0f/s", r) }
 
 func met(ok bool) *bool { return &ok }
