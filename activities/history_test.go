@@ -22,14 +22,16 @@ import (
 // recorded by earlier code (session_lifecycle.json, before the permission-mode update;
 // session_mode_update.json, before one coroutine selected every signal and the Relay
 // took new inputs on notice; session_notice_delivery.json, before one idle timer was
-// kept across waits) stay there, so the workflows package proves they still replay.
-const recordedHistory = "session_idle_timer.json"
+// kept across waits; session_idle_timer.json, before a released Session's run ended)
+// stay there, so the workflows package proves they still replay.
+const recordedHistory = "session_released_run.json"
 
-// TestRecordedHistoryReplays runs a whole Session on the dev server (inputs, the
-// second one left to the Relay delivering on notice, an interrupt, a permission-mode
-// signal and update, delete), then replays its recorded history against the current
-// workflow code. With ASTRABOX_RECORD_HISTORY=1 it also saves the history into
-// workflows/testdata, where the workflows package replays it on every run.
+// TestRecordedHistoryReplays runs a Session on the dev server (inputs, the second one
+// left to the Relay delivering on notice, an interrupt, a permission-mode signal and
+// update, a release, which ends the run), then replays the run's recorded history
+// against the current workflow code. The delete that follows starts a new run. With
+// ASTRABOX_RECORD_HISTORY=1 it also saves the history into workflows/testdata, where
+// the workflows package replays it on every run.
 func TestRecordedHistoryReplays(t *testing.T) {
 	s := newStack(t)
 	s.startWorker("host-a-" + uniq())
@@ -52,8 +54,13 @@ func TestRecordedHistoryReplays(t *testing.T) {
 		require.NoError(t, err)
 		return f.State() == store.StateReady
 	})
+	s.signal(id, workflows.SignalLifecycle, workflows.Lifecycle{Action: workflows.LifecycleRelease})
+	released := s.tc.GetWorkflow(s.ctx, workflows.SessionWorkflowID(id), "")
+	require.NoError(t, released.Get(s.ctx, nil), "the released Session's run ends")
+	require.True(t, s.session(id).RuntimeUnavailable)
 	s.signal(id, workflows.SignalLifecycle, workflows.Lifecycle{Action: workflows.LifecycleDelete})
 	run := s.tc.GetWorkflow(s.ctx, workflows.SessionWorkflowID(id), "")
+	require.NotEqual(t, released.GetRunID(), run.GetRunID(), "the delete starts a new run")
 	require.NoError(t, run.Get(s.ctx, nil))
 	require.Equal(t, store.LifecycleDeleted, s.session(id).Lifecycle)
 
@@ -70,7 +77,7 @@ func TestRecordedHistoryReplays(t *testing.T) {
 	}
 
 	var h historypb.History
-	it := s.tc.GetWorkflowHistory(s.ctx, workflows.SessionWorkflowID(id), run.GetRunID(), false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	it := s.tc.GetWorkflowHistory(s.ctx, workflows.SessionWorkflowID(id), released.GetRunID(), false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	for it.HasNext() {
 		ev, err := it.Next()
 		require.NoError(t, err)

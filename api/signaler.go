@@ -99,9 +99,26 @@ func (t *TemporalSignaler) SignalSession(ctx context.Context, sessionID, signalN
 	return nil
 }
 
+// modeUpdateAttempts bounds the permission-mode update's attempts against runs that
+// end as it arrives.
+const modeUpdateAttempts = 3
+
 // SetPermissionMode runs the permission-mode update with UpdateWithStart, so a Session
-// whose workflow is not running gets one, and waits for the update to complete.
+// whose workflow is not running gets one, and waits for the update to complete. A
+// released Session's run ends once nothing is asked of it: an update that reaches it
+// as it ends is aborted before the workflow saw it (NotFound, "aborted by closing
+// workflow"), and is sent again, to start the next run.
 func (t *TemporalSignaler) SetPermissionMode(ctx context.Context, sessionID, mode string) (workflows.PermissionModeSet, error) {
+	var notFound *serviceerror.NotFound
+	for attempt := 1; ; attempt++ {
+		res, err := t.setPermissionModeOnce(ctx, sessionID, mode)
+		if err == nil || attempt == modeUpdateAttempts || !errors.As(err, &notFound) || ctx.Err() != nil {
+			return res, err
+		}
+	}
+}
+
+func (t *TemporalSignaler) setPermissionModeOnce(ctx context.Context, sessionID, mode string) (workflows.PermissionModeSet, error) {
 	opts := t.startOptions(ctx, sessionID)
 	opts.WorkflowIDConflictPolicy = enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING
 	start := t.Client.NewWithStartWorkflowOperation(opts, workflows.SessionWorkflowName, workflows.SessionStart{SessionID: sessionID})

@@ -2,12 +2,14 @@ package api
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
@@ -148,4 +150,32 @@ func TestPermissionModeUpdateStartsTheWorkflowAndCarriesARefusal(t *testing.T) {
 	res, err = signaler.SetPermissionMode(ctx, id, "default")
 	require.NoError(t, err, "the running workflow takes the next update")
 	assert.True(t, res.Applied)
+
+	// An update that reached a run as it ended was aborted unseen: it is sent again. A
+	// refusal is the program's answer and is not.
+	closing := &closingRunClient{Client: c, aborts: 1}
+	signaler.Client = closing
+	res, err = signaler.SetPermissionMode(ctx, id, "plan")
+	require.NoError(t, err, "the update is sent again after its abort")
+	assert.True(t, res.Applied)
+	assert.Equal(t, 2, closing.calls)
+	closing.calls, closing.aborts = 0, 0
+	_, err = signaler.SetPermissionMode(ctx, id, "bypassPermissions")
+	assert.Equal(t, CodePermissionModeRefused, permissionModeError(err, "bypassPermissions").Code)
+	assert.Equal(t, 1, closing.calls, "a refusal is not sent again")
+}
+
+// closingRunClient answers its first aborts UpdateWithStart calls as Temporal answers
+// an update that reached a run as it completed, and passes the others on.
+type closingRunClient struct {
+	client.Client
+	aborts, calls int
+}
+
+func (c *closingRunClient) UpdateWithStartWorkflow(ctx context.Context, opts client.UpdateWithStartWorkflowOptions) (client.WorkflowUpdateHandle, error) {
+	c.calls++
+	if c.calls <= c.aborts {
+		return nil, fmt.Errorf("failed workflow update: %w", serviceerror.NewNotFound("workflow update was aborted by closing workflow"))
+	}
+	return c.Client.UpdateWithStartWorkflow(ctx, opts)
 }

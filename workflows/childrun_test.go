@@ -72,18 +72,3 @@ func TestStopChildRunTheRuntimeRejectsIsNotRetried(t *testing.T) {
 	require.Equal(t, 1, count(calls, "StopChildRun:cr-4"), "a rejected stop does not block the next one")
 	require.Equal(t, 0, count(calls, "PrepareRuntime:reconnect"), "a rejected stop keeps the connection")
 }
-
-func TestStopChildRunOfAReleasedRuntimeIsDropped(t *testing.T) {
-	h := newHarness(t)
-	h.at(step, h.signal(SignalLifecycle, Lifecycle{Action: LifecycleRelease}))
-	h.at(2*step, h.signal(SignalStopChildRun, StopChildRun{ChildRunID: "cr-5"}))
-	h.at(3*step, func() {
-		s := h.state()
-		require.Equal(t, PhaseReleased, s.Phase)
-		require.Empty(t, s.Work.StopChildRuns, "the released box took its child runs with it")
-	})
-	h.at(4*step, h.signal(SignalLifecycle, Lifecycle{Action: LifecycleDelete}))
-	h.run(SessionStart{SessionID: "s-stop-5"})
-	require.NoError(t, h.env.GetWorkflowError())
-	require.Equal(t, 0, count(h.recorded(), "StopChildRun:"))
-}

@@ -82,23 +82,38 @@ func TestRefusedPermissionModeIsNeitherStoredNorTerminating(t *testing.T) {
 	requireInOrder(t, calls, "ApplyPermissionMode:bypassPermissions:1", "Deliver", "EndConversation:delete=true")
 }
 
-func TestPermissionModeWithoutALiveRuntimeIsStoredForTheNext(t *testing.T) {
-	h := newHarness(t)
+// TestPermissionModeWithoutALiveRuntimeIsStored: a mode set on a released Session
+// starts a run (UpdateWithStart) that stores it and starts no box; the run ends once
+// it answered.
+func TestPermissionModeWithoutALiveRuntimeIsStored(t *testing.T) {
+	h := releasedHarness(t)
 	var out modeOutcome
-	h.at(step, h.signal(SignalLifecycle, Lifecycle{Action: LifecycleRelease}))
-	h.at(2*step, h.setMode("u-3", "plan", &out))
-	h.at(3*step, func() { require.Equal(t, PhaseReleased, h.state().Phase, "storing a mode starts no box") })
-	h.at(4*step, h.signal(SignalInputAccepted, InputAccepted{InputID: "in-next"}))
-	h.at(5*step, h.signal(SignalLifecycle, Lifecycle{Action: LifecycleDelete}))
+	h.at(0, h.setMode("u-3", "plan", &out))
+	h.run(SessionStart{SessionID: "s-mode-3"})
+	require.NoError(t, h.env.GetWorkflowError())
+	require.True(t, out.done)
+	require.NoError(t, out.err)
+	require.Equal(t, PermissionModeSet{Applied: false}, out.result)
+	require.Equal(t, PhaseReleased, h.state().Phase, "storing a mode starts no box")
+	require.ElementsMatch(t, []string{"LoadSession", "StorePermissionMode:plan"}, h.recorded())
+}
+
+// TestPermissionModeStoredWhileReleasedIsTheNextRuntimes: the next runtime reads the
+// stored mode when it activates; nothing applies it twice.
+func TestPermissionModeStoredWhileReleasedIsTheNextRuntimes(t *testing.T) {
+	h := releasedHarness(t)
+	var out modeOutcome
+	h.at(0, h.setMode("u-3", "plan", &out))
+	h.at(0, h.signal(SignalInputAccepted, InputAccepted{InputID: "in-next"}))
+	h.at(2*step, h.signal(SignalLifecycle, Lifecycle{Action: LifecycleDelete}))
 	h.run(SessionStart{SessionID: "s-mode-3"})
 	require.NoError(t, h.env.GetWorkflowError())
 	require.True(t, out.done)
 	require.NoError(t, out.err)
 	require.Equal(t, PermissionModeSet{Applied: false}, out.result)
 	calls := h.recorded()
+	requireInOrder(t, calls, "StorePermissionMode:plan", "ActivateRuntime:box-2:2:restore", "Deliver")
 	require.Zero(t, count(calls, "ApplyPermissionMode"))
-	// The next runtime reads the stored mode when it activates; nothing applies it twice.
-	requireInOrder(t, calls, "Release:box-1", "StorePermissionMode:plan", "ActivateRuntime:box-2:2:restore", "Deliver")
 	require.Zero(t, count(calls, "SetPermissionMode"))
 }
 

@@ -210,10 +210,59 @@ func (w *sessionWorkflow) run(ctx workflow.Context) error {
 			w.s.Work.Answers, w.s.Work.Interrupt, w.s.Work.PermissionMode = nil, nil, false
 			w.s.Work.StopChildRuns = nil
 		}
+		if w.s.Phase == PhaseReleased {
+			ends, err := w.releasedRunEnds(ctx)
+			if ends || err != nil {
+				return err
+			}
+			continue
+		}
 		if err := w.wait(ctx); err != nil {
 			return err
 		}
 	}
+}
+
+// endReleasedRunChange marks runs that end once their box is released and nothing is
+// asked of them. Runs recorded before it wait, released, for their next signal.
+const endReleasedRunChange = "end-released-run"
+
+// releasedRunEnds decides, for a released Session, whether its run ends. A released
+// Session holds nothing the next run cannot load from PostgreSQL, and a run that
+// waits keeps its workflow in every worker's cache, so the run ends once nothing is
+// asked of it and no update handler runs; the next signal or update starts a new run
+// (the API's SignalWithStart and UpdateWithStart). It reports false, after waiting
+// for the handlers, when something was asked meanwhile, for the loop to do.
+//
+// A signal of the same workflow task may not be in its channel yet: while the signal
+// coroutine's selector waits, the SDK hands it a new signal directly, and the
+// selector records it only when that coroutine runs, after this one. The loop lets
+// it run before deciding, so a signal in the task that would end the run is
+// recorded and acted on. A signal that arrives while the task runs makes Temporal
+// refuse the completion; the task that follows has it.
+func (w *sessionWorkflow) releasedRunEnds(ctx workflow.Context) (bool, error) {
+	if workflow.GetVersion(ctx, endReleasedRunChange, workflow.DefaultVersion, 1) < 1 {
+		return false, w.wait(ctx)
+	}
+	if err := workflow.Await(ctx, func() bool { return w.wake(ctx) || workflow.AllHandlersFinished(ctx) }); err != nil {
+		return false, err
+	}
+	if w.wake(ctx) {
+		return false, nil
+	}
+	if err := yieldToSignals(ctx); err != nil {
+		return false, err
+	}
+	return !w.wake(ctx) && workflow.AllHandlersFinished(ctx), nil
+}
+
+// yieldToSignals blocks the calling coroutine until every other coroutine, the
+// signal coroutine among them, has had its turn: the coroutine it starts runs after
+// them, in the order coroutines were started.
+func yieldToSignals(ctx workflow.Context) error {
+	turned := false
+	workflow.Go(ctx, func(workflow.Context) { turned = true })
+	return workflow.Await(ctx, func() bool { return turned })
 }
 
 // wake reports whether the loop has something to do.

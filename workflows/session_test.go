@@ -39,8 +39,9 @@ type harness struct {
 	answer  func(context.Context, activities.AnswerRequest) error
 	stop    func(context.Context, activities.StopChildRunRequest) error
 	release func(context.Context, activities.ReleaseRequest) (activities.ReleaseResult, error)
-	// reconciled is what ReconcileLostRuntime returns.
+	// reconciled is what ReconcileLostRuntime returns, unless reconcile is set.
 	reconciled activities.ReconcileResult
+	reconcile  func(context.Context, activities.ReconcileRequest) (activities.ReconcileResult, error)
 	// activate, applyMode and storeMode override the permission-mode mocks.
 	activate  func(context.Context, activities.ActivateRequest) (activities.ActivateResult, error)
 	applyMode func(context.Context, activities.PermissionModeRequest) error
@@ -159,8 +160,11 @@ func newHarness(t *testing.T) *harness {
 		}
 		return activities.ReleaseResult{}, nil
 	}).Maybe()
-	h.env.OnActivity(act.ReconcileLostRuntime, mock.Anything, mock.Anything).Return(func(context.Context, activities.ReconcileRequest) (activities.ReconcileResult, error) {
+	h.env.OnActivity(act.ReconcileLostRuntime, mock.Anything, mock.Anything).Return(func(ctx context.Context, req activities.ReconcileRequest) (activities.ReconcileResult, error) {
 		h.record("ReconcileLostRuntime")
+		if h.reconcile != nil {
+			return h.reconcile(ctx, req)
+		}
 		return h.reconciled, nil
 	}).Maybe()
 	h.env.OnActivity(act.CheckIdle, mock.Anything, mock.Anything).Return(func(context.Context, activities.SessionRef) (activities.IdleResult, error) {
@@ -179,6 +183,19 @@ func newHarness(t *testing.T) *harness {
 		h.record("RefuseHeldInputs:" + req.Reason)
 		return nil, nil
 	}).Maybe()
+	return h
+}
+
+// releasedHarness is a harness for the run a released Session's next signal or update
+// starts: the run that released its box (box-1, runtime generation 1) has ended, and
+// the Session's row says its runtime is unavailable.
+func releasedHarness(t *testing.T) *harness {
+	t.Helper()
+	h := newHarness(t)
+	h.gen = 1
+	h.facts.Lifecycle = "active"
+	h.facts.RuntimeUnavailable = true
+	h.facts.Placement = activities.Placement{RuntimeGeneration: 1}
 	return h
 }
 

@@ -107,24 +107,59 @@ func TestLostBoxIsReconciledAndReplacedInRestoreMode(t *testing.T) {
 	require.Equal(t, 1, reconnects)
 }
 
-func TestIdleReleaseAndNextInputStartsANewBox(t *testing.T) {
+// TestIdleReleaseEndsTheRun: a box idle for the idle period is checked and released;
+// with nothing asked of it, the released Session's run ends, and its workflow leaves
+// the worker's cache.
+func TestIdleReleaseEndsTheRun(t *testing.T) {
 	h := newHarness(t)
 	h.facts.IdleReleaseSeconds = 1
-	// The idle timer (1 s) fires on the wall clock while the first Relay runs; once
-	// the box is released nothing runs and the test clock skips ahead.
-	h.at(2*time.Second, func() {
-		s := h.state()
-		require.Equal(t, PhaseReleased, s.Phase)
-		require.Empty(t, s.Placement.SandboxID)
-	})
-	h.at(3*time.Second, h.signal(SignalInputAccepted, InputAccepted{InputID: "in-3"}))
-	h.at(3*time.Second+step, func() { require.Equal(t, PhaseActive, h.state().Phase) })
-	h.at(3*time.Second+2*step, h.signal(SignalLifecycle, Lifecycle{Action: LifecycleDelete}))
 	h.run(SessionStart{SessionID: "s-6"})
 	require.NoError(t, h.env.GetWorkflowError())
-	requireInOrder(t, h.recorded(), "Relay:1", "CheckIdle", "Disconnect", "Release:box-1", "ReconcileLostRuntime",
-		"PrepareRuntime:fresh", "ActivateRuntime:box-2:2:restore", "Deliver")
+	s := h.state()
+	require.Equal(t, PhaseReleased, s.Phase)
+	require.Empty(t, s.Placement.SandboxID)
+	calls := h.recorded()
+	requireInOrder(t, calls, "Relay:1", "CheckIdle", "Disconnect", "Release:box-1", "ReconcileLostRuntime")
+	require.Equal(t, "ReconcileLostRuntime", calls[len(calls)-1], "nothing follows the release")
+}
+
+// TestAReleasedSessionsNextInputStartsANewBox: the next input starts a new run
+// (SignalWithStart), which loads the Session, finds it released and brings up a new
+// box that restores the conversation.
+func TestAReleasedSessionsNextInputStartsANewBox(t *testing.T) {
+	h := releasedHarness(t)
+	h.at(0, h.signal(SignalInputAccepted, InputAccepted{InputID: "in-3"}))
+	h.at(step, func() { require.Equal(t, PhaseActive, h.state().Phase) })
+	h.at(2*step, h.signal(SignalLifecycle, Lifecycle{Action: LifecycleDelete}))
+	h.run(SessionStart{SessionID: "s-6"})
+	require.NoError(t, h.env.GetWorkflowError())
+	requireInOrder(t, h.recorded(), "LoadSession", "PrepareRuntime:fresh", "ActivateRuntime:box-2:2:restore", "Deliver")
 	require.Equal(t, 1, count(h.recorded(), "Relay:2"))
+}
+
+// TestAnInputInTheReleasesLastTaskKeepsTheRun: an input signalled as the release's
+// last activity completes reaches the workflow in the same task. The signal
+// coroutine's selector holds it until that coroutine runs, after the run loop: the
+// loop lets it run before deciding, so the input brings a box up instead of ending
+// the run with it unread.
+func TestAnInputInTheReleasesLastTaskKeepsTheRun(t *testing.T) {
+	h := newHarness(t)
+	signalled := false
+	h.reconcile = func(context.Context, activities.ReconcileRequest) (activities.ReconcileResult, error) {
+		if !signalled {
+			// Posted before the activity's result: both are in the next task.
+			signalled = true
+			h.env.SignalWorkflowSkippingWorkflowTask(SignalInputAccepted, InputAccepted{InputID: "in-late"})
+		}
+		return activities.ReconcileResult{}, nil
+	}
+	h.at(step, h.signal(SignalLifecycle, Lifecycle{Action: LifecycleRelease}))
+	h.at(3*step, func() { require.Equal(t, PhaseActive, h.state().Phase, "the input brought a box up") })
+	h.at(4*step, h.signal(SignalLifecycle, Lifecycle{Action: LifecycleDelete}))
+	h.run(SessionStart{SessionID: "s-release-race"})
+	require.NoError(t, h.env.GetWorkflowError())
+	requireInOrder(t, h.recorded(), "Release:box-1", "ReconcileLostRuntime", "PrepareRuntime:fresh", "ActivateRuntime:box-2:2:restore", "Deliver",
+		"EndConversation:delete=true")
 }
 
 // TestABusySessionKeepsOneIdleTimer sends inputs one after another: the loop waits
@@ -217,18 +252,52 @@ func TestInputsTakenOnNoticeAndFoundHeldAtAReleaseStartANewBox(t *testing.T) {
 	}
 }
 
-func TestReleaseSignalReleasesTheBox(t *testing.T) {
+func TestReleaseSignalReleasesTheBoxAndEndsTheRun(t *testing.T) {
 	h := newHarness(t)
 	h.at(step, h.signal(SignalLifecycle, Lifecycle{Action: LifecycleRelease}))
-	h.at(2*step, func() { require.Equal(t, PhaseReleased, h.state().Phase) })
-	h.at(3*step, h.signal(SignalInterrupt, Interrupt{}))
-	h.at(4*step, h.signal(SignalLifecycle, Lifecycle{Action: LifecycleArchive}))
 	h.run(SessionStart{SessionID: "s-7"})
 	require.NoError(t, h.env.GetWorkflowError())
+	require.Equal(t, PhaseReleased, h.state().Phase)
 	calls := h.recorded()
-	requireInOrder(t, calls, "Relay:1", "Release:box-1", "EndConversation:delete=false")
-	require.Equal(t, 0, count(calls, "Interrupt:"), "no runtime, nothing to interrupt")
-	require.Equal(t, 1, count(calls, "PrepareRuntime:"))
+	requireInOrder(t, calls, "Relay:1", "Disconnect", "Release:box-1", "ReconcileLostRuntime")
+	require.Equal(t, "ReconcileLostRuntime", calls[len(calls)-1])
+}
+
+// TestWorkForAReleasedRuntimeIsDropped: an interrupt, an answer or a child run's stop
+// sent to a released Session starts a run that finds no runtime to take it (the
+// released box took its responses, interactions and child runs with it): the work is
+// dropped, no box is started, and the run ends.
+func TestWorkForAReleasedRuntimeIsDropped(t *testing.T) {
+	for name, sig := range map[string]struct {
+		name    string
+		payload any
+	}{
+		"interrupt":      {SignalInterrupt, Interrupt{RequestID: "r-9"}},
+		"answer":         {SignalInteractionAnswered, InteractionAnswered{InteractionID: "int-9"}},
+		"child-run stop": {SignalStopChildRun, StopChildRun{ChildRunID: "cr-5"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			h := releasedHarness(t)
+			h.at(0, h.signal(sig.name, sig.payload))
+			h.run(SessionStart{SessionID: "s-released-work"})
+			require.NoError(t, h.env.GetWorkflowError())
+			s := h.state()
+			require.Equal(t, PhaseReleased, s.Phase)
+			require.Equal(t, Work{}, s.Work)
+			require.Equal(t, []string{"LoadSession"}, h.recorded())
+		})
+	}
+}
+
+// TestArchivingAReleasedSessionStartsNoBox: the archive starts a run that ends the
+// conversation with no box to release.
+func TestArchivingAReleasedSessionStartsNoBox(t *testing.T) {
+	h := releasedHarness(t)
+	h.at(0, h.signal(SignalLifecycle, Lifecycle{Action: LifecycleArchive}))
+	h.run(SessionStart{SessionID: "s-released-archive"})
+	require.NoError(t, h.env.GetWorkflowError())
+	require.Equal(t, PhaseArchived, h.state().Phase)
+	require.Equal(t, []string{"LoadSession", "EndConversation:delete=false"}, h.recorded())
 }
 
 func TestRepeatedPrepareFailureTerminatesUntilRecover(t *testing.T) {
