@@ -51,7 +51,9 @@ type relayHandle struct {
 
 // SessionWorkflow runs one Session: it brings its runtime up, keeps a Relay reading
 // it, hands over inputs, answers, interrupts and permission modes, recovers from lost
-// connections and lost boxes, releases an idle box, and ends on archive or delete.
+// connections and lost boxes, releases an idle box, and ends on archive or delete, or
+// once its box is released and nothing is asked of it (the next signal or update
+// starts a new run).
 func SessionWorkflow(ctx workflow.Context, start SessionStart) error {
 	w, err := newSessionWorkflow(ctx, start)
 	if err != nil {
