@@ -22,8 +22,8 @@ import (
 // that died while no worker watched are noted as lost. A box another worker
 // process is still making is left to it (makingElsewhere); Get adopts it once made.
 // A prewarmed box of another backend never joins this one's pool (a pool's name is
-// its backend's own): a live neighbour's stays its pool's, and an earlier worker's
-// is claimed by nobody (the dev stack's reap destroys it).
+// its backend's own): a live neighbour's stays its pool's, and one whose maker died
+// before anyone claimed it is destroyed (orphanedInPool).
 func (b *Backend) adoptAll(ctx context.Context) error {
 	entries, err := os.ReadDir(filepath.Join(b.opts.StateDir, "boxes"))
 	if err != nil {
@@ -44,8 +44,23 @@ func (b *Backend) adoptAll(ctx context.Context) error {
 		x := &box{dir: dir, rec: rec, dead: make(chan struct{})}
 		b.register(x)
 		b.watchAdopted(ctx, x)
+		if orphanedInPool(rec) {
+			if err := b.Destroy(ctx, rec.ID); err != nil {
+				b.log.Warn("local sandbox: destroy a dead worker's prewarmed box", zap.String("box", rec.ID), zap.Error(err))
+				continue
+			}
+			b.log.Info("local sandbox: destroyed a dead worker's prewarmed box", zap.String("box", rec.ID), zap.String("pool", rec.Pool))
+		}
 	}
 	return nil
+}
+
+// orphanedInPool reports a prewarmed box nobody claimed whose maker process died: its
+// pool died with it (a pool belongs to one backend of one process), and no Session
+// owns the box, so nothing else would ever destroy it. A claim clears the record's
+// pool before the box is handed out.
+func orphanedInPool(rec record) bool {
+	return rec.Pool != "" && !alive(rec.MakerPID, rec.MakerStart)
 }
 
 // makingElsewhere reports whether a live worker process, another or this one's

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -25,21 +26,40 @@ const (
 	helperStateEnv = "ASTRABOX_LOCAL_TEST_STATE"
 	helperUIDEnv   = "ASTRABOX_LOCAL_TEST_UID"
 	helperRunner   = "ASTRABOX_LOCAL_TEST_RUNNER"
-	readBeforeDie  = 5
-	burst          = 200
+	// helperPrewarm has the helper worker fill a prewarm pool of one box and report it
+	// instead of creating a box.
+	helperPrewarm = "ASTRABOX_LOCAL_TEST_PREWARM"
+	readBeforeDie = 5
+	burst         = 200
 )
 
 // helperMain plays a worker that creates a box, starts a program, reads a few
 // of its lines, reports the offset it reached and then waits to be killed.
 func helperMain() int {
 	uid, _ := strconv.Atoi(os.Getenv(helperUIDEnv))
-	b, err := New(context.Background(), Options{StateDir: os.Getenv(helperStateEnv),
-		RunnerPath: os.Getenv(helperRunner), UIDFirst: uid, UIDCount: 100})
+	opts := Options{StateDir: os.Getenv(helperStateEnv), RunnerPath: os.Getenv(helperRunner), UIDFirst: uid, UIDCount: 100}
+	if os.Getenv(helperPrewarm) != "" {
+		opts.Prewarm = []PrewarmProfile{{Key: "warm", Size: 1}}
+	}
+	b, err := New(context.Background(), opts)
 	if err != nil {
 		fmt.Println("ERROR", err)
 		return 1
 	}
 	ctx := context.Background()
+	if os.Getenv(helperPrewarm) != "" {
+		if err := b.Pool().WaitReady(ctx, "warm", 1); err != nil {
+			fmt.Println("ERROR", err)
+			return 1
+		}
+		infos, err := b.List(ctx)
+		if err != nil || len(infos) != 1 {
+			fmt.Println("ERROR", len(infos), err)
+			return 1
+		}
+		fmt.Printf("POOLED %s\n", infos[0].ID)
+		select {} // killed by the test
+	}
 	h, err := b.Create(ctx, sandbox.Spec{})
 	if err != nil {
 		fmt.Println("ERROR", err)
@@ -123,6 +143,49 @@ func TestWorkerDeathLeavesBoxRunning(t *testing.T) {
 	res, err = h.WriteStdin(ctx, "agent", "w1", []byte("hello\n"))
 	require.NoError(t, err)
 	require.True(t, res.Duplicate)
+}
+
+// TestADeadWorkersPrewarmedBoxIsDestroyed kills a worker process whose prewarm pool
+// holds a box nobody claimed: the next backend on the state folder destroys it (its
+// pool died with its worker, and no Session owns it), while a live neighbour's pooled
+// box stays in its pool.
+func TestADeadWorkersPrewarmedBoxIsDestroyed(t *testing.T) {
+	t.Parallel()
+	opts := testOptions(t)
+	ctx := testContext(t)
+	worker := exec.Command(os.Args[0], "-test.run=^$")
+	worker.Env = append(os.Environ(), helperEnv+"=1", helperPrewarm+"=1", helperStateEnv+"="+opts.StateDir,
+		helperUIDEnv+"="+strconv.Itoa(opts.UIDFirst), helperRunner+"="+runnerBin)
+	worker.Stderr = os.Stderr
+	out, err := worker.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, worker.Start())
+	report, err := bufio.NewReader(out).ReadString('\n')
+	require.NoError(t, err)
+	fields := strings.Fields(report)
+	require.Len(t, fields, 2, "worker reported %q", report)
+	require.Equal(t, "POOLED", fields[0])
+	orphan := fields[1]
+	require.NoError(t, worker.Process.Signal(syscall.SIGKILL))
+	_ = worker.Wait()
+	rec, err := readRecord(filepath.Join(opts.StateDir, "boxes", orphan))
+	require.NoError(t, err)
+	require.NotEmpty(t, rec.Pool, "the box waited in its worker's pool")
+
+	neighbourOpts := opts
+	neighbourOpts.Prewarm = []PrewarmProfile{{Key: "warm", Size: 1}}
+	neighbour := newBackend(t, neighbourOpts)
+	require.NoError(t, neighbour.Pool().WaitReady(ctx, "warm", 1))
+
+	b := newBackend(t, opts)
+	_, err = b.Get(ctx, orphan)
+	require.ErrorIs(t, err, sandbox.ErrNotFound, "the dead worker's pooled box is destroyed")
+	_, err = os.Stat(filepath.Join(opts.StateDir, "boxes", orphan))
+	require.ErrorIs(t, err, os.ErrNotExist)
+	require.Equal(t, 1, neighbour.Pool().Ready("warm"), "a live neighbour's pooled box stays its pool's")
+	infos, err := b.List(ctx)
+	require.NoError(t, err)
+	require.Len(t, infos, 1, "only the neighbour's box is left")
 }
 
 // TestDeathIsReported kills a box from outside and ends another through its
