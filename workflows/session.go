@@ -269,6 +269,12 @@ func yieldToSignals(ctx workflow.Context) error {
 
 // wake reports whether the loop has something to do.
 func (w *sessionWorkflow) wake(ctx workflow.Context) bool {
+	return w.asked(ctx) || (w.s.Phase == PhaseActive && w.relay == nil)
+}
+
+// asked reports whether the loop has something to do besides starting a live
+// runtime's Relay.
+func (w *sessionWorkflow) asked(ctx workflow.Context) bool {
 	s := w.s
 	switch {
 	case s.Work.ending(), s.Work.Release, s.Need != NeedNone, len(w.modeChanges) > 0:
@@ -279,7 +285,7 @@ func (w *sessionWorkflow) wake(ctx workflow.Context) bool {
 		return s.Work.Deliver
 	case w.relay != nil && w.relay.done:
 		return true
-	case s.Phase == PhaseActive && (s.Work.hostWork() || w.relay == nil):
+	case s.Phase == PhaseActive && s.Work.hostWork():
 		return true
 	}
 	return workflow.GetInfo(ctx).GetContinueAsNewSuggested()
@@ -302,15 +308,38 @@ func (w *sessionWorkflow) wait(ctx workflow.Context) error {
 	} else if woke, err := w.awaitQuiet(ctx, idle, cond); err != nil || woke {
 		return err
 	}
+	if !w.checkIdle(ctx) || w.wake(ctx) {
+		return nil
+	}
+	if workflow.GetVersion(ctx, idleCheckWithoutRelayChange, workflow.DefaultVersion, 1) >= 1 {
+		// The Relay hands new inputs to the program on their notice, without the
+		// workflow: an input sent since the check may be running. With the Relay
+		// stopped nothing reaches the program but through this loop, so a second check
+		// decides. A busy Session keeps its box, and the loop starts its Relay again.
+		w.stopRelay(ctx)
+		if !w.checkIdle(ctx) || w.asked(ctx) {
+			return nil
+		}
+	}
+	w.releaseBox(ctx, false)
+	return nil
+}
+
+// idleCheckWithoutRelayChange marks runs that check idleness again, with the Relay
+// stopped, before releasing an idle box. Runs recorded before it release on the first
+// check, during which an input the Relay took on notice could be answering when the
+// box went.
+const idleCheckWithoutRelayChange = "idle-check-without-relay"
+
+// checkIdle reports whether the Session is idle: its derived state READY, no
+// response, interaction or held input open. A failed check says it is not.
+func (w *sessionWorkflow) checkIdle(ctx workflow.Context) bool {
 	var idleRes activities.IdleResult
 	if err := workflow.ExecuteActivity(summarized(withShared(ctx), "Check whether the Session is idle"), act.CheckIdle, activities.SessionRef{SessionID: w.s.SessionID}).Get(ctx, &idleRes); err != nil {
 		workflow.GetLogger(ctx).Warn("check idle", "error", err)
-		return nil
+		return false
 	}
-	if idleRes.Idle && !w.wake(ctx) {
-		w.releaseBox(ctx, false)
-	}
-	return nil
+	return idleRes.Idle
 }
 
 // oneIdleTimerChange marks runs that keep one idle timer across waits. A timer armed

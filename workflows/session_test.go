@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
@@ -27,8 +28,10 @@ type harness struct {
 	env   *testsuite.TestWorkflowEnvironment
 	mu    sync.Mutex
 	calls []string
-	facts activities.SessionFacts
-	gen   int64
+	// waiting counts the callbacks registered with at that have not run.
+	waiting int
+	facts   activities.SessionFacts
+	gen     int64
 	// relayEnds feeds how each Relay ends; a Relay with nothing queued runs until
 	// it is cancelled.
 	relayEnds chan relayEnd
@@ -39,6 +42,11 @@ type harness struct {
 	answer  func(context.Context, activities.AnswerRequest) error
 	stop    func(context.Context, activities.StopChildRunRequest) error
 	release func(context.Context, activities.ReleaseRequest) (activities.ReleaseResult, error)
+	// idle answers CheckIdle (default: idle).
+	idle func() bool
+	// relays are the Relay activities the workflow started and has not seen end or
+	// cancelled, by activity id.
+	relays map[string]bool
 	// reconciled is what ReconcileLostRuntime returns, unless reconcile is set.
 	reconciled activities.ReconcileResult
 	reconcile  func(context.Context, activities.ReconcileRequest) (activities.ReconcileResult, error)
@@ -63,6 +71,22 @@ func newHarness(t *testing.T) *harness {
 	stub.RegisterShared(h.env)
 	stub.RegisterHost(h.env)
 	h.facts = activities.SessionFacts{AgentID: "agent-1", EngineKind: "scripted", Lifecycle: "creating"}
+	h.relays = map[string]bool{}
+	relayLive := func(info *activity.Info, live bool) {
+		if info.ActivityType.Name != "Relay" {
+			return
+		}
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if live {
+			h.relays[info.ActivityID] = true
+		} else {
+			delete(h.relays, info.ActivityID)
+		}
+	}
+	h.env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) { relayLive(info, true) })
+	h.env.SetOnActivityCompletedListener(func(info *activity.Info, _ converter.EncodedValue, _ error) { relayLive(info, false) })
+	h.env.SetOnActivityCanceledListener(func(info *activity.Info) { relayLive(info, false) })
 	h.env.OnActivity(act.LoadSession, mock.Anything, mock.Anything).Return(func(context.Context, activities.SessionRef) (activities.SessionFacts, error) {
 		h.record("LoadSession")
 		return h.facts, nil
@@ -168,7 +192,14 @@ func newHarness(t *testing.T) *harness {
 		return h.reconciled, nil
 	}).Maybe()
 	h.env.OnActivity(act.CheckIdle, mock.Anything, mock.Anything).Return(func(context.Context, activities.SessionRef) (activities.IdleResult, error) {
-		h.record("CheckIdle")
+		if h.relaysLive() > 0 {
+			h.record("CheckIdle:relay-running")
+		} else {
+			h.record("CheckIdle:relay-stopped")
+		}
+		if h.idle != nil {
+			return activities.IdleResult{Idle: h.idle()}, nil
+		}
 		return activities.IdleResult{Idle: true}, nil
 	}).Maybe()
 	h.env.OnActivity(act.EndConversation, mock.Anything, mock.Anything).Return(func(_ context.Context, req activities.EndRequest) (activities.EndResult, error) {
@@ -205,14 +236,32 @@ func (h *harness) record(call string) {
 	h.calls = append(h.calls, call)
 }
 
+// relaysLive counts the Relays the workflow started and has not seen end.
+func (h *harness) relaysLive() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.relays)
+}
+
 func (h *harness) recorded() []string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return slices.Clone(h.calls)
 }
 
-// at runs fn at d of workflow time.
-func (h *harness) at(d time.Duration, fn func()) { h.env.RegisterDelayedCallback(fn, d) }
+// at runs fn at d of workflow time. run fails the test when the workflow ended
+// before fn ran: its checks would pass unseen.
+func (h *harness) at(d time.Duration, fn func()) {
+	h.mu.Lock()
+	h.waiting++
+	h.mu.Unlock()
+	h.env.RegisterDelayedCallback(func() {
+		h.mu.Lock()
+		h.waiting--
+		h.mu.Unlock()
+		fn()
+	}, d)
+}
 
 func (h *harness) signal(name string, v any) func() {
 	return func() { h.env.SignalWorkflow(name, v) }
@@ -221,6 +270,9 @@ func (h *harness) signal(name string, v any) func() {
 func (h *harness) run(start SessionStart) {
 	h.env.ExecuteWorkflow(SessionWorkflowName, start)
 	require.True(h.t, h.env.IsWorkflowCompleted(), "workflow did not complete")
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	require.Zero(h.t, h.waiting, "the workflow ended before every callback the test registered ran")
 }
 
 func (h *harness) state() SessionState {

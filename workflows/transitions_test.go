@@ -3,6 +3,7 @@ package workflows
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -119,8 +120,47 @@ func TestIdleReleaseEndsTheRun(t *testing.T) {
 	require.Equal(t, PhaseReleased, s.Phase)
 	require.Empty(t, s.Placement.SandboxID)
 	calls := h.recorded()
-	requireInOrder(t, calls, "Relay:1", "CheckIdle", "Disconnect", "Release:box-1", "ReconcileLostRuntime")
+	// The check that decides runs with the Relay stopped: nothing reaches the program
+	// then but through the workflow.
+	requireInOrder(t, calls, "Relay:1", "CheckIdle:relay-running", "CheckIdle:relay-stopped", "Disconnect", "Release:box-1", "ReconcileLostRuntime")
 	require.Equal(t, "ReconcileLostRuntime", calls[len(calls)-1], "nothing follows the release")
+}
+
+// TestABoxBusyOnceItsRelayStoppedIsKept: the idle period passed and the Session was
+// READY, but by the time its Relay stopped an input the Relay took on notice was
+// being answered. The box stays, and the Relay starts again on the same runtime.
+func TestABoxBusyOnceItsRelayStoppedIsKept(t *testing.T) {
+	h := newHarness(t)
+	h.facts.IdleReleaseSeconds = 1
+	checked := 0
+	h.idle = func() bool {
+		checked++
+		return checked == 1
+	}
+	h.at(1500*time.Millisecond, func() {
+		s := h.state()
+		require.Equal(t, PhaseActive, s.Phase)
+		require.Equal(t, "box-1", s.Placement.SandboxID)
+		require.Equal(t, []string{"CheckIdle:relay-running", "CheckIdle:relay-stopped"}, checks(h.recorded()))
+	})
+	h.at(1500*time.Millisecond+step, h.signal(SignalLifecycle, Lifecycle{Action: LifecycleDelete}))
+	h.run(SessionStart{SessionID: "s-idle-busy"})
+	require.NoError(t, h.env.GetWorkflowError())
+	calls := h.recorded()
+	requireInOrder(t, calls, "Relay:1", "CheckIdle:relay-running", "CheckIdle:relay-stopped", "Relay:1", "Disconnect", "Release:box-1", "EndConversation:delete=true")
+	require.Equal(t, 1, count(calls, "Release:"), "only the delete releases the box")
+	require.Equal(t, 0, count(calls, "PrepareRuntime:reconnect"), "the runtime stayed connected")
+}
+
+// checks are the CheckIdle calls among calls.
+func checks(calls []string) []string {
+	var out []string
+	for _, c := range calls {
+		if strings.HasPrefix(c, "CheckIdle") {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // TestAReleasedSessionsNextInputStartsANewBox: the next input starts a new run
@@ -196,13 +236,10 @@ func TestAnIdleTimerArmedBeforeTheLastWakeIsArmedAgainForTheRest(t *testing.T) {
 		require.Equal(t, 0, count(h.recorded(), "CheckIdle"), "quiet for 1 s of 2")
 		require.Equal(t, PhaseActive, h.state().Phase)
 	})
-	h.at(4*time.Second, func() {
-		require.Equal(t, 1, count(h.recorded(), "CheckIdle"))
-		require.Equal(t, PhaseReleased, h.state().Phase)
-	})
-	h.at(4*time.Second+step, h.signal(SignalLifecycle, Lifecycle{Action: LifecycleDelete}))
 	h.run(SessionStart{SessionID: "s-idle-rearm"})
 	require.NoError(t, h.env.GetWorkflowError())
+	require.Equal(t, PhaseReleased, h.state().Phase)
+	require.Equal(t, []string{"CheckIdle:relay-running", "CheckIdle:relay-stopped"}, checks(h.recorded()), "one idle period, checked twice")
 	require.Len(t, timers, 2)
 	require.Equal(t, 2*time.Second, timers[0])
 	require.Greater(t, timers[1], time.Second, "the rest of the period since the input")

@@ -33,6 +33,11 @@ type Options struct {
 	TurnTimeout time.Duration
 	// SettleTimeout bounds the wait for every Session to come to rest.
 	SettleTimeout time.Duration
+	// TurnPause, when set, has a Session wait a drawn time below it after each turn:
+	// with the workers' idle release shorter than it, some turns start on a Session
+	// whose box was released (its run ended), some as the release runs, and some on
+	// its live box.
+	TurnPause time.Duration
 	// Seed makes the turn and fault choices repeatable.
 	Seed uint64
 	// Log receives progress lines; default none.
@@ -154,6 +159,9 @@ func (d *driver) converse(ctx context.Context, index int, sid string) {
 			d.r.note("session %d turn %d: %v", index, turn, err)
 		}
 		fmt.Fprintf(d.opts.Log, "session %d turn %d done (err %v)\n", index, turn, err)
+		if err == nil && d.opts.TurnPause > 0 && !d.pause(ctx) {
+			return
+		}
 		if err != nil {
 			// A TERMINATED Session takes no message: its remaining turns would
 			// only repeat the refusal.
@@ -162,6 +170,18 @@ func (d *driver) converse(ctx context.Context, index int, sid string) {
 				return
 			}
 		}
+	}
+}
+
+// pause waits a drawn time below TurnPause; false when ctx ended first.
+func (d *driver) pause(ctx context.Context) bool {
+	t := time.NewTimer(time.Duration(d.draw(max(1, int(d.opts.TurnPause.Milliseconds())))) * time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
 	}
 }
 

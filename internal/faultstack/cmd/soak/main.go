@@ -22,22 +22,25 @@ import (
 func main() {
 	var opts soak.Options
 	var faults string
+	var idleRelease time.Duration
 	flag.IntVar(&opts.Sessions, "sessions", 3, "Sessions run side by side (S)")
 	flag.IntVar(&opts.Turns, "turns", 3, "turns per Session (T)")
 	flag.DurationVar(&opts.FaultEvery, "fault-every", 20*time.Second, "pause between the recovery from one fault and the next (F)")
 	flag.DurationVar(&opts.Duration, "duration", 15*time.Minute, "bound on the turns")
 	flag.StringVar(&faults, "faults", strings.Join(soak.AllFaults, ","), "fault kinds to draw from")
 	flag.Uint64Var(&opts.Seed, "seed", uint64(time.Now().UnixNano()), "seed of the turn and fault choices")
+	flag.DurationVar(&idleRelease, "idle-release", 0, "the workers' sandbox.idle_release: a box quiet this long is released and its Session's run ends (0: the default)")
+	flag.DurationVar(&opts.TurnPause, "turn-pause", 0, "a Session waits a drawn time below this after each turn (with -idle-release shorter, some turns start on a released Session)")
 	flag.Parse()
 	opts.Faults = strings.Split(faults, ",")
 	opts.Log = os.Stderr
-	if err := run(opts); err != nil {
+	if err := run(opts, idleRelease); err != nil {
 		fmt.Fprintln(os.Stderr, "soak:", err)
 		os.Exit(1)
 	}
 }
 
-func run(opts soak.Options) (err error) {
+func run(opts soak.Options, idleRelease time.Duration) (err error) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	fmt.Fprintf(os.Stderr, "soak: %d sessions x %d turns, a fault every %s from %v, seed %d\n", opts.Sessions, opts.Turns, opts.FaultEvery, opts.Faults, opts.Seed)
@@ -45,7 +48,16 @@ func run(opts soak.Options) (err error) {
 	if err != nil {
 		return err
 	}
-	s, err := faultstack.Start(ctx, faultstack.Options{})
+	var stackOpts faultstack.Options
+	if idleRelease > 0 {
+		stackOpts.RoleEnv = func(role string) []string {
+			if role == "worker" {
+				return []string{"ASTRABOX_SANDBOX_IDLE_RELEASE=" + idleRelease.String()}
+			}
+			return nil
+		}
+	}
+	s, err := faultstack.Start(ctx, stackOpts)
 	if err != nil {
 		return err
 	}
