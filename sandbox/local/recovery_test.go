@@ -89,6 +89,27 @@ func helperMain() int {
 	select {} // killed by the test
 }
 
+// startHelperWorker starts helperMain as a worker process on opts' state folder, with
+// env added, and returns it with the fields of the line it reported. The test kills
+// it; so does the cleanup, should the test end first.
+func startHelperWorker(t *testing.T, opts Options, env ...string) (*exec.Cmd, []string) {
+	t.Helper()
+	worker := exec.Command(os.Args[0], "-test.run=^$")
+	worker.Env = append(append(os.Environ(), helperEnv+"=1", helperStateEnv+"="+opts.StateDir,
+		helperUIDEnv+"="+strconv.Itoa(opts.UIDFirst), helperRunner+"="+runnerBin), env...)
+	worker.Stderr = os.Stderr
+	out, err := worker.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, worker.Start())
+	t.Cleanup(func() {
+		_ = worker.Process.Kill()
+		_ = worker.Wait()
+	})
+	report, err := bufio.NewReader(out).ReadString('\n')
+	require.NoError(t, err)
+	return worker, strings.Fields(report)
+}
+
 // TestWorkerDeathLeavesBoxRunning kills a worker process that created a box
 // mid-stream; a new backend on the same state dir finds the box alive and
 // resumes its output from the recorded offset with no line repeated or missing.
@@ -96,17 +117,8 @@ func TestWorkerDeathLeavesBoxRunning(t *testing.T) {
 	t.Parallel()
 	opts := testOptions(t)
 	ctx := testContext(t)
-	worker := exec.Command(os.Args[0], "-test.run=^$")
-	worker.Env = append(os.Environ(), helperEnv+"=1", helperStateEnv+"="+opts.StateDir,
-		helperUIDEnv+"="+strconv.Itoa(opts.UIDFirst), helperRunner+"="+runnerBin)
-	worker.Stderr = os.Stderr
-	out, err := worker.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, worker.Start())
-	report, err := bufio.NewReader(out).ReadString('\n')
-	require.NoError(t, err)
-	fields := strings.Fields(report)
-	require.Len(t, fields, 3, "worker reported %q", report)
+	worker, fields := startHelperWorker(t, opts)
+	require.Len(t, fields, 3, "worker reported %q", fields)
 	require.Equal(t, "BOX", fields[0])
 	boxID := fields[1]
 	offset, err := strconv.ParseInt(fields[2], 10, 64)
@@ -153,17 +165,8 @@ func TestADeadWorkersPrewarmedBoxIsDestroyed(t *testing.T) {
 	t.Parallel()
 	opts := testOptions(t)
 	ctx := testContext(t)
-	worker := exec.Command(os.Args[0], "-test.run=^$")
-	worker.Env = append(os.Environ(), helperEnv+"=1", helperPrewarm+"=1", helperStateEnv+"="+opts.StateDir,
-		helperUIDEnv+"="+strconv.Itoa(opts.UIDFirst), helperRunner+"="+runnerBin)
-	worker.Stderr = os.Stderr
-	out, err := worker.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, worker.Start())
-	report, err := bufio.NewReader(out).ReadString('\n')
-	require.NoError(t, err)
-	fields := strings.Fields(report)
-	require.Len(t, fields, 2, "worker reported %q", report)
+	worker, fields := startHelperWorker(t, opts, helperPrewarm+"=1")
+	require.Len(t, fields, 2, "worker reported %q", fields)
 	require.Equal(t, "POOLED", fields[0])
 	orphan := fields[1]
 	require.NoError(t, worker.Process.Signal(syscall.SIGKILL))
