@@ -98,13 +98,18 @@ func TestPermissionModeWithoutALiveRuntimeIsStored(t *testing.T) {
 	require.ElementsMatch(t, []string{"LoadSession", "StorePermissionMode:plan"}, h.recorded())
 }
 
-// TestPermissionModeStoredWhileReleasedIsTheNextRuntimes: the next runtime reads the
-// stored mode when it activates; nothing applies it twice.
+// TestPermissionModeStoredWhileReleasedIsTheNextRuntimes: an input that arrives as the
+// mode's store completes (the same workflow task) keeps the run, and the runtime it
+// brings up reads the stored mode when it activates; nothing applies it twice.
 func TestPermissionModeStoredWhileReleasedIsTheNextRuntimes(t *testing.T) {
 	h := releasedHarness(t)
+	h.storeMode = func(context.Context, activities.PermissionModeRequest) error {
+		// Posted before the activity's result: both are in the next task.
+		h.env.SignalWorkflowSkippingWorkflowTask(SignalInputAccepted, InputAccepted{InputID: "in-next"})
+		return nil
+	}
 	var out modeOutcome
 	h.at(0, h.setMode("u-3", "plan", &out))
-	h.at(0, h.signal(SignalInputAccepted, InputAccepted{InputID: "in-next"}))
 	h.at(2*step, h.signal(SignalLifecycle, Lifecycle{Action: LifecycleDelete}))
 	h.run(SessionStart{SessionID: "s-mode-3"})
 	require.NoError(t, h.env.GetWorkflowError())
