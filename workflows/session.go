@@ -234,7 +234,9 @@ const endReleasedRunChange = "end-released-run"
 // waits keeps its workflow in every worker's cache, so the run ends once nothing is
 // asked of it and no update handler runs; the next signal or update starts a new run
 // (the API's SignalWithStart and UpdateWithStart). It reports false, after waiting
-// for the handlers, when something was asked meanwhile, for the loop to do.
+// for the handlers, when something was asked meanwhile, for the loop to do. A run
+// recorded before the change waits for its next signal instead (wait) and reports
+// false.
 //
 // A signal of the same workflow task may not be in its channel yet: while the signal
 // coroutine's selector waits, the SDK hands it a new signal directly, and the
