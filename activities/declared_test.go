@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -20,15 +21,19 @@ import (
 	"github.com/astrabox/astrabox/workflows"
 )
 
-// needsMore is scriptagent declaring one more required command than its box has.
+// needsMore is scriptagent declaring one more required command than its box has,
+// until cured, when set, says it no longer does.
 type needsMore struct {
 	*scriptengine.Adapter
 	extra string
+	cured *atomic.Bool
 }
 
 func (a needsMore) Capabilities() engines.EngineRuntimeCapabilities {
 	caps := a.Adapter.Capabilities()
-	caps.Workload.RequiredCommands = append(caps.Workload.RequiredCommands, a.extra)
+	if a.cured == nil || !a.cured.Load() {
+		caps.Workload.RequiredCommands = append(caps.Workload.RequiredCommands, a.extra)
+	}
 	return caps
 }
 

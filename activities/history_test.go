@@ -76,26 +76,37 @@ func TestRecordedHistoryReplays(t *testing.T) {
 		require.Equal(t, `"`+want+`"`, string(attrs[name].GetData()), name)
 	}
 
-	var h historypb.History
-	it := s.tc.GetWorkflowHistory(s.ctx, workflows.SessionWorkflowID(id), released.GetRunID(), false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	for it.HasNext() {
-		ev, err := it.Next()
-		require.NoError(t, err)
-		h.Events = append(h.Events, ev)
-	}
-	data, err := protojson.MarshalOptions{Indent: "  "}.Marshal(&h)
-	require.NoError(t, err)
-	path := filepath.Join(t.TempDir(), "session.json")
+	data := s.runHistory(id, released.GetRunID())
 	if os.Getenv("ASTRABOX_RECORD_HISTORY") == "1" {
 		root, err := reporoot.Find()
 		require.NoError(t, err)
-		path = filepath.Join(root, "workflows", "testdata", recordedHistory)
+		require.NoError(t, os.WriteFile(filepath.Join(root, "workflows", "testdata", recordedHistory), data, 0o644))
 	}
-	require.NoError(t, os.WriteFile(path, data, 0o644))
+	s.requireReplays(data)
+}
 
+// runHistory returns one run of the Session's workflow as the history JSON the
+// Temporal CLI and UI export.
+func (s *stack) runHistory(sessionID, runID string) []byte {
+	s.t.Helper()
+	var h historypb.History
+	it := s.tc.GetWorkflowHistory(s.ctx, workflows.SessionWorkflowID(sessionID), runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		require.NoError(s.t, err)
+		h.Events = append(h.Events, ev)
+	}
+	data, err := protojson.MarshalOptions{Indent: "  "}.Marshal(&h)
+	require.NoError(s.t, err)
+	return data
+}
+
+// requireReplays replays a recorded history against the current workflow code.
+func (s *stack) requireReplays(history []byte) {
+	s.t.Helper()
 	replayer := worker.NewWorkflowReplayer()
 	workflows.RegisterWorkflows(replayer)
-	history, err := client.HistoryFromJSON(bytesReader(data), client.HistoryJSONOptions{})
-	require.NoError(t, err)
-	require.NoError(t, replayer.ReplayWorkflowHistory(nil, history))
+	h, err := client.HistoryFromJSON(bytesReader(history), client.HistoryJSONOptions{})
+	require.NoError(s.t, err)
+	require.NoError(s.t, replayer.ReplayWorkflowHistory(nil, h))
 }

@@ -2,15 +2,18 @@ package activities_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/astrabox/astrabox/activities"
 	"github.com/astrabox/astrabox/engines"
+	"github.com/astrabox/astrabox/internal/scriptengine"
 	"github.com/astrabox/astrabox/sandbox"
 	"github.com/astrabox/astrabox/sandbox/enginebox"
 	"github.com/astrabox/astrabox/store"
+	"github.com/astrabox/astrabox/workflows"
 )
 
 // TestTerminationSettlesTheRuntimeItTakesOffline: terminating a Session whose program
@@ -50,4 +53,43 @@ func TestTerminationSettlesTheRuntimeItTakesOffline(t *testing.T) {
 	_, err = s.st.ArchiveSession(s.ctx, id)
 	require.NoError(t, err, "a TERMINATED Session is not busy")
 	s.requireGaplessLog(id)
+}
+
+// TestATerminatedSessionsRunEndsAndItsRecoveryStartsTheNext: once PostgreSQL records
+// a Session TERMINATED its workflow run ends, holding no worker's cache; the recovery
+// (the API's write, then its SignalWithStart) starts a new run, which brings up a box
+// that answers the next message.
+func TestATerminatedSessionsRunEndsAndItsRecoveryStartsTheNext(t *testing.T) {
+	binDir, err := buildAgent()
+	require.NoError(t, err)
+	var cured atomic.Bool
+	s := newStackWith(t, engineSetup{
+		kind:    scriptengine.Kind,
+		adapter: needsMore{Adapter: &scriptengine.Adapter{BinaryPath: agentMount + "/scriptagent"}, extra: "astrabox-absent-" + uniq(), cured: &cured},
+		mounts:  []sandbox.Mount{{Source: binDir, Target: agentMount}},
+	})
+	s.startWorker("host-a-" + uniq())
+	id := s.newSession()
+
+	s.send(id, "quick")
+	terminated := s.tc.GetWorkflow(s.ctx, workflows.SessionWorkflowID(id), "")
+	require.NoError(t, terminated.Get(s.ctx, nil), "the terminated Session's run ends")
+	require.Equal(t, store.LifecycleTerminated, s.session(id).Lifecycle)
+	s.requireReplays(s.runHistory(id, terminated.GetRunID()))
+
+	cured.Store(true)
+	_, err = s.st.RecoverSession(s.ctx, id)
+	require.NoError(t, err)
+	s.signal(id, workflows.SignalLifecycle, workflows.Lifecycle{Action: workflows.LifecycleRecover})
+	recovered := s.tc.GetWorkflow(s.ctx, workflows.SessionWorkflowID(id), "")
+	require.NotEqual(t, terminated.GetRunID(), recovered.GetRunID(), "the recovery starts a new run")
+	s.eventually("the recovered runtime", func() bool { return s.session(id).Lifecycle == store.LifecycleActive })
+
+	in := s.send(id, "quick")
+	r := s.waitEnded(id, "resp-"+in)
+	require.Equal(t, store.OutcomeCompleted, *r.Outcome)
+	s.requireGaplessLog(id)
+	s.signal(id, workflows.SignalLifecycle, workflows.Lifecycle{Action: workflows.LifecycleDelete})
+	require.NoError(t, recovered.Get(s.ctx, nil))
+	s.requireReplays(s.runHistory(id, recovered.GetRunID()))
 }

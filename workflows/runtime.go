@@ -38,7 +38,11 @@ func (w *sessionWorkflow) load(ctx workflow.Context) (done bool, err error) {
 	case facts.Archived:
 		w.s.Work.Archive = true
 	case facts.Lifecycle == "terminated":
-		w.s.Phase = PhaseTerminated
+		w.s.Phase, w.s.TerminationRecorded = PhaseTerminated, true
+	case facts.Lifecycle == "creating" && facts.RuntimeUnavailable && w.recoveredRunsLoadCreating(ctx):
+		// Recovered since its termination (a released Session is active): its run
+		// ended TERMINATED, and this one brings the runtime the recovery asked for.
+		w.s.Phase, w.s.Need = PhaseCreating, NeedFresh
 	case facts.RuntimeUnavailable:
 		w.s.Phase = PhaseReleased
 	case facts.Placement.SandboxID != "":
@@ -167,9 +171,11 @@ func (w *sessionWorkflow) failed(ctx workflow.Context, cause error) {
 // terminate records the runtime offline (TERMINATED) until a recover signal.
 func (w *sessionWorkflow) terminate(ctx workflow.Context) {
 	w.stopRelay(ctx)
-	if err := workflow.ExecuteActivity(summarized(withShared(ctx), "Terminate the runtime and settle its records"), act.MarkTerminated, activities.SessionRef{SessionID: w.s.SessionID}).Get(ctx, nil); err != nil {
+	err := workflow.ExecuteActivity(summarized(withShared(ctx), "Terminate the runtime and settle its records"), act.MarkTerminated, activities.SessionRef{SessionID: w.s.SessionID}).Get(ctx, nil)
+	if err != nil {
 		workflow.GetLogger(ctx).Warn("mark terminated", "error", err)
 	}
+	w.s.TerminationRecorded = err == nil
 	w.s.Need, w.s.Failures, w.s.Reconnects = NeedNone, 0, 0
 	// Termination settled every open record; held inputs stay for a recovered runtime.
 	w.s.Observed = activities.SessionObservation{State: stateTerminated, HeldInputs: w.s.Observed.HeldInputs, Title: w.s.Observed.Title}

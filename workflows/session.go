@@ -52,8 +52,8 @@ type relayHandle struct {
 // SessionWorkflow runs one Session: it brings its runtime up, keeps a Relay reading
 // it, hands over inputs, answers, interrupts and permission modes, recovers from lost
 // connections and lost boxes, releases an idle box, and ends on archive or delete, or
-// once its box is released and nothing is asked of it (the next signal or update
-// starts a new run).
+// once its box is released or its termination recorded and nothing is asked of it
+// (the next signal or update starts a new run).
 func SessionWorkflow(ctx workflow.Context, start SessionStart) error {
 	w, err := newSessionWorkflow(ctx, start)
 	if err != nil {
@@ -212,8 +212,8 @@ func (w *sessionWorkflow) run(ctx workflow.Context) error {
 			w.s.Work.Answers, w.s.Work.Interrupt, w.s.Work.PermissionMode = nil, nil, false
 			w.s.Work.StopChildRuns = nil
 		}
-		if w.s.Phase == PhaseReleased {
-			ends, err := w.releasedRunEnds(ctx)
+		if change := w.endingChange(); change != "" {
+			ends, err := w.quietRunEnds(ctx, change)
 			if ends || err != nil {
 				return err
 			}
@@ -229,14 +229,42 @@ func (w *sessionWorkflow) run(ctx workflow.Context) error {
 // asked of them. Runs recorded before it wait, released, for their next signal.
 const endReleasedRunChange = "end-released-run"
 
-// releasedRunEnds decides, for a released Session, whether its run ends. A released
-// Session holds nothing the next run cannot load from PostgreSQL, and a run that
-// waits keeps its workflow in every worker's cache, so the run ends once nothing is
-// asked of it and no update handler runs; the next signal or update starts a new run
-// (the API's SignalWithStart and UpdateWithStart). It reports false, after waiting
-// for the handlers, when something was asked meanwhile, for the loop to do. A run
-// recorded before the change waits for its next signal instead (wait) and reports
-// false.
+// endTerminatedRunChange marks runs that end once PostgreSQL records their Session
+// TERMINATED and nothing is asked of them, and runs that, loading a Session recovered
+// since (CREATING with no runtime), bring a runtime up. Runs recorded before it wait,
+// terminated, for the recover signal.
+const endTerminatedRunChange = "end-terminated-run"
+
+// endingChange names the change under which a run with nothing to do ends, or is
+// empty while the run must wait: a released Session holds nothing the next run cannot
+// load from PostgreSQL, nor does a terminated one once its termination is recorded
+// there. A termination that was not recorded (MarkTerminated failed) keeps the run, for
+// a next run would find the Session as it was and bring a runtime up again.
+func (w *sessionWorkflow) endingChange() string {
+	switch {
+	case w.s.Phase == PhaseReleased:
+		return endReleasedRunChange
+	case w.s.Phase == PhaseTerminated && w.s.TerminationRecorded:
+		return endTerminatedRunChange
+	}
+	return ""
+}
+
+// recoveredRunsLoadCreating reports whether this run brings up the runtime of a
+// Session it loads recovered (CREATING with no runtime): a run recorded before its
+// terminated predecessor could end found it released and waited.
+func (w *sessionWorkflow) recoveredRunsLoadCreating(ctx workflow.Context) bool {
+	return workflow.GetVersion(ctx, endTerminatedRunChange, workflow.DefaultVersion, 1) >= 1
+}
+
+// quietRunEnds decides, for a released Session or a terminated one, whether its run
+// ends, under the change that made such runs end. A run that waits keeps its workflow
+// in every worker's cache, so the run ends once nothing is asked of it and no update
+// handler runs; the next signal or update starts a new run (the API's SignalWithStart
+// and UpdateWithStart), which loads the Session from PostgreSQL. It reports false,
+// after waiting for the handlers, when something was asked meanwhile, for the loop to
+// do. A run recorded before the change waits for its next signal instead (wait) and
+// reports false.
 //
 // A signal of the same workflow task may not be in its channel yet: while the signal
 // coroutine's selector waits, the SDK hands it a new signal directly, and the
@@ -244,8 +272,8 @@ const endReleasedRunChange = "end-released-run"
 // it run before deciding, so a signal in the task that would end the run is
 // recorded and acted on. A signal that arrives while the task runs makes Temporal
 // refuse the completion; the task that follows has it.
-func (w *sessionWorkflow) releasedRunEnds(ctx workflow.Context) (bool, error) {
-	if workflow.GetVersion(ctx, endReleasedRunChange, workflow.DefaultVersion, 1) < 1 {
+func (w *sessionWorkflow) quietRunEnds(ctx workflow.Context, change string) (bool, error) {
+	if workflow.GetVersion(ctx, change, workflow.DefaultVersion, 1) < 1 {
 		return false, w.wait(ctx)
 	}
 	if err := workflow.Await(ctx, func() bool { return w.wake(ctx) || workflow.AllHandlersFinished(ctx) }); err != nil {

@@ -54,6 +54,8 @@ type harness struct {
 	activate  func(context.Context, activities.ActivateRequest) (activities.ActivateResult, error)
 	applyMode func(context.Context, activities.PermissionModeRequest) error
 	storeMode func(context.Context, activities.PermissionModeRequest) error
+	// markTerminated overrides MarkTerminated's success.
+	markTerminated func() error
 }
 
 type relayEnd struct {
@@ -208,6 +210,9 @@ func newHarness(t *testing.T) *harness {
 	}).Maybe()
 	h.env.OnActivity(act.MarkTerminated, mock.Anything, mock.Anything).Return(func(context.Context, activities.SessionRef) error {
 		h.record("MarkTerminated")
+		if h.markTerminated != nil {
+			return h.markTerminated()
+		}
 		return nil
 	}).Maybe()
 	h.env.OnActivity(act.RefuseHeldInputs, mock.Anything, mock.Anything).Return(func(_ context.Context, req activities.RefuseRequest) ([]string, error) {
@@ -227,6 +232,25 @@ func releasedHarness(t *testing.T) *harness {
 	h.facts.Lifecycle = "active"
 	h.facts.RuntimeUnavailable = true
 	h.facts.Placement = activities.Placement{RuntimeGeneration: 1}
+	return h
+}
+
+// terminatedHarness is a harness for the run a terminated Session's next signal or
+// update starts: the run that terminated its runtime (generation 1) recorded it and
+// ended.
+func terminatedHarness(t *testing.T) *harness {
+	t.Helper()
+	h := releasedHarness(t)
+	h.facts.Lifecycle = "terminated"
+	return h
+}
+
+// recoveredHarness is a harness for the run a terminated Session's recovery starts:
+// the recovery moved it to CREATING, and it has no runtime.
+func recoveredHarness(t *testing.T) *harness {
+	t.Helper()
+	h := releasedHarness(t)
+	h.facts.Lifecycle = "creating"
 	return h
 }
 

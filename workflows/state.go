@@ -50,9 +50,13 @@ type SessionState struct {
 	// terminate the runtime until a recover signal.
 	Failures int `json:"failures,omitempty"`
 	// Reconnects counts consecutive Relay ends without progress.
-	Reconnects int   `json:"reconnects,omitempty"`
-	ThroughSeq int64 `json:"through_seq,omitempty"`
-	Work       Work  `json:"work"`
+	Reconnects int `json:"reconnects,omitempty"`
+	// TerminationRecorded: PostgreSQL records the Session TERMINATED (MarkTerminated
+	// went through, or the run loaded it so), so a run that ends leaves the next one
+	// to find it terminated rather than bring a runtime up again.
+	TerminationRecorded bool  `json:"termination_recorded,omitempty"`
+	ThroughSeq          int64 `json:"through_seq,omitempty"`
+	Work                Work  `json:"work"`
 	// AgentName and Owner name the Session for operators (current details).
 	AgentName string `json:"agent_name,omitempty"`
 	Owner     string `json:"owner,omitempty"`

@@ -337,7 +337,29 @@ func TestArchivingAReleasedSessionStartsNoBox(t *testing.T) {
 	require.Equal(t, []string{"LoadSession", "EndConversation:delete=false"}, h.recorded())
 }
 
-func TestRepeatedPrepareFailureTerminatesUntilRecover(t *testing.T) {
+// TestRepeatedPrepareFailureTerminatesAndEndsTheRun: too many failed bring-ups take
+// the runtime offline; once PostgreSQL records the termination nothing is asked of
+// the run, and it ends.
+func TestRepeatedPrepareFailureTerminatesAndEndsTheRun(t *testing.T) {
+	h := newHarness(t)
+	h.prepare = func(ctx context.Context, req activities.PrepareRequest) (activities.PrepareResult, error) {
+		h.record("PrepareRuntime:" + string(req.Mode))
+		return activities.PrepareResult{}, nonRetryable("BoxUnavailable")
+	}
+	h.run(SessionStart{SessionID: "s-8"})
+	require.NoError(t, h.env.GetWorkflowError())
+	s := h.state()
+	require.Equal(t, PhaseTerminated, s.Phase)
+	require.True(t, s.TerminationRecorded)
+	calls := h.recorded()
+	require.Equal(t, maxFailures, count(calls, "PrepareRuntime:"))
+	require.Equal(t, "MarkTerminated", calls[len(calls)-1])
+}
+
+// TestATerminationNotRecordedKeepsTheRunUntilRecover: when MarkTerminated fails,
+// PostgreSQL may not say TERMINATED, and a next run would bring a runtime up again:
+// the run waits, terminated, for the recover signal; an input does not recover it.
+func TestATerminationNotRecordedKeepsTheRunUntilRecover(t *testing.T) {
 	h := newHarness(t)
 	failing := true
 	h.prepare = func(ctx context.Context, req activities.PrepareRequest) (activities.PrepareResult, error) {
@@ -347,8 +369,11 @@ func TestRepeatedPrepareFailureTerminatesUntilRecover(t *testing.T) {
 		}
 		return activities.PrepareResult{Placement: activities.Placement{SandboxID: "box-9", HostTaskQueue: testHostQueue, RuntimeGeneration: 9}}, nil
 	}
+	h.markTerminated = func() error { return nonRetryable("DatabaseDown") }
 	h.at(step, func() {
-		require.Equal(t, PhaseTerminated, h.state().Phase)
+		s := h.state()
+		require.Equal(t, PhaseTerminated, s.Phase)
+		require.False(t, s.TerminationRecorded)
 		failing = false
 	})
 	h.at(2*step, h.signal(SignalInputAccepted, InputAccepted{InputID: "in-4"}))
@@ -356,12 +381,62 @@ func TestRepeatedPrepareFailureTerminatesUntilRecover(t *testing.T) {
 	h.at(4*step, h.signal(SignalLifecycle, Lifecycle{Action: LifecycleRecover}))
 	h.at(5*step, func() { require.Equal(t, PhaseActive, h.state().Phase) })
 	h.at(6*step, h.signal(SignalLifecycle, Lifecycle{Action: LifecycleDelete}))
-	h.run(SessionStart{SessionID: "s-8"})
+	h.run(SessionStart{SessionID: "s-8-unrecorded"})
 	require.NoError(t, h.env.GetWorkflowError())
 	calls := h.recorded()
 	require.Equal(t, maxFailures+1, count(calls, "PrepareRuntime:"))
 	requireInOrder(t, calls, "MarkTerminated", "ActivateRuntime:box-9:9:", "Deliver")
 	require.Equal(t, 1, count(calls, "Relay:9"))
+}
+
+// TestWorkForATerminatedSessionStartsNoRuntime: an input, an interrupt or a permission
+// mode sent to a terminated Session starts a run that finds it TERMINATED: nothing
+// recovers it but the recover signal, so no box is started and the run ends (the mode
+// is stored for the next runtime).
+func TestWorkForATerminatedSessionStartsNoRuntime(t *testing.T) {
+	for name, sig := range map[string]struct {
+		name    string
+		payload any
+	}{
+		"input":     {SignalInputAccepted, InputAccepted{InputID: "in-5"}},
+		"interrupt": {SignalInterrupt, Interrupt{RequestID: "r-5"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			h := terminatedHarness(t)
+			h.at(0, h.signal(sig.name, sig.payload))
+			h.run(SessionStart{SessionID: "s-terminated-work"})
+			require.NoError(t, h.env.GetWorkflowError())
+			require.Equal(t, PhaseTerminated, h.state().Phase)
+			require.Equal(t, []string{"LoadSession"}, h.recorded())
+		})
+	}
+	t.Run("permission mode", func(t *testing.T) {
+		h := terminatedHarness(t)
+		var out modeOutcome
+		h.at(0, h.setMode("u-terminated", "plan", &out))
+		h.run(SessionStart{SessionID: "s-terminated-mode"})
+		require.NoError(t, h.env.GetWorkflowError())
+		require.True(t, out.done)
+		require.NoError(t, out.err)
+		require.Equal(t, PermissionModeSet{Applied: false}, out.result)
+		require.Equal(t, PhaseTerminated, h.state().Phase)
+		require.ElementsMatch(t, []string{"LoadSession", "StorePermissionMode:plan"}, h.recorded())
+	})
+}
+
+// TestARecoveredSessionsRunBringsUpARuntime: the recovery moved the Session to
+// CREATING and its signal started a new run (the terminated one had ended), which
+// brings up a box restoring the conversation.
+func TestARecoveredSessionsRunBringsUpARuntime(t *testing.T) {
+	h := recoveredHarness(t)
+	h.at(0, h.signal(SignalLifecycle, Lifecycle{Action: LifecycleRecover}))
+	h.at(step, func() { require.Equal(t, PhaseActive, h.state().Phase) })
+	h.at(2*step, h.signal(SignalLifecycle, Lifecycle{Action: LifecycleDelete}))
+	h.run(SessionStart{SessionID: "s-recovered"})
+	require.NoError(t, h.env.GetWorkflowError())
+	calls := h.recorded()
+	requireInOrder(t, calls, "LoadSession", "PrepareRuntime:fresh", "ActivateRuntime:box-2:2:restore", "Relay:2")
+	require.Equal(t, 1, count(calls, "PrepareRuntime:"))
 }
 
 // TestAnActivationWhoseWorkerDiedReconnectsWithoutCountingAFailure: the worker
@@ -402,10 +477,9 @@ func TestPreparationRefusalFailsTheHeldInputsAndTerminatesAtOnce(t *testing.T) {
 		h.record("PrepareRuntime:" + string(req.Mode))
 		return activities.PrepareResult{}, nonRetryable(activities.ErrTypeConfiguration)
 	}
-	h.at(step, func() { require.Equal(t, PhaseTerminated, h.state().Phase) })
-	h.at(2*step, h.signal(SignalLifecycle, Lifecycle{Action: LifecycleDelete}))
 	h.run(SessionStart{SessionID: "s-refused"})
 	require.NoError(t, h.env.GetWorkflowError())
+	require.Equal(t, PhaseTerminated, h.state().Phase)
 	calls := h.recorded()
 	require.Equal(t, 1, count(calls, "PrepareRuntime:"), "a refusal is not tried again")
 	requireInOrder(t, calls, "RefuseHeldInputs:test: "+activities.ErrTypeConfiguration, "MarkTerminated")
