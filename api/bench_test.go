@@ -101,10 +101,13 @@ func (c *statementCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQu
 // newCountingFixture is newFixture whose server runs on a store that counts its
 // statements. The recording signaler keeps the fixture's own store, so the count is the
 // handlers' alone (a deployment signals Temporal, not PostgreSQL).
-func newCountingFixture(t testing.TB) (*fixture, *statementCounter) {
+func newCountingFixture(t testing.TB, tune ...func(*Options)) (*fixture, *statementCounter) {
 	t.Helper()
 	counter := &statementCounter{}
 	f := newFixtureOn(t, func(dsn string, o *Options) {
+		for _, fn := range tune {
+			fn(o)
+		}
 		key := make([]byte, 32)
 		_, err := rand.Read(key)
 		require.NoError(t, err)

@@ -33,13 +33,26 @@ type AdmissionPolicy interface {
 	Admit(ctx context.Context, req AdmissionRequest) error
 }
 
+// heldInputsCap is an admission policy that decides on the Session's held-input count
+// alone: the receipt applies it in the statement that accepts the input, with the
+// Session's owner and lifecycle, and reads the Session first only when that statement
+// refuses.
+type heldInputsCap interface {
+	AdmissionPolicy
+	// HeldInputsCap is the held inputs at which the policy refuses (0: no cap).
+	HeldInputsCap() int
+}
+
 // MaxHeldInputs is the default admission policy: it admits while the Session holds
 // fewer than Limit inputs the program has not taken; a Limit of zero admits all.
 type MaxHeldInputs struct {
 	Limit int
 }
 
-var _ AdmissionPolicy = MaxHeldInputs{}
+var _ heldInputsCap = MaxHeldInputs{}
+
+// HeldInputsCap implements heldInputsCap.
+func (p MaxHeldInputs) HeldInputsCap() int { return p.Limit }
 
 // Admit implements AdmissionPolicy.
 func (p MaxHeldInputs) Admit(_ context.Context, req AdmissionRequest) error {
@@ -83,11 +96,45 @@ func newReceipt(in store.Input, duplicate bool, outputSeq int64) inputReceipt {
 }
 
 // sendInput accepts one message into custody and returns its receipt at once: the row
-// is committed before the receipt, then the Session's workflow is signalled. The happy
-// path is three statements: the token and its user, the Session with its held-input
-// count, and the insert. A repeated client_message_id is found by the insert, or, when
-// the message would be refused, looked up before refusing.
+// is committed before the receipt, then the Session's workflow is signalled. On the
+// happy path the receipt is one statement (the token and its user come from the
+// token cache): the insert, which checks the Session's owner, its lifecycle and the
+// admission policy's cap on held inputs on the row it locks. Anything that statement
+// refuses, and a repeated client_message_id, is answered by sendCheckedInput, which
+// reads the Session first and says why.
 func (s *Server) sendInput(c *gin.Context) {
+	// JSON escapes can take six bytes per content byte; the content's own limit is
+	// checked after decoding, naming the field.
+	var req inputRequest
+	bodyErr := decodeBody(c, int64(6*s.maxInputBytes+4096), &req, false)
+	if bodyErr == nil {
+		bodyErr = s.validateInput(req)
+	}
+	policy, capped := s.admission.(heldInputsCap)
+	_, shared := currentShare(c)
+	id := c.Param("session_id")
+	if bodyErr != nil || !capped || shared || !isUUID(id) {
+		s.sendCheckedInput(c, req, bodyErr)
+		return
+	}
+	accepted, admitted, err := s.store.AcceptGuardedInput(c.Request.Context(),
+		store.NewInput{SessionID: id, ClientMessageID: req.ClientMessageID, Content: *req.Content},
+		store.InputGuard{OwnerID: currentUser(c).ID, MaxHeld: policy.HeldInputsCap()})
+	switch {
+	case err != nil:
+		s.fail(c, err)
+	case !admitted || accepted.Duplicate:
+		s.sendCheckedInput(c, req, nil)
+	default:
+		s.accepted(c, accepted)
+	}
+}
+
+// sendCheckedInput reads the Session, then accepts the message if the Session and the
+// admission policy let it, refusing it saying why otherwise. A body that did not
+// decode or validate (bodyErr) is refused once the caller's access to the Session is
+// checked, so a Session the caller may not see answers not found whatever was sent.
+func (s *Server) sendCheckedInput(c *gin.Context, req inputRequest, bodyErr error) {
 	var held int
 	sess, err := s.loadSessionWith(c, ownerAccess, func(ctx context.Context, id string) (store.Session, error) {
 		sess, n, err := s.store.GetSessionWithHeldInputs(ctx, id)
@@ -98,15 +145,8 @@ func (s *Server) sendInput(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	// JSON escapes can take six bytes per content byte; the content's own limit is
-	// checked after decoding, naming the field.
-	var req inputRequest
-	if err := decodeBody(c, int64(6*s.maxInputBytes+4096), &req, false); err != nil {
-		s.fail(c, err)
-		return
-	}
-	if err := s.validateInput(req); err != nil {
-		s.fail(c, err)
+	if bodyErr != nil {
+		s.fail(c, bodyErr)
 		return
 	}
 	ctx := c.Request.Context()
@@ -133,22 +173,26 @@ func (s *Server) sendInput(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	in := accepted.Input
 	if accepted.Duplicate {
-		s.answerDuplicate(c, in, sess.OutputSeq)
+		s.answerDuplicate(c, accepted.Input, sess.OutputSeq)
 		return
 	}
+	s.accepted(c, accepted)
+}
+
+// accepted answers a message just taken into custody. The receipt goes out first: the
+// row is committed, which is custody, and a live runtime's Relay is handed the input
+// on the row's notification without the workflow. While that Relay says it listens,
+// nothing else is needed; otherwise the signal starts or wakes the workflow, and one
+// lost with Temporal down is sent again by the workers' re-signal sweep.
+func (s *Server) accepted(c *gin.Context, accepted store.Accepted) {
 	s.metrics.InputsAccepted.Inc()
-	// The receipt goes out first: the row is committed, which is custody, and a live
-	// runtime's Relay is handed the input on the row's notification without the
-	// workflow. While that Relay says it listens, nothing else is needed; otherwise
-	// the signal starts or wakes the workflow, and one lost with Temporal down is
-	// sent again by the workers' re-signal sweep.
-	writeOKNow(c, newReceipt(in, false, sess.OutputSeq))
+	in := accepted.Input
+	writeOKNow(c, newReceipt(in, false, accepted.OutputSeq))
 	if accepted.RelayListens {
 		return
 	}
-	s.signalAfterAnswer(c, sess.ID, workflows.SignalInputAccepted, workflows.InputAccepted{InputID: in.ID})
+	s.signalAfterAnswer(c, in.SessionID, workflows.SignalInputAccepted, workflows.InputAccepted{InputID: in.ID})
 }
 
 // answeredRepeat answers a repeated client_message_id with its first receipt and

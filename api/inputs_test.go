@@ -187,15 +187,56 @@ func TestRepeatedMessageGetsItsReceiptAfterTheSessionStoppedAcceptingInput(t *te
 	assert.Equal(t, 1, f.countInputs(id))
 }
 
-func TestSendInputTakesTwoStatements(t *testing.T) {
+// TestSendInputTakesOneStatement: with the default admission policy and a cached
+// token, a receipt is the insert alone, which checks the Session's owner, lifecycle
+// and held inputs itself; with a cap set too.
+func TestSendInputTakesOneStatement(t *testing.T) {
 	t.Parallel()
-	f, counter := newCountingFixture(t)
+	for name, limit := range map[string]int{"no cap": 0, "a cap": 5} {
+		t.Run(name, func(t *testing.T) {
+			f, counter := newCountingFixture(t, func(o *Options) { o.MaxHeldInputs = limit })
+			id := f.newSession(f.member)
+			path := "/api/v1/sessions/" + id + "/inputs"
+			// The first request reads the token and its user (then cached) and records
+			// the token's use (at most once a minute).
+			f.call("POST", path, f.member, map[string]any{"content": "warm up"}).ok(t)
+			counter.n.Store(0)
+			f.call("POST", path, f.member, map[string]any{"content": "hello", "client_message_id": "m1"}).ok(t)
+			assert.Equal(t, int64(1), counter.n.Load(), "the insert; the token from the cache")
+		})
+	}
+}
+
+// TestAReceiptNamesTheOutputPositionItWasAcceptedAt: the receipt's output_seq is the
+// Session's output position as the input was accepted, where its response follows.
+func TestAReceiptNamesTheOutputPositionItWasAcceptedAt(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
 	id := f.newSession(f.member)
 	path := "/api/v1/sessions/" + id + "/inputs"
-	// The first request reads the token and its user (then cached) and records the
-	// token's use (at most once a minute).
-	f.call("POST", path, f.member, map[string]any{"content": "warm up"}).ok(t)
-	counter.n.Store(0)
-	f.call("POST", path, f.member, map[string]any{"content": "hello", "client_message_id": "m1"}).ok(t)
-	assert.Equal(t, int64(2), counter.n.Load(), "Session and held count, insert; the token from the cache")
+	f.exec(`UPDATE sessions SET output_seq = 41 WHERE id = $1`, id)
+	var r inputReceipt
+	f.call("POST", path, f.member, map[string]any{"content": "one"}).ok(t).into(t, &r)
+	assert.Equal(t, int64(41), r.OutputSeq)
+	var dup inputReceipt
+	f.exec(`UPDATE sessions SET output_seq = 57 WHERE id = $1`, id)
+	f.call("POST", path, f.member, map[string]any{"content": "two", "client_message_id": "m2"}).ok(t)
+	f.call("POST", path, f.member, map[string]any{"content": "two", "client_message_id": "m2"}).ok(t).into(t, &dup)
+	assert.True(t, dup.Duplicate)
+	assert.Equal(t, int64(57), dup.OutputSeq)
+}
+
+// TestABadMessageToAnotherUsersSessionIsNotFound: access is checked before the body, so
+// a Session the caller may not see answers not found whatever was sent, and an admin
+// who may read it is refused changing it.
+func TestABadMessageToAnotherUsersSessionIsNotFound(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	id := f.newSession(f.member)
+	path := "/api/v1/sessions/" + id + "/inputs"
+	f.call("POST", path, f.other, map[string]any{}).refused(t, http.StatusNotFound, CodeNotFound)
+	f.call("POST", path, f.other, `{"content":`).refused(t, http.StatusNotFound, CodeNotFound)
+	f.call("POST", path, f.admin, map[string]any{"content": "hi"}).refused(t, http.StatusForbidden, CodeForbidden)
+	f.call("POST", "/api/v1/sessions/not-a-uuid/inputs", f.member, map[string]any{"content": "hi"}).refused(t, http.StatusNotFound, CodeNotFound)
+	assert.Equal(t, 0, f.countInputs(id))
 }

@@ -68,6 +68,7 @@ type ShareStore interface {
 // InputStore keeps the messages in the platform's custody.
 type InputStore interface {
 	AcceptInput(ctx context.Context, in store.NewInput) (store.Accepted, error)
+	AcceptGuardedInput(ctx context.Context, in store.NewInput, guard store.InputGuard) (store.Accepted, bool, error)
 	GetInputByClientMessageID(ctx context.Context, sessionID, clientMessageID string) (store.Input, error)
 	GetSessionWithHeldInputs(ctx context.Context, id string) (store.Session, int, error)
 	ListInputsBySession(ctx context.Context, sessionID string) ([]store.Input, error)

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"maps"
 
 	"github.com/google/uuid"
 
@@ -30,17 +31,31 @@ const inputClientMessageIDKey = "inputs_client_message_id_key"
 // read of the held inputs lists none of such a Session's), which PostgreSQL delivers
 // at commit. A repeated client_message_id violates inputClientMessageIDKey, which fails
 // the whole statement, the seq advance with it, so seqs stay gapless. No row means no
-// such Session.
+// such Session, or, with a guard (insertGuardedInputSQL), one the guard refused.
 //
 // It also says whether a live Relay hands the input over on that notification: the
 // Session's inputs_on_notice_lease, read from the row it locked (so as a release that
 // cleared it left it), names the reader lease of a Relay that listens, and that lease
-// is unexpired.
-const insertInputSQL = `
+// is unexpired; and the Session's output position as it locked it (output_seq).
+const insertInputSQL = insertInputAdvance + `WHERE id = @session_id` + insertInputRest
+
+// insertGuardedInputSQL is insertInputSQL accepting the input only into a Session that
+// InputGuard admits: the caller's own, neither terminated nor deleted, and holding fewer
+// inputs than the cap. The conditions are on the row the advance locks, so a lifecycle
+// change committed meanwhile is seen; the held count, as a read before the insert
+// would be, is a moment's.
+const insertGuardedInputSQL = insertInputAdvance + `WHERE id = @session_id AND user_id = @owner_id
+		AND deleted_at IS NULL AND lifecycle NOT IN (@terminated, @deleted)
+		AND (@max_held = 0 OR (SELECT count(*) FROM inputs
+			WHERE inputs.session_id = @session_id AND inputs.state IN @held_states) < @max_held)` + insertInputRest
+
+const insertInputAdvance = `
 WITH advanced AS (
 	UPDATE sessions SET input_seq = input_seq + 1, updated_at = now()
-	WHERE id = @session_id
-	RETURNING input_seq, inputs_on_notice_lease, (archived_at IS NULL AND lifecycle <> @deleted) AS open
+	`
+
+const insertInputRest = `
+	RETURNING input_seq, output_seq, inputs_on_notice_lease, (archived_at IS NULL AND lifecycle <> @deleted) AS open
 ), inserted AS (
 	INSERT INTO inputs (id, session_id, seq, client_message_id, content, state)
 	SELECT CAST(@id AS uuid), CAST(@session_id AS uuid), input_seq, CAST(@client_message_id AS text), @content, @state
@@ -51,15 +66,27 @@ WITH advanced AS (
 		CASE WHEN advanced.open AND octet_length(content) <= @max_notice_content THEN ' ' || content ELSE '' END)
 	FROM inserted, advanced
 )
-SELECT inserted.*, EXISTS (
-	SELECT 1 FROM reader_leases l, advanced a
-	WHERE l.session_id = CAST(@session_id AS uuid) AND l.generation = a.inputs_on_notice_lease AND l.expires_at > now()
+SELECT inserted.*, advanced.output_seq AS session_output_seq, EXISTS (
+	SELECT 1 FROM reader_leases l
+	WHERE l.session_id = CAST(@session_id AS uuid) AND l.generation = advanced.inputs_on_notice_lease AND l.expires_at > now()
 ) AS relay_listens
-FROM inserted, notified`
+FROM inserted, notified, advanced`
+
+// InputGuard is what AcceptGuardedInput checks in the statement that accepts the input.
+type InputGuard struct {
+	// OwnerID is the user the Session must belong to.
+	OwnerID string
+	// MaxHeld refuses an input to a Session already holding this many inputs the
+	// program has not taken (pending or delivered); zero sets no cap.
+	MaxHeld int
+}
 
 // Accepted is an input taken into custody.
 type Accepted struct {
 	Input Input
+	// OutputSeq is the Session's output position when the input was accepted (zero
+	// for a Duplicate): its response's parts follow it.
+	OutputSeq int64
 	// Duplicate: the ClientMessageID was taken; Input is the first input.
 	Duplicate bool
 	// RelayListens: a live Relay listens for the Session's inputs and hands this one
@@ -71,7 +98,8 @@ type Accepted struct {
 // acceptedRow is a row insertInputSQL returns.
 type acceptedRow struct {
 	Input        `gorm:"embedded"`
-	RelayListens bool `gorm:"column:relay_listens"`
+	OutputSeq    int64 `gorm:"column:session_output_seq"`
+	RelayListens bool  `gorm:"column:relay_listens"`
 }
 
 // InsertInput accepts an input as AcceptInput does, for callers that do not ask
@@ -89,8 +117,31 @@ func (s *Store) InsertInput(ctx context.Context, in NewInput) (Input, bool, erro
 // statement. Inside a transaction, a duplicate aborts it (the statement failed);
 // callers use it outside one.
 func (s *Store) AcceptInput(ctx context.Context, in NewInput) (Accepted, error) {
-	var rows []acceptedRow
-	err := scanRaw(s.conn(ctx), &rows, insertInputSQL, map[string]any{
+	a, found, err := s.acceptInput(ctx, in, insertInputSQL, nil)
+	if err == nil && !found {
+		err = fmt.Errorf("insert input: session %s: %w", in.SessionID, ErrNotFound)
+	}
+	return a, err
+}
+
+// AcceptGuardedInput is AcceptInput into a Session the guard admits, decided in the
+// same statement; admitted is false, and nothing is written, when there is no such
+// Session or the guard refuses the input. A repeated ClientMessageID returns the first
+// input as a Duplicate when the guard admits it; one the guard refuses is refused as
+// any input is (the caller looks the first one up).
+func (s *Store) AcceptGuardedInput(ctx context.Context, in NewInput, guard InputGuard) (a Accepted, admitted bool, err error) {
+	return s.acceptInput(ctx, in, insertGuardedInputSQL, map[string]any{
+		"owner_id":    guard.OwnerID,
+		"max_held":    guard.MaxHeld,
+		"held_states": heldInputs,
+		"terminated":  LifecycleTerminated,
+	})
+}
+
+// acceptInput runs statement, insertInputSQL or a guarded form of it, with extra
+// arguments besides the input's; found is false when it wrote no row.
+func (s *Store) acceptInput(ctx context.Context, in NewInput, statement string, extra map[string]any) (Accepted, bool, error) {
+	args := map[string]any{
 		"id":                 uuid.NewString(),
 		"session_id":         in.SessionID,
 		"client_message_id":  in.ClientMessageID,
@@ -99,27 +150,30 @@ func (s *Store) AcceptInput(ctx context.Context, in NewInput) (Accepted, error) 
 		"channel":            pubsub.SessionInputsChannel(in.SessionID),
 		"max_notice_content": pubsub.MaxNoticeContent,
 		"deleted":            LifecycleDeleted,
-	})
+	}
+	maps.Copy(args, extra)
+	var rows []acceptedRow
+	err := scanRaw(s.conn(ctx), &rows, statement, args)
 	if isUniqueViolation(err, inputClientMessageIDKey) && in.ClientMessageID != nil {
 		// The client_message_id is taken: the first input is the answer. The
 		// violation is raised only once the first input committed, so this new
 		// statement sees it.
 		found, err := s.findInputByClientMessageID(ctx, in.SessionID, *in.ClientMessageID)
 		if err != nil {
-			return Accepted{}, fmt.Errorf("insert input: %w", err)
+			return Accepted{}, false, fmt.Errorf("insert input: %w", err)
 		}
 		if found == nil {
-			return Accepted{}, fmt.Errorf("insert input: conflict without a matching row")
+			return Accepted{}, false, fmt.Errorf("insert input: conflict without a matching row")
 		}
-		return Accepted{Input: *found, Duplicate: true}, nil
+		return Accepted{Input: *found, Duplicate: true}, true, nil
 	}
 	if err != nil {
-		return Accepted{}, mapError("insert input", err)
+		return Accepted{}, false, mapError("insert input", err)
 	}
 	if len(rows) == 0 {
-		return Accepted{}, fmt.Errorf("insert input: session %s: %w", in.SessionID, ErrNotFound)
+		return Accepted{}, false, nil
 	}
-	return Accepted{Input: rows[0].Input, RelayListens: rows[0].RelayListens}, nil
+	return Accepted{Input: rows[0].Input, OutputSeq: rows[0].OutputSeq, RelayListens: rows[0].RelayListens}, true, nil
 }
 
 // SetInputsOnNotice records that the Relay of leaseGeneration listens for the

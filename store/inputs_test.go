@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/astrabox/astrabox/store"
@@ -207,4 +208,59 @@ func TestAReleaseCountsEveryInputLeftToTheRelay(t *testing.T) {
 	all, err := st.ListInputsBySession(ctx, id)
 	require.NoError(t, err)
 	require.Len(t, all, callers)
+}
+
+// TestAGuardedInputIsAcceptedOnlyWhereTheGuardAdmits: the guard's every condition
+// refuses in the statement itself, writing nothing and taking no seq; a repeated
+// client_message_id the guard admits gets its first input.
+func TestAGuardedInputIsAcceptedOnlyWhereTheGuardAdmits(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx, st := f.ctx, f.st
+	other, err := st.CreateUser(ctx, store.NewUser{Email: uniq("other") + "@example.com"})
+	require.NoError(t, err)
+	owner := store.InputGuard{OwnerID: f.user.ID, MaxHeld: 2}
+	accept := func(guard store.InputGuard, cmid *string) (store.Accepted, bool) {
+		t.Helper()
+		a, admitted, err := st.AcceptGuardedInput(ctx, store.NewInput{SessionID: f.session.ID, ClientMessageID: cmid, Content: "hi"}, guard)
+		require.NoError(t, err)
+		return a, admitted
+	}
+	first, admitted := accept(owner, ptr("m1"))
+	require.True(t, admitted)
+	require.Equal(t, int64(1), first.Input.Seq)
+	_, admitted = accept(store.InputGuard{OwnerID: other.ID}, nil)
+	require.False(t, admitted, "another user's Session")
+	_, _, err = st.AcceptGuardedInput(ctx, store.NewInput{SessionID: uuid.NewString(), Content: "hi"}, owner)
+	require.NoError(t, err, "no such Session is a refusal, not an error")
+
+	second, admitted := accept(owner, nil)
+	require.True(t, admitted)
+	_, admitted = accept(owner, nil)
+	require.False(t, admitted, "the Session holds its cap")
+	_, admitted = accept(owner, ptr("m1"))
+	require.False(t, admitted, "a repeat is refused at the cap as any input is")
+	again, admitted := accept(store.InputGuard{OwnerID: f.user.ID}, ptr("m1"))
+	require.True(t, admitted, "no cap")
+	require.True(t, again.Duplicate, "a repeat the guard admits gets its first input")
+	require.Equal(t, first.Input.ID, again.Input.ID)
+	_, admitted = accept(store.InputGuard{OwnerID: f.user.ID}, nil)
+	require.True(t, admitted, "no cap")
+
+	_, err = st.SetSessionLifecycle(ctx, f.session.ID, store.LifecycleTerminated)
+	require.NoError(t, err)
+	_, admitted = accept(store.InputGuard{OwnerID: f.user.ID}, nil)
+	require.False(t, admitted, "a terminated Session")
+	_, err = st.SetSessionLifecycle(ctx, f.session.ID, store.LifecycleActive)
+	require.NoError(t, err)
+	_, err = st.DeleteSession(ctx, f.session.ID)
+	require.NoError(t, err)
+	_, admitted = accept(store.InputGuard{OwnerID: f.user.ID}, nil)
+	require.False(t, admitted, "a deleted Session")
+
+	inputs, err := st.ListInputsBySession(ctx, f.session.ID)
+	require.NoError(t, err)
+	require.Len(t, inputs, 3)
+	require.Equal(t, []int64{1, 2, 3}, []int64{inputs[0].Seq, inputs[1].Seq, inputs[2].Seq}, "refusals took no seq")
+	require.Equal(t, second.Input.ID, inputs[1].ID)
 }
