@@ -171,15 +171,21 @@ func (w *sessionWorkflow) failed(ctx workflow.Context, cause error) {
 // terminate records the runtime offline (TERMINATED) until a recover signal.
 func (w *sessionWorkflow) terminate(ctx workflow.Context) {
 	w.stopRelay(ctx)
-	err := workflow.ExecuteActivity(summarized(withShared(ctx), "Terminate the runtime and settle its records"), act.MarkTerminated, activities.SessionRef{SessionID: w.s.SessionID}).Get(ctx, nil)
-	if err != nil {
-		workflow.GetLogger(ctx).Warn("mark terminated", "error", err)
-	}
-	w.s.TerminationRecorded = err == nil
+	w.s.TerminationRecorded = w.markTerminated(ctx)
 	w.s.Need, w.s.Failures, w.s.Reconnects = NeedNone, 0, 0
 	// Termination settled every open record; held inputs stay for a recovered runtime.
 	w.s.Observed = activities.SessionObservation{State: stateTerminated, HeldInputs: w.s.Observed.HeldInputs, Title: w.s.Observed.Title}
 	w.setPhase(ctx, PhaseTerminated)
+}
+
+// markTerminated frees the box, settles the runtime's records and records the Session
+// TERMINATED, reporting whether PostgreSQL has it.
+func (w *sessionWorkflow) markTerminated(ctx workflow.Context) bool {
+	err := workflow.ExecuteActivity(summarized(withShared(ctx), "Terminate the runtime and settle its records"), act.MarkTerminated, activities.SessionRef{SessionID: w.s.SessionID}).Get(ctx, nil)
+	if err != nil {
+		workflow.GetLogger(ctx).Warn("mark terminated", "error", err)
+	}
+	return err == nil
 }
 
 // reconcileLost settles the records of a runtime confirmed lost.

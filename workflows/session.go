@@ -212,6 +212,12 @@ func (w *sessionWorkflow) run(ctx workflow.Context) error {
 			w.s.Work.Answers, w.s.Work.Interrupt, w.s.Work.PermissionMode = nil, nil, false
 			w.s.Work.StopChildRuns = nil
 		}
+		if w.s.Phase == PhaseTerminated && !w.s.TerminationRecorded && w.terminatedRunsEnd(ctx) {
+			if err := w.recordTerminationLater(ctx); err != nil {
+				return err
+			}
+			continue
+		}
 		if change := w.endingChange(); change != "" {
 			ends, err := w.quietRunEnds(ctx, change)
 			if ends || err != nil {
@@ -250,11 +256,33 @@ func (w *sessionWorkflow) endingChange() string {
 	return ""
 }
 
+// terminationRetry is how long a run whose termination PostgreSQL did not record waits
+// before it tries MarkTerminated again.
+const terminationRetry = time.Minute
+
+// terminatedRunsEnd reports whether this run is one that ends once its termination is
+// recorded (endTerminatedRunChange).
+func (w *sessionWorkflow) terminatedRunsEnd(ctx workflow.Context) bool {
+	return workflow.GetVersion(ctx, endTerminatedRunChange, workflow.DefaultVersion, 1) >= 1
+}
+
+// recordTerminationLater waits for the loop to be asked something, or terminationRetry,
+// then tries MarkTerminated again: until PostgreSQL says TERMINATED the API cannot
+// recover the Session (a recovery needs that lifecycle), and the run cannot end.
+func (w *sessionWorkflow) recordTerminationLater(ctx workflow.Context) error {
+	asked, err := workflow.AwaitWithTimeout(ctx, terminationRetry, func() bool { return w.wake(ctx) })
+	if err != nil || asked {
+		return err
+	}
+	w.s.TerminationRecorded = w.markTerminated(ctx)
+	return nil
+}
+
 // recoveredRunsLoadCreating reports whether this run brings up the runtime of a
 // Session it loads recovered (CREATING with no runtime): a run recorded before its
 // terminated predecessor could end found it released and waited.
 func (w *sessionWorkflow) recoveredRunsLoadCreating(ctx workflow.Context) bool {
-	return workflow.GetVersion(ctx, endTerminatedRunChange, workflow.DefaultVersion, 1) >= 1
+	return w.terminatedRunsEnd(ctx)
 }
 
 // quietRunEnds decides, for a released Session or a terminated one, whether its run

@@ -358,7 +358,8 @@ func TestRepeatedPrepareFailureTerminatesAndEndsTheRun(t *testing.T) {
 
 // TestATerminationNotRecordedKeepsTheRunUntilRecover: when MarkTerminated fails,
 // PostgreSQL may not say TERMINATED, and a next run would bring a runtime up again:
-// the run waits, terminated, for the recover signal; an input does not recover it.
+// the run waits, terminated, for the recover signal (or its next try at recording the
+// termination, a minute away here); an input does not recover it.
 func TestATerminationNotRecordedKeepsTheRunUntilRecover(t *testing.T) {
 	h := newHarness(t)
 	failing := true
@@ -387,6 +388,33 @@ func TestATerminationNotRecordedKeepsTheRunUntilRecover(t *testing.T) {
 	require.Equal(t, maxFailures+1, count(calls, "PrepareRuntime:"))
 	requireInOrder(t, calls, "MarkTerminated", "ActivateRuntime:box-9:9:", "Deliver")
 	require.Equal(t, 1, count(calls, "Relay:9"))
+}
+
+// TestATerminationNotRecordedIsTriedAgainUntilTheRunCanEnd: until PostgreSQL says
+// TERMINATED the API cannot recover the Session, so the run tries MarkTerminated again
+// every terminationRetry; once it goes through, the run ends.
+func TestATerminationNotRecordedIsTriedAgainUntilTheRunCanEnd(t *testing.T) {
+	h := newHarness(t)
+	h.prepare = func(ctx context.Context, req activities.PrepareRequest) (activities.PrepareResult, error) {
+		h.record("PrepareRuntime:" + string(req.Mode))
+		return activities.PrepareResult{}, nonRetryable("BoxUnavailable")
+	}
+	failures := 2
+	h.markTerminated = func() error {
+		if failures > 0 {
+			failures--
+			return nonRetryable("DatabaseDown")
+		}
+		return nil
+	}
+	start := h.env.Now()
+	h.run(SessionStart{SessionID: "s-8-retried"})
+	require.NoError(t, h.env.GetWorkflowError())
+	s := h.state()
+	require.Equal(t, PhaseTerminated, s.Phase)
+	require.True(t, s.TerminationRecorded)
+	require.Equal(t, 3, count(h.recorded(), "MarkTerminated"))
+	require.GreaterOrEqual(t, h.env.Now().Sub(start), 2*terminationRetry)
 }
 
 // TestWorkForATerminatedSessionStartsNoRuntime: an input, an interrupt or a permission
