@@ -82,20 +82,24 @@ func TestRefusedPermissionModeIsNeitherStoredNorTerminating(t *testing.T) {
 	requireInOrder(t, calls, "ApplyPermissionMode:bypassPermissions:1", "Deliver", "EndConversation:delete=true")
 }
 
-// TestPermissionModeWithoutALiveRuntimeIsStored: a mode set on a released Session
-// starts a run (UpdateWithStart) that stores it and starts no box; the run ends once
-// it answered.
+// TestPermissionModeWithoutALiveRuntimeIsStored: a mode set on a released or a
+// terminated Session starts a run (UpdateWithStart) that stores it and starts no box;
+// the run ends once it answered.
 func TestPermissionModeWithoutALiveRuntimeIsStored(t *testing.T) {
-	h := releasedHarness(t)
-	var out modeOutcome
-	h.at(0, h.setMode("u-3", "plan", &out))
-	h.run(SessionStart{SessionID: "s-mode-3"})
-	require.NoError(t, h.env.GetWorkflowError())
-	require.True(t, out.done)
-	require.NoError(t, out.err)
-	require.Equal(t, PermissionModeSet{Applied: false}, out.result)
-	require.Equal(t, PhaseReleased, h.state().Phase, "storing a mode starts no box")
-	require.ElementsMatch(t, []string{"LoadSession", "StorePermissionMode:plan"}, h.recorded())
+	for phase, harness := range map[Phase]func(*testing.T) *harness{PhaseReleased: releasedHarness, PhaseTerminated: terminatedHarness} {
+		t.Run(string(phase), func(t *testing.T) {
+			h := harness(t)
+			var out modeOutcome
+			h.at(0, h.setMode("u-3", "plan", &out))
+			h.run(SessionStart{SessionID: "s-mode-3"})
+			require.NoError(t, h.env.GetWorkflowError())
+			require.True(t, out.done)
+			require.NoError(t, out.err)
+			require.Equal(t, PermissionModeSet{Applied: false}, out.result)
+			require.Equal(t, phase, h.state().Phase, "storing a mode starts no box")
+			require.ElementsMatch(t, []string{"LoadSession", "StorePermissionMode:plan"}, h.recorded())
+		})
+	}
 }
 
 // TestPermissionModeStoredWhileReleasedIsTheNextRuntimes: an input that arrives as the

@@ -300,29 +300,46 @@ func TestReleaseSignalReleasesTheBoxAndEndsTheRun(t *testing.T) {
 	require.Equal(t, "ReconcileLostRuntime", calls[len(calls)-1])
 }
 
-// TestWorkForAReleasedRuntimeIsDropped: an interrupt, an answer or a child run's stop
-// sent to a released Session starts a run that finds no runtime to take it (the
-// released box took its responses, interactions and child runs with it): the work is
-// dropped, no box is started, and the run ends.
-func TestWorkForAReleasedRuntimeIsDropped(t *testing.T) {
-	for name, sig := range map[string]struct {
+// TestWorkForAGoneRuntimeIsDropped: an interrupt, an answer or a child run's stop sent
+// to a released Session, or an input or an interrupt sent to a terminated one, starts a
+// run that finds no runtime to take it (the released box took its responses,
+// interactions and child runs with it; nothing but the recover signal recovers a
+// terminated runtime): the work is dropped, no box is started, and the run ends.
+func TestWorkForAGoneRuntimeIsDropped(t *testing.T) {
+	type signal struct {
 		name    string
 		payload any
+		// left is the work the run ends with: an input stays held for the runtime a
+		// recovery brings up, which hands over every held input once it is active.
+		left Work
+	}
+	for _, gone := range []struct {
+		phase   Phase
+		harness func(*testing.T) *harness
+		signals map[string]signal
 	}{
-		"interrupt":      {SignalInterrupt, Interrupt{RequestID: "r-9"}},
-		"answer":         {SignalInteractionAnswered, InteractionAnswered{InteractionID: "int-9"}},
-		"child-run stop": {SignalStopChildRun, StopChildRun{ChildRunID: "cr-5"}},
+		{PhaseReleased, releasedHarness, map[string]signal{
+			"interrupt":      {SignalInterrupt, Interrupt{RequestID: "r-9"}, Work{}},
+			"answer":         {SignalInteractionAnswered, InteractionAnswered{InteractionID: "int-9"}, Work{}},
+			"child-run stop": {SignalStopChildRun, StopChildRun{ChildRunID: "cr-5"}, Work{}},
+		}},
+		{PhaseTerminated, terminatedHarness, map[string]signal{
+			"input":     {SignalInputAccepted, InputAccepted{InputID: "in-5"}, Work{Deliver: true}},
+			"interrupt": {SignalInterrupt, Interrupt{RequestID: "r-5"}, Work{}},
+		}},
 	} {
-		t.Run(name, func(t *testing.T) {
-			h := releasedHarness(t)
-			h.at(0, h.signal(sig.name, sig.payload))
-			h.run(SessionStart{SessionID: "s-released-work"})
-			require.NoError(t, h.env.GetWorkflowError())
-			s := h.state()
-			require.Equal(t, PhaseReleased, s.Phase)
-			require.Equal(t, Work{}, s.Work)
-			require.Equal(t, []string{"LoadSession"}, h.recorded())
-		})
+		for name, sig := range gone.signals {
+			t.Run(string(gone.phase)+" "+name, func(t *testing.T) {
+				h := gone.harness(t)
+				h.at(0, h.signal(sig.name, sig.payload))
+				h.run(SessionStart{SessionID: "s-gone-work"})
+				require.NoError(t, h.env.GetWorkflowError())
+				s := h.state()
+				require.Equal(t, gone.phase, s.Phase)
+				require.Equal(t, sig.left, s.Work)
+				require.Equal(t, []string{"LoadSession"}, h.recorded())
+			})
+		}
 	}
 }
 
@@ -415,41 +432,6 @@ func TestATerminationNotRecordedIsTriedAgainUntilTheRunCanEnd(t *testing.T) {
 	require.True(t, s.TerminationRecorded)
 	require.Equal(t, 3, count(h.recorded(), "MarkTerminated"))
 	require.GreaterOrEqual(t, h.env.Now().Sub(start), 2*terminationRetry)
-}
-
-// TestWorkForATerminatedSessionStartsNoRuntime: an input, an interrupt or a permission
-// mode sent to a terminated Session starts a run that finds it TERMINATED: nothing
-// recovers it but the recover signal, so no box is started and the run ends (the mode
-// is stored for the next runtime).
-func TestWorkForATerminatedSessionStartsNoRuntime(t *testing.T) {
-	for name, sig := range map[string]struct {
-		name    string
-		payload any
-	}{
-		"input":     {SignalInputAccepted, InputAccepted{InputID: "in-5"}},
-		"interrupt": {SignalInterrupt, Interrupt{RequestID: "r-5"}},
-	} {
-		t.Run(name, func(t *testing.T) {
-			h := terminatedHarness(t)
-			h.at(0, h.signal(sig.name, sig.payload))
-			h.run(SessionStart{SessionID: "s-terminated-work"})
-			require.NoError(t, h.env.GetWorkflowError())
-			require.Equal(t, PhaseTerminated, h.state().Phase)
-			require.Equal(t, []string{"LoadSession"}, h.recorded())
-		})
-	}
-	t.Run("permission mode", func(t *testing.T) {
-		h := terminatedHarness(t)
-		var out modeOutcome
-		h.at(0, h.setMode("u-terminated", "plan", &out))
-		h.run(SessionStart{SessionID: "s-terminated-mode"})
-		require.NoError(t, h.env.GetWorkflowError())
-		require.True(t, out.done)
-		require.NoError(t, out.err)
-		require.Equal(t, PermissionModeSet{Applied: false}, out.result)
-		require.Equal(t, PhaseTerminated, h.state().Phase)
-		require.ElementsMatch(t, []string{"LoadSession", "StorePermissionMode:plan"}, h.recorded())
-	})
 }
 
 // TestARecoveredSessionsRunBringsUpARuntime: the recovery moved the Session to
