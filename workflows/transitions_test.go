@@ -436,17 +436,32 @@ func TestATerminationNotRecordedIsTriedAgainUntilTheRunCanEnd(t *testing.T) {
 
 // TestARecoveredSessionsRunBringsUpARuntime: the recovery moved the Session to
 // CREATING and its signal started a new run (the terminated one had ended), which
-// brings up a box restoring the conversation.
+// brings up a box restoring the conversation. A recovery whose signal was lost
+// (Temporal down) is taken up by the next message's signal, as a new Session's lost
+// start is: its run finds the Session CREATING with no runtime all the same.
 func TestARecoveredSessionsRunBringsUpARuntime(t *testing.T) {
-	h := recoveredHarness(t)
-	h.at(0, h.signal(SignalLifecycle, Lifecycle{Action: LifecycleRecover}))
-	h.at(step, func() { require.Equal(t, PhaseActive, h.state().Phase) })
-	h.at(2*step, h.signal(SignalLifecycle, Lifecycle{Action: LifecycleDelete}))
-	h.run(SessionStart{SessionID: "s-recovered"})
-	require.NoError(t, h.env.GetWorkflowError())
-	calls := h.recorded()
-	requireInOrder(t, calls, "LoadSession", "PrepareRuntime:fresh", "ActivateRuntime:box-2:2:restore", "Relay:2")
-	require.Equal(t, 1, count(calls, "PrepareRuntime:"))
+	for name, tc := range map[string]struct {
+		signal  string
+		payload any
+		want    []string
+	}{
+		"recover signal": {SignalLifecycle, Lifecycle{Action: LifecycleRecover},
+			[]string{"LoadSession", "PrepareRuntime:fresh", "ActivateRuntime:box-2:2:restore", "Relay:2"}},
+		"recover signal lost, then an input": {SignalInputAccepted, InputAccepted{InputID: "in-after-recovery"},
+			[]string{"LoadSession", "PrepareRuntime:fresh", "ActivateRuntime:box-2:2:restore", "Deliver"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			h := recoveredHarness(t)
+			h.at(0, h.signal(tc.signal, tc.payload))
+			h.at(step, func() { require.Equal(t, PhaseActive, h.state().Phase) })
+			h.at(2*step, h.signal(SignalLifecycle, Lifecycle{Action: LifecycleDelete}))
+			h.run(SessionStart{SessionID: "s-recovered"})
+			require.NoError(t, h.env.GetWorkflowError())
+			calls := h.recorded()
+			requireInOrder(t, calls, tc.want...)
+			require.Equal(t, 1, count(calls, "PrepareRuntime:"))
+		})
+	}
 }
 
 // TestAnActivationWhoseWorkerDiedReconnectsWithoutCountingAFailure: the worker
