@@ -22,9 +22,10 @@ import (
 // recorded by earlier code (session_lifecycle.json, before the permission-mode update;
 // session_mode_update.json, before one coroutine selected every signal and the Relay
 // took new inputs on notice; session_notice_delivery.json, before one idle timer was
-// kept across waits; session_idle_timer.json, before a released Session's run ended)
-// stay there, so the workflows package proves they still replay.
-const recordedHistory = "session_released_run.json"
+// kept across waits; session_idle_timer.json, before a released Session's run ended;
+// session_released_run.json, before the run loop read the Relay's future itself) stay
+// there, so the workflows package proves they still replay.
+const recordedHistory = "session_relay_read_by_loop.json"
 
 // TestRecordedHistoryReplays runs a Session on the dev server (inputs, the second one
 // left to the Relay delivering on notice, an interrupt, a permission-mode signal and

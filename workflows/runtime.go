@@ -207,11 +207,34 @@ func (w *sessionWorkflow) startRelay(ctx workflow.Context) {
 	// Only this Relay's own word counts: until it says so, the workflow delivers.
 	w.s.Observed.DeliversOnNotice = false
 	f := workflow.ExecuteActivity(summarized(withRelay(rctx, w.s.Placement.HostTaskQueue), fmt.Sprintf("Read runtime generation %d and record its output", w.s.Placement.RuntimeGeneration)), act.Relay, w.runtimeRef())
+	w.relay = h
+	if workflow.GetVersion(ctx, relayReadByLoopChange, workflow.DefaultVersion, 1) >= 1 {
+		h.future = f
+		return
+	}
 	workflow.Go(ctx, func(gctx workflow.Context) {
 		h.err = f.Get(gctx, &h.result)
 		h.done = true
 	})
-	w.relay = h
+}
+
+// relayReadByLoopChange marks runs whose loop reads the Relay's future itself. Runs
+// recorded before it wait on the future in a coroutine of its own, which a cached
+// workflow held (a goroutine) for as long as its Relay ran, and whose turn to run
+// ordered the Relay's end against the task's other events.
+const relayReadByLoopChange = "relay-read-by-loop"
+
+// ended reports whether the Relay has ended; its result is taken by settle.
+func (h *relayHandle) ended() bool {
+	return h.done || (h.future != nil && h.future.IsReady())
+}
+
+// settle takes the result of a Relay that ended; a ready future's Get does not block.
+func (h *relayHandle) settle(ctx workflow.Context) {
+	if !h.done && h.future != nil && h.future.IsReady() {
+		h.err = h.future.Get(ctx, &h.result)
+		h.done = true
+	}
 }
 
 // stopRelay cancels the Relay, if one runs, and waits for its clean-up.
@@ -221,10 +244,11 @@ func (w *sessionWorkflow) stopRelay(ctx workflow.Context) {
 		return
 	}
 	w.relay = nil
-	if !h.done {
+	if !h.ended() {
 		h.cancel()
-		_ = workflow.Await(ctx, func() bool { return h.done })
+		_ = workflow.Await(ctx, h.ended)
 	}
+	h.settle(ctx)
 }
 
 // relayEnded decides what follows a Relay that ended on its own: every end means the
@@ -232,6 +256,7 @@ func (w *sessionWorkflow) stopRelay(ctx workflow.Context) {
 func (w *sessionWorkflow) relayEnded(ctx workflow.Context) {
 	h := w.relay
 	w.relay = nil
+	h.settle(ctx)
 	if h.result.ThroughSeq > w.s.ThroughSeq {
 		w.s.ThroughSeq, w.s.Reconnects = h.result.ThroughSeq, 0
 	}

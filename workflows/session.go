@@ -44,6 +44,9 @@ type sessionWorkflow struct {
 // relayHandle follows the running Relay activity.
 type relayHandle struct {
 	cancel workflow.CancelFunc
+	// future is the Relay activity's, which the run loop reads (relayReadByLoopChange);
+	// nil in a run before that change, where a coroutine sets done.
+	future workflow.Future
 	done   bool
 	result activities.RelayResult
 	err    error
@@ -192,7 +195,7 @@ func (w *sessionWorkflow) run(ctx workflow.Context) error {
 		case w.s.Need != NeedNone && w.s.Phase != PhaseReleased:
 			w.bringUp(ctx)
 			continue
-		case w.relay != nil && w.relay.done:
+		case w.relay != nil && w.relay.ended():
 			w.relayEnded(ctx)
 			continue
 		case workflow.GetInfo(ctx).GetContinueAsNewSuggested() && len(w.modeChanges) == 0:
@@ -341,7 +344,7 @@ func (w *sessionWorkflow) asked(ctx workflow.Context) bool {
 		return s.Work.Recover
 	case s.Phase == PhaseReleased:
 		return s.Work.Deliver
-	case w.relay != nil && w.relay.done:
+	case w.relay != nil && w.relay.ended():
 		return true
 	case s.Phase == PhaseActive && s.Work.hostWork():
 		return true
