@@ -148,7 +148,11 @@ try {
   await page.getByRole('alert').filter({ hasText: 'The agent is working in this conversation' }).waitFor();
   await waitIdle(sessionId);
   await page.waitForFunction(() => /The queued answer\./.test([...document.querySelectorAll('article.msg.assistant')].at(-1)?.textContent ?? ''));
-  check((await page.locator('.msg.pending').count()) === 0, 'the queued message joined the conversation');
+  // The queued bubble joins the conversation once the response that lists its input
+  // reaches the console, which may be a moment after the answer's text.
+  await page.waitForFunction(() => document.querySelectorAll('.msg.pending').length === 0, null, { timeout: 10_000 }).catch(() => {
+    throw new Error('check failed: the queued message joined the conversation');
+  });
   // Followed live, the answer's reasoning streams inline; an answer that ended before the
   // console followed it is read from the history, its work folded until opened. The view
   // may turn from the one to the other as the history catches up, so whichever shows
