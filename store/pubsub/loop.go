@@ -65,26 +65,37 @@ func (l *Listener) serve(ctx context.Context, conn *pgx.Conn, reconnected bool) 
 	// The connection is pinged once it has been silent for HealthInterval: waits that
 	// end early (a kick, a lingering channel due) do not put the ping off.
 	healthDue := time.Now().Add(l.opts.HealthInterval)
+	// A wake by a notification leaves the LISTEN set as it was: a new channel's
+	// subscriber kicks the loop (dirty), a lingering channel falls due at the wait's
+	// deadline, and a subscriber of a channel listened to already is ready at once. So
+	// only other wakes sync the set and walk every subscription, which would otherwise
+	// cost each notification a pass over all of them.
+	needSync := true
 	for {
-		if err := l.syncListens(ctx, conn); err != nil {
-			return err
+		if needSync {
+			if err := l.syncListens(ctx, conn); err != nil {
+				return err
+			}
 		}
 		l.mu.Lock()
-		for channel, set := range l.subs {
-			if !l.listening[channel] {
-				continue
-			}
-			for sub := range set {
-				sub.markReady()
-				if reconnected {
-					// Listening again: whatever was sent while down must be re-read now.
-					sub.signalDropped()
+		if needSync {
+			for channel, set := range l.subs {
+				if !l.listening[channel] {
+					continue
+				}
+				for sub := range set {
+					sub.markReady()
+					if reconnected {
+						// Listening again: whatever was sent while down must be re-read now.
+						sub.signalDropped()
+					}
 				}
 			}
+			reconnected = false
 		}
-		reconnected = false
 		if l.dirty {
 			l.mu.Unlock()
+			needSync = true
 			continue
 		}
 		until, health := healthDue, true
@@ -101,6 +112,7 @@ func (l *Listener) serve(ctx context.Context, conn *pgx.Conn, reconnected bool) 
 		l.cancelWait, l.waitUntil = nil, time.Time{}
 		l.mu.Unlock()
 		cancel()
+		needSync = err != nil
 
 		switch {
 		case err == nil:
