@@ -39,9 +39,10 @@ func (w *sessionWorkflow) load(ctx workflow.Context) (done bool, err error) {
 		w.s.Work.Archive = true
 	case facts.Lifecycle == "terminated":
 		w.s.Phase, w.s.TerminationRecorded = PhaseTerminated, true
-	case facts.Lifecycle == "creating" && facts.RuntimeUnavailable && w.recoveredRunsLoadCreating(ctx):
+	case facts.Lifecycle == "creating" && facts.RuntimeUnavailable && w.terminatedRunsEnd(ctx):
 		// Recovered since its termination (a released Session is active): its run
-		// ended TERMINATED, and this one brings the runtime the recovery asked for.
+		// ended TERMINATED, and this one brings the runtime the recovery asked for. A
+		// run recorded before terminated runs ended found such a Session released.
 		w.s.Phase, w.s.Need = PhaseCreating, NeedFresh
 	case facts.RuntimeUnavailable:
 		w.s.Phase = PhaseReleased

@@ -176,7 +176,7 @@ func (w *sessionWorkflow) run(ctx workflow.Context) error {
 			return w.end(ctx)
 		case w.s.Phase == PhaseTerminated:
 			if w.s.Work.Recover {
-				w.s.Work.Recover = false
+				w.s.Work.Recover, w.s.TerminationRecorded = false, false
 				w.s.Failures = 0
 				w.setPhase(ctx, PhaseCreating)
 				w.s.Need = NeedFresh
@@ -279,13 +279,6 @@ func (w *sessionWorkflow) recordTerminationLater(ctx workflow.Context) error {
 	}
 	w.s.TerminationRecorded = w.markTerminated(ctx)
 	return nil
-}
-
-// recoveredRunsLoadCreating reports whether this run brings up the runtime of a
-// Session it loads recovered (CREATING with no runtime): a run recorded before its
-// terminated predecessor could end found it released and waited.
-func (w *sessionWorkflow) recoveredRunsLoadCreating(ctx workflow.Context) bool {
-	return w.terminatedRunsEnd(ctx)
 }
 
 // quietRunEnds decides, for a released Session or a terminated one, whether its run
