@@ -76,23 +76,10 @@ func (l *Listener) serve(ctx context.Context, conn *pgx.Conn, reconnected bool) 
 			if err := l.syncListens(ctx, conn); err != nil {
 				return err
 			}
-		}
-		l.mu.Lock()
-		if needSync {
-			for channel, set := range l.subs {
-				if !l.listening[channel] {
-					continue
-				}
-				for sub := range set {
-					sub.markReady()
-					if reconnected {
-						// Listening again: whatever was sent while down must be re-read now.
-						sub.signalDropped()
-					}
-				}
-			}
+			l.markListenedReady(reconnected)
 			reconnected = false
 		}
+		l.mu.Lock()
 		if l.dirty {
 			l.mu.Unlock()
 			needSync = true
@@ -137,6 +124,25 @@ func (l *Listener) serve(ctx context.Context, conn *pgx.Conn, reconnected bool) 
 			// Interrupted by kickLocked: loop to sync the LISTEN set.
 		default:
 			return fmt.Errorf("wait for notification: %w", err)
+		}
+	}
+}
+
+// markListenedReady marks every subscription of a listened channel ready; after a
+// reconnection it also tells each to re-read what was sent while the connection was
+// down.
+func (l *Listener) markListenedReady(reconnected bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for channel, set := range l.subs {
+		if !l.listening[channel] {
+			continue
+		}
+		for sub := range set {
+			sub.markReady()
+			if reconnected {
+				sub.signalDropped()
+			}
 		}
 	}
 }
