@@ -1,8 +1,10 @@
 package loadbench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -20,6 +22,10 @@ type historyFigures struct {
 	// histories, per measured turn, by eventKinds' kind: what Temporal does for a
 	// turn once the Session is up, where the whole history also holds its bring-up.
 	measuredByKind map[string]float64
+	// measuredSignals is the measured turns' signals per measured turn by signal
+	// name: who asked Temporal for work during a turn (each signal costs a workflow
+	// task).
+	measuredSignals map[string]float64
 }
 
 // eventKinds are the kinds a measured turn's history events are counted by, in the
@@ -57,7 +63,7 @@ func (b *bench) historyPerTurn(ctx context.Context, sessions []*session, turns, 
 	}
 	defer tc.Close()
 	var per []float64
-	byKind := map[string]float64{}
+	byKind, signals := map[string]float64{}, map[string]float64{}
 	for _, s := range sessions {
 		// The current run's history (no run id), read whole: its length is the
 		// events counted.
@@ -71,6 +77,9 @@ func (b *bench) historyPerTurn(ctx context.Context, sessions []*session, turns, 
 			length++
 			if at := ev.GetEventTime().AsTime(); !at.Before(start) && !at.After(end) {
 				byKind[eventKind(ev.GetEventType())]++
+				if sig := ev.GetWorkflowExecutionSignaledEventAttributes(); sig != nil {
+					signals[sig.GetSignalName()]++
+				}
 			}
 		}
 		per = append(per, float64(length)/float64(turns))
@@ -78,11 +87,13 @@ func (b *bench) historyPerTurn(ctx context.Context, sessions []*session, turns, 
 	if len(per) == 0 {
 		return historyFigures{}, nil
 	}
-	for k := range byKind {
-		byKind[k] /= float64(len(sessions) * measuredTurns)
+	for _, counts := range []map[string]float64{byKind, signals} {
+		for k := range counts {
+			counts[k] /= float64(len(sessions) * measuredTurns)
+		}
 	}
 	slices.Sort(per)
-	return historyFigures{p50: per[len(per)*50/100], p99: per[min(len(per)-1, len(per)*99/100)], measuredByKind: byKind}, nil
+	return historyFigures{p50: per[len(per)*50/100], p99: per[min(len(per)-1, len(per)*99/100)], measuredByKind: byKind, measuredSignals: signals}, nil
 }
 
 // byKindLine reports the measured turns' events per turn, in all and by kind.
@@ -94,6 +105,26 @@ func (h historyFigures) byKindLine() string {
 		fmt.Fprintf(&b, ", %s %.2f", k, h.measuredByKind[k])
 	}
 	return fmt.Sprintf("%.2f%s", all, b.String())
+}
+
+// signalsLine reports the measured turns' signals per turn by name, most first
+// ("none" when there were none).
+func (h historyFigures) signalsLine() string {
+	names := slices.Collect(maps.Keys(h.measuredSignals))
+	if len(names) == 0 {
+		return "none"
+	}
+	slices.SortFunc(names, func(a, b string) int {
+		if c := cmp.Compare(h.measuredSignals[b], h.measuredSignals[a]); c != 0 {
+			return c
+		}
+		return strings.Compare(a, b)
+	})
+	parts := make([]string, len(names))
+	for i, name := range names {
+		parts[i] = fmt.Sprintf("%s %.2f", name, h.measuredSignals[name])
+	}
+	return strings.Join(parts, ", ")
 }
 
 // nopLogger keeps the Temporal client quiet.

@@ -52,6 +52,8 @@ func TestSmoke(t *testing.T) {
 	assert.Contains(t, table, "cores used during the measured turns (Claude Code) @2: boxes ")
 	assert.Regexp(t, `(?m)^history events per measured turn @2: [0-9.]+, workflow tasks [0-9.]+, signals [0-9.]+, activities [0-9.]+, timers [0-9.]+, search attributes and memo [0-9.]+, markers [0-9.]+, other [0-9.]+$`,
 		table, "the measured turns' history events are reported by kind")
+	assert.Regexp(t, `(?m)^signals per measured turn @2: (none|[a-z-]+ [0-9.]+(, [a-z-]+ [0-9.]+)*)$`, table,
+		"the measured turns' signals are reported by name")
 	assert.Contains(t, table, "cores used by the program floor (Claude Code) @2: boxes ")
 }
 
