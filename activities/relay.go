@@ -67,8 +67,11 @@ type relayRun struct {
 	leaseLost <-chan error
 	// model is the model name this reader last recorded.
 	model string
-	// observed is the observation of the Session this reader last sent its workflow.
-	observed SessionObservation
+	// observed is the observation of the Session this reader last sent its workflow;
+	// processingSince is when an observation first found the Session PROCESSING
+	// while observed did not say so (zero otherwise).
+	observed        SessionObservation
+	processingSince time.Time
 	// ended is set by record when its batch ended a response.
 	ended bool
 	// factsChanged is set by record when its batch wrote more than parts (a status,
@@ -229,6 +232,15 @@ func (r *relayRun) readFrom(ctx context.Context, cursor *engines.RuntimeCursor) 
 // workflow only shows waits for the Session to settle.
 const observeEvery = time.Second
 
+// processingShownAfter is how long observations must have found a Session
+// PROCESSING before one says so: a turn shorter than that is never shown as
+// PROCESSING and costs its workflow no signal, where a turn over a second cost two
+// (PROCESSING, then READY), each a workflow task. With 100 Sessions in short turns
+// those signals were most of what Temporal did during the turns. A state an
+// operator acts on (WAITING_INPUT, a Session back to READY after it was shown
+// PROCESSING) still goes after observeEvery.
+const processingShownAfter = 5 * time.Second
+
 // askObservation has reportToTemporal observe the Session soon; asks made
 // while it waits become one observation, of the facts as they are then.
 func (r *relayRun) askObservation() {
@@ -280,33 +292,53 @@ func (r *relayRun) reportToTemporal(ctx context.Context) {
 			}
 		case <-settle.C:
 			settling = false
-			r.observe(ctx)
+			if wait := r.observe(ctx); wait > 0 {
+				settling = true
+				settle.Reset(wait)
+			}
 		}
 	}
 }
 
 // observe sends the Session's workflow the Session as the platform derives it, when
 // that changed since the last observation sent: the workflow keeps its search
-// attribute and current details with it. A failed signal is logged and sent with the
-// next change; it never stops the reader.
-func (r *relayRun) observe(ctx context.Context) {
+// attribute and current details with it. A PROCESSING not yet shown waits until it
+// has lasted processingShownAfter: observe then returns how long is left, and the
+// caller observes again after it (a change of DeliversOnNotice goes at once). A
+// failed signal is logged and sent with the next change; it never stops the reader.
+func (r *relayRun) observe(ctx context.Context) time.Duration {
 	facts, err := r.a.deps.Store.GetSessionFactsByID(ctx, r.l.sessionID)
 	if err != nil {
 		r.log.Warn("observe session", zap.Error(err))
-		return
+		return 0
 	}
 	obs := observationOf(facts)
 	obs.DeliversOnNotice = r.listening.Load()
-	if obs == r.observed {
-		return
+	wait := r.processingLeft(obs, time.Now())
+	if obs == r.observed || (wait > 0 && obs.DeliversOnNotice == r.observed.DeliversOnNotice) {
+		return wait
 	}
 	info := activity.GetInfo(ctx)
 	err = activity.GetClient(ctx).SignalWorkflow(ctx, info.WorkflowExecution.ID, "", SignalSessionObserved, obs)
 	if err != nil {
 		r.log.Warn("signal session observation", zap.Error(err))
-		return
+		return 0
 	}
 	r.observed = obs
+	return 0
+}
+
+// processingLeft is how much longer obs, read at now, must wait before it may show
+// the Session PROCESSING: zero for another state or one already shown PROCESSING.
+func (r *relayRun) processingLeft(obs SessionObservation, now time.Time) time.Duration {
+	if obs.State != string(store.StateProcessing) || r.observed.State == obs.State {
+		r.processingSince = time.Time{}
+		return 0
+	}
+	if r.processingSince.IsZero() {
+		r.processingSince = now
+	}
+	return max(0, r.processingSince.Add(processingShownAfter).Sub(now))
 }
 
 // recordModel saves the model the program names for its runtime once it has said or

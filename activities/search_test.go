@@ -9,6 +9,7 @@ import (
 	sdkpb "go.temporal.io/api/sdk/v1"
 	"go.temporal.io/sdk/converter"
 
+	"github.com/astrabox/astrabox/activities"
 	"github.com/astrabox/astrabox/store"
 	"github.com/astrabox/astrabox/workflows"
 )
@@ -53,7 +54,7 @@ func TestOperatorsReadTheSessionInTheTemporalUI(t *testing.T) {
 	_, err := s.st.RenameSession(s.ctx, id, s.user.ID, "Release checklist")
 	require.NoError(t, err)
 
-	long := s.send(id, "slow:400:50")
+	long := s.send(id, "slow:400:50") // 20 s: the test ends while it streams
 	s.eventually("PROCESSING in the search attribute", func() bool {
 		return s.apiState(id) == string(store.StateProcessing) && s.searchState(id) == string(store.StateProcessing)
 	})
@@ -93,4 +94,53 @@ func TestOperatorsReadTheSessionInTheTemporalUI(t *testing.T) {
 	}
 	require.Equal(t, "Deliver the held messages", summaries["Deliver"])
 	require.Contains(t, summaries["Relay"], "Read runtime generation 1")
+}
+
+// observedStates are the states of the session-observed signals in the Session's
+// current run, in order.
+func (s *stack) observedStates(sessionID string) []string {
+	var states []string
+	it := s.tc.GetWorkflowHistory(s.ctx, workflows.SessionWorkflowID(sessionID), "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		require.NoError(s.t, err)
+		sig := ev.GetWorkflowExecutionSignaledEventAttributes()
+		if sig.GetSignalName() != activities.SignalSessionObserved {
+			continue
+		}
+		var obs activities.SessionObservation
+		require.NoError(s.t, converter.GetDefaultDataConverter().FromPayloads(sig.GetInput(), &obs))
+		states = append(states, obs.State)
+	}
+	return states
+}
+
+// TestAShortTurnIsNotShownProcessing: a turn of a couple of seconds sends its
+// workflow no PROCESSING observation (it cost two signals, PROCESSING then READY,
+// each a workflow task), while a longer one is shown PROCESSING once it has lasted.
+func TestAShortTurnIsNotShownProcessing(t *testing.T) {
+	s := newStack(t)
+	s.startWorker("host-a-" + uniq())
+	id := s.newSession()
+	_, err := s.st.RenameSession(s.ctx, id, s.user.ID, "Pacing")
+	require.NoError(t, err)
+	// The first turn's observation goes at once whatever it shows: it tells the
+	// workflow that the Relay delivers inputs on notice.
+	s.waitEnded(id, "resp-"+s.send(id, "hello"))
+	var before []string
+	s.eventually("the Session observed READY after its first turn", func() bool {
+		before = s.observedStates(id)
+		return len(before) > 0 && before[len(before)-1] == string(store.StateReady) && s.searchState(id) == string(store.StateReady)
+	})
+
+	// Unheld, the short turn's PROCESSING went a second into it, before its end.
+	s.waitEnded(id, "resp-"+s.send(id, "slow:40:50"))
+	require.Equal(t, before, s.observedStates(id), "the short turn was not shown")
+	long := s.send(id, "slow:400:50") // 20 s: the test ends while it streams
+	s.eventually("the long turn shown PROCESSING", func() bool {
+		return s.searchState(id) == string(store.StateProcessing)
+	})
+	require.Equal(t, append(before, string(store.StateProcessing)), s.observedStates(id), "the long turn was shown PROCESSING")
+	r, found := s.response(id, "resp-"+long)
+	require.True(t, found && r.Outcome == nil, "the long turn was shown while it went on")
 }
