@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
@@ -131,6 +132,23 @@ func (h handOverSources) since(before handOverSources) handOverSources {
 
 // scrapeCounter reads a counter of a Prometheus endpoint, by the value of one label.
 func scrapeCounter(ctx context.Context, url, name, label string) (map[string]int, error) {
+	family, err := scrapeFamily(ctx, url, name)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]int{}
+	for _, m := range family.GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == label {
+				out[l.GetValue()] += int(m.GetCounter().GetValue())
+			}
+		}
+	}
+	return out, nil
+}
+
+// scrapeFamily reads one metric family of a Prometheus endpoint.
+func scrapeFamily(ctx context.Context, url, name string) (*dto.MetricFamily, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, err
@@ -152,13 +170,5 @@ func scrapeCounter(ctx context.Context, url, name, label string) (map[string]int
 	if !ok {
 		return nil, fmt.Errorf("scrape %s: no %s", url, name)
 	}
-	out := map[string]int{}
-	for _, m := range family.GetMetric() {
-		for _, l := range m.GetLabel() {
-			if l.GetName() == label {
-				out[l.GetValue()] += int(m.GetCounter().GetValue())
-			}
-		}
-	}
-	return out, nil
+	return family, nil
 }

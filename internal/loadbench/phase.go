@@ -184,6 +184,10 @@ func (b *bench) phase(ctx context.Context, n int, durable float64, floorOpts loc
 	if err != nil {
 		return nil, "", err
 	}
+	lagBefore, err := b.relayLag(ctx)
+	if err != nil {
+		return nil, "", err
+	}
 	cpuBefore := takeCPU()
 	start := time.Now()
 	receipts, firsts, arrivals, err := b.measuredTurns(ctx, sessions, followers, scriptedReply(o))
@@ -192,6 +196,11 @@ func (b *bench) phase(ctx context.Context, n int, durable float64, floorOpts loc
 	}
 	streamedFor := time.Since(start)
 	cores := takeCPU().coresSince(cpuBefore)
+	lagAfter, err := b.relayLag(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	lag := lagAfter.since(lagBefore)
 	if err := profiles.Wait(); err != nil {
 		return nil, "", err
 	}
@@ -285,6 +294,7 @@ func (b *bench) phase(ctx context.Context, n int, durable float64, floorOpts loc
 	ef := prog.eventToRead.pct(99)
 	rows = append(rows, Row{Figure: "event-to-part " + tag, Goal: "p99 <= " + msString(e2pGoal), P50: msString(m.eventToPart.pct(50)), P99: msString(m.eventToPart.pct(99)),
 		Floor: msString(ef), Ratio: latencyRatio(ef, m.eventToPart.pct(99)), Met: met(m.eventToPart.pct(99) <= e2pGoal)})
+	rows = append(rows, Row{Figure: "Relay read to commit " + tag, Goal: "report", P50: msString(lag.pct(50)), P99: msString(lag.pct(99))})
 	rf := receiptLat.pct(99)
 	rows = append(rows, Row{Figure: "input receipt " + tag, Goal: "p99 <= 2x floor, <= 25 ms", P50: msString(receipts.pct(50)), P99: msString(receipts.pct(99)),
 		Floor: msString(rf), Ratio: latencyRatio(rf, receipts.pct(99)), Met: met(receipts.pct(99) <= 2*rf && (n < 100 || receipts.pct(99) <= 25*time.Millisecond))})
