@@ -99,9 +99,10 @@ func newReceipt(in store.Input, duplicate bool, outputSeq int64) inputReceipt {
 // is committed before the receipt, then the Session's workflow is signalled. On the
 // happy path the receipt is one statement (the token and its user come from the
 // token cache): the insert, which checks the Session's owner, its lifecycle and the
-// admission policy's cap on held inputs on the row it locks. Anything that statement
-// refuses, and a repeated client_message_id, is answered by sendCheckedInput, which
-// reads the Session first and says why.
+// admission policy's cap on held inputs on the row it locks; a repeated
+// client_message_id it admits takes one more, the first input's read. Anything that
+// statement refuses is answered by sendCheckedInput, which reads the Session first and
+// says why.
 func (s *Server) sendInput(c *gin.Context) {
 	// JSON escapes can take six bytes per content byte; the content's own limit is
 	// checked after decoding, naming the field.
@@ -123,8 +124,12 @@ func (s *Server) sendInput(c *gin.Context) {
 	switch {
 	case err != nil:
 		s.fail(c, err)
-	case !admitted || accepted.Duplicate:
+	case !admitted:
 		s.sendCheckedInput(c, req, nil)
+	case accepted.Duplicate:
+		// The guard admitted the repeat (only then does the insert meet the first
+		// input): the caller's own Session, accepting input.
+		s.answerDuplicate(c, accepted.Input, accepted.OutputSeq)
 	default:
 		s.accepted(c, accepted)
 	}
@@ -174,7 +179,7 @@ func (s *Server) sendCheckedInput(c *gin.Context, req inputRequest, bodyErr erro
 		return
 	}
 	if accepted.Duplicate {
-		s.answerDuplicate(c, accepted.Input, sess.OutputSeq)
+		s.answerDuplicate(c, accepted.Input, accepted.OutputSeq)
 		return
 	}
 	s.accepted(c, accepted)

@@ -203,6 +203,11 @@ func TestSendInputTakesOneStatement(t *testing.T) {
 			counter.n.Store(0)
 			f.call("POST", path, f.member, map[string]any{"content": "hello", "client_message_id": "m1"}).ok(t)
 			assert.Equal(t, int64(1), counter.n.Load(), "the insert; the token from the cache")
+			counter.n.Store(0)
+			var dup inputReceipt
+			f.call("POST", path, f.member, map[string]any{"content": "hello", "client_message_id": "m1"}).ok(t).into(t, &dup)
+			assert.True(t, dup.Duplicate)
+			assert.Equal(t, int64(2), counter.n.Load(), "a repeat: the insert, then the first input's read")
 		})
 	}
 }

@@ -84,8 +84,9 @@ type InputGuard struct {
 // Accepted is an input taken into custody.
 type Accepted struct {
 	Input Input
-	// OutputSeq is the Session's output position when the input was accepted (zero
-	// for a Duplicate): its response's parts follow it.
+	// OutputSeq is the Session's output position when the input was accepted, its
+	// response's parts following it; for a Duplicate, the position when the first
+	// input was looked up.
 	OutputSeq int64
 	// Duplicate: the ClientMessageID was taken; Input is the first input.
 	Duplicate bool
@@ -155,17 +156,20 @@ func (s *Store) acceptInput(ctx context.Context, in NewInput, statement string, 
 	var rows []acceptedRow
 	err := scanRaw(s.conn(ctx), &rows, statement, args)
 	if isUniqueViolation(err, inputClientMessageIDKey) && in.ClientMessageID != nil {
-		// The client_message_id is taken: the first input is the answer. The
-		// violation is raised only once the first input committed, so this new
-		// statement sees it.
-		found, err := s.findInputByClientMessageID(ctx, in.SessionID, *in.ClientMessageID)
+		// The client_message_id is taken: the first input is the answer, with the
+		// Session's output position. The violation is raised only once the first
+		// input committed, so this new statement sees it.
+		var found []acceptedRow
+		err := scanRaw(s.conn(ctx), &found, `SELECT i.*, s.output_seq AS session_output_seq FROM inputs i
+			JOIN sessions s ON s.id = i.session_id WHERE i.session_id = ? AND i.client_message_id = ? LIMIT 1`,
+			in.SessionID, *in.ClientMessageID)
 		if err != nil {
-			return Accepted{}, false, fmt.Errorf("insert input: %w", err)
+			return Accepted{}, false, mapError("insert input: find the first input", err)
 		}
-		if found == nil {
+		if len(found) == 0 {
 			return Accepted{}, false, fmt.Errorf("insert input: conflict without a matching row")
 		}
-		return Accepted{Input: *found, Duplicate: true}, true, nil
+		return Accepted{Input: found[0].Input, OutputSeq: found[0].OutputSeq, Duplicate: true}, true, nil
 	}
 	if err != nil {
 		return Accepted{}, false, mapError("insert input", err)
