@@ -176,6 +176,10 @@ func (s *Store) Ping(ctx context.Context) error {
 	return nil
 }
 
+// Pool is the connection pool, for its statistics (the go_sql_* series); statements
+// go through the Store's methods.
+func (s *Store) Pool() *sql.DB { return s.sqlDB }
+
 // InTx runs fn in one transaction and commits when fn returns nil. fn receives a Store
 // scoped to the transaction and must use only it, never the outer Store. Nested
 // calls on a transaction-scoped Store run inside a savepoint.

@@ -89,6 +89,7 @@ func runDev(ctx context.Context, cfg *config.Config, log *zap.Logger) (err error
 		st.Close()
 		return err
 	}
+	tel.Metrics.WatchDatabase(st.Pool())
 	tc, err := dialTemporal(ctx, cfg, log, tel)
 	if err != nil {
 		st.Close()

@@ -68,6 +68,7 @@ func openPlatform(ctx context.Context, cfg *config.Config, log *zap.Logger) (*pl
 		st.Close()
 		return nil, err
 	}
+	tel.Metrics.WatchDatabase(st.Pool())
 	tc, err := dialTemporal(ctx, cfg, log, tel)
 	if err != nil {
 		st.Close()

@@ -95,6 +95,7 @@ func TestServeAgainstExternalServices(t *testing.T) {
 		body := httpBody(t, workerMetrics)
 		assert.Contains(t, body, "astrabox_relay_lag_seconds_count 0")
 		assert.Contains(t, body, "go_goroutines")
+		assert.Contains(t, body, `go_sql_max_open_connections{db_name="astrabox"} 20`)
 		w.interrupt(t)
 
 		api := startProcess(t, bin, env, "serve")
@@ -103,6 +104,7 @@ func TestServeAgainstExternalServices(t *testing.T) {
 		assert.Contains(t, body, `astrabox_http_request_duration_seconds_count{method="GET",route="/readyz",status="200"}`)
 		assert.Contains(t, body, "astrabox_custody_inputs 0")
 		assert.Contains(t, body, "temporal_request_total")
+		assert.Contains(t, body, `go_sql_wait_count_total{db_name="astrabox"}`)
 		api.interrupt(t)
 	})
 

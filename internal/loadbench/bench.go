@@ -205,7 +205,8 @@ func Run(ctx context.Context, opts Options, out io.Writer) (err error) {
 	}
 	b := &bench{opts: opts, log: log, stack: stack, api: newAPIClient(stack.APIURL(), stack.Token()),
 		workerDebug: []string{"http://" + debugAddr["worker"]}, apiDebug: "http://" + debugAddr["serve"],
-		workerMetrics: []string{"http://" + metricsAddr["worker"] + "/metrics"}, binary: binary, root: root}
+		workerMetrics: []string{"http://" + metricsAddr["worker"] + "/metrics"},
+		apiMetrics:    []string{strings.TrimSuffix(stack.APIURL(), "/api/v1") + "/metrics"}, binary: binary, root: root}
 	b.apis = []*apiClient{b.api}
 	if opts.Replicas == 2 {
 		if err := stack.StartExtra("worker", "worker-2", []string{"ASTRABOX_DEBUG_PPROF_ADDR=" + debugAddr["worker-2"], "ASTRABOX_METRICS_LISTEN=" + metricsAddr["worker-2"]}); err != nil {
@@ -219,6 +220,7 @@ func Run(ctx context.Context, opts Options, out io.Writer) (err error) {
 		}
 		b.workerDebug = append(b.workerDebug, "http://"+debugAddr["worker-2"])
 		b.workerMetrics = append(b.workerMetrics, "http://"+metricsAddr["worker-2"]+"/metrics")
+		b.apiMetrics = append(b.apiMetrics, "http://"+secondAPI+"/metrics")
 		b.apis = append(b.apis, newAPIClient("http://"+secondAPI+"/api/v1", stack.Token()))
 	}
 	if b.agentID, err = b.scriptedAgent(ctx); err != nil {

@@ -56,6 +56,8 @@ func TestSmoke(t *testing.T) {
 		table, "the measured turns' history events are reported by kind")
 	assert.Regexp(t, `(?m)^signals per measured turn @2: (none|[a-z-]+ [0-9.]+(, [a-z-]+ [0-9.]+)*)$`, table,
 		"the measured turns' signals are reported by name")
+	assert.Regexp(t, `(?m)^waits for a database connection during the measured turns @2: API (none|\d+ \(\S+ ms in all, \S+ ms each\)); workers (none|\d+ \(\S+ ms in all, \S+ ms each\))$`, table,
+		"the processes' waits for their connection pools are reported")
 	assert.Contains(t, table, "cores used by the program floor (Claude Code) @2: boxes ")
 }
 

@@ -42,6 +42,8 @@ type bench struct {
 	apiDebug    string
 	// workerMetrics are the workers' Prometheus endpoints.
 	workerMetrics []string
+	// apiMetrics are the API processes' Prometheus endpoints.
+	apiMetrics []string
 }
 
 // scriptedAgent makes a RuntimeProfile of the scripted program (in the store, as
@@ -188,6 +190,14 @@ func (b *bench) phase(ctx context.Context, n int, durable float64, floorOpts loc
 	if err != nil {
 		return nil, "", err
 	}
+	apiWaitsBefore, err := b.poolWaits(ctx, b.apiMetrics)
+	if err != nil {
+		return nil, "", err
+	}
+	workerWaitsBefore, err := b.poolWaits(ctx, b.workerMetrics)
+	if err != nil {
+		return nil, "", err
+	}
 	cpuBefore := takeCPU()
 	start := time.Now()
 	receipts, firsts, arrivals, err := b.measuredTurns(ctx, sessions, followers, scriptedReply(o))
@@ -201,6 +211,15 @@ func (b *bench) phase(ctx context.Context, n int, durable float64, floorOpts loc
 		return nil, "", err
 	}
 	lag := lagAfter.since(lagBefore)
+	apiWaits, err := b.poolWaits(ctx, b.apiMetrics)
+	if err != nil {
+		return nil, "", err
+	}
+	workerWaits, err := b.poolWaits(ctx, b.workerMetrics)
+	if err != nil {
+		return nil, "", err
+	}
+	apiWaits, workerWaits = apiWaits.since(apiWaitsBefore), workerWaits.since(workerWaitsBefore)
 	if err := profiles.Wait(); err != nil {
 		return nil, "", err
 	}
@@ -331,8 +350,8 @@ func (b *bench) phase(ctx context.Context, n int, durable float64, floorOpts loc
 	rows = append(rows, Row{Figure: "cold start (box + runtime) " + tag, Goal: "report", P50: msString(cold.pct(50)), P99: msString(cold.pct(99))})
 	// The program floor's line beside the platform's shows what each part costs
 	// per delta when the boxes are read directly and when the platform reads them.
-	return rows, fmt.Sprintf("cores used during the measured turns %s: %s (of %d)\ncores used by the program floor %s: %s (of %d)\nhistory events per measured turn %s: %s\nsignals per measured turn %s: %s",
-		tag, cpuLine(cores), numCPU(), tag, cpuLine(floorCores), numCPU(), tag, events.byKindLine(), tag, events.signalsLine()), nil
+	return rows, fmt.Sprintf("cores used during the measured turns %s: %s (of %d)\ncores used by the program floor %s: %s (of %d)\nhistory events per measured turn %s: %s\nsignals per measured turn %s: %s\nwaits for a database connection during the measured turns %s: API %s; workers %s",
+		tag, cpuLine(cores), numCPU(), tag, cpuLine(floorCores), numCPU(), tag, events.byKindLine(), tag, events.signalsLine(), tag, apiWaits, workerWaits), nil
 }
 
 // newSessions creates n Sessions of the Agent, alternating between the APIs; key

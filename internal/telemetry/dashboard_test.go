@@ -101,6 +101,8 @@ func exposedNames(t *testing.T) map[string]bool {
 	m := tel.Metrics
 	m.WatchCustody(func(context.Context) (int64, time.Duration, error) { return 0, 0, nil })
 	m.WatchBackend(boxList{}, func() map[string]int { return map[string]int{"profile": 0} })
+	st, _ := testutil.NewDB(t)
+	m.WatchDatabase(st.Pool())
 	m.HTTPDuration.WithLabelValues("GET", "/healthz", "200").Observe(0)
 	m.ActivityFailures.WithLabelValues("Relay")
 	m.RelayLag.Observe(0)

@@ -2,6 +2,7 @@ package telemetry
 
 import (
 	"context"
+	"database/sql"
 	"net/http"
 	"time"
 
@@ -167,6 +168,19 @@ func (m *Metrics) Handler() http.Handler {
 		Registry:      m.registry,
 	})
 }
+
+// WatchDatabase registers the connection pool's series (database/sql's statistics,
+// read at each scrape): go_sql_in_use_connections against
+// go_sql_max_open_connections, and the waits for a free connection
+// (go_sql_wait_count_total, go_sql_wait_duration_seconds_total), the first sign that
+// a process's statements queue for its pool (database.max_open_conns) rather than for
+// PostgreSQL.
+func (m *Metrics) WatchDatabase(pool *sql.DB) {
+	m.registry.MustRegister(collectors.NewDBStatsCollector(pool, DatabaseName))
+}
+
+// DatabaseName is the db_name label of the connection pool's series.
+const DatabaseName = "astrabox"
 
 // CustodyFunc reports the inputs held in custody and the oldest one's age.
 type CustodyFunc func(ctx context.Context) (held int64, oldest time.Duration, err error)
