@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/astrabox/astrabox/engines"
+	"github.com/astrabox/astrabox/internal/telemetry"
 	"github.com/astrabox/astrabox/store"
 	"github.com/astrabox/astrabox/store/pubsub"
 )
@@ -401,7 +402,7 @@ func (r *relayRun) record(ctx context.Context, batch []eventOrErr, cursor *engin
 		r.throughSeq.Store(res.LastSeq)
 		r.a.metrics.Admitted(res.Admitted)
 		r.a.metrics.PartsCommitted.Add(float64(res.Parts))
-		r.a.metrics.RelayLag.Observe(time.Since(batch[0].read).Seconds())
+		r.a.metrics.RelayLag.WithLabelValues(batchKind(ops, admits)).Observe(time.Since(batch[0].read).Seconds())
 		if err := r.l.client.Committed(ctx, *last); err != nil {
 			r.log.Warn("tell runtime what is committed", zap.Error(err))
 		}
@@ -415,6 +416,23 @@ func (r *relayRun) record(ctx context.Context, batch []eventOrErr, cursor *engin
 		}
 	}
 	return last, itemErr
+}
+
+// batchKind names a batch's kind for the Relay's lag: an admission waits for the
+// session log's mirror, other facts take a transaction, parts alone a statement.
+func batchKind(ops []store.RelayOp, admits bool) string {
+	if admits {
+		return telemetry.RelayBatchAdmission
+	}
+	if len(ops) == 0 {
+		return telemetry.RelayBatchFacts // a cursor alone is written as facts are
+	}
+	for _, op := range ops {
+		if op.Part == nil {
+			return telemetry.RelayBatchFacts
+		}
+	}
+	return telemetry.RelayBatchParts
 }
 
 // deliverOnNotice hands held inputs over whenever PostgreSQL announces a new one (or

@@ -93,7 +93,7 @@ func TestServeAgainstExternalServices(t *testing.T) {
 			return strings.Contains(httpBody(t, workerMetrics), "temporal_num_pollers")
 		})
 		body := httpBody(t, workerMetrics)
-		assert.Contains(t, body, "astrabox_relay_lag_seconds_count 0")
+		assert.Contains(t, body, `astrabox_relay_lag_seconds_count{batch="admission"} 0`)
 		assert.Contains(t, body, "go_goroutines")
 		assert.Contains(t, body, `go_sql_max_open_connections{db_name="astrabox"} 20`)
 		w.interrupt(t)

@@ -43,6 +43,9 @@ func TestSmoke(t *testing.T) {
 		"the program floor's own event-to-read is event-to-part's floor")
 	assert.Regexp(t, `^Relay read to commit @2 +report +[0-9.]+ ms +[0-9.]+ ms `, lineOf(table, "Relay read to commit @2"),
 		"the workers' Relay lag splits event-to-part")
+	assert.Regexp(t, `^Relay read to commit, admissions @2 +report +[0-9.]+ ms +[0-9.]+ ms `, lineOf(table, "Relay read to commit, admissions @2"),
+		"the batches that admitted the measured inputs, behind the session log's mirror")
+	assert.NotContains(t, lineOf(table, "Relay read to commit, admissions @2"), " 0.0 ms", "each measured input was admitted by a batch")
 	assert.Regexp(t, `^time to first part \(Claude Code\) @2 +p99 - floor <= 50 ms +[0-9.]+ ms +[0-9.]+ ms +[0-9.]+ ms +[0-9.]+ `,
 		lineOf(table, "time to first part (Claude Code) @2"), "Claude Code's own time to first output is the floor, measured in the same run")
 	// Each measured input was handed over once, from its notice or a read of custody.

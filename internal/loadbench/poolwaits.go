@@ -56,10 +56,8 @@ func scrapeDatabaseCounter(ctx context.Context, url, name string) (float64, erro
 		return 0, err
 	}
 	for _, metric := range family.GetMetric() {
-		for _, label := range metric.GetLabel() {
-			if label.GetName() == "db_name" && label.GetValue() == telemetry.DatabaseName && metric.GetCounter() != nil {
-				return metric.GetCounter().GetValue(), nil
-			}
+		if hasLabel(metric.GetLabel(), "db_name", telemetry.DatabaseName) && metric.GetCounter() != nil {
+			return metric.GetCounter().GetValue(), nil
 		}
 	}
 	return 0, fmt.Errorf("scrape %s: no %s{db_name=%q}", url, name, telemetry.DatabaseName)

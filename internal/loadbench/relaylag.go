@@ -6,6 +6,8 @@ import (
 	"math"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+
 	"github.com/astrabox/astrabox/internal/telemetry"
 )
 
@@ -21,26 +23,36 @@ type relayLag struct {
 	total float64
 }
 
-// relayLag sums the workers' histograms.
-func (b *bench) relayLag(ctx context.Context) (relayLag, error) {
+// relayLag sums the workers' histograms of the batches of kind (a batch label of
+// telemetry.MetricRelayLag; every kind when empty).
+func (b *bench) relayLag(ctx context.Context, kind string) (relayLag, error) {
 	var sum relayLag
 	for _, url := range b.workerMetrics {
-		h, err := scrapeHistogram(ctx, url, telemetry.MetricRelayLag)
+		h, err := scrapeHistogram(ctx, url, telemetry.MetricRelayLag, "batch", kind)
 		if err != nil {
 			return relayLag{}, err
 		}
-		if sum.bounds == nil {
-			sum = relayLag{bounds: h.bounds, counts: make([]float64, len(h.counts))}
+		sum, err = sum.plus(h)
+		if err != nil {
+			return relayLag{}, fmt.Errorf("scrape %s: %w", url, err)
 		}
-		if len(h.counts) != len(sum.counts) {
-			return relayLag{}, fmt.Errorf("scrape %s: %d buckets where another worker has %d", url, len(h.counts), len(sum.counts))
-		}
-		for i, c := range h.counts {
-			sum.counts[i] += c
-		}
-		sum.total += h.total
 	}
 	return sum, nil
+}
+
+// plus adds h's batches to these, bucket by bucket.
+func (l relayLag) plus(h relayLag) (relayLag, error) {
+	if l.bounds == nil {
+		l = relayLag{bounds: h.bounds, counts: make([]float64, len(h.counts))}
+	}
+	if len(h.counts) != len(l.counts) {
+		return relayLag{}, fmt.Errorf("%d buckets where another histogram has %d", len(h.counts), len(l.counts))
+	}
+	out := relayLag{bounds: l.bounds, counts: make([]float64, len(l.counts)), total: l.total + h.total}
+	for i := range l.counts {
+		out.counts[i] = l.counts[i] + h.counts[i]
+	}
+	return out, nil
 }
 
 // since is the histogram of the batches committed after before was read.
@@ -78,23 +90,46 @@ func (h relayLag) pct(p int) time.Duration {
 }
 
 // scrapeHistogram reads a histogram of a Prometheus endpoint (its buckets up to the
-// last finite bound).
-func scrapeHistogram(ctx context.Context, url, name string) (relayLag, error) {
+// last finite bound), summing its series whose label is value (every series when
+// value is empty).
+func scrapeHistogram(ctx context.Context, url, name, label, value string) (relayLag, error) {
 	family, err := scrapeFamily(ctx, url, name)
 	if err != nil {
 		return relayLag{}, err
 	}
-	if len(family.GetMetric()) == 0 || family.GetMetric()[0].GetHistogram() == nil {
-		return relayLag{}, fmt.Errorf("scrape %s: %s is no histogram", url, name)
-	}
-	histogram := family.GetMetric()[0].GetHistogram()
-	h := relayLag{total: float64(histogram.GetSampleCount())}
-	for _, bucket := range histogram.GetBucket() {
-		if math.IsInf(bucket.GetUpperBound(), +1) {
+	var sum relayLag
+	for _, metric := range family.GetMetric() {
+		histogram := metric.GetHistogram()
+		if histogram == nil {
+			return relayLag{}, fmt.Errorf("scrape %s: %s is no histogram", url, name)
+		}
+		if value != "" && !hasLabel(metric.GetLabel(), label, value) {
 			continue
 		}
-		h.bounds = append(h.bounds, bucket.GetUpperBound())
-		h.counts = append(h.counts, float64(bucket.GetCumulativeCount()))
+		h := relayLag{total: float64(histogram.GetSampleCount())}
+		for _, bucket := range histogram.GetBucket() {
+			if math.IsInf(bucket.GetUpperBound(), +1) {
+				continue
+			}
+			h.bounds = append(h.bounds, bucket.GetUpperBound())
+			h.counts = append(h.counts, float64(bucket.GetCumulativeCount()))
+		}
+		if sum, err = sum.plus(h); err != nil {
+			return relayLag{}, fmt.Errorf("scrape %s: %s: %w", url, name, err)
+		}
 	}
-	return h, nil
+	if sum.bounds == nil {
+		return relayLag{}, fmt.Errorf("scrape %s: no %s{%s=%q}", url, name, label, value)
+	}
+	return sum, nil
+}
+
+// hasLabel reports whether labels hold name=value.
+func hasLabel(labels []*dto.LabelPair, name, value string) bool {
+	for _, l := range labels {
+		if l.GetName() == name && l.GetValue() == value {
+			return true
+		}
+	}
+	return false
 }

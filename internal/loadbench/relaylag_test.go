@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // TestRelayLagPercentilesInterpolateWithinTheirBucket: the measured turns' batches
@@ -22,4 +23,18 @@ func TestRelayLagPercentilesInterpolateWithinTheirBucket(t *testing.T) {
 	assert.Zero(t, relayLag{}.pct(99), "no batches")
 	past := relayLag{bounds: []float64{0.01}, counts: []float64{0}, total: 4}
 	assert.Equal(t, 10*time.Millisecond, past.pct(50), "batches past the last bound read as it")
+}
+
+// TestRelayLagSumsTheWorkersHistograms: two workers' readings add bucket by bucket,
+// and histograms of different buckets do not add.
+func TestRelayLagSumsTheWorkersHistograms(t *testing.T) {
+	a := relayLag{bounds: []float64{0.01, 0.1}, counts: []float64{1, 2}, total: 3}
+	b := relayLag{bounds: []float64{0.01, 0.1}, counts: []float64{4, 4}, total: 5}
+	sum, err := relayLag{}.plus(a)
+	require.NoError(t, err)
+	sum, err = sum.plus(b)
+	require.NoError(t, err)
+	assert.Equal(t, relayLag{bounds: []float64{0.01, 0.1}, counts: []float64{5, 6}, total: 8}, sum)
+	_, err = sum.plus(relayLag{bounds: []float64{1}, counts: []float64{1}, total: 1})
+	assert.Error(t, err)
 }

@@ -105,7 +105,7 @@ func exposedNames(t *testing.T) map[string]bool {
 	m.WatchDatabase(st.Pool())
 	m.HTTPDuration.WithLabelValues("GET", "/healthz", "200").Observe(0)
 	m.ActivityFailures.WithLabelValues("Relay")
-	m.RelayLag.Observe(0)
+	m.RelayLag.WithLabelValues(telemetry.RelayBatchParts).Observe(0)
 
 	handler, err := tel.TemporalMetricsHandler()
 	require.NoError(t, err)

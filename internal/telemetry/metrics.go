@@ -32,6 +32,19 @@ const (
 	MetricDeadWorkerActivities = "astrabox_dead_worker_activities_failed_total"
 )
 
+// The kinds of a Relay's batch, the batch label of MetricRelayLag.
+const (
+	// RelayBatchParts is a batch of parts alone (a streaming reply), written with
+	// other Relays' in one statement.
+	RelayBatchParts = "parts"
+	// RelayBatchFacts is a batch with facts (a reply's start or end, an interaction,
+	// the program's status...), written in one transaction with other Relays'.
+	RelayBatchFacts = "facts"
+	// RelayBatchAdmission is a batch that admits an input: before it is written, the
+	// program's session log is mirrored.
+	RelayBatchAdmission = "admission"
+)
+
 // scrapeTimeout bounds what a scrape waits for a collector that asks the database
 // or the sandbox backend, so a slow dependency never hangs /metrics.
 const scrapeTimeout = 3 * time.Second
@@ -60,8 +73,9 @@ type Metrics struct {
 	// PartsCommitted counts output parts Relays committed to the output log.
 	PartsCommitted prometheus.Counter
 	// RelayLag is how long a batch of runtime events waited between the Relay reading
-	// its first event and the batch's commit in PostgreSQL.
-	RelayLag prometheus.Histogram
+	// its first event and the batch's commit in PostgreSQL, by the batch's kind
+	// (RelayBatchParts, RelayBatchFacts, RelayBatchAdmission).
+	RelayLag *prometheus.HistogramVec
 	// SSEFollowers is the number of open output streams on this API process.
 	SSEFollowers prometheus.Gauge
 	// StreamCatchUps counts how output streams caught up with new parts: from the
@@ -112,11 +126,11 @@ func NewMetrics(log *zap.Logger) *Metrics {
 			Name: MetricPartsCommitted,
 			Help: "Output parts Relays committed to the Sessions' output logs.",
 		}),
-		RelayLag: prometheus.NewHistogram(prometheus.HistogramOpts{
+		RelayLag: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    MetricRelayLag,
-			Help:    "Time from a Relay reading a batch's first runtime event to the batch's commit.",
+			Help:    "Time from a Relay reading a batch's first runtime event to the batch's commit, by the batch's kind: parts alone, other facts, or an input's admission (which waits for the session log's mirror).",
 			Buckets: []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5},
-		}),
+		}, []string{"batch"}),
 		SSEFollowers: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: MetricSSEFollowers,
 			Help: "Open Session output streams (SSE) on this API process.",
@@ -149,6 +163,9 @@ func NewMetrics(log *zap.Logger) *Metrics {
 	}
 	for _, source := range []string{"notice", "read"} {
 		m.InputsHandedOver.WithLabelValues(source)
+	}
+	for _, batch := range []string{RelayBatchParts, RelayBatchFacts, RelayBatchAdmission} {
+		m.RelayLag.WithLabelValues(batch)
 	}
 	// The activities that heartbeat, whose loss Temporal notices latest.
 	for _, activityType := range []string{"Relay", "PrepareRuntime", "ActivateRuntime"} {
