@@ -9,6 +9,7 @@ import (
 	"path"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/astrabox/astrabox/engines"
 	"github.com/astrabox/astrabox/sandbox"
@@ -77,12 +78,14 @@ func (a *Activities) mirrorSessionLog(ctx context.Context, l *liveRuntime) error
 	if !ok || l.box == nil || l.handle == nil {
 		return nil
 	}
+	start := time.Now()
 	rels, err := expandLog(ctx, l.handle, dir, pattern)
 	if err != nil {
 		return err
 	}
 	l.logs.mu.Lock()
 	defer l.logs.mu.Unlock()
+	defer func() { a.metrics.SessionLogMirror.Observe(time.Since(start).Seconds()) }()
 	for _, rel := range rels {
 		if err := a.mirrorFile(ctx, l, path.Join(dir, rel), sessionLogPrefix+rel); err != nil {
 			return err

@@ -142,6 +142,8 @@ func TestOneInputIsTracedAndMeasuredFromAPIToActivities(t *testing.T) {
 		`astrabox_prewarm_pool_ready{runtime_profile="` + s.profile.ID + `"}`,
 		// The input's admission was a batch of its own kind, behind the session log's mirror.
 		`astrabox_relay_lag_seconds_count{batch="admission"} 1`,
+		// That admission's mirror at least, and the one after the reply ended.
+		`astrabox_session_log_mirror_seconds_count`,
 		`astrabox_parts_committed_total`,
 		`astrabox_activity_failures_total{activity_type="ActivateRuntime"} 0`,
 		// The Temporal SDK's own series, through the same registry.

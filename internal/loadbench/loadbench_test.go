@@ -46,6 +46,9 @@ func TestSmoke(t *testing.T) {
 	assert.Regexp(t, `^Relay read to commit, admissions @2 +report +[0-9.]+ ms +[0-9.]+ ms `, lineOf(table, "Relay read to commit, admissions @2"),
 		"the batches that admitted the measured inputs, behind the session log's mirror")
 	assert.NotContains(t, lineOf(table, "Relay read to commit, admissions @2"), " 0.0 ms", "each measured input was admitted by a batch")
+	assert.Regexp(t, `^session log mirror @2 +report +[0-9.]+ ms +[0-9.]+ ms `, lineOf(table, "session log mirror @2"),
+		"the scripted program's session log was mirrored before each admission")
+	assert.NotContains(t, lineOf(table, "session log mirror @2"), " 0.0 ms")
 	assert.Regexp(t, `^time to first part \(Claude Code\) @2 +p99 - floor <= 50 ms +[0-9.]+ ms +[0-9.]+ ms +[0-9.]+ ms +[0-9.]+ `,
 		lineOf(table, "time to first part (Claude Code) @2"), "Claude Code's own time to first output is the floor, measured in the same run")
 	// Each measured input was handed over once, from its notice or a read of custody.

@@ -21,7 +21,6 @@ import (
 
 	"github.com/astrabox/astrabox/internal/faultstack"
 	"github.com/astrabox/astrabox/internal/scriptengine"
-	"github.com/astrabox/astrabox/internal/telemetry"
 	"github.com/astrabox/astrabox/sandbox/local"
 	"github.com/astrabox/astrabox/store"
 	"github.com/astrabox/astrabox/workflows"
@@ -187,11 +186,7 @@ func (b *bench) phase(ctx context.Context, n int, durable float64, floorOpts loc
 	if err != nil {
 		return nil, "", err
 	}
-	lagBefore, err := b.relayLag(ctx, "")
-	if err != nil {
-		return nil, "", err
-	}
-	admissionLagBefore, err := b.relayLag(ctx, telemetry.RelayBatchAdmission)
+	histogramsBefore, err := b.workerHistograms(ctx)
 	if err != nil {
 		return nil, "", err
 	}
@@ -211,16 +206,11 @@ func (b *bench) phase(ctx context.Context, n int, durable float64, floorOpts loc
 	}
 	streamedFor := time.Since(start)
 	cores := takeCPU().coresSince(cpuBefore)
-	lagAfter, err := b.relayLag(ctx, "")
+	histogramsAfter, err := b.workerHistograms(ctx)
 	if err != nil {
 		return nil, "", err
 	}
-	lag := lagAfter.since(lagBefore)
-	admissionLag, err := b.relayLag(ctx, telemetry.RelayBatchAdmission)
-	if err != nil {
-		return nil, "", err
-	}
-	admissionLag = admissionLag.since(admissionLagBefore)
+	measured := histogramsAfter.since(histogramsBefore)
 	apiWaits, err := b.poolWaits(ctx, b.apiMetrics)
 	if err != nil {
 		return nil, "", err
@@ -323,8 +313,12 @@ func (b *bench) phase(ctx context.Context, n int, durable float64, floorOpts loc
 	ef := prog.eventToRead.pct(99)
 	rows = append(rows, Row{Figure: "event-to-part " + tag, Goal: "p99 <= " + msString(e2pGoal), P50: msString(m.eventToPart.pct(50)), P99: msString(m.eventToPart.pct(99)),
 		Floor: msString(ef), Ratio: latencyRatio(ef, m.eventToPart.pct(99)), Met: met(m.eventToPart.pct(99) <= e2pGoal)})
-	rows = append(rows, Row{Figure: "Relay read to commit " + tag, Goal: "report", P50: msString(lag.pct(50)), P99: msString(lag.pct(99))})
-	rows = append(rows, Row{Figure: "Relay read to commit, admissions " + tag, Goal: "report", P50: msString(admissionLag.pct(50)), P99: msString(admissionLag.pct(99))})
+	for _, h := range []struct {
+		figure string
+		h      histogram
+	}{{"Relay read to commit", measured.relayLag}, {"Relay read to commit, admissions", measured.admissionLag}, {"session log mirror", measured.mirror}} {
+		rows = append(rows, Row{Figure: h.figure + " " + tag, Goal: "report", P50: msString(h.h.pct(50)), P99: msString(h.h.pct(99))})
+	}
 	rf := receiptLat.pct(99)
 	rows = append(rows, Row{Figure: "input receipt " + tag, Goal: "p99 <= 2x floor, <= 25 ms", P50: msString(receipts.pct(50)), P99: msString(receipts.pct(99)),
 		Floor: msString(rf), Ratio: latencyRatio(rf, receipts.pct(99)), Met: met(receipts.pct(99) <= 2*rf && (n < 100 || receipts.pct(99) <= 25*time.Millisecond))})

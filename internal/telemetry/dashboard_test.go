@@ -68,7 +68,7 @@ func TestDashboardQueriesNameExistingMetrics(t *testing.T) {
 	require.Greater(t, queries, 10)
 	// Every platform series is on the dashboard.
 	for _, name := range []string{telemetry.MetricHTTPDuration, telemetry.MetricInputsAccepted, telemetry.MetricInputsAdmitted,
-		telemetry.MetricCustodyHeld, telemetry.MetricCustodyAge, telemetry.MetricCustodyDuration, telemetry.MetricPartsCommitted, telemetry.MetricRelayLag,
+		telemetry.MetricCustodyHeld, telemetry.MetricCustodyAge, telemetry.MetricCustodyDuration, telemetry.MetricPartsCommitted, telemetry.MetricRelayLag, telemetry.MetricSessionLogMirror,
 		telemetry.MetricSSEFollowers, telemetry.MetricBoxes, telemetry.MetricPrewarmReady, telemetry.MetricActivityFailures,
 		telemetry.MetricDeadWorkers, telemetry.MetricDeadWorkerActivities} {
 		assert.Contains(t, string(raw), name)

@@ -23,6 +23,7 @@ const (
 	MetricCustodyDuration      = "astrabox_custody_duration_seconds"
 	MetricPartsCommitted       = "astrabox_parts_committed_total"
 	MetricRelayLag             = "astrabox_relay_lag_seconds"
+	MetricSessionLogMirror     = "astrabox_session_log_mirror_seconds"
 	MetricSSEFollowers         = "astrabox_sse_followers"
 	MetricStreamCatchUps       = "astrabox_stream_catchups_total"
 	MetricBoxes                = "astrabox_boxes"
@@ -76,6 +77,10 @@ type Metrics struct {
 	// its first event and the batch's commit in PostgreSQL, by the batch's kind
 	// (RelayBatchParts, RelayBatchFacts, RelayBatchAdmission).
 	RelayLag *prometheus.HistogramVec
+	// SessionLogMirror is how long each mirror of a program's session log took: the
+	// reads of its files through the box's runner and the write of the new entries. An
+	// input's admission waits for one.
+	SessionLogMirror prometheus.Histogram
 	// SSEFollowers is the number of open output streams on this API process.
 	SSEFollowers prometheus.Gauge
 	// StreamCatchUps counts how output streams caught up with new parts: from the
@@ -131,6 +136,11 @@ func NewMetrics(log *zap.Logger) *Metrics {
 			Help:    "Time from a Relay reading a batch's first runtime event to the batch's commit, by the batch's kind: parts alone, other facts, or an input's admission (which waits for the session log's mirror).",
 			Buckets: []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5},
 		}, []string{"batch"}),
+		SessionLogMirror: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    MetricSessionLogMirror,
+			Help:    "Time each mirror of a program's session log took (its reads through the box's runner and the write of its new entries); an input's admission waits for one.",
+			Buckets: []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5},
+		}),
 		SSEFollowers: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: MetricSSEFollowers,
 			Help: "Open Session output streams (SSE) on this API process.",
@@ -156,7 +166,7 @@ func NewMetrics(log *zap.Logger) *Metrics {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.HTTPDuration, m.InputsAccepted, m.InputsAdmitted, m.InputsHandedOver, m.CustodyDuration, m.PartsCommitted,
-		m.RelayLag, m.SSEFollowers, m.StreamCatchUps, m.ActivityFailures, m.DeadWorkers, m.DeadWorkerActivities,
+		m.RelayLag, m.SessionLogMirror, m.SSEFollowers, m.StreamCatchUps, m.ActivityFailures, m.DeadWorkers, m.DeadWorkerActivities,
 	)
 	for _, source := range []string{"notice", "log"} {
 		m.StreamCatchUps.WithLabelValues(source)
