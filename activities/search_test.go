@@ -48,11 +48,7 @@ func (s *stack) apiState(sessionID string) string {
 // Agent, owner and title with the state and what is open and held, and every activity
 // carries a summary.
 func TestOperatorsReadTheSessionInTheTemporalUI(t *testing.T) {
-	s := newStack(t)
-	s.startWorker("host-a-" + uniq())
-	id := s.newSession()
-	_, err := s.st.RenameSession(s.ctx, id, s.user.ID, "Release checklist")
-	require.NoError(t, err)
+	s, id := newTitledSession(t, "Release checklist")
 
 	long := s.send(id, "slow:400:50") // 20 s: the test ends while it streams
 	s.eventually("PROCESSING in the search attribute", func() bool {
@@ -119,11 +115,7 @@ func (s *stack) observedStates(sessionID string) []string {
 // workflow no PROCESSING observation (it cost two signals, PROCESSING then READY,
 // each a workflow task), while a longer one is shown PROCESSING once it has lasted.
 func TestAShortTurnIsNotShownProcessing(t *testing.T) {
-	s := newStack(t)
-	s.startWorker("host-a-" + uniq())
-	id := s.newSession()
-	_, err := s.st.RenameSession(s.ctx, id, s.user.ID, "Pacing")
-	require.NoError(t, err)
+	s, id := newTitledSession(t, "Pacing")
 	// The first turn's observation goes at once whatever it shows: it tells the
 	// workflow that the Relay delivers inputs on notice.
 	s.waitEnded(id, "resp-"+s.send(id, "hello"))
@@ -143,4 +135,15 @@ func TestAShortTurnIsNotShownProcessing(t *testing.T) {
 	require.Equal(t, append(before, string(store.StateProcessing)), s.observedStates(id), "the long turn was shown PROCESSING")
 	r, found := s.response(id, "resp-"+long)
 	require.True(t, found && r.Outcome == nil, "the long turn was shown while it went on")
+}
+
+// newTitledSession starts a stack with one worker and a Session of that title, which
+// the workflow's current details name.
+func newTitledSession(t *testing.T, title string) (*stack, string) {
+	s := newStack(t)
+	s.startWorker("host-a-" + uniq())
+	id := s.newSession()
+	_, err := s.st.RenameSession(s.ctx, id, s.user.ID, title)
+	require.NoError(t, err)
+	return s, id
 }

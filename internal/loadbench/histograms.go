@@ -7,8 +7,6 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
-
-	"github.com/astrabox/astrabox/internal/telemetry"
 )
 
 // histogram is a Prometheus histogram of the workers as read at one moment: per
@@ -18,35 +16,6 @@ type histogram struct {
 	counts []float64 // cumulative, as Prometheus keeps them
 	// total counts the observations past the last bound too.
 	total float64
-}
-
-// workerHistograms are the workers' histograms the bench reads before and after the
-// measured turns. Beside event-to-part, the Relay's lag splits a part's way into the
-// program's and its runner's (before the Relay read it) and the platform's (the
-// Relay's batch and its group's commit); the admissions' lag and the session log's
-// mirror split the first part's.
-type workerHistograms struct {
-	relayLag, admissionLag, mirror histogram
-}
-
-// workerHistograms reads them.
-func (b *bench) workerHistograms(ctx context.Context) (workerHistograms, error) {
-	var w workerHistograms
-	var err error
-	if w.relayLag, err = b.workerHistogram(ctx, telemetry.MetricRelayLag, "", ""); err != nil {
-		return w, err
-	}
-	if w.admissionLag, err = b.workerHistogram(ctx, telemetry.MetricRelayLag, "batch", telemetry.RelayBatchAdmission); err != nil {
-		return w, err
-	}
-	w.mirror, err = b.workerHistogram(ctx, telemetry.MetricSessionLogMirror, "", "")
-	return w, err
-}
-
-// since is what was observed after before was read.
-func (w workerHistograms) since(before workerHistograms) workerHistograms {
-	return workerHistograms{relayLag: w.relayLag.since(before.relayLag), admissionLag: w.admissionLag.since(before.admissionLag),
-		mirror: w.mirror.since(before.mirror)}
 }
 
 // workerHistogram sums the workers' series of the histogram name whose label is value

@@ -186,15 +186,7 @@ func (b *bench) phase(ctx context.Context, n int, durable float64, floorOpts loc
 	if err != nil {
 		return nil, "", err
 	}
-	histogramsBefore, err := b.workerHistograms(ctx)
-	if err != nil {
-		return nil, "", err
-	}
-	apiWaitsBefore, err := b.poolWaits(ctx, b.apiMetrics)
-	if err != nil {
-		return nil, "", err
-	}
-	workerWaitsBefore, err := b.poolWaits(ctx, b.workerMetrics)
+	scrapedBefore, err := b.scrapeFigures(ctx)
 	if err != nil {
 		return nil, "", err
 	}
@@ -206,20 +198,11 @@ func (b *bench) phase(ctx context.Context, n int, durable float64, floorOpts loc
 	}
 	streamedFor := time.Since(start)
 	cores := takeCPU().coresSince(cpuBefore)
-	histogramsAfter, err := b.workerHistograms(ctx)
+	scrapedAfter, err := b.scrapeFigures(ctx)
 	if err != nil {
 		return nil, "", err
 	}
-	measured := histogramsAfter.since(histogramsBefore)
-	apiWaits, err := b.poolWaits(ctx, b.apiMetrics)
-	if err != nil {
-		return nil, "", err
-	}
-	workerWaits, err := b.poolWaits(ctx, b.workerMetrics)
-	if err != nil {
-		return nil, "", err
-	}
-	apiWaits, workerWaits = apiWaits.since(apiWaitsBefore), workerWaits.since(workerWaitsBefore)
+	measured := scrapedAfter.since(scrapedBefore)
 	if err := profiles.Wait(); err != nil {
 		return nil, "", err
 	}
@@ -356,7 +339,7 @@ func (b *bench) phase(ctx context.Context, n int, durable float64, floorOpts loc
 	// The program floor's line beside the platform's shows what each part costs
 	// per delta when the boxes are read directly and when the platform reads them.
 	return rows, fmt.Sprintf("cores used during the measured turns %s: %s (of %d)\ncores used by the program floor %s: %s (of %d)\nhistory events per measured turn %s: %s\nsignals per measured turn %s: %s\nwaits for a database connection during the measured turns %s: API %s; workers %s",
-		tag, cpuLine(cores), numCPU(), tag, cpuLine(floorCores), numCPU(), tag, events.byKindLine(), tag, events.signalsLine(), tag, apiWaits, workerWaits), nil
+		tag, cpuLine(cores), numCPU(), tag, cpuLine(floorCores), numCPU(), tag, events.byKindLine(), tag, events.signalsLine(), tag, measured.apiWaits, measured.workerWaits), nil
 }
 
 // newSessions creates n Sessions of the Agent, alternating between the APIs; key
