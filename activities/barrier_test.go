@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/astrabox/astrabox/activities"
@@ -128,4 +129,50 @@ func TestIdleReleaseMirrorsTheLogsTailBeforeTheBoxGoes(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, entries, 2, "the input and its late turn")
 	require.Contains(t, string(entries[1].Entry), "resp-"+in)
+}
+
+// TestAnAdmissionWhoseMirrorLostEntriesMirrorsTheLogWhole: an admission's batch
+// carries the session log's new entries counted from the mirror's cursor; when the
+// mirror lost entries since (rows deleted here), the batch is refused, the log is
+// mirrored whole on its own, and the admission is recorded after it.
+func TestAnAdmissionWhoseMirrorLostEntriesMirrorsTheLogWhole(t *testing.T) {
+	s := newStack(t)
+	s.startWorker("host-a-" + uniq())
+	id := s.newSession()
+	first := s.send(id, "quick")
+	s.waitEnded(id, "resp-"+first)
+	const stream = "session_log:" // the scripted program's one log
+	var streams []string
+	s.eventually("the first turn mirrored, its input and its turn", func() bool {
+		var err error
+		streams, err = s.st.ListSessionLogStreams(s.ctx, id)
+		require.NoError(t, err)
+		if len(streams) != 1 {
+			return false
+		}
+		entries, err := s.st.ListSessionLogEntries(s.ctx, id, streams[0])
+		require.NoError(t, err)
+		return len(entries) == 2
+	})
+	require.True(t, strings.HasPrefix(streams[0], stream))
+
+	lease, err := s.st.GetReaderLeaseBySession(s.ctx, id)
+	require.NoError(t, err)
+	conn, err := pgx.Connect(s.ctx, s.dsn)
+	require.NoError(t, err)
+	defer conn.Close(s.ctx)
+	_, err = conn.Exec(s.ctx, `DELETE FROM session_log_entries WHERE session_id = $1`, id)
+	require.NoError(t, err)
+
+	second := s.send(id, "quick")
+	require.Equal(t, store.InputAdmitted, s.waitAdmitted(second).State)
+	entries, err := s.st.ListSessionLogEntries(s.ctx, id, streams[0])
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, len(entries), 3, "the first turn's entries mirrored again, and the second input")
+	require.Contains(t, string(entries[0].Entry), first)
+	require.Contains(t, string(entries[2].Entry), second)
+	s.waitEnded(id, "resp-"+second)
+	after, err := s.st.GetReaderLeaseBySession(s.ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, lease.Generation, after.Generation, "the same Relay recorded it: the refused batch did not end it")
 }

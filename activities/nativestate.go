@@ -13,6 +13,7 @@ import (
 
 	"github.com/astrabox/astrabox/engines"
 	"github.com/astrabox/astrabox/sandbox"
+	"github.com/astrabox/astrabox/store"
 )
 
 // sessionLogPrefix starts the stream names the engine's declared session log is
@@ -74,24 +75,85 @@ func expandLog(ctx context.Context, h sandbox.Handle, dir, rel string) ([]string
 // mirror into PostgreSQL, in order and uninterpreted. It is at-least-once: entries are
 // numbered by their line, so a repeated mirror stores nothing twice.
 func (a *Activities) mirrorSessionLog(ctx context.Context, l *liveRuntime) error {
-	pattern, dir, ok := sessionLogPattern(l.caps, l.identity, l.client.EngineSessionKey())
-	if !ok || l.box == nil || l.handle == nil {
+	if _, _, ok := sessionLogOf(l); !ok {
 		return nil
 	}
 	start := time.Now()
-	rels, err := expandLog(ctx, l.handle, dir, pattern)
-	if err != nil {
-		return err
-	}
 	l.logs.mu.Lock()
 	defer l.logs.mu.Unlock()
 	defer func() { a.metrics.SessionLogMirror.Observe(time.Since(start).Seconds()) }()
-	for _, rel := range rels {
-		if err := a.mirrorFile(ctx, l, path.Join(dir, rel), sessionLogPrefix+rel); err != nil {
+	tails, err := readSessionLog(ctx, l)
+	if err != nil {
+		return err
+	}
+	for _, t := range tails {
+		if err := a.writeLogTail(ctx, l, t); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// sessionLogOps reads what the engine's native log gained since the last mirror, for
+// an admission's batch to write in its own transaction (store.RelayOp.SessionLog), so
+// the admission and the mirror it waits for commit together. It returns holding the
+// mirror's lock: done moves the streams' cursors past what was read once the batch
+// committed, and lets the next mirror go.
+func (a *Activities) sessionLogOps(ctx context.Context, l *liveRuntime) (ops []store.RelayOp, done func(committed bool), err error) {
+	if _, _, ok := sessionLogOf(l); !ok {
+		return nil, func(bool) {}, nil
+	}
+	start := time.Now()
+	l.logs.mu.Lock()
+	tails, err := readSessionLog(ctx, l)
+	// The read alone: its write is the batch's.
+	a.metrics.SessionLogMirror.Observe(time.Since(start).Seconds())
+	if err != nil {
+		l.logs.mu.Unlock()
+		return nil, nil, err
+	}
+	for _, t := range tails {
+		if len(t.entries) > 0 {
+			ops = append(ops, store.RelayOp{SessionLog: &store.SessionLogAppend{Stream: t.stream, After: t.from.entries, Entries: t.entries}})
+		}
+	}
+	return ops, func(committed bool) {
+		if committed {
+			for _, t := range tails {
+				l.logs.advance(t.stream, t.next)
+			}
+		}
+		l.logs.mu.Unlock()
+	}, nil
+}
+
+// sessionLogOf is where the runtime's engine keeps its native log in the box: a
+// pattern under a directory; ok is false when it keeps none or the box is gone.
+func sessionLogOf(l *liveRuntime) (pattern, dir string, ok bool) {
+	pattern, dir, ok = sessionLogPattern(l.caps, l.identity, l.client.EngineSessionKey())
+	return pattern, dir, ok && l.box != nil && l.handle != nil
+}
+
+// readSessionLog reads what each file of the native log gained past its stream's
+// cursor. Called with l.logs.mu held.
+func readSessionLog(ctx context.Context, l *liveRuntime) ([]logTail, error) {
+	pattern, dir, _ := sessionLogOf(l)
+	rels, err := expandLog(ctx, l.handle, dir, pattern)
+	if err != nil {
+		return nil, err
+	}
+	var tails []logTail
+	for _, rel := range rels {
+		stream := sessionLogPrefix + rel
+		t, ok, err := readLogTail(ctx, l, path.Join(dir, rel), stream, l.logs.cursors[stream])
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			tails = append(tails, t)
+		}
+	}
+	return tails, nil
 }
 
 // logMirror remembers, per mirrored stream, how far a live connection read the
@@ -102,49 +164,73 @@ type logMirror struct {
 	cursors map[string]logCursor
 }
 
+// advance records that the stream is mirrored up to cur. Called with mu held.
+func (m *logMirror) advance(stream string, cur logCursor) {
+	if m.cursors == nil {
+		m.cursors = map[string]logCursor{}
+	}
+	m.cursors[stream] = cur
+}
+
 // logCursor is a byte offset in a native log and the entries the bytes before it held.
 type logCursor struct {
 	offset  int64
 	entries int64
 }
 
-// mirrorFile appends the entries of file past the stream's cursor, numbered by their
-// place among the file's entries (each valid JSON line is one), in one statement that
-// also says how many the mirror held. The first mirror over a connection reads the
-// file whole; a file that shrank (replaced) or a stream that holds fewer entries than
-// the cursor passed is read whole again. Called with l.logs.mu held.
-func (a *Activities) mirrorFile(ctx context.Context, l *liveRuntime, file, stream string) error {
-	cur := l.logs.cursors[stream]
+// logTail is what a native log file gained past its stream's cursor: its entries,
+// numbered after from.entries (each valid JSON line is one), and the cursor past them.
+type logTail struct {
+	file, stream string
+	from, next   logCursor
+	entries      []json.RawMessage
+}
+
+// readLogTail reads file past cur; a file that shrank (replaced) is read whole. ok is
+// false when there is no such file, or nothing since cur.
+func readLogTail(ctx context.Context, l *liveRuntime, file, stream string, cur logCursor) (logTail, bool, error) {
 	for {
 		data, size, err := engines.ReadFileFrom(ctx, l.box, nil, file, cur.offset)
 		if errors.Is(err, sandbox.ErrNotFound) || (err != nil && strings.Contains(err.Error(), "no such file")) {
-			return nil
+			return logTail{}, false, nil
 		}
 		if err != nil {
-			return fmt.Errorf("read session log: %w", err)
+			return logTail{}, false, fmt.Errorf("read session log: %w", err)
 		}
 		if len(data) == 0 && size == cur.offset && cur != (logCursor{}) {
-			return nil // nothing since the last mirror: no statement either
+			return logTail{}, false, nil // nothing since the last mirror: no statement either
 		}
 		if size < cur.offset && cur != (logCursor{}) {
 			cur = logCursor{}
 			continue
 		}
 		entries, consumed := logEntries(data)
-		if len(entries) > 0 {
-			stored, err := a.deps.Store.AppendSessionLogEntries(ctx, l.sessionID, stream, cur.entries, entries)
+		next := logCursor{offset: cur.offset + consumed, entries: cur.entries + int64(len(entries))}
+		return logTail{file: file, stream: stream, from: cur, next: next, entries: entries}, true, nil
+	}
+}
+
+// writeLogTail appends a tail's entries in one statement that also says how many the
+// mirror held, and moves the stream's cursor past them. A mirror that holds fewer
+// entries than the tail's start (rows gone since the cursor counted them) has the file
+// read and written whole. Called with l.logs.mu held.
+func (a *Activities) writeLogTail(ctx context.Context, l *liveRuntime, t logTail) error {
+	for {
+		if len(t.entries) > 0 {
+			stored, err := a.deps.Store.AppendSessionLogEntries(ctx, l.sessionID, t.stream, t.from.entries, t.entries)
 			if err != nil {
 				return err
 			}
-			if stored < cur.entries {
-				cur = logCursor{}
+			if stored < t.from.entries {
+				whole, ok, err := readLogTail(ctx, l, t.file, t.stream, logCursor{})
+				if err != nil || !ok {
+					return err
+				}
+				t = whole
 				continue
 			}
 		}
-		if l.logs.cursors == nil {
-			l.logs.cursors = map[string]logCursor{}
-		}
-		l.logs.cursors[stream] = logCursor{offset: cur.offset + consumed, entries: cur.entries + int64(len(entries))}
+		l.logs.advance(t.stream, t.next)
 		return nil
 	}
 }

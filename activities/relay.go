@@ -385,17 +385,7 @@ func (r *relayRun) record(ctx context.Context, batch []eventOrErr, cursor *engin
 	}
 	r.ended = r.ended || ends
 	if last != cursor {
-		if admits {
-			// The session-log barrier: an engine reports an input admitted once its
-			// native log holds it, and the platform records the admission only after
-			// its mirror covers that log. A box lost right after the admission is
-			// then restored with the input; an unmirrored one stays held and is sent
-			// again, never recorded admitted and lost.
-			if err := r.a.mirrorSessionLog(ctx, r.l); err != nil {
-				return cursor, fmt.Errorf("mirror session log before recording an admission: %w", err)
-			}
-		}
-		res, err := r.a.deps.Store.ApplyRelayBatch(ctx, store.RelayBatch{SessionID: r.l.sessionID, LeaseGeneration: r.lease, Ops: ops, Cursor: cursorUpdate(*last)})
+		res, err := r.write(ctx, store.RelayBatch{SessionID: r.l.sessionID, LeaseGeneration: r.lease, Ops: ops, Cursor: cursorUpdate(*last)}, admits)
 		if err != nil {
 			return cursor, err
 		}
@@ -416,6 +406,34 @@ func (r *relayRun) record(ctx context.Context, batch []eventOrErr, cursor *engin
 		}
 	}
 	return last, itemErr
+}
+
+// write records a batch. One that admits an input keeps the session-log barrier: an
+// engine reports an input admitted once its native log holds it, and the platform
+// records the admission only with a mirror that covers that log, written in the
+// batch's own transaction. A box lost right after the admission is then restored with
+// the input; an unmirrored one stays held and is sent again, never recorded admitted
+// and lost. When the mirror turns out to hold fewer entries than its cursor counted
+// (rows gone since), the log is mirrored whole on its own first.
+func (r *relayRun) write(ctx context.Context, batch store.RelayBatch, admits bool) (store.AppendResult, error) {
+	if !admits {
+		return r.a.deps.Store.ApplyRelayBatch(ctx, batch)
+	}
+	logOps, mirrored, err := r.a.sessionLogOps(ctx, r.l)
+	if err != nil {
+		return store.AppendResult{}, fmt.Errorf("mirror session log before recording an admission: %w", err)
+	}
+	withLog := batch
+	withLog.Ops = append(logOps, batch.Ops...)
+	res, err := r.a.deps.Store.ApplyRelayBatch(ctx, withLog)
+	mirrored(err == nil)
+	if !errors.Is(err, store.ErrSessionLogBehind) {
+		return res, err
+	}
+	if err := r.a.mirrorSessionLog(ctx, r.l); err != nil {
+		return store.AppendResult{}, fmt.Errorf("mirror session log before recording an admission: %w", err)
+	}
+	return r.a.deps.Store.ApplyRelayBatch(ctx, batch)
 }
 
 // batchKind names a batch's kind for the Relay's lag: an admission waits for the

@@ -46,9 +46,12 @@ const agentMount = "/opt/scriptagent"
 // stack is the whole orchestration for one test: PostgreSQL, the Temporal dev server,
 // a local box backend, the scripted engine, and workers started on demand.
 type stack struct {
-	t       testing.TB
-	ctx     context.Context
-	st      *store.Store
+	t   testing.TB
+	ctx context.Context
+	st  *store.Store
+	// dsn reaches the stack's database, for a test that changes what no store method
+	// does.
+	dsn     string
 	tc      client.Client
 	backend *local.Backend
 	// workerBackend, when set, is what workers started from now on use as the local
@@ -162,6 +165,7 @@ func newStackWith(t testing.TB, setup engineSetup) *stack {
 	_, s.modelEgress = setup.egress[activities.ModelForwardName]
 	var dsn string
 	s.st, dsn = testutil.NewDB(t)
+	s.dsn = dsn
 	s.notices, err = pubsub.Start(s.ctx, dsn, testutil.Logger(t).Named("pubsub"), pubsub.Options{Buffer: activities.InputNoticeQueue})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.notices.Close() })

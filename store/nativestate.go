@@ -14,36 +14,51 @@ import (
 // returns the count it read. A mirror holding fewer than `after` entries (rows gone
 // since the caller counted them) gets nothing, and the caller, seeing the count,
 // mirrors the log whole. Mirroring is at-least-once: an entry already stored under its
-// seq is kept as it is. (GORM replaces a named argument only after a space and up to a
-// cast's colons, hence the spaces and CAST.)
+// seq is kept as it is. Its arguments are appendSessionLogArgs': positional, so a Relay
+// batch's transaction sends it too (relaypipeline.go).
 const appendSessionLogSQL = `
 WITH stored AS (
-	SELECT COALESCE(max(entry_seq), 0) AS n FROM session_log_entries WHERE session_id = @session AND stream = @stream
+	SELECT COALESCE(max(entry_seq), 0) AS n FROM session_log_entries WHERE session_id = CAST($1 AS uuid) AND stream = $2
 ), appended AS (
 	INSERT INTO session_log_entries (session_id, stream, entry_seq, entry)
-	SELECT @session, @stream, @after + u.ord, u.entry
-	FROM stored, jsonb_array_elements( CAST(CAST( @entries AS text) AS jsonb)) WITH ORDINALITY AS u(entry, ord)
-	WHERE stored.n >= @after AND @after + u.ord > stored.n
+	SELECT CAST($1 AS uuid), $2, CAST($3 AS bigint) + u.ord, u.entry
+	FROM stored, jsonb_array_elements(CAST(CAST($4 AS text) AS jsonb)) WITH ORDINALITY AS u(entry, ord)
+	WHERE stored.n >= CAST($3 AS bigint) AND CAST($3 AS bigint) + u.ord > stored.n
 	ON CONFLICT DO NOTHING
 )
 SELECT n FROM stored`
+
+// SessionLogAppend is entries of a program's session log to mirror: a stream's
+// entries after its first After.
+type SessionLogAppend struct {
+	Stream  string
+	After   int64
+	Entries []json.RawMessage
+}
+
+// appendSessionLogArgs are appendSessionLogSQL's arguments.
+func appendSessionLogArgs(sessionID string, a SessionLogAppend) ([]any, error) {
+	raw, err := json.Marshal(a.Entries)
+	if err != nil {
+		return nil, fmt.Errorf("encode session log entries: %w", err)
+	}
+	return []any{sessionID, a.Stream, a.After, string(raw)}, nil
+}
 
 // AppendSessionLogEntries mirrors entries of an engine's native JSONL log as the
 // stream's entries after+1, after+2, ... and returns how many entries the mirror held
 // before. Fewer than after means nothing was written: the caller's count is stale.
 // The mirror asks at every admission and response end, so counting and writing are
 // one statement; the count comes from the primary key's index, without reading the
-// entries.
+// entries. A Relay batch that admits an input carries its mirror as a
+// RelayOp.SessionLog instead, written in the batch's transaction.
 func (s *Store) AppendSessionLogEntries(ctx context.Context, sessionID, stream string, after int64, entries []json.RawMessage) (int64, error) {
-	raw, err := json.Marshal(entries)
+	args, err := appendSessionLogArgs(sessionID, SessionLogAppend{Stream: stream, After: after, Entries: entries})
 	if err != nil {
-		return 0, fmt.Errorf("encode session log entries: %w", err)
+		return 0, err
 	}
 	var stored []int64
-	err = scanRaw(s.conn(ctx), &stored, appendSessionLogSQL, map[string]any{
-		"session": sessionID, "stream": stream, "after": after, "entries": string(raw),
-	})
-	if err != nil {
+	if err := scanRaw(s.conn(ctx), &stored, appendSessionLogSQL, args...); err != nil {
 		return 0, mapError("append session log entries", err)
 	}
 	if len(stored) != 1 {

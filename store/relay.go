@@ -32,6 +32,11 @@ type RelayOp struct {
 	ChildRun *ChildRunReport
 	// Diagnostic keeps a runtime diagnostic for operators (bounded per Session).
 	Diagnostic *DiagnosticRecord
+	// SessionLog mirrors entries of the program's session log, as
+	// AppendSessionLogEntries does: a batch that admits an input carries the mirror its
+	// admission waits for, so both commit together. A mirror that holds fewer entries
+	// than After refuses the whole batch with ErrSessionLogBehind.
+	SessionLog *SessionLogAppend
 }
 
 // InteractionClosing is InteractionClosed as the runtime reported it: the state it
@@ -80,7 +85,7 @@ func partsOnly(ops []RelayOp) ([]NewPart, bool) {
 	parts := make([]NewPart, 0, len(ops))
 	for _, op := range ops {
 		if op.Part == nil || op.AdmitInput != "" || op.StartResponse != nil || op.OpenInteraction != nil || op.CloseInteraction != nil ||
-			op.EndResponse != nil || op.Status != "" || op.ChildRun != nil || op.Diagnostic != nil {
+			op.EndResponse != nil || op.Status != "" || op.ChildRun != nil || op.Diagnostic != nil || op.SessionLog != nil {
 			return nil, false
 		}
 		parts = append(parts, *op.Part)

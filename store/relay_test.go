@@ -447,3 +447,58 @@ func TestARelayBatchWithAFailingFactWritesNothing(t *testing.T) {
 	require.Equal(t, []int64{1, 1, 1}, []int64{res.FirstSeq, res.LastSeq, res.Parts})
 	require.Len(t, res.Admitted, 1, "the admission's time in custody is reported")
 }
+
+// TestARelayBatchMirrorsTheSessionLogWithItsAdmission: an admission's batch carries
+// the session log's new entries and commits them with the admission; a batch whose
+// mirror counted more entries than the mirror holds is refused whole with
+// ErrSessionLogBehind, its admission and parts with it.
+func TestARelayBatchMirrorsTheSessionLogWithItsAdmission(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx, st := f.ctx, f.st
+	first, _, err := st.InsertInput(ctx, store.NewInput{SessionID: f.session.ID, Content: "hello"})
+	require.NoError(t, err)
+	second, _, err := st.InsertInput(ctx, store.NewInput{SessionID: f.session.ID, Content: "again"})
+	require.NoError(t, err)
+	lease, err := st.AcquireReaderLease(ctx, store.LeaseRequest{SessionID: f.session.ID, Holder: "relay-a", TTL: time.Minute})
+	require.NoError(t, err)
+	const stream = "session_log:conversation.jsonl"
+	entries := []json.RawMessage{json.RawMessage(`{"input_id":"a"}`), json.RawMessage(`{"input_id":"b"}`)}
+
+	_, err = st.ApplyRelayBatch(ctx, store.RelayBatch{
+		SessionID: f.session.ID, LeaseGeneration: lease.Generation,
+		Ops: []store.RelayOp{
+			{SessionLog: &store.SessionLogAppend{Stream: stream, After: 0, Entries: entries}},
+			{AdmitInput: first.ID},
+			part("r1", `{"type":"start","messageId":"r1"}`),
+		},
+		Cursor: relayCursor(1),
+	})
+	require.NoError(t, err)
+	stored, err := st.ListSessionLogEntries(ctx, f.session.ID, stream)
+	require.NoError(t, err)
+	require.Len(t, stored, 2)
+	got, err := st.GetInputByID(ctx, first.ID)
+	require.NoError(t, err)
+	require.Equal(t, store.InputAdmitted, got.State)
+
+	_, err = st.ApplyRelayBatch(ctx, store.RelayBatch{
+		SessionID: f.session.ID, LeaseGeneration: lease.Generation,
+		Ops: []store.RelayOp{
+			{SessionLog: &store.SessionLogAppend{Stream: stream, After: 5, Entries: entries}},
+			{AdmitInput: second.ID},
+			part("r2", `{"type":"start","messageId":"r2"}`),
+		},
+		Cursor: relayCursor(2),
+	})
+	require.ErrorIs(t, err, store.ErrSessionLogBehind)
+	got, err = st.GetInputByID(ctx, second.ID)
+	require.NoError(t, err)
+	require.Equal(t, store.InputPending, got.State, "the admission was rolled back")
+	sess, err := st.GetSessionByID(ctx, f.session.ID)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), sess.OutputSeq, "no part was appended")
+	stored, err = st.ListSessionLogEntries(ctx, f.session.ID, stream)
+	require.NoError(t, err)
+	require.Len(t, stored, 2)
+}

@@ -293,6 +293,22 @@ func queueFact(facts *pgx.Batch, sessionID string, op RelayOp, nextSeq int64, re
 			return err
 		}
 		facts.Queue(appendDiagnosticSQL, args...)
+	case op.SessionLog != nil:
+		log := *op.SessionLog
+		args, err := appendSessionLogArgs(sessionID, log)
+		if err != nil {
+			return err
+		}
+		facts.Queue(appendSessionLogSQL, args...).QueryRow(func(row pgx.Row) error {
+			var stored int64
+			if err := row.Scan(&stored); err != nil {
+				return mapError("append session log entries", err)
+			}
+			if stored < log.After {
+				return fmt.Errorf("session %s: stream %s holds %d entries where the mirror counted %d: %w", sessionID, log.Stream, stored, log.After, ErrSessionLogBehind)
+			}
+			return nil
+		})
 	}
 	return nil
 }

@@ -31,6 +31,10 @@ var (
 	// ErrLeaseLost: the caller's reader lease generation is no longer current, so its
 	// write was refused and nothing was written.
 	ErrLeaseLost = errors.New("reader lease lost")
+	// ErrSessionLogBehind: the mirror of a program's session log holds fewer entries
+	// of a stream than a Relay batch's mirror counted (rows gone since), so the batch
+	// was refused and nothing of it written; the log is mirrored whole on its own.
+	ErrSessionLogBehind = errors.New("session log mirror behind its cursor")
 	// ErrLeaseHeld: another holder's reader lease has not expired yet.
 	ErrLeaseHeld = errors.New("reader lease held by another reader")
 	// ErrDuplicate: a unique constraint refused the write.

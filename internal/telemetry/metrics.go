@@ -78,8 +78,9 @@ type Metrics struct {
 	// (RelayBatchParts, RelayBatchFacts, RelayBatchAdmission).
 	RelayLag *prometheus.HistogramVec
 	// SessionLogMirror is how long each mirror of a program's session log took: the
-	// reads of its files through the box's runner and the write of the new entries. An
-	// input's admission waits for one.
+	// reads of its files through the box's runner and the write of the new entries,
+	// except before an input's admission, which waits for the reads and writes the
+	// entries in its own batch's transaction.
 	SessionLogMirror prometheus.Histogram
 	// SSEFollowers is the number of open output streams on this API process.
 	SSEFollowers prometheus.Gauge
@@ -138,7 +139,7 @@ func NewMetrics(log *zap.Logger) *Metrics {
 		}, []string{"batch"}),
 		SessionLogMirror: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    MetricSessionLogMirror,
-			Help:    "Time each mirror of a program's session log took (its reads through the box's runner and the write of its new entries); an input's admission waits for one.",
+			Help:    "Time each mirror of a program's session log took: its reads through the box's runner and the write of its new entries (before an input's admission, the reads alone: the admission's batch writes the entries).",
 			Buckets: []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5},
 		}),
 		SSEFollowers: prometheus.NewGauge(prometheus.GaugeOpts{
