@@ -47,6 +47,14 @@ func newFixture(t *testing.T) *fixture {
 	return f
 }
 
+// input accepts an input of content into the fixture's Session.
+func (f *fixture) input(t *testing.T, content string) store.Input {
+	t.Helper()
+	in, _, err := f.st.InsertInput(f.ctx, store.NewInput{SessionID: f.session.ID, Content: content})
+	require.NoError(t, err)
+	return in
+}
+
 // uniq returns a name no other test uses, so tests can share tables in parallel.
 func uniq(prefix string) string {
 	b := make([]byte, 6)

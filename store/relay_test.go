@@ -220,10 +220,7 @@ func TestDeliverableInputsGoOnlyToAReplacementUntilAdmitted(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	ctx, st := f.ctx, f.st
-	a, _, err := st.InsertInput(ctx, store.NewInput{SessionID: f.session.ID, Content: "a"})
-	require.NoError(t, err)
-	b, _, err := st.InsertInput(ctx, store.NewInput{SessionID: f.session.ID, Content: "b"})
-	require.NoError(t, err)
+	a, b := f.input(t, "a"), f.input(t, "b")
 
 	ids := func(gen int64) []string {
 		in, err := st.ListDeliverableInputs(ctx, f.session.ID, gen)
@@ -235,7 +232,7 @@ func TestDeliverableInputsGoOnlyToAReplacementUntilAdmitted(t *testing.T) {
 		return out
 	}
 	require.Equal(t, []string{a.ID, b.ID}, ids(1), "accepted order")
-	_, err = st.MarkInputsDeliveredTo(ctx, f.session.ID, []string{a.ID}, 1)
+	_, err := st.MarkInputsDeliveredTo(ctx, f.session.ID, []string{a.ID}, 1)
 	require.NoError(t, err)
 	require.Equal(t, []string{b.ID}, ids(1), "never twice to the same runtime")
 	require.Equal(t, []string{a.ID, b.ID}, ids(2), "a replacement receives every unadmitted input in order")
@@ -456,25 +453,28 @@ func TestARelayBatchMirrorsTheSessionLogWithItsAdmission(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	ctx, st := f.ctx, f.st
-	first, _, err := st.InsertInput(ctx, store.NewInput{SessionID: f.session.ID, Content: "hello"})
-	require.NoError(t, err)
-	second, _, err := st.InsertInput(ctx, store.NewInput{SessionID: f.session.ID, Content: "again"})
-	require.NoError(t, err)
+	first, second := f.input(t, "hello"), f.input(t, "again")
 	lease, err := st.AcquireReaderLease(ctx, store.LeaseRequest{SessionID: f.session.ID, Holder: "relay-a", TTL: time.Minute})
 	require.NoError(t, err)
 	const stream = "session_log:conversation.jsonl"
 	entries := []json.RawMessage{json.RawMessage(`{"input_id":"a"}`), json.RawMessage(`{"input_id":"b"}`)}
 
-	_, err = st.ApplyRelayBatch(ctx, store.RelayBatch{
-		SessionID: f.session.ID, LeaseGeneration: lease.Generation,
-		Ops: []store.RelayOp{
-			{SessionLog: &store.SessionLogAppend{Stream: stream, After: 0, Entries: entries}},
-			{AdmitInput: first.ID},
-			part("r1", `{"type":"start","messageId":"r1"}`),
-		},
-		Cursor: relayCursor(1),
-	})
-	require.NoError(t, err)
+	// An admission's batch: the log's entries after the first after, the admission and
+	// the reply's first part.
+	admit := func(in store.Input, after int64, offset int) error {
+		_, err := st.ApplyRelayBatch(ctx, store.RelayBatch{
+			SessionID: f.session.ID, LeaseGeneration: lease.Generation,
+			Ops: []store.RelayOp{
+				{SessionLog: &store.SessionLogAppend{Stream: stream, After: after, Entries: entries}},
+				{AdmitInput: in.ID},
+				part("resp-"+in.ID, `{"type":"start"}`),
+			},
+			Cursor: relayCursor(offset),
+		})
+		return err
+	}
+
+	require.NoError(t, admit(first, 0, 1))
 	stored, err := st.ListSessionLogEntries(ctx, f.session.ID, stream)
 	require.NoError(t, err)
 	require.Len(t, stored, 2)
@@ -482,15 +482,7 @@ func TestARelayBatchMirrorsTheSessionLogWithItsAdmission(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, store.InputAdmitted, got.State)
 
-	_, err = st.ApplyRelayBatch(ctx, store.RelayBatch{
-		SessionID: f.session.ID, LeaseGeneration: lease.Generation,
-		Ops: []store.RelayOp{
-			{SessionLog: &store.SessionLogAppend{Stream: stream, After: 5, Entries: entries}},
-			{AdmitInput: second.ID},
-			part("r2", `{"type":"start","messageId":"r2"}`),
-		},
-		Cursor: relayCursor(2),
-	})
+	err = admit(second, 5, 2)
 	require.ErrorIs(t, err, store.ErrSessionLogBehind)
 	got, err = st.GetInputByID(ctx, second.ID)
 	require.NoError(t, err)
