@@ -141,7 +141,7 @@ func TestAnAdmissionWhoseMirrorLostEntriesMirrorsTheLogWhole(t *testing.T) {
 	id := s.newSession()
 	first := s.send(id, "quick")
 	s.waitEnded(id, "resp-"+first)
-	const stream = "session_log:" // the scripted program's one log
+	const prefix = "session_log:" // the scripted program's one log is the only stream
 	var streams []string
 	s.eventually("the first turn mirrored, its input and its turn", func() bool {
 		var err error
@@ -154,7 +154,7 @@ func TestAnAdmissionWhoseMirrorLostEntriesMirrorsTheLogWhole(t *testing.T) {
 		require.NoError(t, err)
 		return len(entries) == 2
 	})
-	require.True(t, strings.HasPrefix(streams[0], stream))
+	require.True(t, strings.HasPrefix(streams[0], prefix))
 
 	lease, err := s.st.GetReaderLeaseBySession(s.ctx, id)
 	require.NoError(t, err)

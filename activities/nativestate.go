@@ -75,14 +75,15 @@ func expandLog(ctx context.Context, h sandbox.Handle, dir, rel string) ([]string
 // mirror into PostgreSQL, in order and uninterpreted. It is at-least-once: entries are
 // numbered by their line, so a repeated mirror stores nothing twice.
 func (a *Activities) mirrorSessionLog(ctx context.Context, l *liveRuntime) error {
-	if _, _, ok := sessionLogOf(l); !ok {
+	pattern, dir, ok := sessionLogOf(l)
+	if !ok {
 		return nil
 	}
 	start := time.Now()
 	l.logs.mu.Lock()
 	defer l.logs.mu.Unlock()
 	defer func() { a.metrics.SessionLogMirror.Observe(time.Since(start).Seconds()) }()
-	tails, err := readSessionLog(ctx, l)
+	tails, err := readSessionLog(ctx, l, dir, pattern)
 	if err != nil {
 		return err
 	}
@@ -100,12 +101,13 @@ func (a *Activities) mirrorSessionLog(ctx context.Context, l *liveRuntime) error
 // mirror's lock: done moves the streams' cursors past what was read once the batch
 // committed, and lets the next mirror go.
 func (a *Activities) sessionLogOps(ctx context.Context, l *liveRuntime) (ops []store.RelayOp, done func(committed bool), err error) {
-	if _, _, ok := sessionLogOf(l); !ok {
+	pattern, dir, ok := sessionLogOf(l)
+	if !ok {
 		return nil, func(bool) {}, nil
 	}
 	start := time.Now()
 	l.logs.mu.Lock()
-	tails, err := readSessionLog(ctx, l)
+	tails, err := readSessionLog(ctx, l, dir, pattern)
 	// The read alone: its write is the batch's.
 	a.metrics.SessionLogMirror.Observe(time.Since(start).Seconds())
 	if err != nil {
@@ -134,10 +136,9 @@ func sessionLogOf(l *liveRuntime) (pattern, dir string, ok bool) {
 	return pattern, dir, ok && l.box != nil && l.handle != nil
 }
 
-// readSessionLog reads what each file of the native log gained past its stream's
-// cursor. Called with l.logs.mu held.
-func readSessionLog(ctx context.Context, l *liveRuntime) ([]logTail, error) {
-	pattern, dir, _ := sessionLogOf(l)
+// readSessionLog reads what each file of the native log (pattern under dir) gained
+// past its stream's cursor. Called with l.logs.mu held.
+func readSessionLog(ctx context.Context, l *liveRuntime, dir, pattern string) ([]logTail, error) {
 	rels, err := expandLog(ctx, l.handle, dir, pattern)
 	if err != nil {
 		return nil, err
