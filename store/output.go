@@ -121,9 +121,17 @@ func (s *Store) appendLocked(ctx context.Context, req AppendRequest) (AppendResu
 }
 
 // upsertCursorSQL saves a Session's runtime cursor.
-const upsertCursorSQL = `
+const upsertCursorSQL = upsertCursorHead + `CAST($4 AS bigint)` + upsertCursorTail
+
+// upsertCursorAfterOutputSQL is upsertCursorSQL with $4 counted from the Session's
+// output position, as startResponseAfterOutputSQL counts.
+const upsertCursorAfterOutputSQL = upsertCursorHead + sessionOutputSeqSQL + ` + CAST($4 AS bigint)` + upsertCursorTail
+
+const upsertCursorHead = `
 INSERT INTO runtime_cursors (session_id, generation, position, through_seq, lease_generation)
-VALUES ($1, $2, $3, $4, $5)
+VALUES ($1, $2, $3, `
+
+const upsertCursorTail = `, $5)
 ON CONFLICT (session_id) DO UPDATE SET generation = EXCLUDED.generation, position = EXCLUDED.position,
 	through_seq = EXCLUDED.through_seq, lease_generation = EXCLUDED.lease_generation, updated_at = now()`
 

@@ -62,7 +62,7 @@ type RelayBatch struct {
 // commit. A superseded generation writes nothing and gets ErrLeaseLost, so a zombie
 // Relay cannot write. Batches that concurrent Relays hand in together are written
 // together (relaygroup.go): batches of parts alone in one statement, batches with
-// facts in one transaction of three round trips (relaypipeline.go). Both run on
+// facts in one transaction of two round trips (relaypipeline.go). Both run on
 // connections of their own, so not on a Store scoped to a transaction.
 func (s *Store) ApplyRelayBatch(ctx context.Context, b RelayBatch) (AppendResult, error) {
 	if s.inTx {

@@ -18,15 +18,17 @@ import (
 // Session's row locked from the second to the last: under load every round trip waits
 // for a core, and an input's receipt, which takes the same row lock, waits behind all
 // of them. writeRelayBatches sends the batches of a group (relaygroup.go), one or
-// many Sessions', in three round trips on the connection's own pgx API: begin with
-// the locks; every fact and the parts at once (their seqs follow the output position
-// the locks returned); commit, or roll back when a statement failed or a fact named
-// an unknown response or interaction.
+// many Sessions', in two round trips on the connection's own pgx API: begin with the
+// locks, every fact and the parts at once (their seqs follow the output position the
+// locks hold, read in SQL); then commit, or roll back when a statement failed, a fact
+// named an unknown response or interaction, or a batch's fence failed.
 //
-// Each fact is one statement that needs nothing read before it (a child run's parent
-// and a diagnostic's number are read inside it), so none waits on another's answer.
-// The statements are shared with the single-fact methods where there is one:
-// positional ($1, $2, ...) SQL constants with argument builders beside them. GORM
+// Each fact is one statement that needs nothing read before it (a child run's parent,
+// a diagnostic's number and a reply's seqs are read inside it), so none waits on
+// another's answer. The statements are shared with the single-fact methods where
+// there is one (those number from an absolute seq where the batch's count from the
+// output position): positional ($1, $2, ...) SQL constants with argument builders
+// beside them. GORM
 // passes such a statement and its arguments through as they are, provided it holds no
 // '@' (which would make GORM read it as named arguments).
 
@@ -73,51 +75,36 @@ const lockLeasesAndOutputSeqsSQL = `
 SELECT l.session_id::text, l.generation, s.output_seq FROM reader_leases l JOIN sessions s ON s.id = l.session_id
 WHERE l.session_id = ANY(CAST($1 AS text[])::uuid[]) ORDER BY l.session_id FOR UPDATE OF l, s`
 
-// writeRelayBatches runs a group's transaction on c in three round trips: begin with
-// every batch's locks; every fenced-in batch's facts and parts at once; commit. Any
-// error rolls the whole group back. A connection that could not roll back is closed
-// (pgx does so itself), and one given back inside a transaction anyway is discarded
-// (pgx's database/sql driver checks), so the pool never hands out a connection in
-// the middle of a group.
+// writeRelayBatches runs a group's transaction on c in two round trips: begin with
+// every batch's locks, every batch's facts and parts at once; then commit. The facts
+// take their seqs from the Session's output position in SQL, which the locks hold,
+// so none waits for the locks' answer; the fence is read from that answer before the
+// commit, and a group with a fenced-off batch (a superseded Relay's, which is rare) is
+// rolled back and written again without it. Any error rolls the whole group back. A
+// connection that could not roll back is closed (pgx does so itself), and one given
+// back inside a transaction anyway is discarded (pgx's database/sql driver checks),
+// so the pool never hands out a connection in the middle of a group.
 func writeRelayBatches(ctx context.Context, c *pgx.Conn, group []*relayCommit) error {
 	ids := make([]string, len(group))
 	for i, rc := range group {
 		ids[i] = rc.batch.SessionID
 	}
 	locked := make(map[string]lockedSession, len(group))
-	begin := &pgx.Batch{}
-	begin.BeginTx(pgx.TxOptions{})
-	begin.Queue(lockLeasesAndOutputSeqsSQL, ids).Query(func(rows pgx.Rows) error {
+	lockRead := false
+	batch := &pgx.Batch{}
+	batch.BeginTx(pgx.TxOptions{})
+	batch.Queue(lockLeasesAndOutputSeqsSQL, ids).Query(func(rows pgx.Rows) error {
 		var id string
 		var l lockedSession
 		_, err := pgx.ForEachRow(rows, []any{&id, &l.generation, &l.outputSeq}, func() error {
 			locked[id] = l
 			return nil
 		})
+		lockRead = err == nil
 		return mapError("lock reader leases and sessions", err)
 	})
-	results := c.SendBatch(ctx, begin)
-	tx := results.Tx()
-	err := results.Close()
-	defer func() {
-		// After a commit this does nothing; otherwise it ends what the batch began,
-		// whatever ctx says now.
-		rollbackCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
-		defer cancel()
-		_ = tx.Rollback(rollbackCtx)
-	}()
-	if err != nil {
-		return mapError("begin relay batches", err)
-	}
-	facts := &pgx.Batch{}
-	var fencedIn, withParts []*relayCommit
+	var withParts []*relayCommit
 	for _, rc := range group {
-		l, found := locked[rc.batch.SessionID]
-		if err := leaseFence(rc.batch.SessionID, found, l.generation, rc.batch.LeaseGeneration); err != nil {
-			rc.res, rc.err = AppendResult{}, err
-			continue
-		}
-		fencedIn = append(fencedIn, rc)
 		b := rc.batch
 		if hasParts(b.Ops) {
 			// The parts' statement updates the Session's row anyway: it sets the
@@ -125,7 +112,7 @@ func writeRelayBatches(ctx context.Context, c *pgx.Conn, group []*relayCommit) e
 			// would leave.
 			b.Ops, rc.status = withoutStatuses(b.Ops)
 		}
-		parts, err := queueFactStatements(facts, b, l.outputSeq, &rc.res)
+		parts, err := queueFactStatements(batch, b, &rc.res)
 		if err != nil {
 			return err
 		}
@@ -134,7 +121,7 @@ func writeRelayBatches(ctx context.Context, c *pgx.Conn, group []*relayCommit) e
 			rc.parts = parts
 			withParts = append(withParts, rc)
 		case b.Cursor != nil:
-			queueCursor(facts, b, l.outputSeq)
+			queueCursor(batch, b)
 		}
 	}
 	// Every batch's parts in one statement, as batches of parts alone are written, with
@@ -144,7 +131,7 @@ func writeRelayBatches(ctx context.Context, c *pgx.Conn, group []*relayCommit) e
 		if err != nil {
 			return err
 		}
-		facts.Queue(appendPartsGroupSQL, args...).Query(func(rows pgx.Rows) error {
+		batch.Queue(appendPartsGroupSQL, args...).Query(func(rows pgx.Rows) error {
 			written, err := pgx.CollectRows(rows, pgx.RowToStructByPos[groupedOutputSeq])
 			if err != nil {
 				return mapError("append parts group", err)
@@ -160,27 +147,69 @@ func writeRelayBatches(ctx context.Context, c *pgx.Conn, group []*relayCommit) e
 			return nil
 		})
 	}
-	if facts.Len() > 0 {
-		if err := c.SendBatch(ctx, facts).Close(); err != nil {
-			return mapError("write relay batches", err)
+	results := c.SendBatch(ctx, batch)
+	tx := results.Tx()
+	err := results.Close()
+	defer func() {
+		// After a commit this does nothing; otherwise it ends what the batch began,
+		// whatever ctx says now.
+		rollbackCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
+		defer cancel()
+		_ = tx.Rollback(rollbackCtx)
+	}()
+	if lockRead {
+		if fencedIn := fenceGroup(group, locked); len(fencedIn) < len(group) {
+			// The fenced-off batches' facts went with the others': none of it
+			// may commit.
+			rollbackCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
+			defer cancel()
+			if err := tx.Rollback(rollbackCtx); err != nil {
+				return mapError("roll back relay batches", err)
+			}
+			if len(fencedIn) == 0 {
+				return nil
+			}
+			return writeRelayBatches(ctx, c, fencedIn)
 		}
+	}
+	if err != nil {
+		return mapError("write relay batches", err)
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return mapError("commit relay batches", err)
 	}
-	for _, rc := range fencedIn {
+	for _, rc := range group {
 		rc.err = nil
+		if len(rc.parts) == 0 {
+			outputSeq := locked[rc.batch.SessionID].outputSeq
+			rc.res.FirstSeq, rc.res.LastSeq = outputSeq, outputSeq
+		}
 	}
 	return nil
 }
 
+// fenceGroup returns the batches of group whose lease generation is the one locked,
+// and sets the others' result to ErrLeaseLost.
+func fenceGroup(group []*relayCommit, locked map[string]lockedSession) []*relayCommit {
+	var fencedIn []*relayCommit
+	for _, rc := range group {
+		l, found := locked[rc.batch.SessionID]
+		if err := leaseFence(rc.batch.SessionID, found, l.generation, rc.batch.LeaseGeneration); err != nil {
+			rc.res, rc.err = AppendResult{}, err
+			continue
+		}
+		fencedIn = append(fencedIn, rc)
+	}
+	return fencedIn
+}
+
 // queueFactStatements queues on facts the batch's facts other than its parts, in
-// order, each part numbered after outputSeq, and returns the parts, which
-// writeRelayBatches writes after them. It sets result's seqs to outputSeq (a batch
-// without parts) and its admissions as their answers are read.
-func queueFactStatements(facts *pgx.Batch, b RelayBatch, outputSeq int64, result *AppendResult) ([]NewPart, error) {
-	*result = AppendResult{FirstSeq: outputSeq, LastSeq: outputSeq}
-	next := outputSeq + 1 // the seq the next part of this batch gets
+// order, each numbered from the Session's output position (the batch's first part is
+// 1 after it), and returns the parts, which writeRelayBatches writes after them. It
+// clears result, whose admissions are added as their answers are read.
+func queueFactStatements(facts *pgx.Batch, b RelayBatch, result *AppendResult) ([]NewPart, error) {
+	*result = AppendResult{}
+	next := int64(1) // the next part's seq after the Session's output position
 	var parts []NewPart
 	for _, op := range b.Ops {
 		if err := queueFact(facts, b.SessionID, op, next, result); err != nil {
@@ -218,15 +247,17 @@ func withoutStatuses(ops []RelayOp) ([]RelayOp, string) {
 	return kept, status
 }
 
-// queueCursor queues the cursor of a batch without parts, through outputSeq.
-func queueCursor(facts *pgx.Batch, b RelayBatch, outputSeq int64) {
+// queueCursor queues the cursor of a batch without parts, through the Session's
+// output position.
+func queueCursor(facts *pgx.Batch, b RelayBatch) {
 	cur := RuntimeCursor{SessionID: b.SessionID, Generation: b.Cursor.Generation, Position: b.Cursor.Position,
-		ThroughSeq: outputSeq, LeaseGeneration: b.LeaseGeneration}
-	facts.Queue(upsertCursorSQL, upsertCursorArgs(cur)...)
+		ThroughSeq: 0, LeaseGeneration: b.LeaseGeneration}
+	facts.Queue(upsertCursorAfterOutputSQL, upsertCursorArgs(cur)...)
 }
 
-// queueFact queues one fact's statement; nextSeq is the seq the next part will get.
-// A part is written with the others, after every fact.
+// queueFact queues one fact's statement; nextSeq is the seq the next part will get,
+// counted from the Session's output position. A part is written with the others,
+// after every fact.
 func queueFact(facts *pgx.Batch, sessionID string, op RelayOp, nextSeq int64, result *AppendResult) error {
 	switch {
 	case op.AdmitInput != "":
@@ -247,7 +278,7 @@ func queueFact(facts *pgx.Batch, sessionID string, op RelayOp, nextSeq int64, re
 		}
 		// Its rows are not read: none back is a start replayed after its end, which
 		// changes nothing.
-		facts.Queue(startResponseSQL, args...)
+		facts.Queue(startResponseAfterOutputSQL, args...)
 	case op.OpenInteraction != nil:
 		in := *op.OpenInteraction
 		in.SessionID = sessionID
@@ -266,7 +297,7 @@ func queueFact(facts *pgx.Batch, sessionID string, op RelayOp, nextSeq int64, re
 	case op.EndResponse != nil:
 		in := *op.EndResponse
 		in.SessionID, in.EndedSeq = sessionID, nextSeq-1
-		facts.Queue(endResponseSQL, endResponseArgs(in)...).QueryRow(func(row pgx.Row) error {
+		facts.Queue(endResponseAfterOutputSQL, endResponseArgs(in)...).QueryRow(func(row pgx.Row) error {
 			var ended int64
 			var known bool
 			if err := row.Scan(&ended, &known); err != nil {

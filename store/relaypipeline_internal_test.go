@@ -14,6 +14,8 @@ func TestPipelinedStatementsAreSafeForGORM(t *testing.T) {
 		"startResponseSQL": startResponseSQL, "endResponseSQL": endResponseSQL,
 		"openInteractionSQL": openInteractionSQL, "closeInteractionSQL": closeInteractionSQL,
 		"setRuntimeStatusSQL": setRuntimeStatusSQL, "appendPartsOnlySQL": appendPartsOnlySQL, "appendPartsGroupSQL": appendPartsGroupSQL, "upsertCursorSQL": upsertCursorSQL,
+		"startResponseAfterOutputSQL": startResponseAfterOutputSQL, "endResponseAfterOutputSQL": endResponseAfterOutputSQL,
+		"upsertCursorAfterOutputSQL": upsertCursorAfterOutputSQL, "appendSessionLogSQL": appendSessionLogSQL,
 		"upsertChildRunSQL": upsertChildRunSQL, "appendDiagnosticSQL": appendDiagnosticSQL,
 	} {
 		if strings.Contains(sql, "@") {

@@ -31,12 +31,24 @@ type ResponseEnd struct {
 // startResponseSQL inserts a response start, or updates an open response's input_ids
 // (another input joined it); an ended response is left as it is and returns no row.
 // inserted tells an insert from an update (xmax = 0 only on a freshly inserted row).
-const startResponseSQL = `
+const startResponseSQL = startResponseHead + `CAST($5 AS bigint)` + startResponseTail
+
+// startResponseAfterOutputSQL is startResponseSQL with $5 counted from the Session's
+// output position ($5 = 1: the next part), which a Relay batch's transaction has
+// locked before it runs (relaypipeline.go).
+const startResponseAfterOutputSQL = startResponseHead + sessionOutputSeqSQL + ` + CAST($5 AS bigint)` + startResponseTail
+
+const startResponseHead = `
 INSERT INTO responses AS r (session_id, response_id, origin, input_ids, started_seq)
-VALUES ($1, $2, $3, $4, $5)
+VALUES ($1, $2, $3, $4, `
+
+const startResponseTail = `)
 ON CONFLICT (session_id, response_id) DO UPDATE SET input_ids = excluded.input_ids
 WHERE r.outcome IS NULL
 RETURNING r.*, (r.xmax = 0) AS inserted`
+
+// sessionOutputSeqSQL is the output position of the Session $1.
+const sessionOutputSeqSQL = `(SELECT output_seq FROM sessions WHERE id = $1)`
 
 // startResponseArgs are startResponseSQL's arguments.
 func startResponseArgs(in ResponseStart) ([]any, error) {
@@ -78,10 +90,18 @@ func (s *Store) StartResponse(ctx context.Context, in ResponseStart) (Response, 
 // where a transaction of two updates took four. It returns how many responses it
 // ended and whether the response is known at all (an unknown one is an error, an
 // already ended one is not).
-const endResponseSQL = `
+const endResponseSQL = endResponseHead + `CAST($7 AS bigint)` + endResponseTail
+
+// endResponseAfterOutputSQL is endResponseSQL with $7 counted from the Session's output
+// position, as startResponseAfterOutputSQL counts.
+const endResponseAfterOutputSQL = endResponseHead + sessionOutputSeqSQL + ` + CAST($7 AS bigint)` + endResponseTail
+
+const endResponseHead = `
 WITH ended AS (
 	UPDATE responses SET outcome = $3, native_reason = $4, usage = CAST($5 AS jsonb),
-		error = CAST($6 AS jsonb), ended_seq = GREATEST(CAST($7 AS bigint), started_seq), ended_at = now()
+		error = CAST($6 AS jsonb), ended_seq = GREATEST(`
+
+const endResponseTail = `, started_seq), ended_at = now()
 	WHERE session_id = $1 AND response_id = $2 AND outcome IS NULL
 	RETURNING session_id
 ), bumped AS (
