@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/astrabox/astrabox/store/pubsub"
 )
 
@@ -162,14 +164,21 @@ func appendedParts(b RelayBatch, n int, outputSeqs []int64) (AppendResult, error
 }
 
 // appendPartsOnly is ApplyRelayBatch for a batch of parts alone: the same writes
-// under the same fence, in one statement instead of a transaction of eight.
+// under the same fence, in one statement instead of a transaction of eight. It is
+// the platform's most frequent statement, so it goes on pgx's own API as the
+// batches with facts do, without GORM's statement building and callbacks.
 func (s *Store) appendPartsOnly(ctx context.Context, b RelayBatch, parts []NewPart) (AppendResult, error) {
 	args, err := appendPartsArgs(b, parts)
 	if err != nil {
 		return AppendResult{}, err
 	}
 	var outputSeqs []int64
-	if err := scanRaw(s.conn(ctx), &outputSeqs, appendPartsOnlySQL, args...); err != nil {
+	err = s.onPgxConn(ctx, func(c *pgx.Conn) error {
+		rows, _ := c.Query(ctx, appendPartsOnlySQL, args...)
+		outputSeqs, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+		return err
+	})
+	if err != nil {
 		return AppendResult{}, mapError("append parts", err)
 	}
 	return appendedParts(b, len(parts), outputSeqs)

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/astrabox/astrabox/store/pubsub"
 )
 
@@ -212,16 +214,21 @@ type groupedBatch struct {
 	Status string `json:"status,omitempty"`
 }
 
-// appendPartsGroup writes a group in one statement and sets each batch's result (a
-// fenced-off batch gets ErrLeaseLost). An error is the statement's: nothing of the
-// group is written.
+// appendPartsGroup writes a group in one statement, on pgx's own API as
+// appendPartsOnly does, and sets each batch's result (a fenced-off batch gets
+// ErrLeaseLost). An error is the statement's: nothing of the group is written.
 func (s *Store) appendPartsGroup(ctx context.Context, group []*relayCommit) error {
 	args, err := appendPartsGroupArgs(group)
 	if err != nil {
 		return err
 	}
 	var rows []groupedOutputSeq
-	if err := scanRaw(s.conn(ctx), &rows, appendPartsGroupSQL, args...); err != nil {
+	err = s.onPgxConn(ctx, func(c *pgx.Conn) error {
+		r, _ := c.Query(ctx, appendPartsGroupSQL, args...)
+		rows, err = pgx.CollectRows(r, pgx.RowToStructByPos[groupedOutputSeq])
+		return err
+	})
+	if err != nil {
 		return mapError("append parts group", err)
 	}
 	return groupAppended(group, rows)
