@@ -13,18 +13,23 @@ import (
 )
 
 // relayGroup commits the batches that concurrent Relays of this process hand in
-// together (group commit): a writer goroutine takes the batches waiting, one per
-// Session, and writes them at once, each under its own lease fence. A Relay records
-// one Session's events per batch and its reply streams in small batches (a delta
-// every few milliseconds); alone, each was a transaction of its own, and
-// PostgreSQL's work per transaction and per round trip bounded how many parts a
-// worker could commit. A Store has two groups: batches of parts alone share one
-// statement (writePartsGroup), batches with facts one transaction
-// (writeFactsGroup). A Relay waits for its batch before it sends the next, so a
-// Session has at most one batch in either group. Up to writers goroutines write
-// groups at once; one starts when a batch arrives while fewer run, so a batch waits
-// only while all of them are busy, and groups form only under that load. Each ends
-// when nothing waits.
+// together (group commit): a writer takes the batches waiting, one per Session, and
+// writes them at once, each under its own lease fence. A Relay records one Session's
+// events per batch and its reply streams in small batches (a delta every few
+// milliseconds); alone, each was a transaction of its own, and PostgreSQL's work per
+// transaction and per round trip bounded how many parts a worker could commit. A
+// Store has two groups: batches of parts alone share one statement
+// (writePartsGroup), batches with facts one transaction (writeFactsGroup). A Relay
+// waits for its batch before it sends the next, so a Session has at most one batch in
+// either group.
+//
+// Up to writers write groups at once. A batch that arrives while fewer write is
+// written by its own Relay's goroutine, with whatever waits beside it: a batch alone
+// needs no hand-over to another goroutine and back (two wake-ups on a busy machine).
+// When its batch is written and others wait, the Relay hands its place to a writer
+// goroutine, which writes groups one after another until none waits: under load the
+// groups follow each other without a wake-up between them. So groups form only while
+// every writer is busy.
 type relayGroup struct {
 	// write writes a group and hands each batch its result.
 	write func(ctx context.Context, group []*relayCommit)
@@ -32,6 +37,7 @@ type relayGroup struct {
 	writers int
 	mu      sync.Mutex
 	pending []*relayCommit
+	// running counts the writers: Relays writing their own batch, and goroutines.
 	running int
 }
 
@@ -73,15 +79,45 @@ func (g *relayGroup) commit(ctx context.Context, c *relayCommit) (AppendResult, 
 	c.done = make(chan struct{})
 	g.mu.Lock()
 	g.pending = append(g.pending, c)
-	if g.running < g.writers {
+	writes := g.running < g.writers
+	if writes {
 		g.running++
-		go g.writeGroups(context.WithoutCancel(ctx))
 	}
 	g.mu.Unlock()
-	// Not ctx: the group may already be written with this batch in it, and the
-	// caller learns whether it committed (a later Relay reads the cursor either way).
+	// Not ctx, here or in the writing: the group may already be written with this
+	// batch in it, and the caller learns whether it committed (a later Relay reads
+	// the cursor either way).
+	if writes {
+		g.writeOwn(context.WithoutCancel(ctx), c)
+	}
 	<-c.done
 	return c.res, c.err
+}
+
+// writeOwn writes groups until c's batch is written (with none waiting, it is in the
+// group another writer is writing), then leaves the batches waiting, if any, to a
+// writer goroutine that takes the caller's place.
+func (g *relayGroup) writeOwn(ctx context.Context, c *relayCommit) {
+	for written := false; !written; {
+		group := g.take()
+		if len(group) == 0 {
+			<-c.done
+			break
+		}
+		g.writeGroup(ctx, group)
+		select {
+		case <-c.done:
+			written = true
+		default:
+		}
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.pending) == 0 {
+		g.running--
+		return
+	}
+	go g.writeGroups(ctx)
 }
 
 // writeGroups writes the waiting batches, a group at a time, until none wait.
@@ -89,30 +125,40 @@ func (g *relayGroup) writeGroups(ctx context.Context) {
 	for {
 		group := g.take()
 		if len(group) == 0 {
-			return
+			g.mu.Lock()
+			stop := len(g.pending) == 0
+			if stop {
+				g.running--
+			}
+			g.mu.Unlock()
+			if stop {
+				return
+			}
+			continue
 		}
-		func() {
-			defer func() {
-				for _, c := range group {
-					close(c.done)
-				}
-			}()
-			ctx, cancel := context.WithTimeout(ctx, groupStatementTimeout)
-			defer cancel()
-			g.write(ctx, group)
-		}()
+		g.writeGroup(ctx, group)
 	}
+}
+
+// writeGroup writes one group and hands each of its batches its result.
+func (g *relayGroup) writeGroup(ctx context.Context, group []*relayCommit) {
+	defer func() {
+		for _, c := range group {
+			close(c.done)
+		}
+	}()
+	ctx, cancel := context.WithTimeout(ctx, groupStatementTimeout)
+	defer cancel()
+	g.write(ctx, group)
 }
 
 // take removes the next group from the queue: up to maxGroupBatches batches, each
 // of another Session (a Session's second batch, which only a fenced-off Relay of the
-// same Session could hand in, waits for the next group). It counts the writer
-// stopped when nothing waits.
+// same Session could hand in, waits for the next group).
 func (g *relayGroup) take() []*relayCommit {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if len(g.pending) == 0 {
-		g.running--
 		return nil
 	}
 	seen := map[string]bool{}
