@@ -243,8 +243,8 @@ func (s *Store) CountHeldInputs(ctx context.Context, sessionID string) (int, err
 func (s *Store) GetSessionWithHeldInputs(ctx context.Context, id string) (Session, int, error) {
 	var held int64
 	sess, found, err := s.getSessionWith(ctx, `SELECT `+sessionColumns+`, (SELECT count(*) FROM inputs
-			WHERE inputs.session_id = s.id AND inputs.state IN ?) AS held_inputs
-		FROM sessions s WHERE s.id = ?`, []any{heldInputs, id}, &held)
+			WHERE inputs.session_id = s.id AND inputs.state = ANY(CAST(@held_states AS text[]))) AS held_inputs
+		FROM sessions s WHERE s.id = @id`, map[string]any{"held_states": heldInputs, "id": id}, &held)
 	if err != nil {
 		return Session{}, 0, mapError("get session with held inputs", err)
 	}

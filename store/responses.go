@@ -243,7 +243,7 @@ func (s *Store) StreamPositionAt(ctx context.Context, sessionID string, seq int6
 func (s *Store) GetSessionAtStreamPosition(ctx context.Context, id string, seq int64) (Session, StreamPosition, error) {
 	var inResponse bool
 	sess, found, err := s.getSessionWith(ctx, `SELECT `+sessionColumns+`, `+inResponseAtSQL+` FROM sessions s WHERE s.id = @id`,
-		[]any{map[string]any{"id": id, "after": seq}}, &inResponse)
+		map[string]any{"id": id, "after": seq}, &inResponse)
 	if err != nil {
 		return Session{}, StreamPosition{}, mapError("get session at stream position", err)
 	}

@@ -61,8 +61,8 @@ const sessionFactsSelect = `SELECT s.*,` + sessionFactsCounts + `
 // rather than through GORM's reflection (getSessionWith).
 func (s *Store) GetSessionFactsByID(ctx context.Context, sessionID string) (SessionFacts, error) {
 	var f SessionFacts
-	sess, found, err := s.getSessionWith(ctx, `SELECT `+sessionColumns+`,`+sessionFactsCounts+` FROM sessions s WHERE s.id = ?`,
-		[]any{sessionID}, &f.OpenResponses, &f.OpenInteractions, &f.HeldInputs)
+	sess, found, err := s.getSessionWith(ctx, `SELECT `+sessionColumns+`,`+sessionFactsCounts+` FROM sessions s WHERE s.id = @id`,
+		map[string]any{"id": sessionID}, &f.OpenResponses, &f.OpenInteractions, &f.HeldInputs)
 	if err != nil {
 		return SessionFacts{}, mapError("get session facts", err)
 	}

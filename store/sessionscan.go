@@ -2,7 +2,10 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // sessionColumns are the sessions table's columns (as s) in the order sessionFields
@@ -25,20 +28,28 @@ func sessionFields(x *Session) []any {
 }
 
 // getSessionWith reads one Session with sessionColumns and the extra columns query
-// selects after them (into extra). query selects from sessions as s; it reports
-// false when no row matched.
-func (s *Store) getSessionWith(ctx context.Context, query string, args []any, extra ...any) (Session, bool, error) {
-	rows, err := s.conn(ctx).Raw(query, args...).Rows()
-	if err != nil {
-		return Session{}, false, err
-	}
-	defer rows.Close()
-	if !rows.Next() {
-		return Session{}, false, rows.Err()
+// selects after them (into extra). query selects from sessions as s and names its
+// arguments (@name, from args); it reports false when no row matched. The reads it
+// serves (an input's receipt, a stream's opening, a Relay's observation) are among
+// the API's and the worker's most frequent, so it runs on the connection's own pgx
+// API, without GORM's statement rendering and database/sql's wrapping; it is
+// therefore not for a Store scoped to a transaction.
+func (s *Store) getSessionWith(ctx context.Context, query string, args map[string]any, extra ...any) (Session, bool, error) {
+	if s.inTx {
+		return Session{}, false, errors.New("a Session read on its own connection, not in a transaction")
 	}
 	var sess Session
-	if err := rows.Scan(append(sessionFields(&sess), extra...)...); err != nil {
-		return Session{}, false, fmt.Errorf("scan session: %w", err)
-	}
-	return sess, true, rows.Close()
+	found := false
+	err := s.onPgxConn(ctx, func(c *pgx.Conn) error {
+		err := c.QueryRow(ctx, query, pgx.NamedArgs(args)).Scan(append(sessionFields(&sess), extra...)...)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("scan session: %w", err)
+		}
+		found = true
+		return nil
+	})
+	return sess, found, err
 }
