@@ -172,12 +172,7 @@ func (s *Store) appendPartsOnly(ctx context.Context, b RelayBatch, parts []NewPa
 	if err != nil {
 		return AppendResult{}, err
 	}
-	var outputSeqs []int64
-	err = s.onPgxConn(ctx, func(c *pgx.Conn) error {
-		rows, _ := c.Query(ctx, appendPartsOnlySQL, args...)
-		outputSeqs, err = pgx.CollectRows(rows, pgx.RowTo[int64])
-		return err
-	})
+	outputSeqs, err := collectOnPgx(ctx, s, pgx.RowTo[int64], appendPartsOnlySQL, args...)
 	if err != nil {
 		return AppendResult{}, mapError("append parts", err)
 	}

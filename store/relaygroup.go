@@ -98,17 +98,15 @@ func (g *relayGroup) commit(ctx context.Context, c *relayCommit) (AppendResult, 
 // group another writer is writing), then leaves the batches waiting, if any, to a
 // writer goroutine that takes the caller's place.
 func (g *relayGroup) writeOwn(ctx context.Context, c *relayCommit) {
-	for written := false; !written; {
+	for {
 		group := g.take()
 		if len(group) == 0 {
 			<-c.done
 			break
 		}
 		g.writeGroup(ctx, group)
-		select {
-		case <-c.done:
-			written = true
-		default:
+		if isClosed(c.done) {
+			break
 		}
 	}
 	g.mu.Lock()
@@ -120,22 +118,19 @@ func (g *relayGroup) writeOwn(ctx context.Context, c *relayCommit) {
 	go g.writeGroups(ctx)
 }
 
+// isClosed reports whether ch is closed, without waiting.
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
 // writeGroups writes the waiting batches, a group at a time, until none wait.
 func (g *relayGroup) writeGroups(ctx context.Context) {
-	for {
-		group := g.take()
-		if len(group) == 0 {
-			g.mu.Lock()
-			stop := len(g.pending) == 0
-			if stop {
-				g.running--
-			}
-			g.mu.Unlock()
-			if stop {
-				return
-			}
-			continue
-		}
+	for group := g.takeOrStop(); len(group) > 0; group = g.takeOrStop() {
 		g.writeGroup(ctx, group)
 	}
 }
@@ -152,12 +147,29 @@ func (g *relayGroup) writeGroup(ctx context.Context, group []*relayCommit) {
 	g.write(ctx, group)
 }
 
-// take removes the next group from the queue: up to maxGroupBatches batches, each
-// of another Session (a Session's second batch, which only a fenced-off Relay of the
-// same Session could hand in, waits for the next group).
+// take removes the next group from the queue, if any.
 func (g *relayGroup) take() []*relayCommit {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	return g.takeLocked()
+}
+
+// takeOrStop is take for a writer goroutine: it counts the writer stopped, under the
+// same lock, when nothing waits, so a batch that arrives after it finds a writer free.
+func (g *relayGroup) takeOrStop() []*relayCommit {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	group := g.takeLocked()
+	if len(group) == 0 {
+		g.running--
+	}
+	return group
+}
+
+// takeLocked removes the next group from the queue: up to maxGroupBatches batches,
+// each of another Session (a Session's second batch, which only a fenced-off Relay of
+// the same Session could hand in, waits for the next group). The caller holds mu.
+func (g *relayGroup) takeLocked() []*relayCommit {
 	if len(g.pending) == 0 {
 		return nil
 	}
@@ -268,12 +280,7 @@ func (s *Store) appendPartsGroup(ctx context.Context, group []*relayCommit) erro
 	if err != nil {
 		return err
 	}
-	var rows []groupedOutputSeq
-	err = s.onPgxConn(ctx, func(c *pgx.Conn) error {
-		r, _ := c.Query(ctx, appendPartsGroupSQL, args...)
-		rows, err = pgx.CollectRows(r, pgx.RowToStructByPos[groupedOutputSeq])
-		return err
-	})
+	rows, err := collectOnPgx(ctx, s, pgx.RowToStructByPos[groupedOutputSeq], appendPartsGroupSQL, args...)
 	if err != nil {
 		return mapError("append parts group", err)
 	}

@@ -60,6 +60,19 @@ func (s *Store) onPgxConn(ctx context.Context, fn func(*pgx.Conn) error) error {
 	})
 }
 
+// collectOnPgx runs a statement on a connection of the pool through pgx's own API and
+// collects its rows with rowTo.
+func collectOnPgx[T any](ctx context.Context, s *Store, rowTo pgx.RowToFunc[T], sql string, args ...any) ([]T, error) {
+	var collected []T
+	err := s.onPgxConn(ctx, func(c *pgx.Conn) error {
+		rows, _ := c.Query(ctx, sql, args...) // CollectRows reports the query's error
+		var err error
+		collected, err = pgx.CollectRows(rows, rowTo)
+		return err
+	})
+	return collected, err
+}
+
 // lockedSession is what a batch's locks read: its lease's generation (the fence)
 // and the Session's output position.
 type lockedSession struct {
@@ -150,20 +163,19 @@ func writeRelayBatches(ctx context.Context, c *pgx.Conn, group []*relayCommit) e
 	results := c.SendBatch(ctx, batch)
 	tx := results.Tx()
 	err := results.Close()
-	defer func() {
-		// After a commit this does nothing; otherwise it ends what the batch began,
-		// whatever ctx says now.
+	// rollback ends what the batch began, whatever ctx says now; after a commit or a
+	// rollback it does nothing.
+	rollback := func() error {
 		rollbackCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
 		defer cancel()
-		_ = tx.Rollback(rollbackCtx)
-	}()
+		return tx.Rollback(rollbackCtx)
+	}
+	defer func() { _ = rollback() }()
 	if lockRead {
 		if fencedIn := fenceGroup(group, locked); len(fencedIn) < len(group) {
 			// The fenced-off batches' facts went with the others': none of it
 			// may commit.
-			rollbackCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
-			defer cancel()
-			if err := tx.Rollback(rollbackCtx); err != nil {
+			if err := rollback(); err != nil {
 				return mapError("roll back relay batches", err)
 			}
 			if len(fencedIn) == 0 {
