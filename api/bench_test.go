@@ -160,7 +160,7 @@ func BenchmarkPartDelivery(b *testing.B) {
 		var readers sync.WaitGroup
 		for _, r := range relays {
 			var outSeq int64
-			require.NoError(b, f.db.QueryRow(f.ctx, `SELECT output_seq FROM sessions WHERE id = $1`, r.sessionID).Scan(&outSeq))
+			require.NoError(b, f.db.QueryRow(f.ctx, `SELECT output_seq FROM session_outputs WHERE session_id = $1`, r.sessionID).Scan(&outSeq))
 			for range benchFollowers {
 				resp := f.openStream(f.ctx, r.sessionID, fmt.Sprintf("?after_seq=%d", outSeq), f.member)
 				readers.Go(func() {

@@ -120,7 +120,7 @@ func TestMessagesPageBackwardsAndShowAnActiveResponse(t *testing.T) {
 	assert.Equal(t, "answer ", page.Messages[3].Parts[1]["text"], "the parts so far")
 	require.NotNil(t, page.OutputSeq)
 	var outputSeq int64
-	require.NoError(t, f.db.QueryRow(f.ctx, `SELECT output_seq FROM sessions WHERE id = $1`, id).Scan(&outputSeq))
+	require.NoError(t, f.db.QueryRow(f.ctx, `SELECT output_seq FROM session_outputs WHERE session_id = $1`, id).Scan(&outputSeq))
 	assert.Equal(t, outputSeq, *page.OutputSeq)
 	require.NotNil(t, page.ReplaySeq)
 	assert.True(t, page.HasMore)

@@ -219,12 +219,12 @@ func TestAReceiptNamesTheOutputPositionItWasAcceptedAt(t *testing.T) {
 	f := newFixture(t)
 	id := f.newSession(f.member)
 	path := "/api/v1/sessions/" + id + "/inputs"
-	f.exec(`UPDATE sessions SET output_seq = 41 WHERE id = $1`, id)
+	f.exec(`UPDATE session_outputs SET output_seq = 41 WHERE session_id = $1`, id)
 	var r inputReceipt
 	f.call("POST", path, f.member, map[string]any{"content": "one"}).ok(t).into(t, &r)
 	assert.Equal(t, int64(41), r.OutputSeq)
 	var dup inputReceipt
-	f.exec(`UPDATE sessions SET output_seq = 57 WHERE id = $1`, id)
+	f.exec(`UPDATE session_outputs SET output_seq = 57 WHERE session_id = $1`, id)
 	f.call("POST", path, f.member, map[string]any{"content": "two", "client_message_id": "m2"}).ok(t)
 	f.call("POST", path, f.member, map[string]any{"content": "two", "client_message_id": "m2"}).ok(t).into(t, &dup)
 	assert.True(t, dup.Duplicate)

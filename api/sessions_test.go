@@ -209,7 +209,7 @@ func TestPermissionModeAndRead(t *testing.T) {
 
 	// Unread follows last_output_at against read_at.
 	assert.False(t, f.session(id, f.member).Unread)
-	f.exec(`UPDATE sessions SET last_output_at = now() WHERE id = $1`, id)
+	f.exec(`UPDATE session_outputs SET last_output_at = now() WHERE session_id = $1`, id)
 	assert.True(t, f.session(id, f.member).Unread)
 	f.call("POST", "/api/v1/sessions/"+id+"/read", f.member, nil).ok(t).into(t, &d)
 	assert.False(t, d.Unread)

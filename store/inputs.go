@@ -55,7 +55,8 @@ WITH advanced AS (
 	`
 
 const insertInputRest = `
-	RETURNING input_seq, output_seq, inputs_on_notice_lease, (archived_at IS NULL AND lifecycle <> @deleted) AS open
+	RETURNING input_seq, inputs_on_notice_lease, (archived_at IS NULL AND lifecycle <> @deleted) AS open,
+		COALESCE((SELECT o.output_seq FROM session_outputs o WHERE o.session_id = sessions.id), 0) AS output_seq
 ), inserted AS (
 	INSERT INTO inputs (id, session_id, seq, client_message_id, content, state)
 	SELECT CAST(@id AS uuid), CAST(@session_id AS uuid), input_seq, CAST(@client_message_id AS text), @content, @state
@@ -160,8 +161,8 @@ func (s *Store) acceptInput(ctx context.Context, in NewInput, statement string, 
 		// Session's output position. The violation is raised only once the first
 		// input committed, so this new statement sees it.
 		var found []acceptedRow
-		err := scanRaw(s.conn(ctx), &found, `SELECT i.*, s.output_seq AS session_output_seq FROM inputs i
-			JOIN sessions s ON s.id = i.session_id WHERE i.session_id = ? AND i.client_message_id = ? LIMIT 1`,
+		err := scanRaw(s.conn(ctx), &found, `SELECT i.*, COALESCE(o.output_seq, 0) AS session_output_seq FROM inputs i
+			LEFT JOIN session_outputs o ON o.session_id = i.session_id WHERE i.session_id = ? AND i.client_message_id = ? LIMIT 1`,
 			in.SessionID, *in.ClientMessageID)
 		if err != nil {
 			return Accepted{}, false, mapError("insert input: find the first input", err)
@@ -244,7 +245,7 @@ func (s *Store) GetSessionWithHeldInputs(ctx context.Context, id string) (Sessio
 	var held int64
 	sess, found, err := s.getSessionWith(ctx, `SELECT `+sessionColumns+`, (SELECT count(*) FROM inputs
 			WHERE inputs.session_id = s.id AND inputs.state = ANY(CAST(@held_states AS text[]))) AS held_inputs
-		FROM sessions s WHERE s.id = @id`, map[string]any{"held_states": heldInputs, "id": id}, &held)
+		FROM `+sessionsWithOutput+` WHERE s.id = @id`, map[string]any{"held_states": heldInputs, "id": id}, &held)
 	if err != nil {
 		return Session{}, 0, mapError("get session with held inputs", err)
 	}

@@ -160,16 +160,18 @@ type Session struct {
 	RuntimeError *string `gorm:"column:runtime_error"`
 	// ModelCredentialOwner is the model credential delivery owner the current runtime
 	// was placed with (nil: none was declared).
-	ModelCredentialOwner *string    `gorm:"column:model_credential_owner"`
-	ModelName            *string    `gorm:"column:model_name"`
-	ResumeMaterial       []byte     `gorm:"column:resume_material"`
-	OutputSeq            int64      `gorm:"column:output_seq"`
-	InputSeq             int64      `gorm:"column:input_seq"`
-	LastOutputAt         *time.Time `gorm:"column:last_output_at"`
-	ReadAt               *time.Time `gorm:"column:read_at"`
-	LastActivityAt       time.Time  `gorm:"column:last_activity_at"`
-	CreatedAt            time.Time  `gorm:"column:created_at"`
-	UpdatedAt            time.Time  `gorm:"column:updated_at"`
+	ModelCredentialOwner *string `gorm:"column:model_credential_owner"`
+	ModelName            *string `gorm:"column:model_name"`
+	ResumeMaterial       []byte  `gorm:"column:resume_material"`
+	// OutputSeq and LastOutputAt are the Session's output position (session_outputs,
+	// its Relay's row): read with the Session, never written through it.
+	OutputSeq      int64      `gorm:"column:output_seq;->"`
+	InputSeq       int64      `gorm:"column:input_seq"`
+	LastOutputAt   *time.Time `gorm:"column:last_output_at;->"`
+	ReadAt         *time.Time `gorm:"column:read_at"`
+	LastActivityAt time.Time  `gorm:"column:last_activity_at"`
+	CreatedAt      time.Time  `gorm:"column:created_at"`
+	UpdatedAt      time.Time  `gorm:"column:updated_at"`
 }
 
 // TableName is the sessions table.

@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"time"
 
-	"gorm.io/gorm/clause"
-
 	"github.com/astrabox/astrabox/store/pubsub"
 )
 
@@ -72,23 +70,19 @@ func (s *Store) AppendParts(ctx context.Context, req AppendRequest) (AppendResul
 // row lock.
 func (s *Store) appendLocked(ctx context.Context, req AppendRequest) (AppendResult, error) {
 	var result AppendResult
-	var last int64
 	n := int64(len(req.Parts))
-	updates := map[string]any{"output_seq": gormExpr("output_seq + ?", n)}
+	advance := `UPDATE session_outputs SET output_seq = output_seq + ? WHERE session_id = ? RETURNING output_seq`
 	if n > 0 {
-		updates["last_output_at"] = gormExpr("now()")
-		updates["updated_at"] = gormExpr("now()")
+		advance = `UPDATE session_outputs SET output_seq = output_seq + ?, last_output_at = now() WHERE session_id = ? RETURNING output_seq`
 	}
-	var sessions []Session
-	res := s.conn(ctx).Model(&sessions).Clauses(clause.Returning{Columns: []clause.Column{{Name: "output_seq"}}}).
-		Where("id = ?", req.SessionID).Updates(updates)
-	if res.Error != nil {
-		return result, mapError("advance output seq", res.Error)
+	var outputSeqs []int64
+	if err := scanRaw(s.conn(ctx), &outputSeqs, advance, n, req.SessionID); err != nil {
+		return result, mapError("advance output seq", err)
 	}
-	if len(sessions) == 0 {
+	if len(outputSeqs) == 0 {
 		return result, fmt.Errorf("advance output seq of session %s: %w", req.SessionID, ErrNotFound)
 	}
-	last = sessions[0].OutputSeq
+	last := outputSeqs[0]
 	result = AppendResult{FirstSeq: last - n + 1, LastSeq: last, Parts: n}
 	if n == 0 {
 		result.FirstSeq = last

@@ -187,6 +187,49 @@ func TestOutputSeqHasNoGapsUnderConcurrentAppends(t *testing.T) {
 	require.Equal(t, []int64{6, 7, 8}, []int64{after[0].Seq, after[1].Seq, after[2].Seq})
 }
 
+// An input's receipt does not wait for a Relay's write in flight: the output position
+// a Relay advances is not on the Session's row, whose lock the receipt takes, so a
+// receipt no longer queues behind a group of batches holding its locks across round
+// trips. The receipt names the position committed when it was accepted.
+func TestAReceiptDoesNotWaitForARelaysWriteInFlight(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx, st := f.ctx, f.st
+	lease, err := st.AcquireReaderLease(ctx, store.LeaseRequest{SessionID: f.session.ID, Holder: "r", TTL: time.Minute})
+	require.NoError(t, err)
+
+	written, release := make(chan struct{}), make(chan struct{})
+	relayDone := make(chan error, 1)
+	go func() {
+		relayDone <- st.InLeaseTx(ctx, f.session.ID, lease.Generation, func(tx *store.Store) error {
+			if _, err := tx.AppendParts(ctx, store.AppendRequest{SessionID: f.session.ID, LeaseGeneration: lease.Generation,
+				Parts: []store.NewPart{textPart("r1", "in flight")}}); err != nil {
+				return err
+			}
+			close(written)
+			<-release
+			return nil
+		})
+	}()
+	select {
+	case <-written:
+	case err := <-relayDone:
+		t.Fatalf("the Relay's write ended before it was held open: %v", err)
+	}
+	receiptCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	accepted, err := st.AcceptInput(receiptCtx, store.NewInput{SessionID: f.session.ID, Content: "while the Relay writes"})
+	close(release)
+	require.NoError(t, err, "the receipt waited for the Relay's transaction")
+	require.Equal(t, int64(0), accepted.OutputSeq, "the receipt names the position committed when it was accepted")
+	require.NoError(t, <-relayDone)
+
+	s, err := st.GetSessionByID(ctx, f.session.ID)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), s.OutputSeq)
+	require.Equal(t, int64(1), s.InputSeq)
+}
+
 func TestCursorCommitsWithItsParts(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)

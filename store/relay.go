@@ -97,7 +97,7 @@ func partsOnly(ops []RelayOp) ([]NewPart, bool) {
 
 // appendPartsOnlySQL is a batch of parts in one statement, so one round trip: it
 // locks the reader lease and writes only when the generation is the caller's (the
-// fence), advances output_seq (the Session's row lock orders the seqs), inserts the
+// fence), advances output_seq (the lease's lock orders the seqs), inserts the
 // parts at the seqs after the previous output_seq, upserts the cursor with them and
 // queues the notification, carrying the parts' frames as jsonb stores them when they
 // fit (pubsub.OutputNotice: the API's streams then send them without reading them
@@ -107,8 +107,8 @@ const appendPartsOnlySQL = `
 WITH lease AS (
 	SELECT generation FROM reader_leases WHERE session_id = $1 FOR UPDATE
 ), sess AS (
-	UPDATE sessions SET output_seq = output_seq + $3, last_output_at = now(), updated_at = now()
-	WHERE id = $1 AND (SELECT generation FROM lease) = $2
+	UPDATE session_outputs SET output_seq = output_seq + $3, last_output_at = now()
+	WHERE session_id = $1 AND (SELECT generation FROM lease) = $2
 	RETURNING output_seq
 ), parts AS (
 	INSERT INTO output_parts (session_id, seq, response_id, frame)

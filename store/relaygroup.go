@@ -222,9 +222,10 @@ func (s *Store) writeFactsGroup(ctx context.Context, group []*relayCommit) {
 
 // appendPartsGroupSQL is appendPartsOnlySQL for many Sessions in one statement. It
 // locks the batches' reader leases in Session order (two groups never wait on each
-// other in a cycle: each takes every lease before any Session row) and keeps those
+// other in a cycle: each takes every lease before any other row) and keeps those
 // whose generation is the batch's (the fence); for each of them it advances the
-// Session's output_seq (and sets the program's status when the batch gives one),
+// Session's output position (and sets the program's status on the Session's row when
+// the batch gives one: only then does it lock the row an input's receipt locks),
 // inserts the parts at the seqs after the previous one, upserts the cursor and queues
 // the notification with the frames as jsonb stores them when they fit. A batch with
 // no row back was fenced off.
@@ -236,10 +237,13 @@ WITH b AS (
 	SELECT l.session_id FROM reader_leases l JOIN b ON b.session = l.session_id AND l.generation = b.lease
 	ORDER BY l.session_id FOR UPDATE OF l
 ), sess AS (
-	UPDATE sessions s SET output_seq = s.output_seq + b.n, last_output_at = now(), updated_at = now(),
-		runtime_status = COALESCE(b.status, s.runtime_status)
-	FROM b WHERE s.id = b.session AND b.session IN (SELECT session_id FROM lease)
-	RETURNING b.i, s.id, s.output_seq, b.n, b.lease, b.frames, b.response_ids, b.has_cursor, b.cursor_generation, b.cursor_position
+	UPDATE session_outputs o SET output_seq = o.output_seq + b.n, last_output_at = now()
+	FROM b WHERE o.session_id = b.session AND b.session IN (SELECT session_id FROM lease)
+	RETURNING b.i, o.session_id AS id, o.output_seq, b.n, b.lease, b.frames, b.response_ids, b.has_cursor,
+		b.cursor_generation, b.cursor_position, b.status
+), new_status AS (
+	UPDATE sessions s SET runtime_status = sess.status, updated_at = now()
+	FROM sess WHERE s.id = sess.id AND sess.status IS NOT NULL
 ), parts AS (
 	INSERT INTO output_parts (session_id, seq, response_id, frame)
 	SELECT sess.id, sess.output_seq - sess.n + u.ord, u.response_id, u.frame

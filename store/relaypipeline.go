@@ -12,12 +12,11 @@ import (
 
 // A Relay batch with facts (a reply's start or end, an admission, an interaction, the
 // program's status, a child run's report, a diagnostic) is one transaction of several
-// statements: the lease and Session locks, a statement per fact, then the parts with
-// the cursor and the notification. Sent one by one (as GORM sends them), that is a
-// round trip each, begin and commit included (seven for a reply's start), with the
-// Session's row locked from the second to the last: under load every round trip waits
-// for a core, and an input's receipt, which takes the same row lock, waits behind all
-// of them. writeRelayBatches sends the batches of a group (relaygroup.go), one or
+// statements: the lease and output position locks, a statement per fact, then the
+// parts with the cursor and the notification. Sent one by one (as GORM sends them),
+// that is a round trip each, begin and commit included (seven for a reply's start),
+// with the locks held from the second to the last: under load every round trip waits
+// for a core. writeRelayBatches sends the batches of a group (relaygroup.go), one or
 // many Sessions', in two round trips on the connection's own pgx API: begin with the
 // locks, every fact and the parts at once (their seqs follow the output position the
 // locks hold, read in SQL); then commit, or roll back when a statement failed, a fact
@@ -79,14 +78,18 @@ type lockedSession struct {
 	generation, outputSeq int64
 }
 
-// lockLeasesAndOutputSeqsSQL locks the group's Sessions' reader leases and rows,
-// each lease before its Session's row as InLeaseTx takes them, in Session order as
-// the parts' group statement takes its leases, so two groups never wait on each other
-// in a cycle: each batch's fence and its Session's output position, which holds until
-// the commit.
+// lockLeasesAndOutputSeqsSQL locks the group's Sessions' reader leases and output
+// positions, in Session order as the parts' group statement takes its leases, so two
+// groups never wait on each other in a cycle: each batch's fence and its Session's
+// output position, which holds until the commit. (Only a lease's holder writes its
+// Session's output position, so the position's lock never waits; taking it makes the
+// position read the one the lease's previous holder committed.) The Session's own
+// row is not locked: a fact that changes it (a status, a reply's end) locks it by its
+// own statement, and an input's receipt, which locks that row, no longer waits for
+// every batch of a group.
 const lockLeasesAndOutputSeqsSQL = `
-SELECT l.session_id::text, l.generation, s.output_seq FROM reader_leases l JOIN sessions s ON s.id = l.session_id
-WHERE l.session_id = ANY(CAST($1 AS text[])::uuid[]) ORDER BY l.session_id FOR UPDATE OF l, s`
+SELECT l.session_id::text, l.generation, o.output_seq FROM reader_leases l JOIN session_outputs o ON o.session_id = l.session_id
+WHERE l.session_id = ANY(CAST($1 AS text[])::uuid[]) ORDER BY l.session_id FOR UPDATE OF l, o`
 
 // writeRelayBatches runs a group's transaction on c in two round trips: begin with
 // every batch's locks, every batch's facts and parts at once; then commit. The facts
@@ -114,15 +117,14 @@ func writeRelayBatches(ctx context.Context, c *pgx.Conn, group []*relayCommit) e
 			return nil
 		})
 		lockRead = err == nil
-		return mapError("lock reader leases and sessions", err)
+		return mapError("lock reader leases and output positions", err)
 	})
 	var withParts []*relayCommit
 	for _, rc := range group {
 		b := rc.batch
 		if hasParts(b.Ops) {
-			// The parts' statement updates the Session's row anyway: it sets the
-			// status the batch reports last, which is all the statuses before it
-			// would leave.
+			// The parts' statement sets the status the batch reports last, which
+			// is all the statuses before it would leave, in its one statement.
 			b.Ops, rc.status = withoutStatuses(b.Ops)
 		}
 		parts, err := queueFactStatements(batch, b, &rc.res)

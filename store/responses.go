@@ -48,7 +48,7 @@ WHERE r.outcome IS NULL
 RETURNING r.*, (r.xmax = 0) AS inserted`
 
 // sessionOutputSeqSQL is the output position of the Session $1.
-const sessionOutputSeqSQL = `(SELECT output_seq FROM sessions WHERE id = $1)`
+const sessionOutputSeqSQL = `(SELECT output_seq FROM session_outputs WHERE session_id = $1)`
 
 // startResponseArgs are startResponseSQL's arguments.
 func startResponseArgs(in ResponseStart) ([]any, error) {
@@ -222,7 +222,7 @@ const inResponseAtSQL = `EXISTS (
 // streamPositionSQL reads both in one round trip: a stream opened at the head of the
 // log (the usual case: a client opens one for the reply it is about to ask for) then
 // has no backlog to read.
-const streamPositionSQL = `SELECT s.output_seq, ` + inResponseAtSQL + ` FROM sessions s WHERE s.id = @id`
+const streamPositionSQL = `SELECT COALESCE(o.output_seq, 0) AS output_seq, ` + inResponseAtSQL + ` FROM ` + sessionsWithOutput + ` WHERE s.id = @id`
 
 // StreamPositionAt reads the Session's StreamPosition for a stream resuming after seq.
 // A missing Session is ErrNotFound.
@@ -242,7 +242,7 @@ func (s *Store) StreamPositionAt(ctx context.Context, sessionID string, seq int6
 // subscribed to the Session's output. A missing Session is ErrNotFound.
 func (s *Store) GetSessionAtStreamPosition(ctx context.Context, id string, seq int64) (Session, StreamPosition, error) {
 	var inResponse bool
-	sess, found, err := s.getSessionWith(ctx, `SELECT `+sessionColumns+`, `+inResponseAtSQL+` FROM sessions s WHERE s.id = @id`,
+	sess, found, err := s.getSessionWith(ctx, `SELECT `+sessionColumns+`, `+inResponseAtSQL+` FROM `+sessionsWithOutput+` WHERE s.id = @id`,
 		map[string]any{"id": id, "after": seq}, &inResponse)
 	if err != nil {
 		return Session{}, StreamPosition{}, mapError("get session at stream position", err)

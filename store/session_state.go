@@ -52,16 +52,16 @@ const sessionFactsCounts = `
 	(SELECT count(*) FROM interactions i WHERE i.session_id = s.id AND i.state = 'open') AS open_interactions,
 	(SELECT count(*) FROM inputs n WHERE n.session_id = s.id AND n.state IN ('pending', 'delivered')) AS held_inputs`
 
-// sessionFactsSelect reads sessions s with the correlated counts of SessionFacts.
-const sessionFactsSelect = `SELECT s.*,` + sessionFactsCounts + `
-	FROM sessions s`
+// sessionFactsSelect reads Sessions (s) with the correlated counts of SessionFacts.
+const sessionFactsSelect = `SELECT ` + sessionColumns + `,` + sessionFactsCounts + `
+	FROM ` + sessionsWithOutput
 
 // GetSessionFactsByID reads a Session and the counts its state is derived from. A
 // Relay reads it at every observation it sends, so it scans the columns itself
 // rather than through GORM's reflection (getSessionWith).
 func (s *Store) GetSessionFactsByID(ctx context.Context, sessionID string) (SessionFacts, error) {
 	var f SessionFacts
-	sess, found, err := s.getSessionWith(ctx, `SELECT `+sessionColumns+`,`+sessionFactsCounts+` FROM sessions s WHERE s.id = @id`,
+	sess, found, err := s.getSessionWith(ctx, `SELECT `+sessionColumns+`,`+sessionFactsCounts+` FROM `+sessionsWithOutput+` WHERE s.id = @id`,
 		map[string]any{"id": sessionID}, &f.OpenResponses, &f.OpenInteractions, &f.HeldInputs)
 	if err != nil {
 		return SessionFacts{}, mapError("get session facts", err)

@@ -260,12 +260,22 @@ func (s *Store) guardedUpdate(ctx context.Context, what, sessionID, ownerID stri
 	}
 }
 
+// updatedSessionReturning returns an updated Session's row with its output position
+// (sessionsWithOutput); its updated_at is the update's own, later than its last output.
+func updatedSessionReturning() clause.Returning {
+	return clause.Returning{Columns: []clause.Column{
+		{Name: "sessions.*", Raw: true},
+		{Name: "COALESCE((SELECT o.output_seq FROM session_outputs o WHERE o.session_id = sessions.id), 0) AS output_seq", Raw: true},
+		{Name: "(SELECT o.last_output_at FROM session_outputs o WHERE o.session_id = sessions.id) AS last_output_at", Raw: true},
+	}}
+}
+
 // updateSession updates one Session matching the extra condition and returns it, or
 // ErrNotFound when no row matched.
 func (s *Store) updateSession(ctx context.Context, what, sessionID, cond string, args []any, changes map[string]any) (Session, error) {
 	changes["updated_at"] = gormExpr("now()")
 	var saved []Session
-	q := s.conn(ctx).Model(&saved).Clauses(clause.Returning{}).Where("id = ?", sessionID)
+	q := s.conn(ctx).Model(&saved).Clauses(updatedSessionReturning()).Where("id = ?", sessionID)
 	if cond != "" {
 		// Parenthesised so an OR in cond never widens the update past this Session.
 		q = q.Where("("+cond+")", args...)

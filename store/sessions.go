@@ -85,7 +85,11 @@ func (s *Store) CreateSessionIdempotent(ctx context.Context, in NewSession) (Ses
 				return err
 			}
 		}
-		return mapError("insert session", tx.conn(ctx).Omit("LastActivityAt").Create(&sess).Error)
+		if err := tx.conn(ctx).Omit("LastActivityAt").Create(&sess).Error; err != nil {
+			return mapError("insert session", err)
+		}
+		// Every writer of the Session's output advances this row (sessionsWithOutput).
+		return mapError("insert session output position", tx.conn(ctx).Exec(`INSERT INTO session_outputs (session_id) VALUES (?)`, sess.ID).Error)
 	})
 	if err != nil {
 		return Session{}, false, fmt.Errorf("create session: %w", err)
@@ -103,9 +107,19 @@ func (s *Store) CreateSessionIdempotent(ctx context.Context, in NewSession) (Ses
 
 // GetSessionByID returns one Session, deleted or not.
 func (s *Store) GetSessionByID(ctx context.Context, id string) (Session, error) {
-	var sess Session
-	err := s.conn(ctx).Where("id = ?", id).Take(&sess).Error
-	return sess, mapError("get session by id", err)
+	return s.takeSession(ctx, "get session by id", `SELECT `+sessionColumns+` FROM `+sessionsWithOutput+` WHERE s.id = ?`, id)
+}
+
+// takeSession reads the one Session query (sessionColumns) selects, or ErrNotFound.
+func (s *Store) takeSession(ctx context.Context, what, query string, id string) (Session, error) {
+	var rows []Session
+	if err := scanRaw(s.conn(ctx), &rows, query, id); err != nil {
+		return Session{}, mapError(what, err)
+	}
+	if len(rows) == 0 {
+		return Session{}, fmt.Errorf("%s: session %s: %w", what, id, ErrNotFound)
+	}
+	return rows[0], nil
 }
 
 // OperatorSummary names a Session for operators in one line: its Agent and its owner's
@@ -126,13 +140,10 @@ func (s *Store) OperatorSummary(ctx context.Context, sessionID string) (string, 
 	return "Session of Agent " + row.AgentName + " · owner " + row.UserID, nil
 }
 
-// lockSession takes the Session's row lock for the rest of the transaction: inputs and
-// output parts of one Session are numbered under it, so their order has no gaps.
+// lockSession takes the Session's row lock for the rest of the transaction: inputs of
+// one Session are numbered under it, so their order has no gaps, and it orders a write
+// with lifecycle changes. Its output position is read, not locked: the Session's
+// reader lease orders the writers of its output (InLeaseTx).
 func (s *Store) lockSession(ctx context.Context, id string) (Session, error) {
-	var sess Session
-	err := s.conn(ctx).Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate}).Where("id = ?", id).Take(&sess).Error
-	if err != nil {
-		return Session{}, mapError("lock session", err)
-	}
-	return sess, nil
+	return s.takeSession(ctx, "lock session", `SELECT `+sessionColumns+` FROM `+sessionsWithOutput+` WHERE s.id = ? FOR UPDATE OF s`, id)
 }

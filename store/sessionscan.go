@@ -8,15 +8,22 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// sessionColumns are the sessions table's columns (as s) in the order sessionFields
-// scans them. The reads on the API's hot paths (an input's receipt, a stream's
-// opening) scan a Session with these instead of through GORM's reflection, which
-// made most of such a read's allocations and CPU.
+// sessionsWithOutput is what a Session is read from: its row (as s) and its output
+// position (as o), which its Relays keep in a row of their own (session_outputs) so
+// that a Relay's write never locks the row an input's receipt locks.
+const sessionsWithOutput = `sessions s LEFT JOIN session_outputs o ON o.session_id = s.id`
+
+// sessionColumns are a Session's columns read from sessionsWithOutput, named as
+// Session's fields and in the order sessionFields scans them. The reads on the API's
+// hot paths (an input's receipt, a stream's opening) scan a Session with these
+// instead of through GORM's reflection, which made most of such a read's allocations
+// and CPU. The Session's updated_at moves with its output as with its own changes.
 const sessionColumns = `s.id, s.agent_id, s.user_id, s.kind, s.title, s.title_source, s.permission_mode,
 	s.lifecycle, s.runtime_status, s.runtime_unavailable, s.archived_at, s.deleted_at,
 	s.engine_session_key, s.sandbox_id, s.host_task_queue, s.runtime_generation, s.runtime_info,
-	s.runtime_error, s.model_credential_owner, s.model_name, s.resume_material, s.output_seq,
-	s.input_seq, s.last_output_at, s.read_at, s.last_activity_at, s.created_at, s.updated_at`
+	s.runtime_error, s.model_credential_owner, s.model_name, s.resume_material,
+	COALESCE(o.output_seq, 0) AS output_seq, s.input_seq, o.last_output_at, s.read_at, s.last_activity_at,
+	s.created_at, GREATEST(s.updated_at, o.last_output_at) AS updated_at`
 
 // sessionFields are the scan destinations of sessionColumns in x.
 func sessionFields(x *Session) []any {
@@ -28,7 +35,7 @@ func sessionFields(x *Session) []any {
 }
 
 // getSessionWith reads one Session with sessionColumns and the extra columns query
-// selects after them (into extra). query selects from sessions as s and names its
+// selects after them (into extra). query selects from sessionsWithOutput and names its
 // arguments (@name, from args); it reports false when no row matched. The reads it
 // serves (an input's receipt, a stream's opening, a Relay's observation) are among
 // the API's and the worker's most frequent, so it runs on the connection's own pgx

@@ -16,11 +16,7 @@ import (
 func TestSessionColumnsNameEveryFieldOfTheModelInOrder(t *testing.T) {
 	sch, err := schema.Parse(&Session{}, &sync.Map{}, schema.NamingStrategy{})
 	require.NoError(t, err)
-	var columns []string
-	for _, c := range strings.Split(sessionColumns, ",") {
-		columns = append(columns, strings.TrimPrefix(strings.TrimSpace(c), "s."))
-	}
-	assert.Equal(t, sch.DBNames, columns)
+	assert.Equal(t, sch.DBNames, selectedNames(sessionColumns))
 
 	var x Session
 	fields := sessionFields(&x)
@@ -30,4 +26,30 @@ func TestSessionColumnsNameEveryFieldOfTheModelInOrder(t *testing.T) {
 		assert.Equal(t, model.FieldByName(f.Name).Addr().Pointer(), reflect.ValueOf(fields[i]).Pointer(),
 			"column %s scans into another field", f.DBName)
 	}
+}
+
+// selectedNames are the names of the columns a select list gives: an expression's
+// alias, or a column's name without its table.
+func selectedNames(list string) []string {
+	var names []string
+	depth, start := 0, 0
+	for i := 0; i <= len(list); i++ {
+		switch {
+		case i < len(list) && list[i] == '(':
+			depth++
+		case i < len(list) && list[i] == ')':
+			depth--
+		case i == len(list) || (list[i] == ',' && depth == 0):
+			item := strings.TrimSpace(list[start:i])
+			if _, alias, found := strings.Cut(item, " AS "); found {
+				item = alias
+			}
+			if _, column, qualified := strings.Cut(item, "."); qualified {
+				item = column
+			}
+			names = append(names, item)
+			start = i + 1
+		}
+	}
+	return names
 }
