@@ -3,6 +3,7 @@ package store_test
 import (
 	"testing"
 	"testing/fstest"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -128,4 +129,47 @@ func TestLoadMigrationsRejectsBadFiles(t *testing.T) {
 	require.ErrorContains(t, err, "needs both")
 	_, err = store.LoadMigrations(fstest.MapFS{"init.sql": {Data: []byte("SELECT 1")}})
 	require.ErrorContains(t, err, "want NNNN_name")
+}
+
+// Migration 0017 moves each Session's output position to session_outputs and back
+// without losing it: a Session with output keeps its position through a down and an
+// up, and its Relays write on from it.
+func TestTheOutputPositionMovesToItsOwnRowAndBack(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx, st := f.ctx, f.st
+	require.NoError(t, store.ExecForTest(ctx, st,
+		`UPDATE session_outputs SET output_seq = 7, last_output_at = '2026-01-02T03:04:05Z' WHERE session_id = ?`, f.session.ID))
+
+	status, err := st.MigrationStatus(ctx)
+	require.NoError(t, err)
+	after := 0
+	for _, s := range status {
+		if s.Version >= 17 {
+			after++
+		}
+	}
+	_, err = st.MigrateDown(ctx, after)
+	require.NoError(t, err)
+	var outputSeq int64
+	var lastOutputAt time.Time
+	require.NoError(t, store.QueryRowForTest(ctx, st, `SELECT output_seq, last_output_at FROM sessions WHERE id = $1`, f.session.ID, &outputSeq, &lastOutputAt))
+	require.Equal(t, int64(7), outputSeq)
+	require.True(t, lastOutputAt.Equal(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)))
+
+	_, err = st.MigrateUp(ctx)
+	require.NoError(t, err)
+	sess, err := st.GetSessionByID(ctx, f.session.ID)
+	require.NoError(t, err)
+	require.Equal(t, int64(7), sess.OutputSeq)
+	require.NotNil(t, sess.LastOutputAt)
+	require.True(t, sess.LastOutputAt.Equal(lastOutputAt))
+	require.False(t, sess.UpdatedAt.Before(lastOutputAt), "a Session's updated_at is never before its last output")
+
+	lease, err := st.AcquireReaderLease(ctx, store.LeaseRequest{SessionID: f.session.ID, Holder: "r", TTL: time.Minute})
+	require.NoError(t, err)
+	res, err := st.AppendParts(ctx, store.AppendRequest{SessionID: f.session.ID, LeaseGeneration: lease.Generation,
+		Parts: []store.NewPart{textPart("r1", "on from the position")}})
+	require.NoError(t, err)
+	require.Equal(t, int64(8), res.FirstSeq)
 }
