@@ -19,6 +19,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -56,6 +57,9 @@ type Options struct {
 	// UIDs hands the stack the block of box uids its worker uses; default one
 	// block of localtest's (room for 50 boxes).
 	UIDs func() (first, count int, release func(), err error)
+	// PostgresSettings adds server settings to the cluster's (over the stack's own);
+	// default none.
+	PostgresSettings map[string]string
 }
 
 // Stack is a running platform and the handles to break it.
@@ -215,6 +219,7 @@ func (s *Stack) startPostgres(ctx context.Context) error {
 		Settings: map[string]string{"fsync": "off", "full_page_writes": "off", "max_connections": "200", "track_commit_timestamp": "on"},
 		Logger:   s.log.Named("postgres"),
 	}
+	maps.Copy(s.pgOpts.Settings, s.opts.PostgresSettings)
 	if err := os.MkdirAll(filepath.Join(s.baseDir, "pg"), 0o755); err != nil {
 		return fmt.Errorf("make postgres folder: %w", err)
 	}

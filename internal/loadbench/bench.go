@@ -176,6 +176,8 @@ func Run(ctx context.Context, opts Options, out io.Writer) (err error) {
 		RepoRoot: root,
 		Logger:   log.Named("stack"),
 		UIDs:     func() (int, int, func(), error) { return stackFirst, stackCount, func() {}, nil },
+		// The cluster logs its lock waits, which the bench reports per phase.
+		PostgresSettings: lockWaitSettings(),
 		RoleEnv: func(role string) []string {
 			env := []string{
 				"ASTRABOX_ENGINES_SCRIPTED_BINARY=" + binary,
@@ -224,6 +226,9 @@ func Run(ctx context.Context, opts Options, out io.Writer) (err error) {
 		b.apis = append(b.apis, newAPIClient("http://"+secondAPI+"/api/v1", stack.Token()))
 	}
 	if b.agentID, err = b.scriptedAgent(ctx); err != nil {
+		return err
+	}
+	if err := checkLockWaitsLogged(ctx, stack.DSN()); err != nil {
 		return err
 	}
 	var rep Report

@@ -64,6 +64,8 @@ func TestSmoke(t *testing.T) {
 		"the measured turns' signals are reported by name")
 	assert.Regexp(t, `(?m)^waits for a database connection during the measured turns @2: API (none|\d+ \(\S+ ms in all, \S+ ms each\)); workers (none|\d+ \(\S+ ms in all, \S+ ms each\))$`, table,
 		"the processes' waits for their connection pools are reported")
+	assert.Regexp(t, `(?m)^lock waits over 10\.0 ms in PostgreSQL during the measured turns @2: (none|[A-Za-z ]+ \d+ \(\S+ ms in all\)(, [A-Za-z ]+ \d+ \(\S+ ms in all\))*)$`, table,
+		"the cluster's lock waits are reported")
 	assert.Contains(t, table, "cores used by the program floor (Claude Code) @2: boxes ")
 }
 

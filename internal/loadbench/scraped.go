@@ -2,6 +2,7 @@ package loadbench
 
 import (
 	"context"
+	"path/filepath"
 
 	"github.com/astrabox/astrabox/internal/telemetry"
 )
@@ -11,10 +12,12 @@ import (
 // lag splits a part's way into the program's and its runner's (before the Relay read
 // it) and the platform's (the Relay's batch and its group's commit); the admissions'
 // lag and the session log's mirror split the first part's; the pools' waits say how
-// much of the API's and the workers' statements queued for a connection.
+// much of the API's and the workers' statements queued for a connection; the
+// cluster's log says what waited on a lock there.
 type scrapedFigures struct {
 	relayLag, admissionLag, mirror histogram
 	apiWaits, workerWaits          poolWaits
+	pgLog                          logSpan
 }
 
 // scrapeFigures reads them from the workers' and the API processes' /metrics.
@@ -33,9 +36,15 @@ func (b *bench) scrapeFigures(ctx context.Context) (scrapedFigures, error) {
 	if f.apiWaits, err = b.poolWaits(ctx, b.apiMetrics); err != nil {
 		return f, err
 	}
-	f.workerWaits, err = b.poolWaits(ctx, b.workerMetrics)
+	if f.workerWaits, err = b.poolWaits(ctx, b.workerMetrics); err != nil {
+		return f, err
+	}
+	f.pgLog, err = logSize(b.pgLogPath())
 	return f, err
 }
+
+// pgLogPath is the stack's cluster's log.
+func (b *bench) pgLogPath() string { return filepath.Join(b.stack.LogDir(), "postgres.log") }
 
 // since is what was observed after before was read.
 func (f scrapedFigures) since(before scrapedFigures) scrapedFigures {
@@ -45,5 +54,6 @@ func (f scrapedFigures) since(before scrapedFigures) scrapedFigures {
 		mirror:       f.mirror.since(before.mirror),
 		apiWaits:     f.apiWaits.since(before.apiWaits),
 		workerWaits:  f.workerWaits.since(before.workerWaits),
+		pgLog:        f.pgLog.since(before.pgLog),
 	}
 }
