@@ -47,6 +47,11 @@ var _ InputNotices = (*pubsub.Listener)(nil)
 // from their notices, for 256 bytes an idle Session.
 const InputNoticeQueue = 8
 
+// DefaultRelayHeartbeatEvery is how often a Relay heartbeats to Temporal unless
+// Settings say otherwise. A heartbeat only tells Temporal the Relay's worker and loop
+// are alive (the host watch notices a dead worker sooner), so it can be seldom.
+const DefaultRelayHeartbeatEvery = 30 * time.Second
+
 // defaultDiagnosticsKept is enough runtime diagnostics per Session to see what a
 // program said around a fault, and few enough that a chatty program cannot grow the
 // table without bound.
@@ -59,9 +64,14 @@ type Settings struct {
 	IdleRelease time.Duration
 	// LeaseTTL is how long a Relay's reader lease lasts without renewal (default 30 s).
 	LeaseTTL time.Duration
-	// HeartbeatEvery is how often a Relay heartbeats while no event arrives, and how
-	// often the worker renews its Relays' leases (default 5 s).
+	// HeartbeatEvery is how often a long setup activity heartbeats, how often a
+	// waiting Relay vouches that its loop goes round, and how often the worker renews
+	// its Relays' leases (default 5 s).
 	HeartbeatEvery time.Duration
+	// RelayHeartbeatEvery is how often a Relay heartbeats to Temporal (default
+	// DefaultRelayHeartbeatEvery); the workflow's Relay heartbeat timeout must allow a
+	// few of them.
+	RelayHeartbeatEvery time.Duration
 	// MaxBatch bounds the events one Relay transaction records (default 64).
 	MaxBatch int
 	// DiagnosticsKept bounds the runtime diagnostics stored per Session; the oldest
@@ -81,6 +91,9 @@ func (s Settings) withDefaults() Settings {
 	}
 	if s.HeartbeatEvery <= 0 {
 		s.HeartbeatEvery = 5 * time.Second
+	}
+	if s.RelayHeartbeatEvery <= 0 {
+		s.RelayHeartbeatEvery = DefaultRelayHeartbeatEvery
 	}
 	if s.MaxBatch <= 0 {
 		s.MaxBatch = 64
@@ -186,6 +199,7 @@ func (a *Activities) RegisterShared(r worker.Registry) {
 func (a *Activities) RegisterHost(r worker.Registry) {
 	r.RegisterActivity(a.ActivateRuntime)
 	r.RegisterActivity(a.Relay)
+	r.RegisterActivity(a.StopRelay)
 	r.RegisterActivity(a.Deliver)
 	r.RegisterActivity(a.Answer)
 	r.RegisterActivity(a.Interrupt)

@@ -23,9 +23,10 @@ import (
 // session_mode_update.json, before one coroutine selected every signal and the Relay
 // took new inputs on notice; session_notice_delivery.json, before one idle timer was
 // kept across waits; session_idle_timer.json, before a released Session's run ended;
-// session_released_run.json, before the run loop read the Relay's future itself) stay
-// there, so the workflows package proves they still replay.
-const recordedHistory = "session_relay_read_by_loop.json"
+// session_released_run.json, before the run loop read the Relay's future itself;
+// session_relay_read_by_loop.json, before each Relay was named and stopped on its
+// host) stay there, so the workflows package proves they still replay.
+const recordedHistory = "session_relay_stopped_on_host.json"
 
 // TestRecordedHistoryReplays runs a Session on the dev server (inputs, the second one
 // left to the Relay delivering on notice, an interrupt, a permission-mode signal and

@@ -1,6 +1,7 @@
 package activities_test
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -67,6 +68,27 @@ func TestIdleReleaseAndTheNextMessageResumesInANewBox(t *testing.T) {
 		}
 		return true
 	})
+}
+
+// TestARelayThatHeartbeatsSeldomStopsAtOnce: a Relay heartbeats to Temporal only
+// every RelayHeartbeatEvery, and Temporal passes a cancellation on only in a
+// heartbeat's reply; the idle release stops the Relay through its worker instead, so
+// the box goes at the idle period, not at the Relay's next heartbeat a minute on.
+func TestARelayThatHeartbeatsSeldomStopsAtOnce(t *testing.T) {
+	s := newStack(t)
+	s.startWorkerWith("host-a-"+uniq(), activities.Settings{HeartbeatEvery: time.Second, RelayHeartbeatEvery: time.Minute, IdleRelease: 2 * time.Second})
+	id := s.newSession()
+
+	first := s.send(id, "quick")
+	s.waitEnded(id, "resp-"+first)
+	within, cancel := context.WithTimeout(s.ctx, 30*time.Second)
+	defer cancel()
+	s.eventuallyWithin(within, "the idle box released before the Relay's next heartbeat", func() bool { return s.session(id).RuntimeUnavailable })
+
+	next := s.send(id, "quick")
+	r := s.waitEnded(id, "resp-"+next)
+	require.Equal(t, store.OutcomeCompleted, *r.Outcome)
+	s.requireGaplessLog(id)
 }
 
 func TestRefusedInputFailsAndIsReportedOnTheStream(t *testing.T) {

@@ -45,6 +45,52 @@ type liveRuntime struct {
 	// leaseGeneration is the reader lease of the Relay reading this runtime, 0 before
 	// one runs; host activities that write parts fence them by it.
 	leaseGeneration int64
+	// relay is the Relay reading this runtime and how to end it; stoppedRelay is the
+	// last Relay StopRelay named, which may reach this worker before the Relay
+	// itself does.
+	relay        runningRelay
+	stoppedRelay string
+}
+
+// runningRelay is a Relay reading a live runtime, by its RelayRequest.RelayID.
+type runningRelay struct {
+	id   string
+	stop context.CancelFunc
+}
+
+// beginRelay records the Relay id as reading this runtime, ended by stop. It
+// reports false when StopRelay already named it: the Relay is not to run at all.
+func (l *liveRuntime) beginRelay(id string, stop context.CancelFunc) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if id != "" && id == l.stoppedRelay {
+		return false
+	}
+	l.relay = runningRelay{id: id, stop: stop}
+	return true
+}
+
+// endRelay forgets the Relay id once it returns.
+func (l *liveRuntime) endRelay(id string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.relay.id == id {
+		l.relay = runningRelay{}
+	}
+}
+
+// stopRelay ends the Relay id if it is reading this runtime, and keeps it from
+// beginning if it has not yet. A later Relay, with another id, is left alone.
+func (l *liveRuntime) stopRelay(id string) {
+	if id == "" {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.stoppedRelay = id
+	if l.relay.id == id && l.relay.stop != nil {
+		l.relay.stop()
+	}
 }
 
 // close closes the connection and the box handle; the runtime keeps running.

@@ -23,17 +23,28 @@ import (
 // earlier reader), reads the runtime's events after the stored cursor and records
 // them (parts, responses, interactions, admissions, status) with the cursor in one
 // transaction per batch, fenced by its lease generation. It heartbeats its progress
-// (its worker renews the leases of all its Relays at once), ends when its context is
-// cancelled, and returns RelayConnectionLost when the connection drops so the
-// workflow can reconnect. A RuntimeCursorExpired is reconciled from the runtime's own
-// State, as the engine contract prescribes, and reading continues from the cursor
-// State names, or from the start of a runtime incarnation the platform has recorded
-// nothing of.
-func (a *Activities) Relay(ctx context.Context, ref RuntimeRef) (RelayResult, error) {
+// (its worker renews the leases of all its Relays at once), ends with RelayStopped
+// when StopRelay names it or when its context is cancelled, and returns
+// RelayConnectionLost when the connection drops so the workflow can reconnect. A
+// RuntimeCursorExpired is reconciled from the runtime's own State, as the engine
+// contract prescribes, and reading continues from the cursor State names, or from
+// the start of a runtime incarnation the platform has recorded nothing of.
+func (a *Activities) Relay(ctx context.Context, req RelayRequest) (RelayResult, error) {
+	ref := req.RuntimeRef
 	l, err := a.live.get(ref.SessionID, ref.RuntimeGeneration)
 	if err != nil {
 		return RelayResult{}, err
 	}
+	// Temporal passes a cancellation on only in a heartbeat's reply, and a Relay
+	// heartbeats seldom (Settings.RelayHeartbeatEvery): its workflow stops it through
+	// StopRelay on this worker, which ends this context.
+	activityCtx := ctx
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	if !l.beginRelay(req.RelayID, stop) {
+		return RelayResult{End: RelayStopped}, nil
+	}
+	defer l.endRelay(req.RelayID)
 	info := activity.GetInfo(ctx)
 	holder := fmt.Sprintf("%s/%s/%d", a.deps.HostTaskQueue, info.ActivityID, info.Attempt)
 	// The workflow starts a Relay only when the previous one ended or timed out, so
@@ -46,10 +57,24 @@ func (a *Activities) Relay(ctx context.Context, ref RuntimeRef) (RelayResult, er
 	r := &relayRun{a: a, l: l, lease: lease.Generation, log: a.logger(ctx, ref.SessionID).WithLazy(zap.Int64("lease_generation", lease.Generation))}
 	res, err := r.run(ctx)
 	r.titling.Wait()
+	if ctx.Err() != nil && activityCtx.Err() == nil {
+		return r.result(RelayStopped), nil
+	}
 	if errors.Is(err, store.ErrLeaseLost) {
 		return res, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeLeaseLost, err)
 	}
 	return res, err
+}
+
+// StopRelay ends the Session's Relay req names on this worker (the host queue of its
+// runtime), which returns RelayStopped, or keeps it from beginning if StopRelay comes
+// first. A Relay of another runtime generation, or a later one of the same, is left
+// alone; with no live runtime here the Relay has ended already, or never begins.
+func (a *Activities) StopRelay(_ context.Context, req StopRelayRequest) error {
+	if l := a.live.lookup(req.SessionID); l != nil && l.generation == req.RuntimeGeneration {
+		l.stopRelay(req.RelayID)
+	}
+	return nil
 }
 
 // relayRun is one Relay's reading state.
@@ -258,9 +283,12 @@ func (r *relayRun) wakeObserver() { wake(r.observeNow) }
 // answer (with 100 Sessions a signal took 3.5 s and a heartbeat 0.5 s), and made from
 // the loop each held the Session's parts back behind it.
 //
-// Every HeartbeatEvery it heartbeats, while the loop has gone round lately (each batch,
-// and each interval while it waits), so a stuck loop still lets the heartbeat timeout
-// fire; the worker's leaseKeeper stops renewing that loop's lease the same way.
+// Every RelayHeartbeatEvery it heartbeats, while the loop has gone round lately (each
+// batch, and each HeartbeatEvery while it waits), so a stuck loop still lets the
+// heartbeat timeout fire; the worker's leaseKeeper stops renewing that loop's lease
+// the same way. The heartbeats are seldom because, at one a Relay every few seconds,
+// they were most of what Temporal did for a hundred busy Sessions: the workflow stops
+// its Relay through StopRelay instead of the cancellation a heartbeat's reply brings.
 //
 // An ask is answered observeEvery later, with the facts as they are then, and asks
 // made meanwhile join it: the workflow only shows the Session's state to operators,
@@ -270,7 +298,7 @@ func (r *relayRun) wakeObserver() { wake(r.observeNow) }
 // workflow delivers them itself until told, so that goes at once.
 func (r *relayRun) reportToTemporal(ctx context.Context) {
 	every := r.a.set.HeartbeatEvery
-	tick := time.NewTicker(every)
+	tick := time.NewTicker(r.a.set.RelayHeartbeatEvery)
 	defer tick.Stop()
 	settle := time.NewTimer(observeEvery)
 	settle.Stop()

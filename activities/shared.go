@@ -356,6 +356,21 @@ type RuntimeRef struct {
 	RuntimeGeneration int64  `json:"runtime_generation"`
 }
 
+// RelayRequest starts a Session's Relay on the host holding its runtime.
+type RelayRequest struct {
+	RuntimeRef
+	// RelayID names this Relay among the Session's, for StopRelay: the workflow's run
+	// and its count of the Relays it started. Empty from a workflow that stops its
+	// Relays through Temporal's cancellation alone.
+	RelayID string `json:"relay_id,omitempty"`
+}
+
+// StopRelayRequest names the Relay StopRelay ends.
+type StopRelayRequest struct {
+	RuntimeRef
+	RelayID string `json:"relay_id"`
+}
+
 // RelayEnd says why a Relay ended without an error.
 type RelayEnd string
 
@@ -363,6 +378,8 @@ type RelayEnd string
 const (
 	// RelayConnectionLost: the connection dropped; the box may live (reconnect).
 	RelayConnectionLost RelayEnd = "connection_lost"
+	// RelayStopped: StopRelay ended it, as its workflow asked.
+	RelayStopped RelayEnd = "stopped"
 )
 
 // RelayResult is how a Relay ended.

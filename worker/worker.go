@@ -124,9 +124,10 @@ func New(c client.Client, opts Options) (*Worker, error) {
 		Interceptors:      opts.Interceptors,
 		DeploymentOptions: opts.Version.deploymentOptions(),
 	})
-	// Relays heartbeat for hours; the server delivers a cancellation (release, archive,
-	// continue-as-new) only in a heartbeat's reply, so host activities send heartbeats
-	// at most hostHeartbeatThrottle apart instead of the SDK's 80% of the timeout.
+	// The server delivers a cancellation only in a heartbeat's reply, so host
+	// activities send heartbeats at most hostHeartbeatThrottle apart instead of the
+	// SDK's 80% of the timeout. A Relay heartbeats seldom (every 30 s) and is stopped
+	// through StopRelay on this queue instead.
 	w.host = worker.New(c, w.hostTaskQueue, worker.Options{
 		MaxHeartbeatThrottleInterval:     hostHeartbeatThrottle,
 		DefaultHeartbeatThrottleInterval: hostHeartbeatThrottle,

@@ -20,7 +20,9 @@ import (
 //     the connection died nobody polls its queue, and the timeout is how the
 //     workflow learns it must reconnect through another worker.
 //   - Relay is one attempt with a heartbeat timeout; the workflow itself decides
-//     between reconnecting and replacing the box when it ends.
+//     between reconnecting and replacing the box when it ends. It heartbeats seldom,
+//     so the workflow stops it through StopRelay on its host queue, which ends it at
+//     once, as well as by cancelling it.
 var (
 	sharedRetry = &temporal.RetryPolicy{
 		InitialInterval:    time.Second,
@@ -56,8 +58,10 @@ var (
 	TaskTimeout = 5 * time.Second
 	// HostScheduleToStart is how long a host-queue activity may wait for its worker.
 	HostScheduleToStart = 30 * time.Second
-	// RelayHeartbeatTimeout is how long a Relay may go without a heartbeat.
-	RelayHeartbeatTimeout = 20 * time.Second
+	// RelayHeartbeatTimeout is how long a Relay may go without a heartbeat: three of
+	// activities.DefaultRelayHeartbeatEvery. A dead worker's Relays are failed sooner
+	// by the host watch; this is for a Relay whose loop is stuck on a live worker.
+	RelayHeartbeatTimeout = 90 * time.Second
 	// SetupHeartbeatTimeout is how long PrepareRuntime and ActivateRuntime, which
 	// heartbeat while they run, may go without one: a worker that died running them
 	// is noticed then, not at the end of their start-to-close timeouts.
@@ -99,6 +103,17 @@ func withRelay(ctx workflow.Context, queue string) workflow.Context {
 		StartToCloseTimeout:    365 * 24 * time.Hour,
 		HeartbeatTimeout:       RelayHeartbeatTimeout,
 		WaitForCancellation:    true,
+		RetryPolicy:            &temporal.RetryPolicy{MaximumAttempts: 1},
+	})
+}
+
+// withStopRelay is StopRelay on the host queue of the Relay it ends: one attempt,
+// since Temporal's cancellation still reaches the Relay when it fails.
+func withStopRelay(ctx workflow.Context, queue string) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue:              queue,
+		ScheduleToStartTimeout: HostScheduleToStart,
+		StartToCloseTimeout:    10 * time.Second,
 		RetryPolicy:            &temporal.RetryPolicy{MaximumAttempts: 1},
 	})
 }

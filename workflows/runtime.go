@@ -204,10 +204,16 @@ func (w *sessionWorkflow) reconcileLost(ctx workflow.Context) (heldOnNotice int)
 // startRelay starts the Session's reader on the host queue holding its connection.
 func (w *sessionWorkflow) startRelay(ctx workflow.Context) {
 	rctx, cancel := workflow.WithCancel(ctx)
-	h := &relayHandle{cancel: cancel}
+	h := &relayHandle{cancel: cancel, queue: w.s.Placement.HostTaskQueue}
+	req := activities.RelayRequest{RuntimeRef: w.runtimeRef()}
+	if workflow.GetVersion(ctx, relayStoppedOnHostChange, workflow.DefaultVersion, 1) >= 1 {
+		w.relaysStarted++
+		req.RelayID = fmt.Sprintf("%s/%d", workflow.GetInfo(ctx).WorkflowExecution.RunID, w.relaysStarted)
+		h.stop = activities.StopRelayRequest{RuntimeRef: req.RuntimeRef, RelayID: req.RelayID}
+	}
 	// Only this Relay's own word counts: until it says so, the workflow delivers.
 	w.s.Observed.DeliversOnNotice = false
-	f := workflow.ExecuteActivity(summarized(withRelay(rctx, w.s.Placement.HostTaskQueue), fmt.Sprintf("Read runtime generation %d and record its output", w.s.Placement.RuntimeGeneration)), act.Relay, w.runtimeRef())
+	f := workflow.ExecuteActivity(summarized(withRelay(rctx, h.queue), fmt.Sprintf("Read runtime generation %d and record its output", w.s.Placement.RuntimeGeneration)), act.Relay, req)
 	w.relay = h
 	if workflow.GetVersion(ctx, relayReadByLoopChange, workflow.DefaultVersion, 1) >= 1 {
 		h.future = f
@@ -218,6 +224,15 @@ func (w *sessionWorkflow) startRelay(ctx workflow.Context) {
 		h.done = true
 	})
 }
+
+// relayStoppedOnHostChange marks runs that name each Relay and stop it through
+// StopRelay on its host queue as well as by cancelling it. Temporal passes a
+// cancellation to a running activity only in the reply to its next heartbeat, and a
+// Relay heartbeats seldom (activities.DefaultRelayHeartbeatEvery): runs recorded
+// before it waited up to a heartbeat's interval for their Relay to stop, their
+// Session's stream stalled meanwhile when the stop was for a continue-as-new or an
+// idle check that found the Session busy.
+const relayStoppedOnHostChange = "relay-stopped-on-host"
 
 // relayReadByLoopChange marks runs whose loop reads the Relay's future itself. Runs
 // recorded before it wait on the future in a coroutine of its own, which a cached
@@ -247,6 +262,11 @@ func (w *sessionWorkflow) stopRelay(ctx workflow.Context) {
 	w.relay = nil
 	if !h.ended() {
 		h.cancel()
+		if h.stop.RelayID != "" {
+			// Not waited for: the Relay's end is what counts, and a host gone has its
+			// Relay failed by the host watch while this waits out its start.
+			workflow.ExecuteActivity(summarized(withStopRelay(ctx, h.queue), "Stop the Relay"), act.StopRelay, h.stop)
+		}
 		_ = workflow.Await(ctx, h.ended)
 	}
 	h.settle(ctx)

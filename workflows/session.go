@@ -39,6 +39,9 @@ type sessionWorkflow struct {
 	idleTimer workflow.Future
 	// idleTimerVersion is oneIdleTimerChange's version once the run has asked.
 	idleTimerVersion *workflow.Version
+	// relaysStarted counts the Relays this run started, which names each
+	// (relayStoppedOnHostChange).
+	relaysStarted int
 }
 
 // relayHandle follows the running Relay activity.
@@ -50,6 +53,11 @@ type relayHandle struct {
 	done   bool
 	result activities.RelayResult
 	err    error
+	// stop names the Relay for StopRelay on its host queue; empty in a run before
+	// relayStoppedOnHostChange, which stops it through Temporal's cancellation alone.
+	stop activities.StopRelayRequest
+	// queue is the host queue the Relay runs on.
+	queue string
 }
 
 // SessionWorkflow runs one Session: it brings its runtime up, keeps a Relay reading

@@ -37,7 +37,7 @@ type harness struct {
 	relayEnds chan relayEnd
 	// Overrides of the default mocks, set before run.
 	prepare func(context.Context, activities.PrepareRequest) (activities.PrepareResult, error)
-	relay   func(context.Context, activities.RuntimeRef) (activities.RelayResult, error)
+	relay   func(context.Context, activities.RelayRequest) (activities.RelayResult, error)
 	deliver func(context.Context, activities.RuntimeRef) (activities.DeliverResult, error)
 	answer  func(context.Context, activities.AnswerRequest) error
 	stop    func(context.Context, activities.StopChildRunRequest) error
@@ -47,6 +47,10 @@ type harness struct {
 	// relays are the Relay activities the workflow started and has not seen end or
 	// cancelled, by activity id.
 	relays map[string]bool
+	// relayIDs are the ids the workflow gave its Relays, in order; relayStops what it
+	// asked of StopRelay.
+	relayIDs   []string
+	relayStops []activities.StopRelayRequest
 	// reconciled is what ReconcileLostRuntime returns, unless reconcile is set.
 	reconciled activities.ReconcileResult
 	reconcile  func(context.Context, activities.ReconcileRequest) (activities.ReconcileResult, error)
@@ -121,17 +125,26 @@ func newHarness(t *testing.T) *harness {
 		}
 		return activities.ActivateResult{HostTaskQueue: testHostQueue}, nil
 	}).Maybe()
-	h.env.OnActivity(act.Relay, mock.Anything, mock.Anything).Return(func(ctx context.Context, ref activities.RuntimeRef) (activities.RelayResult, error) {
+	h.env.OnActivity(act.Relay, mock.Anything, mock.Anything).Return(func(ctx context.Context, req activities.RelayRequest) (activities.RelayResult, error) {
+		h.mu.Lock()
+		h.relayIDs = append(h.relayIDs, req.RelayID)
+		h.mu.Unlock()
 		if h.relay != nil {
-			return h.relay(ctx, ref)
+			return h.relay(ctx, req)
 		}
-		h.record(fmt.Sprintf("Relay:%d", ref.RuntimeGeneration))
+		h.record(fmt.Sprintf("Relay:%d", req.RuntimeGeneration))
 		select {
 		case end := <-h.relayEnds:
 			return end.res, end.err
 		case <-ctx.Done():
 			return activities.RelayResult{}, ctx.Err()
 		}
+	}).Maybe()
+	h.env.OnActivity(act.StopRelay, mock.Anything, mock.Anything).Return(func(_ context.Context, req activities.StopRelayRequest) error {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.relayStops = append(h.relayStops, req)
+		return nil
 	}).Maybe()
 	simple := func(name string) func(context.Context, activities.RuntimeRef) error {
 		return func(context.Context, activities.RuntimeRef) error { h.record(name); return nil }

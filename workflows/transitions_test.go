@@ -152,6 +152,28 @@ func TestABoxBusyOnceItsRelayStoppedIsKept(t *testing.T) {
 	require.Equal(t, 0, count(calls, "PrepareRuntime:reconnect"), "the runtime stayed connected")
 }
 
+// TestEachRelayIsStoppedOnItsHostByName: the idle check's stop and the delete's each
+// name the Relay they end, so its worker ends it at once and a later Relay of the
+// same runtime is not taken for it.
+func TestEachRelayIsStoppedOnItsHostByName(t *testing.T) {
+	h := newHarness(t)
+	h.facts.IdleReleaseSeconds = 1
+	checked := 0
+	h.idle = func() bool {
+		checked++
+		return checked == 1
+	}
+	h.at(1500*time.Millisecond+step, h.signal(SignalLifecycle, Lifecycle{Action: LifecycleDelete}))
+	h.run(SessionStart{SessionID: "s-relay-stops"})
+	require.NoError(t, h.env.GetWorkflowError())
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	require.Len(t, h.relayIDs, 2, "the idle check's stop, then the delete's")
+	require.NotEqual(t, h.relayIDs[0], h.relayIDs[1])
+	ref := activities.RuntimeRef{SessionID: "s-relay-stops", RuntimeGeneration: 1}
+	require.Equal(t, []activities.StopRelayRequest{{RuntimeRef: ref, RelayID: h.relayIDs[0]}, {RuntimeRef: ref, RelayID: h.relayIDs[1]}}, h.relayStops)
+}
+
 // checks are the CheckIdle calls among calls.
 func checks(calls []string) []string {
 	var out []string

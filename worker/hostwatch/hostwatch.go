@@ -1,7 +1,7 @@
 // Package hostwatch owns a worker's liveness record and the failing of a dead
 // worker's activities. When a worker dies, Temporal learns of it only at the timeouts
-// of the activity attempts it was running: a Relay's or a runtime's activation's
-// heartbeat timeout (20 s), a host activity's start-to-close timeout, after which its
+// of the activity attempts it was running: a Relay's heartbeat timeout (90 s) or a
+// runtime's activation's (20 s), a host activity's start-to-close timeout, after which its
 // retry waits on the dead worker's host task queue until its schedule-to-start timeout.
 // The Session waits meanwhile: its stream stalls, or its first reply does not start.
 //
@@ -20,8 +20,9 @@
 // (the settling time), so after an outage of PostgreSQL, which ends every connection,
 // every live worker has had the time to mark itself alive again, on a new connection,
 // before anyone is judged. Failing an attempt whose worker was only slow is safe: the
-// reader lease's generation fences a Relay, which ends at its next heartbeat, and the
-// activities the watch fails are ones the workflow already retries or reconnects after.
+// reader lease's generation fences a Relay, which ends once its lease keeper finds the
+// lease taken or at its next heartbeat, and the activities the watch fails are ones
+// the workflow already retries or reconnects after.
 package hostwatch
 
 import (
