@@ -231,7 +231,7 @@ func (r *relayRun) readFrom(ctx context.Context, cursor *engines.RuntimeCursor) 
 			if len(batch) == 0 {
 				continue
 			}
-			next, err := r.record(ctx, batch, cursor)
+			next, err := r.record(ctx, queue, batch, cursor)
 			cursor = next
 			if err != nil {
 				return err
@@ -384,47 +384,28 @@ func (r *relayRun) recordModel(ctx context.Context) error {
 	return nil
 }
 
-// record writes the events of a batch (up to an error item, which it returns).
-func (r *relayRun) record(ctx context.Context, batch []eventOrErr, cursor *engines.RuntimeCursor) (*engines.RuntimeCursor, error) {
-	var ops []store.RelayOp
-	var itemErr error
-	admits, ends := false, false
-	last := cursor
-	for _, it := range batch {
-		if it.err != nil {
-			itemErr = it.err
-			break
-		}
-		evOps, err := opsFor(it.ev, r.a.set.DiagnosticsKept)
-		if err != nil {
-			return cursor, err
-		}
-		if len(evOps) == 0 {
-			r.log.Debug("runtime event with no record", zap.String("event_type", string(it.ev.Type())))
-		}
-		for _, op := range evOps {
-			ops = append(ops, op)
-			r.factsChanged = r.factsChanged || op.Part == nil
-			admits = admits || op.AdmitInput != ""
-			ends = ends || op.EndResponse != nil
-		}
-		c := it.ev.EventCursor()
-		last = &c
+// record writes the events of a batch (up to an error item, which it returns). A
+// batch that admits an input may take more of queue while the session log is read
+// (write).
+func (r *relayRun) record(ctx context.Context, queue *eventQueue, batch []eventOrErr, cursor *engines.RuntimeCursor) (*engines.RuntimeCursor, error) {
+	b := pendingBatch{last: cursor, read: batch[0].read}
+	if err := b.add(r, batch); err != nil {
+		return cursor, err
 	}
-	r.ended = r.ended || ends
-	if last != cursor {
-		res, err := r.write(ctx, store.RelayBatch{SessionID: r.l.sessionID, LeaseGeneration: r.lease, Ops: ops, Cursor: cursorUpdate(*last)}, admits)
+	if b.last != cursor {
+		res, err := r.write(ctx, queue, &b)
 		if err != nil {
 			return cursor, err
 		}
+		r.ended = r.ended || b.ends
 		r.throughSeq.Store(res.LastSeq)
 		r.a.metrics.Admitted(res.Admitted)
 		r.a.metrics.PartsCommitted.Add(float64(res.Parts))
-		r.a.metrics.RelayLag.WithLabelValues(batchKind(ops, admits)).Observe(time.Since(batch[0].read).Seconds())
-		if err := r.l.client.Committed(ctx, *last); err != nil {
+		r.a.metrics.RelayLag.WithLabelValues(batchKind(b.ops, b.admits)).Observe(time.Since(b.read).Seconds())
+		if err := r.l.client.Committed(ctx, *b.last); err != nil {
 			r.log.Warn("tell runtime what is committed", zap.Error(err))
 		}
-		if ends {
+		if b.ends {
 			// A response's tail may reach the native log after its end event (Claude
 			// Code writes its transcript 70-250 ms after stdout): what is there now is
 			// mirrored, the rest with the next admission or before the box is released.
@@ -433,7 +414,50 @@ func (r *relayRun) record(ctx context.Context, batch []eventOrErr, cursor *engin
 			}
 		}
 	}
-	return last, itemErr
+	return b.last, b.itemErr
+}
+
+// pendingBatch is a batch's records as its events are translated.
+type pendingBatch struct {
+	ops []store.RelayOp
+	// last is the cursor after the last event taken; itemErr the error item the
+	// batch ends at, if any.
+	last    *engines.RuntimeCursor
+	itemErr error
+	// admits and ends say the batch admits an input or ends a response.
+	admits, ends bool
+	// read is when the Relay read the batch's first event.
+	read time.Time
+}
+
+// add translates events into the batch, up to an error item.
+func (b *pendingBatch) add(r *relayRun, events []eventOrErr) error {
+	for _, it := range events {
+		if it.err != nil {
+			b.itemErr = it.err
+			return nil
+		}
+		evOps, err := opsFor(it.ev, r.a.set.DiagnosticsKept)
+		if err != nil {
+			return err
+		}
+		if len(evOps) == 0 {
+			r.log.Debug("runtime event with no record", zap.String("event_type", string(it.ev.Type())))
+		}
+		for _, op := range evOps {
+			b.ops = append(b.ops, op)
+			r.factsChanged = r.factsChanged || op.Part == nil
+			b.admits = b.admits || op.AdmitInput != ""
+			b.ends = b.ends || op.EndResponse != nil
+		}
+		c := it.ev.EventCursor()
+		b.last = &c
+	}
+	return nil
+}
+
+func (b *pendingBatch) relayBatch(r *relayRun) store.RelayBatch {
+	return store.RelayBatch{SessionID: r.l.sessionID, LeaseGeneration: r.lease, Ops: b.ops, Cursor: cursorUpdate(*b.last)}
 }
 
 // write records a batch. One that admits an input keeps the session-log barrier: an
@@ -443,16 +467,27 @@ func (r *relayRun) record(ctx context.Context, batch []eventOrErr, cursor *engin
 // the input; an unmirrored one stays held and is sent again, never recorded admitted
 // and lost. When the mirror turns out to hold fewer entries than its cursor counted
 // (rows gone since), the log is mirrored whole on its own first.
-func (r *relayRun) write(ctx context.Context, batch store.RelayBatch, admits bool) (store.AppendResult, error) {
-	if !admits {
-		return r.a.deps.Store.ApplyRelayBatch(ctx, batch)
+//
+// The events the runtime sent while the log was read (a reply's first parts, most
+// often) join the admission's transaction, which saves the reply a commit before it
+// shows; they stop before an event that admits another input, whose own log entry the
+// read may have missed.
+func (r *relayRun) write(ctx context.Context, queue *eventQueue, b *pendingBatch) (store.AppendResult, error) {
+	if !b.admits {
+		return r.a.deps.Store.ApplyRelayBatch(ctx, b.relayBatch(r))
 	}
 	logOps, mirrored, err := r.a.sessionLogOps(ctx, r.l)
 	if err != nil {
 		return store.AppendResult{}, fmt.Errorf("mirror session log before recording an admission: %w", err)
 	}
-	withLog := batch
-	withLog.Ops = append(logOps, batch.Ops...)
+	if b.itemErr == nil {
+		if err := b.add(r, queue.takeUntil(admitsAnInput)); err != nil {
+			mirrored(false)
+			return store.AppendResult{}, err
+		}
+	}
+	withLog := b.relayBatch(r)
+	withLog.Ops = append(logOps, withLog.Ops...)
 	res, err := r.a.deps.Store.ApplyRelayBatch(ctx, withLog)
 	mirrored(err == nil)
 	if !errors.Is(err, store.ErrSessionLogBehind) {
@@ -461,7 +496,13 @@ func (r *relayRun) write(ctx context.Context, batch store.RelayBatch, admits boo
 	if err := r.a.mirrorSessionLog(ctx, r.l); err != nil {
 		return store.AppendResult{}, fmt.Errorf("mirror session log before recording an admission: %w", err)
 	}
-	return r.a.deps.Store.ApplyRelayBatch(ctx, batch)
+	return r.a.deps.Store.ApplyRelayBatch(ctx, b.relayBatch(r))
+}
+
+// admitsAnInput reports whether the queued item is an input's admission.
+func admitsAnInput(it eventOrErr) bool {
+	_, admits := it.ev.(engines.InputAdmitted)
+	return admits
 }
 
 // batchKind names a batch's kind for the Relay's lag: an admission waits for the

@@ -72,6 +72,26 @@ func (q *eventQueue) take() (batch []eventOrErr, done bool) {
 	return batch, false
 }
 
+// takeUntil removes and returns the events queued before the first for which stop
+// holds, in order, without waiting; that one and those after it stay queued.
+func (q *eventQueue) takeUntil(stop func(eventOrErr) bool) []eventOrErr {
+	q.mu.Lock()
+	n := 0
+	for n < len(q.items) && !stop(q.items[n]) {
+		n++
+	}
+	batch := q.items[:n:n]
+	q.items = q.items[n:]
+	if len(q.items) == 0 {
+		q.items = nil
+	}
+	q.mu.Unlock()
+	if n > 0 {
+		wake(q.space)
+	}
+	return batch
+}
+
 // wake leaves a token on a one-slot channel unless one is there already.
 func wake(c chan struct{}) {
 	select {

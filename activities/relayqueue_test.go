@@ -79,3 +79,29 @@ func TestEventQueueReportsItsEndAfterWhatWasQueued(t *testing.T) {
 	assert.Empty(t, batch)
 	assert.True(t, done)
 }
+
+func TestEventQueueTakesUntilAnEventItMustLeave(t *testing.T) {
+	q := newEventQueue(2)
+	for i := range 2 {
+		require.True(t, q.push(t.Context(), queued(i)))
+	}
+	pushed := make(chan bool)
+	go func() { pushed <- q.push(t.Context(), queued(2)) }()
+	stopAt := func(n int64) func(eventOrErr) bool {
+		return func(it eventOrErr) bool { return it.read.Unix() == n }
+	}
+
+	batch := q.takeUntil(stopAt(1))
+	require.Len(t, batch, 1)
+	assert.Equal(t, int64(0), batch[0].read.Unix())
+	require.True(t, <-pushed, "what the take left room for is queued")
+	assert.Empty(t, q.takeUntil(stopAt(1)), "the event it stops at stays first")
+
+	<-q.ready
+	batch, done := q.take()
+	require.False(t, done)
+	require.Len(t, batch, 2, "the one left, then the one pushed after it")
+	assert.Equal(t, int64(1), batch[0].read.Unix())
+	assert.Equal(t, int64(2), batch[1].read.Unix())
+	assert.Nil(t, q.items, "an emptied queue keeps no buffer")
+}
