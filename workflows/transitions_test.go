@@ -131,12 +131,7 @@ func TestIdleReleaseEndsTheRun(t *testing.T) {
 // being answered. The box stays, and the Relay starts again on the same runtime.
 func TestABoxBusyOnceItsRelayStoppedIsKept(t *testing.T) {
 	h := newHarness(t)
-	h.facts.IdleReleaseSeconds = 1
-	checked := 0
-	h.idle = func() bool {
-		checked++
-		return checked == 1
-	}
+	busyOnceItsRelayStopped(h)
 	h.at(1500*time.Millisecond, func() {
 		s := h.state()
 		require.Equal(t, PhaseActive, s.Phase)
@@ -157,12 +152,7 @@ func TestABoxBusyOnceItsRelayStoppedIsKept(t *testing.T) {
 // same runtime is not taken for it.
 func TestEachRelayIsStoppedOnItsHostByName(t *testing.T) {
 	h := newHarness(t)
-	h.facts.IdleReleaseSeconds = 1
-	checked := 0
-	h.idle = func() bool {
-		checked++
-		return checked == 1
-	}
+	busyOnceItsRelayStopped(h)
 	h.at(1500*time.Millisecond+step, h.signal(SignalLifecycle, Lifecycle{Action: LifecycleDelete}))
 	h.run(SessionStart{SessionID: "s-relay-stops"})
 	require.NoError(t, h.env.GetWorkflowError())
@@ -172,6 +162,17 @@ func TestEachRelayIsStoppedOnItsHostByName(t *testing.T) {
 	require.NotEqual(t, h.relayIDs[0], h.relayIDs[1])
 	ref := activities.RuntimeRef{SessionID: "s-relay-stops", RuntimeGeneration: 1}
 	require.Equal(t, []activities.StopRelayRequest{{RuntimeRef: ref, RelayID: h.relayIDs[0]}, {RuntimeRef: ref, RelayID: h.relayIDs[1]}}, h.relayStops)
+}
+
+// busyOnceItsRelayStopped has the Session idle after a second, found idle by the
+// first check and busy by the second, made with its Relay stopped.
+func busyOnceItsRelayStopped(h *harness) {
+	h.facts.IdleReleaseSeconds = 1
+	checked := 0
+	h.idle = func() bool {
+		checked++
+		return checked == 1
+	}
 }
 
 // checks are the CheckIdle calls among calls.
