@@ -35,6 +35,7 @@ func (c *committedRecorder) Committed(_ context.Context, cur engines.RuntimeCurs
 // commit with the admission), up to the next input's admission, which waits for its
 // own read of the session log.
 func TestTheEventsReadWhileTheLogIsReadJoinTheAdmission(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	f := newHandOverFixture(ctx, t)
 	client := &committedRecorder{}

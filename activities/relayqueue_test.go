@@ -81,6 +81,7 @@ func TestEventQueueReportsItsEndAfterWhatWasQueued(t *testing.T) {
 }
 
 func TestEventQueueTakesUntilAnEventItMustLeave(t *testing.T) {
+	t.Parallel()
 	q := newEventQueue(2)
 	for i := range 2 {
 		require.True(t, q.push(t.Context(), queued(i)))

@@ -10,6 +10,7 @@ import (
 // StopRelay ends the Relay it names, whether it comes while the Relay runs or before
 // the Relay began on the worker, and leaves any other Relay of the runtime running.
 func TestAStopEndsOnlyTheRelayItNames(t *testing.T) {
+	t.Parallel()
 	l := &liveRuntime{sessionID: "s-1", generation: 1}
 
 	first, stopFirst := context.WithCancel(context.Background())
