@@ -176,8 +176,9 @@ func Run(ctx context.Context, opts Options, out io.Writer) (err error) {
 		RepoRoot: root,
 		Logger:   log.Named("stack"),
 		UIDs:     func() (int, int, func(), error) { return stackFirst, stackCount, func() {}, nil },
-		// The cluster logs its lock waits, which the bench reports per phase.
-		PostgresSettings: lockWaitSettings(),
+		// The cluster logs its lock waits and counts its statements, which the bench
+		// reports per phase.
+		PostgresSettings: clusterSettings(),
 		RoleEnv: func(role string) []string {
 			env := []string{
 				"ASTRABOX_ENGINES_SCRIPTED_BINARY=" + binary,
@@ -229,6 +230,9 @@ func Run(ctx context.Context, opts Options, out io.Writer) (err error) {
 		return err
 	}
 	if err := checkLockWaitsLogged(ctx, stack.DSN()); err != nil {
+		return err
+	}
+	if err := countStatements(ctx, stack.DSN()); err != nil {
 		return err
 	}
 	var rep Report

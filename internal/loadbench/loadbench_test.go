@@ -66,6 +66,8 @@ func TestSmoke(t *testing.T) {
 		"the processes' waits for their connection pools are reported")
 	assert.Regexp(t, `(?m)^lock waits over 10\.0 ms in PostgreSQL during the measured turns @2: (none|[A-Za-z ]+ \d+ \(\S+ ms in all\)(, [A-Za-z ]+ \d+ \(\S+ ms in all\))*)$`, table,
 		"the cluster's lock waits are reported")
+	assert.Regexp(t, `(?m)^statements PostgreSQL ran per measured turn @2: [1-9][0-9]*\.[0-9] \(most often: .+ [0-9]+\.[0-9](; .+ [0-9]+\.[0-9])*\)$`, table,
+		"the statements the measured turns cost are counted")
 	assert.Contains(t, table, "cores used by the program floor (Claude Code) @2: boxes ")
 }
 

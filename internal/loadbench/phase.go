@@ -342,9 +342,9 @@ func (b *bench) phase(ctx context.Context, n int, durable float64, floorOpts loc
 	rows = append(rows, Row{Figure: "cold start (box + runtime) " + tag, Goal: "report", P50: msString(cold.pct(50)), P99: msString(cold.pct(99))})
 	// The program floor's line beside the platform's shows what each part costs
 	// per delta when the boxes are read directly and when the platform reads them.
-	return rows, fmt.Sprintf("cores used during the measured turns %s: %s (of %d)\ncores used by the program floor %s: %s (of %d)\nhistory events per measured turn %s: %s\nsignals per measured turn %s: %s\nwaits for a database connection during the measured turns %s: API %s; workers %s\nlock waits over %s in PostgreSQL during the measured turns %s: %s",
+	return rows, fmt.Sprintf("cores used during the measured turns %s: %s (of %d)\ncores used by the program floor %s: %s (of %d)\nhistory events per measured turn %s: %s\nsignals per measured turn %s: %s\nwaits for a database connection during the measured turns %s: API %s; workers %s\nlock waits over %s in PostgreSQL during the measured turns %s: %s\nstatements PostgreSQL ran per measured turn %s: %s",
 		tag, cpuLine(cores), numCPU(), tag, cpuLine(floorCores), numCPU(), tag, events.byKindLine(), tag, events.signalsLine(), tag, measured.apiWaits, measured.workerWaits,
-		msString(lockWaitLogged), tag, lockWaits), nil
+		msString(lockWaitLogged), tag, lockWaits, tag, measured.statements.perTurn(n*o.Turns)), nil
 }
 
 // newSessions creates n Sessions of the Agent, alternating between the APIs; key

@@ -13,14 +13,17 @@ import (
 // it) and the platform's (the Relay's batch and its group's commit); the admissions'
 // lag and the session log's mirror split the first part's; the pools' waits say how
 // much of the API's and the workers' statements queued for a connection; the
-// cluster's log says what waited on a lock there.
+// cluster's log says what waited on a lock there, and its pg_stat_statements what
+// statements ran.
 type scrapedFigures struct {
 	relayLag, admissionLag, mirror histogram
 	apiWaits, workerWaits          poolWaits
 	pgLog                          logSpan
+	statements                     statementCounts
 }
 
-// scrapeFigures reads them from the workers' and the API processes' /metrics.
+// scrapeFigures reads them from the workers' and the API processes' /metrics and
+// from the cluster.
 func (b *bench) scrapeFigures(ctx context.Context) (scrapedFigures, error) {
 	var f scrapedFigures
 	var err error
@@ -39,7 +42,10 @@ func (b *bench) scrapeFigures(ctx context.Context) (scrapedFigures, error) {
 	if f.workerWaits, err = b.poolWaits(ctx, b.workerMetrics); err != nil {
 		return f, err
 	}
-	f.pgLog, err = logSize(b.pgLogPath())
+	if f.pgLog, err = logSize(b.pgLogPath()); err != nil {
+		return f, err
+	}
+	f.statements, err = readStatementCounts(ctx, b.stack.DSN())
 	return f, err
 }
 
@@ -55,5 +61,6 @@ func (f scrapedFigures) since(before scrapedFigures) scrapedFigures {
 		apiWaits:     f.apiWaits.since(before.apiWaits),
 		workerWaits:  f.workerWaits.since(before.workerWaits),
 		pgLog:        f.pgLog.since(before.pgLog),
+		statements:   f.statements.since(before.statements),
 	}
 }
