@@ -216,6 +216,9 @@ func (b *bench) phase(ctx context.Context, n int, durable float64, floorOpts loc
 				return nil, "", err
 			}
 		}
+		if err := os.WriteFile(filepath.Join(o.ProfileDir, "statements.txt"), []byte(measured.statements.table(n*o.Turns)), 0o644); err != nil {
+			return nil, "", fmt.Errorf("save the statements per turn: %w", err)
+		}
 	}
 
 	if err := b.waitIdle(ctx, sessions); err != nil {

@@ -111,6 +111,23 @@ func (c statementCounts) perTurn(turns int) string {
 	return fmt.Sprintf("%.1f (most often: %s)", float64(total)/float64(turns), strings.Join(named, "; "))
 }
 
+// table lists every statement that ran, most often first, with how many times it ran
+// a turn: "12.0\tWITH b AS (...)", its text on one line.
+func (c statementCounts) table(turns int) string {
+	queries := slices.Collect(maps.Keys(c))
+	slices.SortFunc(queries, func(a, b string) int {
+		if d := cmp.Compare(c[b], c[a]); d != 0 {
+			return d
+		}
+		return strings.Compare(a, b)
+	})
+	var out strings.Builder
+	for _, query := range queries {
+		fmt.Fprintf(&out, "%.2f\t%s\n", float64(c[query])/float64(max(turns, 1)), strings.Join(strings.Fields(query), " "))
+	}
+	return out.String()
+}
+
 // statementOpening is a statement's first few words, its spaces collapsed: enough to
 // tell the platform's statements apart in a report line.
 func statementOpening(query string) string {

@@ -21,6 +21,9 @@ func TestStatementsPerTurnNameTheMostFrequentByTheirOpening(t *testing.T) {
 	assert.Equal(t, "10.1 (most often: WITH b AS ( SELECT * ... 5.0; BEGIN 2.0; COMMIT 2.0; UPDATE sessions SET runtime_status = $1, ... 0.6)",
 		ran.perTurn(10))
 	assert.Equal(t, "none", statementCounts{}.perTurn(10))
+	assert.Equal(t, "5.00\tWITH b AS ( SELECT * FROM jsonb_to_recordset($1) AS b(session_id uuid, seq bigint) )\n2.00\tBEGIN\n2.00\tCOMMIT\n",
+		statementCounts{"COMMIT": 20, "BEGIN": 20, "WITH b AS (\n\tSELECT *\n\tFROM jsonb_to_recordset($1) AS b(session_id uuid, seq bigint)\n)": 50}.table(10),
+		"the whole list, most often first, each statement on one line")
 }
 
 func TestAStatementsOpeningIsItsFirstWords(t *testing.T) {
