@@ -456,6 +456,7 @@ func (b *pendingBatch) add(r *relayRun, events []eventOrErr) error {
 	return nil
 }
 
+// relayBatch is the batch as the store writes it, fenced by the Relay's lease.
 func (b *pendingBatch) relayBatch(r *relayRun) store.RelayBatch {
 	return store.RelayBatch{SessionID: r.l.sessionID, LeaseGeneration: r.lease, Ops: b.ops, Cursor: cursorUpdate(*b.last)}
 }

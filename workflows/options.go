@@ -6,6 +6,8 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/astrabox/astrabox/activities"
 )
 
 // Activity options. The reasons are in docs/orchestration.md; in short:
@@ -59,9 +61,9 @@ var (
 	// HostScheduleToStart is how long a host-queue activity may wait for its worker.
 	HostScheduleToStart = 30 * time.Second
 	// RelayHeartbeatTimeout is how long a Relay may go without a heartbeat: three of
-	// activities.DefaultRelayHeartbeatEvery. A dead worker's Relays are failed sooner
-	// by the host watch; this is for a Relay whose loop is stuck on a live worker.
-	RelayHeartbeatTimeout = 90 * time.Second
+	// its heartbeats. A dead worker's Relays are failed sooner by the host watch; this
+	// is for a Relay whose loop is stuck on a live worker.
+	RelayHeartbeatTimeout = 3 * activities.DefaultRelayHeartbeatEvery
 	// SetupHeartbeatTimeout is how long PrepareRuntime and ActivateRuntime, which
 	// heartbeat while they run, may go without one: a worker that died running them
 	// is noticed then, not at the end of their start-to-close timeouts.

@@ -36,6 +36,11 @@ func countStatements(ctx context.Context, dsn string) error {
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	if _, err := conn.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements"); err != nil {
+		return fmt.Errorf("count the cluster's statements: %w", err)
+	}
+	// The extension is created whether or not the library is loaded; only a read
+	// says it counts.
+	if _, err := conn.Exec(ctx, "SELECT count(*) FROM pg_stat_statements"); err != nil {
 		return fmt.Errorf("count the cluster's statements (shared_preload_libraries must name pg_stat_statements): %w", err)
 	}
 	return nil
