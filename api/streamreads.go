@@ -59,21 +59,18 @@ func (s *Server) partsAfter(ctx context.Context, sessionID string, after int64, 
 }
 
 // noticedParts encodes the frames a notification carried (pubsub.OutputNotice), once
-// for the streams of this process it woke at about the same time.
+// for every stream of this process the notification reached.
 func (s *Server) noticedParts(sessionID string, n pubsub.OutputNotice) sharedParts {
-	c := s.partReads.join("notice/"+sessionID+"/"+strconv.FormatInt(n.Seq, 10), time.Time{}, func(started *partRead) {
+	return n.Derived(func(n pubsub.OutputNotice) any {
 		rows := make([]store.OutputPart, len(n.Frames))
 		for i, frame := range n.Frames {
 			rows[i] = store.OutputPart{SessionID: sessionID, Seq: n.FirstSeq() + int64(i), Frame: frame}
 		}
-		started.res = encodeParts(rows)
-	})
-	<-c.done
-	return c.res
+		return encodeParts(rows)
+	}).(sharedParts)
 }
 
-// partReads coalesces the concurrent reads of the output log at one Session and seq,
-// and the encodings of one notification's parts.
+// partReads coalesces the concurrent reads of the output log at one Session and seq.
 type partReads struct {
 	mu    sync.Mutex
 	reads map[string]*partRead

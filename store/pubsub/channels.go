@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Channel names are per Session, so PostgreSQL routes a notification only to the
@@ -82,10 +83,33 @@ func truncated(payload string) string {
 type OutputNotice struct {
 	Seq    int64
 	Frames []json.RawMessage
+	// derived is what its readers made of the notice (Derived), shared by every
+	// subscriber one notification reached; nil in a notice parsed on its own.
+	derived *derivedNotice
+}
+
+type derivedNotice struct {
+	once  sync.Once
+	value any
 }
 
 // FirstSeq is the seq of the first part the notice carries (Seq+1 when none).
 func (n OutputNotice) FirstSeq() int64 { return n.Seq - int64(len(n.Frames)) + 1 }
+
+// Derived returns derive(n), made once for all the subscribers one notification
+// reached: the first to ask makes it, the others wait for it and share it. Each of a
+// Session's streams in a process sends the parts a notification carries, encoded
+// alike; on a busy machine they wake one after another, so sharing by time missed
+// most of them. The notice keeps one derived value, so every caller must derive the
+// same thing from it. A notice parsed on its own (ParseOutputNotice) derives at each
+// call.
+func (n OutputNotice) Derived(derive func(OutputNotice) any) any {
+	if n.derived == nil {
+		return derive(n)
+	}
+	n.derived.once.Do(func() { n.derived.value = derive(n) })
+	return n.derived.value
+}
 
 // MaxNoticeFrames bounds the frames' text a notification carries: PostgreSQL refuses
 // a payload of 8000 bytes or more, and the seq goes before it.

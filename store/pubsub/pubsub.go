@@ -41,14 +41,17 @@ type sharedNotice struct {
 }
 
 // OutputNotice parses the payload of a SessionOutputChannel notification. The copies
-// of one notification handed to every subscriber share one parse: each of a
-// Session's streams takes every notification, and the frames' JSON was parsed once
-// per stream.
+// of one notification handed to every subscriber share one parse, and what they
+// derive from it (OutputNotice.Derived): each of a Session's streams takes every
+// notification, and the frames' JSON was parsed once per stream.
 func (n Notification) OutputNotice() (OutputNotice, error) {
 	if n.output == nil {
 		return ParseOutputNotice(n.Payload)
 	}
-	n.output.once.Do(func() { n.output.notice, n.output.err = ParseOutputNotice(n.Payload) })
+	n.output.once.Do(func() {
+		n.output.notice, n.output.err = ParseOutputNotice(n.Payload)
+		n.output.notice.derived = &derivedNotice{}
+	})
 	return n.output.notice, n.output.err
 }
 

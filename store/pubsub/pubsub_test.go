@@ -107,9 +107,21 @@ func TestSubscribeReceivesOnlyItsChannel(t *testing.T) {
 	require.Equal(t, int64(43), n1.Seq)
 	require.Len(t, n1.Frames, 1)
 	require.Same(t, &n1.Frames[0][0], &n2.Frames[0][0], "the frames of one parse")
+	// and share what they derive from it: the first derives, the other reuses it.
+	derivations := 0
+	derive := func(n pubsub.OutputNotice) any {
+		derivations++
+		return n.FirstSeq()
+	}
+	require.Equal(t, int64(43), n1.Derived(derive))
+	require.Equal(t, int64(43), n2.Derived(derive))
+	require.Equal(t, 1, derivations, "one derivation for the notification's subscribers")
 	notice, err := pubsub.ParseOutputNotice("42")
 	require.NoError(t, err)
 	require.Equal(t, pubsub.OutputNotice{Seq: 42}, notice)
+	notice.Derived(derive)
+	notice.Derived(derive)
+	require.Equal(t, 3, derivations, "a notice parsed on its own derives at each call")
 	notice, err = pubsub.ParseOutputNotice(`42 [{"type": "text-delta"}, {"type": "finish"}]`)
 	require.NoError(t, err)
 	require.Equal(t, int64(41), notice.FirstSeq(), "the frames are the parts up to the seq")
