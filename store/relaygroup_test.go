@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sync"
 	"testing"
@@ -281,4 +282,95 @@ func TestAFailingFactFailsOnlyItsOwnBatchOfAGroup(t *testing.T) {
 	sess, err := st.GetSessionByID(ctx, sessions[1])
 	require.NoError(t, err)
 	require.Zero(t, sess.OutputSeq)
+}
+
+// TestAGroupWritesEachKindOfFactForEveryBatch: a group's session-log entries,
+// admissions, reply starts and ends go a kind at a time for its batches, each
+// numbered from its own Session's output position, beside a batch whose facts go one
+// by one (an interaction); a log mirror that counted more entries than its Session's
+// log holds fails the group, and then only its own batch.
+func TestAGroupWritesEachKindOfFactForEveryBatch(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx, st := f.ctx, f.st
+	sessions, inputs, leases := groupSessions(t, f, 3)
+	before, err := st.GetSessionByID(ctx, sessions[0])
+	require.NoError(t, err)
+	reason := "end_turn"
+	entry := func(text string) json.RawMessage { return json.RawMessage(`{"text":"` + text + `"}`) }
+	wholeTurn := store.RelayBatch{SessionID: sessions[0], LeaseGeneration: leases[0], Cursor: relayCursor(4), Ops: []store.RelayOp{
+		{SessionLog: &store.SessionLogAppend{Stream: "main", Entries: []json.RawMessage{entry("a"), entry("b")}}},
+		{AdmitInput: inputs[0]},
+		{StartResponse: &store.ResponseStart{ResponseID: "r1", Origin: "input", InputIDs: []string{inputs[0]}}},
+		part("r1", `{"type":"start","messageId":"r1"}`),
+		part("r1", `{"type":"text-delta","id":"t","delta":"hi"}`),
+		part("r1", `{"type":"finish"}`),
+		{EndResponse: &store.ResponseEnd{ResponseID: "r1", Outcome: store.OutcomeCompleted, NativeReason: &reason, Usage: json.RawMessage(`{"input_tokens":3}`)}},
+		{Status: "idle"},
+	}}
+	replyOnly := replyStart(sessions[1], leases[1], inputs[1], "r1")
+	replyOnly.Ops = append([]store.RelayOp{{SessionLog: &store.SessionLogAppend{Stream: "main", Entries: []json.RawMessage{entry("x")}}}}, replyOnly.Ops...)
+	withInteraction := replyStart(sessions[2], leases[2], inputs[2], "r1")
+	withInteraction.Ops = append(withInteraction.Ops, store.RelayOp{OpenInteraction: &store.InteractionOpening{InteractionID: "i1", ResponseID: ptr("r1"), Contract: json.RawMessage(`{"presentation":"decision"}`)}})
+
+	res, errs, err := store.WriteRelayBatchesForTest(ctx, st, []store.RelayBatch{wholeTurn, replyOnly, withInteraction})
+	require.NoError(t, err)
+	for i := range sessions {
+		require.NoError(t, errs[i], "session %d", i)
+		require.Len(t, res[i].Admitted, 1, "session %d's admission", i)
+		in, err := st.GetInputByID(ctx, inputs[i])
+		require.NoError(t, err)
+		require.Equal(t, store.InputAdmitted, in.State, "session %d", i)
+		resp, err := st.GetResponseByID(ctx, sessions[i], "r1")
+		require.NoError(t, err)
+		require.Equal(t, int64(1), resp.StartedSeq, "session %d's reply starts at its own start part", i)
+	}
+	require.Equal(t, []int64{1, 3, 3}, []int64{res[0].FirstSeq, res[0].LastSeq, res[0].Parts})
+	resp, err := st.GetResponseByID(ctx, sessions[0], "r1")
+	require.NoError(t, err)
+	require.Equal(t, store.OutcomeCompleted, *resp.Outcome)
+	require.Equal(t, int64(3), *resp.EndedSeq, "a reply ends at its finish part")
+	require.Equal(t, reason, *resp.NativeReason)
+	require.JSONEq(t, `{"input_tokens":3}`, string(resp.Usage))
+	sess, err := st.GetSessionByID(ctx, sessions[0])
+	require.NoError(t, err)
+	require.True(t, sess.LastActivityAt.After(before.LastActivityAt), "an ended reply moves its Session up its owner's list")
+	require.Equal(t, "idle", *sess.RuntimeStatus)
+	resp, err = st.GetResponseByID(ctx, sessions[1], "r1")
+	require.NoError(t, err)
+	require.Nil(t, resp.Outcome, "a reply that did not end stays open")
+	for i, want := range []int{2, 1} {
+		entries, err := st.ListSessionLogEntries(ctx, sessions[i], "main")
+		require.NoError(t, err)
+		require.Len(t, entries, want, "session %d's log", i)
+	}
+	it, err := st.GetInteractionByID(ctx, sessions[2], "i1")
+	require.NoError(t, err)
+	require.Equal(t, store.InteractionOpen, it.State)
+
+	// The first Session's mirror now counts four entries where its log holds two.
+	behind := store.RelayBatch{SessionID: sessions[0], LeaseGeneration: leases[0], Cursor: relayCursor(5), Ops: []store.RelayOp{
+		{SessionLog: &store.SessionLogAppend{Stream: "main", After: 4, Entries: []json.RawMessage{entry("e")}}},
+		{StartResponse: &store.ResponseStart{ResponseID: "r2", Origin: "engine"}},
+		part("r2", `{"type":"start","messageId":"r2"}`),
+	}}
+	ending := store.RelayBatch{SessionID: sessions[1], LeaseGeneration: leases[1], Cursor: relayCursor(5), Ops: []store.RelayOp{
+		{SessionLog: &store.SessionLogAppend{Stream: "main", After: 1, Entries: []json.RawMessage{entry("y")}}},
+		part("r1", `{"type":"finish"}`),
+		{EndResponse: &store.ResponseEnd{ResponseID: "r1", Outcome: store.OutcomeCompleted, NativeReason: &reason}},
+	}}
+	_, _, err = store.WriteRelayBatchesForTest(ctx, st, []store.RelayBatch{behind, ending})
+	require.ErrorIs(t, err, store.ErrSessionLogBehind)
+	res, errs = store.WriteFactsGroupForTest(ctx, st, []store.RelayBatch{behind, ending})
+	require.ErrorIs(t, errs[0], store.ErrSessionLogBehind)
+	_, err = st.GetResponseByID(ctx, sessions[0], "r2")
+	require.ErrorIs(t, err, store.ErrNotFound, "a batch whose mirror is behind writes nothing")
+	require.NoError(t, errs[1])
+	require.Equal(t, []int64{3, 3, 1}, []int64{res[1].FirstSeq, res[1].LastSeq, res[1].Parts})
+	resp, err = st.GetResponseByID(ctx, sessions[1], "r1")
+	require.NoError(t, err)
+	require.Equal(t, int64(3), *resp.EndedSeq)
+	entries, err := st.ListSessionLogEntries(ctx, sessions[1], "main")
+	require.NoError(t, err)
+	require.Len(t, entries, 2)
 }

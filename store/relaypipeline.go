@@ -22,9 +22,11 @@ import (
 // locks hold, read in SQL); then commit, or roll back when a statement failed, a fact
 // named an unknown response or interaction, or a batch's fence failed.
 //
-// Each fact is one statement that needs nothing read before it (a child run's parent,
-// a diagnostic's number and a reply's seqs are read inside it), so none waits on
-// another's answer. The statements are shared with the single-fact methods where
+// Each statement needs nothing read before it (a child run's parent, a diagnostic's
+// number and a reply's seqs are read inside it), so none waits on another's answer.
+// A turn's facts (the log's entries, admissions, a reply's start and end) go one
+// statement a kind for the whole group (relayfacts.go); the rarer ones a statement a
+// fact. The per-fact statements are shared with the single-fact methods where
 // there is one (those number from an absolute seq where the batch's count from the
 // output position): positional ($1, $2, ...) SQL constants with argument builders
 // beside them. GORM
@@ -120,6 +122,7 @@ func writeRelayBatches(ctx context.Context, c *pgx.Conn, group []*relayCommit) e
 		return mapError("lock reader leases and output positions", err)
 	})
 	var withParts []*relayCommit
+	var grouped groupedFacts
 	for _, rc := range group {
 		b := rc.batch
 		if hasParts(b.Ops) {
@@ -127,9 +130,15 @@ func writeRelayBatches(ctx context.Context, c *pgx.Conn, group []*relayCommit) e
 			// is all the statuses before it would leave, in its one statement.
 			b.Ops, rc.status = withoutStatuses(b.Ops)
 		}
-		parts, err := queueFactStatements(batch, b, &rc.res)
-		if err != nil {
-			return err
+		rc.res = AppendResult{}
+		var parts []NewPart
+		if groupable(b.Ops) {
+			parts = grouped.add(rc, b)
+		} else {
+			var err error
+			if parts, err = queueFactStatements(batch, b, &rc.res); err != nil {
+				return err
+			}
 		}
 		switch {
 		case len(parts) > 0:
@@ -138,6 +147,12 @@ func writeRelayBatches(ctx context.Context, c *pgx.Conn, group []*relayCommit) e
 		case b.Cursor != nil:
 			queueCursor(batch, b)
 		}
+	}
+	// The facts of a kind in one statement for every batch whose facts allow it
+	// (relayfacts.go); the other batches' went one by one above, and no batch's facts
+	// depend on another's.
+	if err := grouped.queue(batch); err != nil {
+		return err
 	}
 	// Every batch's parts in one statement, as batches of parts alone are written, with
 	// the status each reports last; its lease locks are the transaction's already.
@@ -217,12 +232,11 @@ func fenceGroup(group []*relayCommit, locked map[string]lockedSession) []*relayC
 	return fencedIn
 }
 
-// queueFactStatements queues on facts the batch's facts other than its parts, in
-// order, each numbered from the Session's output position (the batch's first part is
-// 1 after it), and returns the parts, which writeRelayBatches writes after them. It
-// clears result, whose admissions are added as their answers are read.
+// queueFactStatements queues on facts the batch's facts other than its parts, a
+// statement each, in order, each numbered from the Session's output position (the
+// batch's first part is 1 after it), and returns the parts, which writeRelayBatches
+// writes after them. The admissions are added to result as their answers are read.
 func queueFactStatements(facts *pgx.Batch, b RelayBatch, result *AppendResult) ([]NewPart, error) {
-	*result = AppendResult{}
 	next := int64(1) // the next part's seq after the Session's output position
 	var parts []NewPart
 	for _, op := range b.Ops {

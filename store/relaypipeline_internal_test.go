@@ -17,6 +17,8 @@ func TestPipelinedStatementsAreSafeForGORM(t *testing.T) {
 		"startResponseAfterOutputSQL": startResponseAfterOutputSQL, "endResponseAfterOutputSQL": endResponseAfterOutputSQL,
 		"upsertCursorAfterOutputSQL": upsertCursorAfterOutputSQL, "appendSessionLogSQL": appendSessionLogSQL,
 		"upsertChildRunSQL": upsertChildRunSQL, "appendDiagnosticSQL": appendDiagnosticSQL,
+		"appendSessionLogsGroupSQL": appendSessionLogsGroupSQL, "admitInputsGroupSQL": admitInputsGroupSQL,
+		"startResponsesGroupSQL": startResponsesGroupSQL, "endResponsesGroupSQL": endResponsesGroupSQL,
 	} {
 		if strings.Contains(sql, "@") {
 			t.Errorf("%s holds '@': GORM would read its arguments as named ones", name)
