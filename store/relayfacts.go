@@ -24,11 +24,11 @@ import (
 // it reads how many entries the mirror holds, writes the entries past both, and
 // returns the count it read.
 const appendSessionLogsGroupSQL = `
-WITH b AS (
+WITH logs AS (
 	SELECT * FROM jsonb_to_recordset(CAST(CAST($1 AS text) AS jsonb)) AS b(j int, session uuid, stream text, after bigint, entries jsonb)
 ), stored AS (
 	SELECT b.*, COALESCE((SELECT max(e.entry_seq) FROM session_log_entries e WHERE e.session_id = b.session AND e.stream = b.stream), 0) AS n
-	FROM b
+	FROM logs b
 ), appended AS (
 	INSERT INTO session_log_entries (session_id, stream, entry_seq, entry)
 	SELECT s.session, s.stream, s.after + u.ord, u.entry
@@ -41,21 +41,21 @@ SELECT j, n FROM stored`
 // admitInputsGroupSQL is admitInputsSQL for many Sessions' inputs, each row back
 // naming the admission it is for.
 const admitInputsGroupSQL = `
-WITH b AS (
+WITH admissions AS (
 	SELECT * FROM jsonb_to_recordset(CAST(CAST($1 AS text) AS jsonb)) AS b(j int, session uuid, input uuid)
 )
 UPDATE inputs i SET state = $2, admitted_at = now()
-FROM b WHERE i.id = b.input AND i.session_id = b.session AND i.state = ANY($3)
+FROM admissions b WHERE i.id = b.input AND i.session_id = b.session AND i.state = ANY($3)
 RETURNING b.j, EXTRACT(EPOCH FROM i.admitted_at - i.accepted_at)::float8`
 
 // startResponsesGroupSQL is startResponseAfterOutputSQL for many Sessions' replies.
 const startResponsesGroupSQL = `
-WITH b AS (
+WITH starts AS (
 	SELECT * FROM jsonb_to_recordset(CAST(CAST($1 AS text) AS jsonb)) AS b(session uuid, response text, origin text, input_ids jsonb, next bigint)
 )
 INSERT INTO responses AS r (session_id, response_id, origin, input_ids, started_seq)
 SELECT b.session, b.response, b.origin, b.input_ids, o.output_seq + b.next
-FROM b JOIN session_outputs o ON o.session_id = b.session
+FROM starts b JOIN session_outputs o ON o.session_id = b.session
 ON CONFLICT (session_id, response_id) DO UPDATE SET input_ids = excluded.input_ids
 WHERE r.outcome IS NULL`
 
@@ -64,13 +64,13 @@ WHERE r.outcome IS NULL`
 // error go as their JSON's text, so a JSON null stays one, as the single-fact
 // statement stores it.
 const endResponsesGroupSQL = `
-WITH b AS (
+WITH ends AS (
 	SELECT * FROM jsonb_to_recordset(CAST(CAST($1 AS text) AS jsonb)) AS b(j int, session uuid, response text, outcome text,
 		native_reason text, usage text, error text, next bigint)
 ), ended AS (
 	UPDATE responses r SET outcome = b.outcome, native_reason = b.native_reason, usage = CAST(b.usage AS jsonb),
 		error = CAST(b.error AS jsonb), ended_seq = GREATEST(o.output_seq + b.next, r.started_seq), ended_at = now()
-	FROM b JOIN session_outputs o ON o.session_id = b.session
+	FROM ends b JOIN session_outputs o ON o.session_id = b.session
 	WHERE r.session_id = b.session AND r.response_id = b.response AND r.outcome IS NULL
 	RETURNING b.j, r.session_id
 ), bumped AS (
@@ -79,7 +79,7 @@ WITH b AS (
 )
 SELECT b.j, (SELECT count(*) FROM ended e WHERE e.j = b.j) AS ended,
 	EXISTS (SELECT 1 FROM responses r WHERE r.session_id = b.session AND r.response_id = b.response) AS known
-FROM b`
+FROM ends b`
 
 // groupedFacts are the facts of a group's batches that go a kind at a time, in the
 // rows of each kind's statement; a row's J is its place among its kind's.
