@@ -214,70 +214,71 @@ func jsonText(v json.RawMessage) *string {
 // The parts go after them all.
 func (g *groupedFacts) queue(facts *pgx.Batch) error {
 	if len(g.logs) > 0 {
-		raw, err := json.Marshal(g.logs)
-		if err != nil {
-			return fmt.Errorf("encode session log entries: %w", err)
-		}
-		facts.Queue(appendSessionLogsGroupSQL, string(raw)).Query(func(rows pgx.Rows) error {
-			var j int
-			var stored int64
-			_, err := pgx.ForEachRow(rows, []any{&j, &stored}, func() error {
-				if j < 0 || j >= len(g.logs) {
-					return fmt.Errorf("append session log entries: a row for entry %d of %d", j, len(g.logs))
-				}
-				if l := g.logs[j]; stored < l.After {
-					return fmt.Errorf("session %s: stream %s holds %d entries where the mirror counted %d: %w", l.Session, l.Stream, stored, l.After, ErrSessionLogBehind)
-				}
-				return nil
-			})
-			return mapError("append session log entries", err)
+		var stored int64
+		err := queueKind(facts, "session log entries", appendSessionLogsGroupSQL, g.logs, len(g.logs), nil, []any{&stored}, func(j int) error {
+			if l := g.logs[j]; stored < l.After {
+				return fmt.Errorf("session %s: stream %s holds %d entries where the mirror counted %d: %w", l.Session, l.Stream, stored, l.After, ErrSessionLogBehind)
+			}
+			return nil
 		})
+		if err != nil {
+			return err
+		}
 	}
 	if len(g.admits) > 0 {
-		raw, err := json.Marshal(g.admits)
-		if err != nil {
-			return fmt.Errorf("encode admissions: %w", err)
-		}
-		facts.Queue(admitInputsGroupSQL, string(raw), InputAdmitted, []string{InputPending, InputDelivered}).Query(func(rows pgx.Rows) error {
-			var j int
-			var seconds float64
-			_, err := pgx.ForEachRow(rows, []any{&j, &seconds}, func() error {
-				if j < 0 || j >= len(g.admittedBy) {
-					return fmt.Errorf("mark inputs admitted: a row for admission %d of %d", j, len(g.admittedBy))
-				}
-				res := &g.admittedBy[j].res
-				res.Admitted = append(res.Admitted, custodyDurations([]float64{seconds})...)
-				return nil
-			})
-			return mapError("mark inputs admitted", err)
+		var seconds float64
+		err := queueKind(facts, "admissions", admitInputsGroupSQL, g.admits, len(g.admits), []any{InputAdmitted, []string{InputPending, InputDelivered}}, []any{&seconds}, func(j int) error {
+			res := &g.admittedBy[j].res
+			res.Admitted = append(res.Admitted, custodyDurations([]float64{seconds})...)
+			return nil
 		})
-	}
-	if len(g.starts) > 0 {
-		raw, err := json.Marshal(g.starts)
 		if err != nil {
-			return fmt.Errorf("encode response starts: %w", err)
+			return err
 		}
-		// A start replayed after its end changes nothing, as startResponseSQL's.
-		facts.Queue(startResponsesGroupSQL, string(raw))
+	}
+	// A start replayed after its end changes nothing, as startResponseSQL's: its rows
+	// are not read.
+	if len(g.starts) > 0 {
+		if err := queueKind(facts, "response starts", startResponsesGroupSQL, g.starts, len(g.starts), nil, nil, nil); err != nil {
+			return err
+		}
 	}
 	if len(g.ends) > 0 {
-		raw, err := json.Marshal(g.ends)
-		if err != nil {
-			return fmt.Errorf("encode response ends: %w", err)
-		}
-		facts.Queue(endResponsesGroupSQL, string(raw)).Query(func(rows pgx.Rows) error {
-			var j int
-			var ended int64
-			var known bool
-			_, err := pgx.ForEachRow(rows, []any{&j, &ended, &known}, func() error {
-				if j < 0 || j >= len(g.endsAsked) {
-					return fmt.Errorf("end response: a row for end %d of %d", j, len(g.endsAsked))
-				}
-				_, err := endedOrUnknown(g.endsAsked[j], ended, known)
-				return err
-			})
-			return mapError("end response", err)
+		var ended int64
+		var known bool
+		err := queueKind(facts, "response ends", endResponsesGroupSQL, g.ends, len(g.ends), nil, []any{&ended, &known}, func(j int) error {
+			_, err := endedOrUnknown(g.endsAsked[j], ended, known)
+			return err
 		})
+		if err != nil {
+			return err
+		}
 	}
+	return nil
+}
+
+// queueKind queues a kind's statement with its rows as JSON text, the statement's
+// first argument, and args after them. When read is set, each row the statement
+// returns names in its first column the row (of n) it is for, and is scanned with
+// the rest into dest before read sees it.
+func queueKind(facts *pgx.Batch, what, sql string, rows any, n int, args, dest []any, read func(j int) error) error {
+	raw, err := json.Marshal(rows)
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", what, err)
+	}
+	queued := facts.Queue(sql, append([]any{string(raw)}, args...)...)
+	if read == nil {
+		return nil
+	}
+	var j int
+	queued.Query(func(returned pgx.Rows) error {
+		_, err := pgx.ForEachRow(returned, append([]any{&j}, dest...), func() error {
+			if j < 0 || j >= n {
+				return fmt.Errorf("%s: a row for %d of %d", what, j, n)
+			}
+			return read(j)
+		})
+		return mapError("write "+what, err)
+	})
 	return nil
 }
