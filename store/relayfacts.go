@@ -91,8 +91,6 @@ type groupedFacts struct {
 	// admittedBy are the batches of the admissions, whose results take their custody
 	// durations.
 	admittedBy []*relayCommit
-	// endsAsked are the ends as the batches gave them, for an unknown reply's error.
-	endsAsked []ResponseEnd
 }
 
 type groupedLog struct {
@@ -124,8 +122,9 @@ type groupedEnd struct {
 	Response     string  `json:"response"`
 	Outcome      string  `json:"outcome"`
 	NativeReason *string `json:"native_reason"`
-	Usage        *string `json:"usage"`
-	Error        *string `json:"error"`
+	// Usage and Error are their JSON's text, or nil.
+	Usage any `json:"usage"`
+	Error any `json:"error"`
 	// Next is the end's seq (the reply's last part) counted from the Session's
 	// output position.
 	Next int64 `json:"next"`
@@ -190,23 +189,12 @@ func (g *groupedFacts) add(rc *relayCommit, b RelayBatch) []NewPart {
 			}
 			g.starts = append(g.starts, groupedStart{Session: b.SessionID, Response: s.ResponseID, Origin: s.Origin, InputIDs: ids, Next: next})
 		case op.EndResponse != nil:
-			e := *op.EndResponse
-			e.SessionID = b.SessionID
+			e := op.EndResponse
 			g.ends = append(g.ends, groupedEnd{J: len(g.ends), Session: b.SessionID, Response: e.ResponseID, Outcome: e.Outcome,
-				NativeReason: e.NativeReason, Usage: jsonText(e.Usage), Error: jsonText(e.Error), Next: next - 1})
-			g.endsAsked = append(g.endsAsked, e)
+				NativeReason: e.NativeReason, Usage: nullableJSONText(e.Usage), Error: nullableJSONText(e.Error), Next: next - 1})
 		}
 	}
 	return parts
-}
-
-// jsonText is JSON as its text, nil when absent.
-func jsonText(v json.RawMessage) *string {
-	if len(v) == 0 {
-		return nil
-	}
-	s := string(v)
-	return &s
 }
 
 // queue queues a statement for each kind with rows, in the order a batch's facts
@@ -247,7 +235,8 @@ func (g *groupedFacts) queue(facts *pgx.Batch) error {
 		var ended int64
 		var known bool
 		err := queueKind(facts, "response ends", endResponsesGroupSQL, g.ends, len(g.ends), nil, []any{&ended, &known}, func(j int) error {
-			_, err := endedOrUnknown(g.endsAsked[j], ended, known)
+			e := g.ends[j]
+			_, err := endedOrUnknown(ResponseEnd{SessionID: e.Session, ResponseID: e.Response}, ended, known)
 			return err
 		})
 		if err != nil {
