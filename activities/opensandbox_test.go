@@ -1,8 +1,10 @@
 package activities_test
 
 import (
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -113,7 +115,12 @@ func TestOpenSandboxBoxLostFailsTheOpenResponseAndTheNextMessageResumesInANewBox
 // box's runner; the worker adds the credential (the model side sees only the
 // real key, the box holds a placeholder). After a worker restart the next
 // worker takes the tunnel over and the conversation goes on in the same box.
+// The box's loopback is its own, as a container's is: the host holding the
+// forward's port changes nothing.
 func TestOpenSandboxClaudeCodeReachesTheModelThroughTheEgressTunnel(t *testing.T) {
+	if hold, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(activities.ModelForwardPort))); err == nil {
+		t.Cleanup(func() { hold.Close() })
+	} // else something on the host holds it already
 	setup, model := claudeSetup(t)
 	var mu sync.Mutex
 	keys := map[string]int{}

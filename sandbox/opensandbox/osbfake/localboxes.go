@@ -2,13 +2,13 @@ package osbfake
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/astrabox/astrabox/internal/freeport"
 	"github.com/astrabox/astrabox/sandbox"
 	"github.com/astrabox/astrabox/sandbox/runnerapi"
 )
@@ -16,10 +16,13 @@ import (
 // LocalBoxes runs each sandbox as a real box of a local backend, with the
 // entry point's runner as a process in it, as a container runtime runs an
 // image: the box has the workspace at the path the request names, Image's
-// folders in place of the image's content, and shares the host's network so
-// that the runner's port is the endpoint (the only mapping: a free loopback
-// port for the requested one). The runner runs as the box's program account,
-// so it starts programs as itself (no second account inside, unlike an image).
+// folders in place of the image's content, and a network of its own, as a
+// container has: the runner listens on the requested port of the box's
+// loopback, and the endpoint is a host loopback port mapped to it. (A box on
+// the host's network would share its loopback: the runner's tunnelled forwards
+// would then collide with whatever else on the host holds their ports.) The
+// runner runs as the box's program account, so it starts programs as itself
+// (no second account inside, unlike an image).
 type LocalBoxes struct {
 	Backend sandbox.Backend
 	// Runner is the host path of the astrabox-runner binary.
@@ -36,16 +39,7 @@ func (l LocalBoxes) Start(_ string, req CreateRequest) (Box, error) {
 	if err != nil {
 		return nil, err
 	}
-	hostPort, err := freeport.Reserve()
-	if err != nil {
-		return nil, err
-	}
 	args = append([]string{filepath.Join(runnerMount, filepath.Base(l.Runner))}, args...)
-	for i, a := range args {
-		if a == "-listen" {
-			args[i+1] = fmt.Sprintf("127.0.0.1:%d", hostPort)
-		}
-	}
 	boxEnv, runnerEnv := map[string]string{}, map[string]string{}
 	for k, v := range req.Env {
 		if strings.HasPrefix(k, runnerapi.EnvPrefix) {
@@ -59,7 +53,7 @@ func (l LocalBoxes) Start(_ string, req CreateRequest) (Box, error) {
 	delete(runnerEnv, runnerapi.EnvProgramUID)
 	delete(runnerEnv, runnerapi.EnvProgramGID)
 	runnerEnv[runnerapi.EnvStateDir] = "/tmp/astrabox-runner"
-	spec := sandbox.Spec{Env: boxEnv, Network: sandbox.NetworkPolicy{Mode: sandbox.NetworkHost},
+	spec := sandbox.Spec{Env: boxEnv, Network: sandbox.NetworkPolicy{Mode: sandbox.NetworkNone},
 		Mounts:    append([]sandbox.Mount{{Source: filepath.Dir(l.Runner), Target: runnerMount}}, l.Image...),
 		Workspace: sandbox.Workspace{MountPath: runnerEnv[runnerapi.EnvWorkspace]}}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -69,15 +63,37 @@ func (l LocalBoxes) Start(_ string, req CreateRequest) (Box, error) {
 		return nil, fmt.Errorf("local box: %w", err)
 	}
 	defer h.Close()
-	deaths, err := l.Backend.Watch(context.Background(), h.ID())
-	if err == nil {
-		_, err = h.StartProcess(ctx, sandbox.ProcessSpec{ID: "entrypoint", Argv: args, Env: runnerEnv, EndsBox: true})
-	}
-	if err != nil {
+	b := &localBox{l: l, id: h.ID(), port: port, exited: make(chan struct{})}
+	if err := b.start(ctx, h, args, runnerEnv); err != nil {
 		_ = l.Backend.Destroy(ctx, h.ID())
 		return nil, fmt.Errorf("start the entry point in local box %s: %w", h.ID(), err)
 	}
-	b := &localBox{l: l, id: h.ID(), port: port, addr: fmt.Sprintf("127.0.0.1:%d", hostPort), exited: make(chan struct{})}
+	return b, nil
+}
+
+// start runs the entry point in the box, maps the endpoint's port into the
+// box's network and notes the entry point's end.
+func (b *localBox) start(ctx context.Context, h sandbox.Handle, args []string, env map[string]string) error {
+	deaths, err := b.l.Backend.Watch(context.Background(), b.id)
+	if err != nil {
+		return err
+	}
+	info, err := h.Info(ctx)
+	if err != nil {
+		return err
+	}
+	st, err := h.StartProcess(ctx, sandbox.ProcessSpec{ID: "entrypoint", Argv: args, Env: env, EndsBox: true})
+	if err != nil {
+		return err
+	}
+	ns, err := boxNetwork(info.UID, st.PID)
+	if err != nil {
+		return err
+	}
+	if b.ports, err = mapPort(ns, b.port); err != nil {
+		ns.Close()
+		return err
+	}
 	go func() {
 		d, ok := <-deaths
 		if ok && d.Reason == "program_exited" && strings.Contains(d.Message, "code 0 ") {
@@ -87,7 +103,7 @@ func (l LocalBoxes) Start(_ string, req CreateRequest) (Box, error) {
 		}
 		close(b.exited)
 	}()
-	return b, nil
+	return nil
 }
 
 // entrypointArgs checks that the entry point is the runner's network mode and
@@ -113,7 +129,7 @@ type localBox struct {
 	l      LocalBoxes
 	id     string
 	port   int
-	addr   string
+	ports  *portMap
 	exited chan struct{}
 	code   int
 	stop   sync.Once
@@ -123,7 +139,7 @@ func (b *localBox) Endpoint(port int) (string, bool) {
 	if port != b.port {
 		return "", false
 	}
-	return b.addr, true
+	return b.ports.Addr(), true
 }
 
 func (b *localBox) Exited() <-chan struct{} { return b.exited }
@@ -137,7 +153,7 @@ func (b *localBox) Stop() error {
 	b.stop.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		err = b.l.Backend.Destroy(ctx, b.id)
+		err = errors.Join(b.l.Backend.Destroy(ctx, b.id), b.ports.Close())
 	})
 	return err
 }
