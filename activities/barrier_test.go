@@ -176,3 +176,40 @@ func TestAnAdmissionWhoseMirrorLostEntriesMirrorsTheLogWhole(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, lease.Generation, after.Generation, "the same Relay recorded it: the refused batch did not end it")
 }
+
+// TestAMirrorAfterAnEndWhoseRowsWentMirrorsTheLogWhole: the mirror made once a
+// response ended goes with other Relays' batches, counted from the mirror's cursor;
+// when the mirror lost entries since (rows deleted here, after the admission), that
+// batch is refused and the log is mirrored whole on its own.
+func TestAMirrorAfterAnEndWhoseRowsWentMirrorsTheLogWhole(t *testing.T) {
+	s := newStack(t)
+	s.startWorker("host-a-" + uniq())
+	id := s.newSession()
+	first := s.send(id, "quick")
+	s.waitEnded(id, "resp-"+first)
+
+	second := s.send(id, "slow:10:50")
+	s.waitAdmitted(second)
+	conn, err := pgx.Connect(s.ctx, s.dsn)
+	require.NoError(t, err)
+	defer conn.Close(s.ctx)
+	_, err = conn.Exec(s.ctx, `DELETE FROM session_log_entries WHERE session_id = $1`, id)
+	require.NoError(t, err)
+	s.waitEnded(id, "resp-"+second)
+
+	var entries []store.SessionLogEntry
+	s.eventually("both inputs and both turns, mirrored again once the second ended", func() bool {
+		streams, err := s.st.ListSessionLogStreams(s.ctx, id)
+		require.NoError(t, err)
+		if len(streams) != 1 {
+			return false
+		}
+		entries, err = s.st.ListSessionLogEntries(s.ctx, id, streams[0])
+		require.NoError(t, err)
+		return len(entries) >= 4
+	})
+	require.Len(t, entries, 4)
+	require.Contains(t, string(entries[0].Entry), first)
+	require.Contains(t, string(entries[2].Entry), second)
+	require.Contains(t, string(entries[3].Entry), "resp-"+second)
+}

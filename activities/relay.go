@@ -409,7 +409,7 @@ func (r *relayRun) record(ctx context.Context, queue *eventQueue, batch []eventO
 			// A response's tail may reach the native log after its end event (Claude
 			// Code writes its transcript 70-250 ms after stdout): what is there now is
 			// mirrored, the rest with the next admission or before the box is released.
-			if err := r.a.mirrorSessionLog(ctx, r.l); err != nil {
+			if err := r.mirrorAfterEnd(ctx); err != nil {
 				r.log.Warn("mirror session log after a response ended", zap.Error(err))
 			}
 		}
@@ -498,6 +498,28 @@ func (r *relayRun) write(ctx context.Context, queue *eventQueue, b *pendingBatch
 		return store.AppendResult{}, fmt.Errorf("mirror session log before recording an admission: %w", err)
 	}
 	return r.a.deps.Store.ApplyRelayBatch(ctx, b.relayBatch(r))
+}
+
+// mirrorAfterEnd mirrors what the native log holds once a response ended, as a
+// batch of the Relay's own: it joins the batches other Relays hand in at the same
+// time, a statement for all their logs and one commit, rather than taking a
+// statement and a commit of its own. A log whose rows are behind its cursor (rows
+// gone since) is mirrored whole on its own.
+func (r *relayRun) mirrorAfterEnd(ctx context.Context) error {
+	ops, mirrored, err := r.a.sessionLogOps(ctx, r.l)
+	if err != nil {
+		return err
+	}
+	if len(ops) == 0 {
+		mirrored(true) // nothing to write; what was read is passed
+		return nil
+	}
+	_, err = r.a.deps.Store.ApplyRelayBatch(ctx, store.RelayBatch{SessionID: r.l.sessionID, LeaseGeneration: r.lease, Ops: ops})
+	mirrored(err == nil)
+	if errors.Is(err, store.ErrSessionLogBehind) {
+		return r.a.mirrorSessionLog(ctx, r.l)
+	}
+	return err
 }
 
 // admitsAnInput reports whether the queued item is an input's admission.
