@@ -502,9 +502,9 @@ func (r *relayRun) write(ctx context.Context, queue *eventQueue, b *pendingBatch
 
 // mirrorAfterEnd mirrors what the native log holds once a response ended, as a
 // batch of the Relay's own: it joins the batches other Relays hand in at the same
-// time, a statement for all their logs and one commit, rather than taking a
-// statement and a commit of its own. A log whose rows are behind its cursor (rows
-// gone since) is mirrored whole on its own.
+// time, a statement for all their logs and one commit, and is its one statement
+// only when it meets none. A log whose rows are behind its cursor (rows gone since)
+// is mirrored whole on its own.
 func (r *relayRun) mirrorAfterEnd(ctx context.Context) error {
 	ops, mirrored, err := r.a.sessionLogOps(ctx, r.l)
 	if err != nil {

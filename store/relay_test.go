@@ -494,3 +494,43 @@ func TestARelayBatchMirrorsTheSessionLogWithItsAdmission(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, stored, 2)
 }
+
+// TestARelayBatchOfSessionLogEntriesAloneIsAMirror: a batch of one log's entries and
+// nothing else (a Relay's mirror after a reply's end) stores them after the count it
+// names, nothing twice when it comes again, and is refused with ErrSessionLogBehind,
+// writing nothing, when the mirror holds fewer entries than that count.
+func TestARelayBatchOfSessionLogEntriesAloneIsAMirror(t *testing.T) {
+	f := newFixture(t)
+	st, ctx := f.st, f.ctx
+	lease, err := st.AcquireReaderLease(ctx, store.LeaseRequest{SessionID: f.session.ID, Holder: "relay-a", TTL: time.Minute})
+	require.NoError(t, err)
+	const stream = "session_log:conversation.jsonl"
+	mirror := func(after int64, entries ...string) error {
+		raw := make([]json.RawMessage, len(entries))
+		for i, e := range entries {
+			raw[i] = json.RawMessage(`{"turn":"` + e + `"}`)
+		}
+		res, err := st.ApplyRelayBatch(ctx, store.RelayBatch{SessionID: f.session.ID, LeaseGeneration: lease.Generation,
+			Ops: []store.RelayOp{{SessionLog: &store.SessionLogAppend{Stream: stream, After: after, Entries: raw}}}})
+		require.Zero(t, res.Parts)
+		return err
+	}
+	turns := func() []string {
+		stored, err := st.ListSessionLogEntries(ctx, f.session.ID, stream)
+		require.NoError(t, err)
+		var out []string
+		for _, e := range stored {
+			out = append(out, string(e.Entry))
+		}
+		return out
+	}
+
+	require.NoError(t, mirror(0, "a", "b"))
+	require.NoError(t, mirror(1, "b", "c"), "a mirror that comes again stores nothing twice")
+	require.Equal(t, []string{`{"turn": "a"}`, `{"turn": "b"}`, `{"turn": "c"}`}, turns())
+	require.ErrorIs(t, mirror(5, "f"), store.ErrSessionLogBehind)
+	require.Len(t, turns(), 3, "a refused mirror writes nothing")
+	sess, err := st.GetSessionByID(ctx, f.session.ID)
+	require.NoError(t, err)
+	require.Zero(t, sess.OutputSeq, "a mirror is no output")
+}

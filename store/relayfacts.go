@@ -205,7 +205,7 @@ func (g *groupedFacts) queue(facts *pgx.Batch) error {
 		var stored int64
 		err := queueKind(facts, "session log entries", appendSessionLogsGroupSQL, g.logs, len(g.logs), nil, []any{&stored}, func(j int) error {
 			if l := g.logs[j]; stored < l.After {
-				return fmt.Errorf("session %s: stream %s holds %d entries where the mirror counted %d: %w", l.Session, l.Stream, stored, l.After, ErrSessionLogBehind)
+				return sessionLogBehind(l.Session, l.Stream, stored, l.After)
 			}
 			return nil
 		})

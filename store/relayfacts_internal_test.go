@@ -48,3 +48,24 @@ func TestAGroupsFactsGoOneStatementAKind(t *testing.T) {
 	require.NoError(t, g.queue(facts))
 	require.Equal(t, 4, facts.Len(), "the log's entries, the admissions, the starts and the ends of three batches")
 }
+
+// TestALoneMirrorIsItsOneStatement: only a group of one batch holding one log's
+// entries and nothing else is written as the mirror's one statement; a log's entries
+// with anything else, or meeting another batch, go through the group's transaction.
+func TestALoneMirrorIsItsOneStatement(t *testing.T) {
+	log := RelayOp{SessionLog: &SessionLogAppend{Stream: "main", Entries: []json.RawMessage{json.RawMessage(`{}`)}}}
+	alone := &relayCommit{batch: RelayBatch{SessionID: "s1", Ops: []RelayOp{log}}}
+	got, ok := sessionLogAlone([]*relayCommit{alone})
+	require.True(t, ok)
+	require.Same(t, log.SessionLog, got)
+
+	for name, group := range map[string][]*relayCommit{
+		"with an admission": {{batch: RelayBatch{Ops: []RelayOp{log, {AdmitInput: "in-1"}}}}},
+		"with a cursor":     {{batch: RelayBatch{Ops: []RelayOp{log}, Cursor: &CursorUpdate{}}}},
+		"meeting another":   {alone, {batch: RelayBatch{SessionID: "s2", Ops: []RelayOp{log}}}},
+		"an admission":      {{batch: RelayBatch{Ops: []RelayOp{{AdmitInput: "in-1"}}}}},
+	} {
+		_, ok := sessionLogAlone(group)
+		require.False(t, ok, name)
+	}
+}

@@ -204,7 +204,15 @@ func (s *Store) writePartsGroup(ctx context.Context, group []*relayCommit) {
 // writeFactsGroup writes a group of batches with facts in one transaction. When it
 // fails (a fact naming a response the Session does not have fails its whole
 // transaction), each batch is written alone, so one Session's failure is its own.
+//
+// A batch of one session log's entries alone that meets no other (a Relay's mirror
+// after a reply's end, on a quiet worker) is its one statement, committed on its own:
+// a mirror stores nothing twice, so it needs neither the fence nor the locks.
 func (s *Store) writeFactsGroup(ctx context.Context, group []*relayCommit) {
+	if log, ok := sessionLogAlone(group); ok {
+		group[0].res, group[0].err = AppendResult{}, s.appendSessionLogAlone(ctx, group[0].batch.SessionID, log)
+		return
+	}
 	err := s.pipelineRelayBatches(ctx, group)
 	if err == nil {
 		return
@@ -218,6 +226,38 @@ func (s *Store) writeFactsGroup(ctx context.Context, group []*relayCommit) {
 			c.res, c.err = AppendResult{}, err
 		}
 	}
+}
+
+// sessionLogAlone returns the entries of a group of one batch that holds one
+// session log's entries and nothing else.
+func sessionLogAlone(group []*relayCommit) (*SessionLogAppend, bool) {
+	if len(group) != 1 {
+		return nil, false
+	}
+	b := group[0].batch
+	if len(b.Ops) != 1 || b.Ops[0].SessionLog == nil || b.Cursor != nil {
+		return nil, false
+	}
+	return b.Ops[0].SessionLog, true
+}
+
+// appendSessionLogAlone writes a session log's entries in their one statement, and
+// refuses them as a group does when the mirror holds fewer entries than their count.
+func (s *Store) appendSessionLogAlone(ctx context.Context, sessionID string, log *SessionLogAppend) error {
+	stored, err := s.AppendSessionLogEntries(ctx, sessionID, log.Stream, log.After, log.Entries)
+	if err != nil {
+		return err
+	}
+	if stored < log.After {
+		return sessionLogBehind(sessionID, log.Stream, stored, log.After)
+	}
+	return nil
+}
+
+// sessionLogBehind is the refusal of entries counted after more than the mirror
+// holds.
+func sessionLogBehind(sessionID, stream string, stored, after int64) error {
+	return fmt.Errorf("session %s: stream %s holds %d entries where the mirror counted %d: %w", sessionID, stream, stored, after, ErrSessionLogBehind)
 }
 
 // appendPartsGroupSQL is appendPartsOnlySQL for many Sessions in one statement. It

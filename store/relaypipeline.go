@@ -364,7 +364,7 @@ func queueFact(facts *pgx.Batch, sessionID string, op RelayOp, nextSeq int64, re
 				return mapError("append session log entries", err)
 			}
 			if stored < log.After {
-				return fmt.Errorf("session %s: stream %s holds %d entries where the mirror counted %d: %w", sessionID, log.Stream, stored, log.After, ErrSessionLogBehind)
+				return sessionLogBehind(sessionID, log.Stream, stored, log.After)
 			}
 			return nil
 		})
