@@ -158,11 +158,7 @@ func TestAnAdmissionWhoseMirrorLostEntriesMirrorsTheLogWhole(t *testing.T) {
 
 	lease, err := s.st.GetReaderLeaseBySession(s.ctx, id)
 	require.NoError(t, err)
-	conn, err := pgx.Connect(s.ctx, s.dsn)
-	require.NoError(t, err)
-	defer conn.Close(s.ctx)
-	_, err = conn.Exec(s.ctx, `DELETE FROM session_log_entries WHERE session_id = $1`, id)
-	require.NoError(t, err)
+	s.dropSessionLogMirror(id)
 
 	second := s.send(id, "quick")
 	require.Equal(t, store.InputAdmitted, s.waitAdmitted(second).State)
@@ -190,11 +186,7 @@ func TestAMirrorAfterAnEndWhoseRowsWentMirrorsTheLogWhole(t *testing.T) {
 
 	second := s.send(id, "slow:10:50")
 	s.waitAdmitted(second)
-	conn, err := pgx.Connect(s.ctx, s.dsn)
-	require.NoError(t, err)
-	defer conn.Close(s.ctx)
-	_, err = conn.Exec(s.ctx, `DELETE FROM session_log_entries WHERE session_id = $1`, id)
-	require.NoError(t, err)
+	s.dropSessionLogMirror(id)
 	s.waitEnded(id, "resp-"+second)
 
 	var entries []store.SessionLogEntry
@@ -212,4 +204,15 @@ func TestAMirrorAfterAnEndWhoseRowsWentMirrorsTheLogWhole(t *testing.T) {
 	require.Contains(t, string(entries[0].Entry), first)
 	require.Contains(t, string(entries[2].Entry), second)
 	require.Contains(t, string(entries[3].Entry), "resp-"+second)
+}
+
+// dropSessionLogMirror deletes a Session's mirrored session-log rows behind the
+// Relay's back, so its mirror's cursor counts more entries than the rows hold.
+func (s *stack) dropSessionLogMirror(sessionID string) {
+	s.t.Helper()
+	conn, err := pgx.Connect(s.ctx, s.dsn)
+	require.NoError(s.t, err)
+	defer conn.Close(s.ctx)
+	_, err = conn.Exec(s.ctx, `DELETE FROM session_log_entries WHERE session_id = $1`, sessionID)
+	require.NoError(s.t, err)
 }
